@@ -1,0 +1,12 @@
+//! `mil-core`: what a deployed device needs to run multiple-instance learning models.
+//!
+//! `no_std`, no heap, no panics on bad input. Everything writes into caller-provided
+//! buffers and reports problems as [`Error`] values. The host crate (`mil`) uses the same
+//! functions when it trains, so each numerical idea has exactly one implementation.
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod error;
+
+pub use error::Error;

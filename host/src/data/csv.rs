@@ -1,0 +1,250 @@
+//! The CSV layout of the public MIL benchmark files: `label,bag_id,f1,…,fD`, no header,
+//! one instance per line, the instances of a bag contiguous. A label of `?` marks an
+//! unlabelled bag (all bags of a file must then be unlabelled).
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::dataset::Dataset;
+use crate::error::{Error, Result};
+
+/// Reads a CSV data set from a file; errors name the file, line and field.
+pub fn read_csv_file(path: &Path) -> Result<Dataset> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_csv(&path.display().to_string(), &text)
+}
+
+/// Parses CSV text; `name` is used in error messages and as the data set's name.
+pub fn parse_csv(name: &str, text: &str) -> Result<Dataset> {
+    let err = |line: usize, field: String, problem: String| Error::Parse {
+        file: name.to_string(),
+        line,
+        field,
+        problem,
+    };
+    let mut dim = None;
+    let mut features = Vec::new();
+    let mut bag_starts = vec![0usize];
+    let mut bag_ids: Vec<String> = Vec::new();
+    let mut raw_labels: Vec<String> = Vec::new();
+    let mut seen_ids: HashSet<String> = HashSet::new();
+    let mut n_instances = 0usize;
+
+    for (index, raw) in text.lines().enumerate() {
+        let line_no = index + 1;
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        if fields.len() < 3 {
+            return Err(err(
+                line_no,
+                "row".into(),
+                format!(
+                    "{} fields; need label, bag_id and at least one feature",
+                    fields.len()
+                ),
+            ));
+        }
+        let d = fields.len() - 2;
+        match dim {
+            None => dim = Some(d),
+            Some(expected) if expected != d => {
+                return Err(err(
+                    line_no,
+                    "row".into(),
+                    format!("{} features where earlier rows have {expected}", d),
+                ))
+            }
+            _ => {}
+        }
+        let label = fields[0];
+        if label.is_empty() || (label != "?" && label.parse::<i64>().is_err()) {
+            return Err(err(
+                line_no,
+                "column 1 (label)".into(),
+                format!("`{label}` is not an integer class label or `?`"),
+            ));
+        }
+        let bag_id = fields[1];
+        if bag_id.is_empty() {
+            return Err(err(
+                line_no,
+                "column 2 (bag_id)".into(),
+                "empty bag id".into(),
+            ));
+        }
+        if bag_ids.last().map(String::as_str) != Some(bag_id) {
+            if !seen_ids.insert(bag_id.to_string()) {
+                return Err(err(
+                    line_no,
+                    "column 2 (bag_id)".into(),
+                    format!("bag `{bag_id}` reappears after other bags; a bag's instances must be contiguous"),
+                ));
+            }
+            if !bag_ids.is_empty() {
+                bag_starts.push(n_instances);
+            }
+            bag_ids.push(bag_id.to_string());
+            raw_labels.push(label.to_string());
+        } else if raw_labels.last().map(String::as_str) != Some(label) {
+            return Err(err(
+                line_no,
+                "column 1 (label)".into(),
+                format!(
+                    "bag `{bag_id}` has label `{label}` here but `{}` on its earlier instances",
+                    raw_labels.last().map(String::as_str).unwrap_or("")
+                ),
+            ));
+        }
+        for (j, value) in fields[2..].iter().enumerate() {
+            let v: f64 = value.parse().map_err(|_| {
+                err(
+                    line_no,
+                    format!("column {} (feature {})", j + 3, j + 1),
+                    format!("`{value}` is not a number"),
+                )
+            })?;
+            if !v.is_finite() {
+                return Err(err(
+                    line_no,
+                    format!("column {} (feature {})", j + 3, j + 1),
+                    format!("`{value}` is not finite"),
+                ));
+            }
+            features.push(v);
+        }
+        n_instances += 1;
+    }
+    let Some(dim) = dim else {
+        return Err(Error::data(name, "no instances (the file is empty)"));
+    };
+    bag_starts.push(n_instances);
+    let (labels, class_names) = index_labels(name, &raw_labels)?;
+    Dataset::new(
+        name,
+        dim,
+        features,
+        bag_starts,
+        bag_ids,
+        labels,
+        class_names,
+    )
+}
+
+/// Turns per-bag label strings into class indices, classes sorted numerically.
+/// All `?` gives an unlabelled set; a mixture is an error.
+pub(crate) fn index_labels(
+    name: &str,
+    raw: &[String],
+) -> Result<(Option<Vec<usize>>, Vec<String>)> {
+    let unlabelled = raw.iter().filter(|l| l.as_str() == "?").count();
+    if unlabelled == raw.len() {
+        return Ok((None, Vec::new()));
+    }
+    if unlabelled > 0 {
+        return Err(Error::data(
+            name,
+            format!(
+                "{unlabelled} of {} bags are unlabelled (`?`); label all or none",
+                raw.len()
+            ),
+        ));
+    }
+    let mut classes: BTreeMap<i64, String> = BTreeMap::new();
+    for l in raw {
+        let v: i64 = l
+            .parse()
+            .map_err(|_| Error::data(name, format!("label `{l}` is not an integer")))?;
+        classes.insert(v, l.clone());
+    }
+    let index: BTreeMap<&str, usize> = classes
+        .values()
+        .enumerate()
+        .map(|(i, s)| (s.as_str(), i))
+        .collect();
+    let labels = raw.iter().map(|l| index[l.as_str()]).collect();
+    Ok((Some(labels), classes.into_values().collect()))
+}
+
+/// Writes a data set in the CSV layout. Values are printed with Rust's shortest
+/// round-trip formatting, so reading the file back gives the identical data set.
+pub fn to_csv(data: &Dataset) -> String {
+    let mut out = String::with_capacity(data.features().len() * 8);
+    for b in 0..data.n_bags() {
+        let label = match data.label(b) {
+            Some(l) => data.class_names()[l].as_str(),
+            None => "?",
+        };
+        for instance in data.bag(b).instances() {
+            out.push_str(label);
+            out.push(',');
+            out.push_str(data.bag_id(b));
+            for v in instance {
+                let _ = write!(out, ",{v}");
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line_of(e: Error) -> usize {
+        match e {
+            Error::Parse { line, .. } => line,
+            other => panic!("expected a parse error, got {other}"),
+        }
+    }
+
+    #[test]
+    fn parses_bags_and_labels() {
+        let d = parse_csv("t", "1,a,1,2\n1,a,3,4\n0,b,5,6\n").unwrap();
+        assert_eq!((d.n_bags(), d.n_instances(), d.dim()), (2, 3, 2));
+        assert_eq!(d.labels(), Some(&[1, 0][..]));
+        assert_eq!(d.bag(0).as_slice(), &[1.0, 2.0, 3.0, 4.0]);
+    }
+
+    #[test]
+    fn round_trips() {
+        let d = parse_csv("t", "2,a,0.1,-2e-9\n0,b,5,1e300\n").unwrap();
+        let back = parse_csv("t", &to_csv(&d)).unwrap();
+        assert_eq!(d, back);
+    }
+
+    #[test]
+    fn names_the_line_of_each_problem() {
+        let cases = [
+            ("1,a,1,2\n1,a,3\n", 2),            // ragged
+            ("1,a,1,2\n1,a,x,4\n", 2),          // non-numeric
+            ("1,a,1,2\n1,a,NaN,4\n", 2),        // NaN
+            ("1,a,1,2\n1,a,inf,4\n", 2),        // infinite
+            ("1,a,1,2\n0,a,3,4\n", 2),          // label changes within a bag
+            ("1,a,1,2\n0,b,1,2\n1,a,3,4\n", 3), // bag id reappears
+            ("1,a\n", 1),                       // too few fields
+            ("one,a,1\n", 1),                   // non-integer label
+        ];
+        for (text, line) in cases {
+            assert_eq!(line_of(parse_csv("t", text).unwrap_err()), line, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn empty_and_mixed_unlabelled_are_errors() {
+        assert!(matches!(parse_csv("t", "\n\n"), Err(Error::Data { .. })));
+        assert!(matches!(
+            parse_csv("t", "?,a,1\n1,b,2\n"),
+            Err(Error::Data { .. })
+        ));
+        let d = parse_csv("t", "?,a,1\n?,b,2\n").unwrap();
+        assert_eq!(d.labels(), None);
+    }
+}

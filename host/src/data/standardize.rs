@@ -1,0 +1,108 @@
+//! z-score standardisation fitted on training bags only, so no statistic of a test fold
+//! leaks into training.
+
+use serde::{Deserialize, Serialize};
+
+use super::dataset::Dataset;
+use crate::error::Result;
+
+/// Per-feature mean and standard deviation of the training instances. A feature that is
+/// constant on the training instances has `std = 0` and contributes nothing (maps to 0)
+/// everywhere, including on test bags where it varies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ZScore {
+    /// Mean per feature.
+    pub mean: Vec<f64>,
+    /// Population standard deviation per feature (0 for a constant feature).
+    pub std: Vec<f64>,
+}
+
+impl ZScore {
+    /// Fits on the instances of the given bags (population statistics, two-pass for
+    /// accuracy).
+    pub fn fit(data: &Dataset, bags: &[usize]) -> ZScore {
+        let dim = data.dim();
+        let mut mean = vec![0.0; dim];
+        let mut count = 0usize;
+        for &b in bags {
+            for x in data.bag(b).instances() {
+                mean.iter_mut().zip(x).for_each(|(m, v)| *m += v);
+                count += 1;
+            }
+        }
+        let n = count.max(1) as f64;
+        mean.iter_mut().for_each(|m| *m /= n);
+        let mut var = vec![0.0; dim];
+        for &b in bags {
+            for x in data.bag(b).instances() {
+                var.iter_mut()
+                    .zip(x.iter().zip(&mean))
+                    .for_each(|(s, (v, m))| *s += (v - m) * (v - m));
+            }
+        }
+        let std = var
+            .into_iter()
+            .zip(&mean)
+            .map(|(s, m)| {
+                let sd = (s / n).sqrt();
+                // Round-off leaves a tiny spread on constant columns; treat it as zero.
+                if sd <= 1e-12 * m.abs().max(1.0) {
+                    0.0
+                } else {
+                    sd
+                }
+            })
+            .collect();
+        ZScore { mean, std }
+    }
+
+    /// Standardises one instance into `out`.
+    pub fn apply_row(&self, x: &[f64], out: &mut [f64]) {
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = if self.std[j] > 0.0 {
+                (x[j] - self.mean[j]) / self.std[j]
+            } else {
+                0.0
+            };
+        }
+    }
+
+    /// Standardises every instance of a data set.
+    pub fn apply(&self, data: &Dataset) -> Result<Dataset> {
+        let dim = data.dim();
+        let mut features = vec![0.0; data.features().len()];
+        for (x, out) in data
+            .features()
+            .chunks_exact(dim)
+            .zip(features.chunks_exact_mut(dim))
+        {
+            self.apply_row(x, out);
+        }
+        data.with_features(dim, features)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fits_on_training_bags_only() {
+        // Bag 0: x = 1, 3 (feature 2 constant 5); bag 1: x = 100 (held out).
+        let d = Dataset::new(
+            "t",
+            2,
+            vec![1.0, 5.0, 3.0, 5.0, 100.0, 7.0],
+            vec![0, 2, 3],
+            vec!["a".into(), "b".into()],
+            None,
+            vec![],
+        )
+        .unwrap();
+        let z = ZScore::fit(&d, &[0]);
+        assert_eq!(z.mean, vec![2.0, 5.0]);
+        assert_eq!(z.std, vec![1.0, 0.0]);
+        let s = z.apply(&d).unwrap();
+        assert_eq!(s.features(), &[-1.0, 0.0, 1.0, 0.0, 98.0, 0.0]);
+    }
+}
