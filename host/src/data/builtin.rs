@@ -28,6 +28,16 @@ pub const BUILTINS: &[Builtin] = &[
         description: "positive bags of elephant, fox, tiger (labels 0/1/2): 300 bags, 1953 instances, 230 features",
         csv: include_str!("../../../data/corel3.csv"),
     },
+    Builtin {
+        name: "musk2",
+        description: "UCI Musk 2 drug activity: 102 bags (39+/63-), 6598 instances, 166 features",
+        csv: include_str!("../../../data/musk2.csv"),
+    },
+    Builtin {
+        name: "sival6",
+        description: "SIVAL, 6 categories (labels 0-5): 360 bags, 11410 instances, 30 features",
+        csv: include_str!("../../../data/sival6.csv"),
+    },
 ];
 
 /// The built-in data set of that name, if any.
