@@ -11,6 +11,7 @@ pub mod distance;
 pub mod error;
 pub mod eval;
 pub mod projection;
+pub mod svm;
 
 pub use data::Dataset;
 pub use error::{Error, Result};
