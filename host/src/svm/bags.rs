@@ -185,10 +185,10 @@ mod tests {
             let (k, scale) = svm_kernel(&gram, n, &train, &settings).unwrap();
             let svm = BagSvm::fit(&k, n, &train, &positive, settings, scale).unwrap();
             assert!(svm.converged);
-            for bag in 0..n {
+            for (bag, &is_positive) in positive.iter().enumerate() {
                 assert_eq!(
                     svm.decision(&k, n, bag) > 0.0,
-                    positive[bag],
+                    is_positive,
                     "{map:?} bag {bag}"
                 );
             }
