@@ -10,6 +10,7 @@ pub mod data;
 pub mod distance;
 pub mod error;
 pub mod eval;
+pub mod kernel;
 pub mod projection;
 pub mod svm;
 
