@@ -9,7 +9,9 @@ pub mod cli;
 pub mod data;
 pub mod distance;
 pub mod error;
+pub mod eval;
 pub mod projection;
+pub mod svm;
 
 pub use data::Dataset;
 pub use error::{Error, Result};
