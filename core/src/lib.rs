@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod box_kernel;
 pub mod error;
 
 pub use error::Error;
