@@ -11,6 +11,7 @@ pub mod data;
 pub mod distance;
 pub mod error;
 pub mod eval;
+pub mod export;
 pub mod kernel;
 pub mod lbfgs;
 pub mod model;
