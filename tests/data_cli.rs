@@ -105,6 +105,18 @@ fn arff_written_and_read_back_is_the_same_data_set() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+#[test]
+fn reads_the_arff_weka_writes() {
+    // Weka's own output (single-quoted bags, its header layout), not our writer's.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/weka_musk1_5bags.arff");
+    let from_weka = mil::data::load(&path.display().to_string()).unwrap();
+    let musk1 = mil::data::load("musk1").unwrap().select(&[0, 1, 2, 90, 91]);
+    assert_eq!(from_weka.features(), musk1.features());
+    assert_eq!(from_weka.bag_starts(), musk1.bag_starts());
+    assert_eq!(from_weka.bag_ids(), musk1.bag_ids());
+    assert_eq!(from_weka.labels(), musk1.labels());
+}
+
 /// Expects exit status 2 and one line on stderr that names `path:line:`.
 fn assert_rejected_at(path: &str, line: usize, what: &str) {
     let out = run_mil(&["info", path]);

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! @relation musk1
-//! @attribute molecule_name {MUSK-jf78,MUSK-jf67,…}     bag id: nominal (or string)
+//! @attribute molecule_name {MUSK-jf78,MUSK-jf67,…}     bag id: nominal (string, numeric)
 //! @attribute bag relational                             the instances of one bag
 //!   @attribute f1 numeric
 //!   …
@@ -692,13 +692,14 @@ impl Layout {
         let at = |a: &Attribute| format!("@attribute {}", show(&a.name));
         let id_values = match &id.kind {
             AttrType::Nominal(values) => Some(values.iter().cloned().collect()),
-            AttrType::String => None,
+            // Weka's MI data sets use a nominal id; some exporters write numeric ones.
+            AttrType::String | AttrType::Numeric => None,
             other => {
                 return Err((
                     id.line,
                     at(&id),
                     format!(
-                        "the bag id must be nominal or string, not {}; {shape}",
+                        "the bag id must be nominal, string or numeric, not {}; {shape}",
                         describe(other)
                     ),
                 ))
@@ -801,6 +802,16 @@ mod tests {
     fn equals_the_same_data_as_csv() {
         let from_csv = parse_csv("t", "1,a,1,2\n1,a,3,4\n0,b c,5,6\n").unwrap();
         assert_eq!(parse_arff("t", SMALL).unwrap(), from_csv);
+    }
+
+    #[test]
+    fn numeric_ids_and_trailing_instance_separator() {
+        let text = "@relation test\n@attribute id numeric\n@attribute bag relational\n\
+                    \x20 @attribute val numeric\n@end bag\n@data\n1,\"0.5\\n\"\n2,\"1\\n2\\n\"\n";
+        let d = parse_arff("t", text).unwrap();
+        assert_eq!(d.bag_ids(), &["1".to_string(), "2".to_string()]);
+        assert_eq!(d.bag_starts(), &[0, 1, 3]);
+        assert_eq!(d.labels(), None);
     }
 
     #[test]
