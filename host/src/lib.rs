@@ -9,6 +9,7 @@ pub mod cli;
 pub mod data;
 pub mod distance;
 pub mod error;
+pub mod kernel;
 pub mod projection;
 
 pub use data::Dataset;

@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::error::Result;
 
+mod gram;
 mod info;
 mod stubs;
 mod synth;
@@ -411,7 +412,7 @@ pub fn run(cli: &Cli) -> Result<Report> {
         Command::Train(_) => stubs::not_yet("mil train"),
         Command::Predict(_) => stubs::not_yet("mil predict"),
         Command::Project(_) => stubs::not_yet("mil project"),
-        Command::Gram(_) => stubs::not_yet("mil gram"),
+        Command::Gram(args) => gram::run(args, cli.quiet),
         Command::Cluster(_) => stubs::not_yet("mil cluster"),
         Command::Export(_) => stubs::not_yet("mil export"),
         Command::Inspect(_) => stubs::not_yet("mil inspect"),
