@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::error::Result;
 
 mod cv;
+mod gram;
 mod info;
 mod predict;
 mod stubs;
@@ -437,7 +438,7 @@ pub fn run(cli: &Cli) -> Result<Report> {
         Command::Train(args) => train::run(args),
         Command::Predict(args) => predict::run(args),
         Command::Project(_) => stubs::not_yet("mil project"),
-        Command::Gram(_) => stubs::not_yet("mil gram"),
+        Command::Gram(args) => gram::run(args, cli.quiet),
         Command::Cluster(_) => stubs::not_yet("mil cluster"),
         Command::Export(_) => stubs::not_yet("mil export"),
         Command::Inspect(_) => stubs::not_yet("mil inspect"),
