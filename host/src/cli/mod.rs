@@ -269,6 +269,17 @@ pub struct ClassifierArgs {
     /// Box kernels: failure probability δ.
     #[arg(long, default_value_t = 0.01)]
     pub delta: f64,
+    /// Box kernels: power of ten of the discretisation (0 for integer data); default:
+    /// from the data.
+    #[arg(long, allow_negative_numbers = true)]
+    pub precision: Option<i32>,
+    /// Box kernels: which estimator.
+    #[arg(long, value_enum, default_value = "fast")]
+    pub estimator: Estimator,
+    /// NSK: γ of the instance kernel exp(−γ‖x − y‖²) on z-scored features; default
+    /// 1 / (number of non-constant features).
+    #[arg(long)]
+    pub gamma: Option<f64>,
 }
 
 /// Projection choice; lists are tuned by inner cross-validation.
