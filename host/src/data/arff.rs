@@ -228,7 +228,8 @@ fn read_bag(
 
 /// Writes a data set as multi-instance ARFF. Values use Rust's shortest round-trip
 /// formatting, so reading the file back gives the identical data set. An unlabelled set
-/// is written without the class attribute.
+/// is written without the class attribute. Bag ids are declared as nominal values, so
+/// they must be distinct (as in every data set the readers build).
 pub fn to_arff(data: &Dataset) -> String {
     let mut out = String::with_capacity(data.features().len() * 8);
     out.push_str(
