@@ -6,6 +6,7 @@
 //! exports compact models for the `no_std` core [`mil_core`].
 
 pub mod cli;
+pub mod cluster;
 pub mod data;
 pub mod distance;
 pub mod error;
