@@ -39,7 +39,12 @@ pub fn run(args: &ClusterArgs, _quiet: bool) -> Result<Report> {
                 "cccp_iterations": best.history.len(),
                 "cutting_planes": best.planes,
             });
-            (ClusterModel::M3ic(fit.model), fit.assignments, fit.objective, detail)
+            (
+                ClusterModel::M3ic(fit.model),
+                fit.assignments,
+                fit.objective,
+                detail,
+            )
         }
         ClusterMethod::BamicMin | ClusterMethod::BamicMax | ClusterMethod::BamicAvg => {
             let distance = match args.method {
@@ -49,7 +54,12 @@ pub fn run(args: &ClusterArgs, _quiet: bool) -> Result<Report> {
             };
             let fit = bamic::fit(&data, args.k, distance, args.restarts, args.seed)?;
             let detail = json!({ "medoids": fit.medoids });
-            (ClusterModel::Bamic(fit.model), fit.assignments, fit.objective, detail)
+            (
+                ClusterModel::Bamic(fit.model),
+                fit.assignments,
+                fit.objective,
+                detail,
+            )
         }
     };
     let seconds = start.elapsed().as_secs_f64();

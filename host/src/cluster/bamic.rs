@@ -256,7 +256,9 @@ mod tests {
 
     #[test]
     fn same_seed_same_result_on_any_thread_count() {
-        let data = crate::data::load("corel3").unwrap().select(&(0..60).collect::<Vec<_>>());
+        let data = crate::data::load("corel3")
+            .unwrap()
+            .select(&(0..60).collect::<Vec<_>>());
         let on = |threads: usize| {
             rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)

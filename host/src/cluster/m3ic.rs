@@ -87,11 +87,7 @@ impl M3icParams {
             return Err(Error::parameter("--restarts", 0, "must be at least 1"));
         }
         if self.max_cccp == 0 || self.max_planes == 0 {
-            return Err(Error::parameter(
-                "iteration caps",
-                0,
-                "must be at least 1",
-            ));
+            return Err(Error::parameter("iteration caps", 0, "must be at least 1"));
         }
         if k < 2 || k > n_bags {
             return Err(Error::parameter(
@@ -210,7 +206,10 @@ impl<'a> Problem<'a> {
             let bag = data.bag(b);
             let inv = 1.0 / bag.len() as f64;
             for x in bag.instances() {
-                bag_mean_sum.iter_mut().zip(x).for_each(|(m, v)| *m += inv * v);
+                bag_mean_sum
+                    .iter_mut()
+                    .zip(x)
+                    .for_each(|(m, v)| *m += inv * v);
             }
         }
         let bag_mean_norm2 = dot(&bag_mean_sum, &bag_mean_sum);
@@ -234,7 +233,13 @@ impl<'a> Problem<'a> {
     fn bag_margin(&self, w: &[f64], bag: usize) -> (f64, Subgradient) {
         let k = self.k as f64;
         let mut s = vec![0.0; self.k];
-        let mut best = (f64::NEG_INFINITY, Subgradient { instance: 0, top: 0 });
+        let mut best = (
+            f64::NEG_INFINITY,
+            Subgradient {
+                instance: 0,
+                top: 0,
+            },
+        );
         for i in self.data.bag_range(bag) {
             self.scores(w, self.data.instance(i), &mut s);
             let (top, max) = argmax(&s);
@@ -297,7 +302,11 @@ impl<'a> Problem<'a> {
 
     /// Solves the convex subproblem (12) for fixed subgradients by cutting planes
     /// (Table 1, steps 4–9). Returns w̃ and the number of planes used.
-    fn cutting_planes(&self, sub: &[Subgradient], params: &M3icParams) -> Result<(Vec<f64>, usize)> {
+    fn cutting_planes(
+        &self,
+        sub: &[Subgradient],
+        params: &M3icParams,
+    ) -> Result<(Vec<f64>, usize)> {
         let n = self.data.n_bags();
         let pairs = self.balance_pairs();
         let n_pairs = pairs.len();
@@ -350,7 +359,11 @@ impl<'a> Problem<'a> {
                     ),
                 });
             }
-            let row: Vec<f64> = planes.iter().map(|pl| dot(&pl.a, &a)).chain([dot(&a, &a)]).collect();
+            let row: Vec<f64> = planes
+                .iter()
+                .map(|pl| dot(&pl.a, &a))
+                .chain([dot(&a, &a)])
+                .collect();
             let mean_proj: Vec<f64> = (0..self.k)
                 .map(|p| dot(&a[p * self.dim..(p + 1) * self.dim], &self.bag_mean_sum))
                 .collect();
@@ -412,8 +425,8 @@ impl<'a> Problem<'a> {
         let delta = |a: usize, b: usize| f64::from(u8::from(a == b));
         for (e, &(p, r)) in pairs.iter().enumerate() {
             for (f, &(p2, r2)) in pairs.iter().enumerate() {
-                q[(m + e) * size + m + f] =
-                    self.bag_mean_norm2 * (delta(p, p2) - delta(p, r2) - delta(r, p2) + delta(r, r2));
+                q[(m + e) * size + m + f] = self.bag_mean_norm2
+                    * (delta(p, p2) - delta(p, r2) - delta(r, p2) + delta(r, r2));
             }
         }
         let lin = planes
@@ -429,7 +442,9 @@ impl<'a> Problem<'a> {
         let mut w = vec![0.0; self.k * self.dim];
         for (pl, &alpha) in planes.iter().zip(dual) {
             if alpha != 0.0 {
-                w.iter_mut().zip(&pl.a).for_each(|(wi, ai)| *wi += alpha * ai);
+                w.iter_mut()
+                    .zip(&pl.a)
+                    .for_each(|(wi, ai)| *wi += alpha * ai);
             }
         }
         for (&(p, q), &beta) in pairs.iter().zip(&dual[planes.len()..]) {
@@ -449,7 +464,13 @@ pub(crate) fn argmax(v: &[f64]) -> (usize, f64) {
     v.iter()
         .copied()
         .enumerate()
-        .fold((0, f64::NEG_INFINITY), |best, (i, x)| if x > best.1 { (i, x) } else { best })
+        .fold((0, f64::NEG_INFINITY), |best, (i, x)| {
+            if x > best.1 {
+                (i, x)
+            } else {
+                best
+            }
+        })
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
@@ -486,8 +507,16 @@ mod tests {
             }
         }
         let ids = (0..labels.len()).map(|i| i.to_string()).collect();
-        Dataset::new("toy", 3, features, starts, ids, Some(labels), vec!["0".into(), "1".into(), "2".into()])
-            .unwrap()
+        Dataset::new(
+            "toy",
+            3,
+            features,
+            starts,
+            ids,
+            Some(labels),
+            vec!["0".into(), "1".into(), "2".into()],
+        )
+        .unwrap()
     }
 
     #[test]
@@ -608,8 +637,9 @@ mod tests {
             };
             let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
             let w0: Vec<f64> = (0..9).map(|_| StandardNormal.sample(&mut rng)).collect();
-            let sub: Vec<Subgradient> =
-                (0..data.n_bags()).map(|b| problem.bag_margin(&w0, b).1).collect();
+            let sub: Vec<Subgradient> = (0..data.n_bags())
+                .map(|b| problem.bag_margin(&w0, b).1)
+                .collect();
             let (w, planes) = problem.cutting_planes(&sub, &params).unwrap();
             assert!(planes >= 1);
             let n = data.n_bags() as f64;
@@ -624,8 +654,14 @@ mod tests {
                 / n;
             let j11 = 0.5 * dot(&w, &w) + c * loss;
             let opt = n_slack_optimum(&problem, &sub, c, l);
-            assert!(j11 >= opt - 1e-6 * (1.0 + opt), "seed {seed}: {j11} < optimum {opt}");
-            assert!(j11 <= opt + c * params.eps2 + 1e-6, "seed {seed}: {j11} vs optimum {opt}");
+            assert!(
+                j11 >= opt - 1e-6 * (1.0 + opt),
+                "seed {seed}: {j11} < optimum {opt}"
+            );
+            assert!(
+                j11 <= opt + c * params.eps2 + 1e-6,
+                "seed {seed}: {j11} vs optimum {opt}"
+            );
             assert!(problem.balance_violation(&w) <= l + 1e-9);
         }
     }
@@ -669,12 +705,27 @@ mod tests {
     fn bad_parameters_are_errors() {
         let data = toy(1, 3);
         for params in [
-            M3icParams { c: 0.0, ..M3icParams::default() },
-            M3icParams { l: -1.0, ..M3icParams::default() },
-            M3icParams { eps2: f64::NAN, ..M3icParams::default() },
-            M3icParams { restarts: 0, ..M3icParams::default() },
+            M3icParams {
+                c: 0.0,
+                ..M3icParams::default()
+            },
+            M3icParams {
+                l: -1.0,
+                ..M3icParams::default()
+            },
+            M3icParams {
+                eps2: f64::NAN,
+                ..M3icParams::default()
+            },
+            M3icParams {
+                restarts: 0,
+                ..M3icParams::default()
+            },
         ] {
-            assert!(matches!(fit(&data, 3, &params, 1), Err(Error::Parameter { .. })));
+            assert!(matches!(
+                fit(&data, 3, &params, 1),
+                Err(Error::Parameter { .. })
+            ));
         }
         assert!(fit(&data, 1, &M3icParams::default(), 1).is_err());
         assert!(fit(&data, 10, &M3icParams::default(), 1).is_err());

@@ -176,7 +176,9 @@ impl ClusterModel {
                 }
                 let scaling_ok = match (&m.mean, &m.std) {
                     (None, None) => true,
-                    (Some(a), Some(b)) => a.len() == m.dim && b.len() == m.dim && finite(a) && finite(b),
+                    (Some(a), Some(b)) => {
+                        a.len() == m.dim && b.len() == m.dim && finite(a) && finite(b)
+                    }
                     _ => false,
                 };
                 if !scaling_ok || !finite(&m.weights) {
@@ -187,8 +189,14 @@ impl ClusterModel {
                 if m.dim == 0 || m.medoids.is_empty() {
                     return Err("no medoids".into());
                 }
-                if m.medoids.iter().any(|b| b.is_empty() || b.len() % m.dim != 0 || !finite(b)) {
-                    return Err(format!("a medoid bag is not a whole number of {}-value rows", m.dim));
+                if m.medoids
+                    .iter()
+                    .any(|b| b.is_empty() || b.len() % m.dim != 0 || !finite(b))
+                {
+                    return Err(format!(
+                        "a medoid bag is not a whole number of {}-value rows",
+                        m.dim
+                    ));
                 }
             }
         }
@@ -229,7 +237,10 @@ impl BamicModel {
                 (0..medoids.n_bags())
                     .map(|m| bag_distance(data.bag(b), medoids.bag(m), kind))
                     .enumerate()
-                    .fold((0, f64::INFINITY), |best, x| if x.1 < best.1 { x } else { best })
+                    .fold(
+                        (0, f64::INFINITY),
+                        |best, x| if x.1 < best.1 { x } else { best },
+                    )
                     .0
             })
             .collect())

@@ -60,7 +60,13 @@ impl DualQp<'_> {
         if !(self.cap > 0.0 && self.cap.is_finite()) {
             return Err(numerical("the cap must be positive and finite"));
         }
-        if self.q.iter().chain(self.c).chain(start).any(|v| !v.is_finite()) {
+        if self
+            .q
+            .iter()
+            .chain(self.c)
+            .chain(start)
+            .any(|v| !v.is_finite())
+        {
             return Err(numerical("non-finite QP data"));
         }
         let q = DMatrix::from_row_slice(n, n, self.q);
@@ -98,61 +104,67 @@ impl DualQp<'_> {
                 cap_tabu = false;
             }
             let free: Vec<usize> = (0..n).filter(|&i| !at_zero[i]).collect();
-            let (p, ray) = match self.subproblem(&q, &g, &free, cap_active, grad_tol, decrease_tol, dropped) {
-                Step::Stationary => {
-                    match pending.take() {
-                        Some((Some(j), at_drop)) if f > at_drop - decrease_tol => tabu[j] = true,
-                        Some((None, at_drop)) if f > at_drop - decrease_tol => cap_tabu = true,
-                        _ => {}
+            let (p, ray) =
+                match self.subproblem(&q, &g, &free, cap_active, (grad_tol, decrease_tol), dropped)
+                {
+                    Step::Stationary => {
+                        match pending.take() {
+                            Some((Some(j), at_drop)) if f > at_drop - decrease_tol => {
+                                tabu[j] = true
+                            }
+                            Some((None, at_drop)) if f > at_drop - decrease_tol => cap_tabu = true,
+                            _ => {}
+                        }
+                        // Stationary on the working set: check the multipliers' signs.
+                        let free_capped: Vec<usize> =
+                            free.iter().copied().filter(|&i| i < self.capped).collect();
+                        let nu = if cap_active && !free_capped.is_empty() {
+                            -free_capped.iter().map(|&i| g[i]).sum::<f64>()
+                                / free_capped.len() as f64
+                        } else {
+                            0.0
+                        };
+                        let mut worst: Option<(f64, Option<usize>)> = None;
+                        if cap_active && !cap_tabu && nu < -grad_tol {
+                            worst = Some((nu, None));
+                        }
+                        for i in (0..n).filter(|&i| at_zero[i] && !tabu[i]) {
+                            let mu = g[i] + if i < self.capped { nu } else { 0.0 };
+                            if mu < -grad_tol && worst.is_none_or(|(w, _)| mu < w) {
+                                worst = Some((mu, Some(i)));
+                            }
+                        }
+                        match worst {
+                            None => return Ok(x.iter().copied().collect()),
+                            Some((_, Some(i))) => at_zero[i] = false,
+                            Some((_, None)) => cap_active = false,
+                        }
+                        dropped = worst.map(|w| w.1);
+                        pending = dropped.map(|d| (d, f));
+                        continue;
                     }
-                    // Stationary on the working set: check the multipliers' signs.
-                    let free_capped: Vec<usize> =
-                        free.iter().copied().filter(|&i| i < self.capped).collect();
-                    let nu = if cap_active && !free_capped.is_empty() {
-                        -free_capped.iter().map(|&i| g[i]).sum::<f64>() / free_capped.len() as f64
-                    } else {
-                        0.0
-                    };
-                    let mut worst: Option<(f64, Option<usize>)> = None;
-                    if cap_active && !cap_tabu && nu < -grad_tol {
-                        worst = Some((nu, None));
-                    }
-                    for i in (0..n).filter(|&i| at_zero[i] && !tabu[i]) {
-                        let mu = g[i] + if i < self.capped { nu } else { 0.0 };
-                        if mu < -grad_tol && worst.is_none_or(|(w, _)| mu < w) {
-                            worst = Some((mu, Some(i)));
+                    Step::Newton(p) => {
+                        // After a drop the step must move away from the dropped constraint
+                        // (Nocedal & Wright, Thm 16.5); if round-off says otherwise, the
+                        // multiplier was noise: restore the constraint.
+                        match dropped {
+                            Some(Some(j)) if p[j] <= 0.0 => {
+                                at_zero[j] = true;
+                                tabu[j] = true;
+                                dropped = None;
+                                continue;
+                            }
+                            Some(None) if p.rows(0, self.capped).sum() >= 0.0 => {
+                                cap_active = true;
+                                cap_tabu = true;
+                                dropped = None;
+                                continue;
+                            }
+                            _ => (p, false),
                         }
                     }
-                    match worst {
-                        None => return Ok(x.iter().copied().collect()),
-                        Some((_, Some(i))) => at_zero[i] = false,
-                        Some((_, None)) => cap_active = false,
-                    }
-                    dropped = worst.map(|w| w.1);
-                    pending = dropped.map(|d| (d, f));
-                    continue;
-                }
-                Step::Newton(p) => {
-                    // After a drop the step must move away from the dropped constraint
-                    // (Nocedal & Wright, Thm 16.5); if round-off says otherwise, the
-                    // multiplier was noise: restore the constraint.
-                    match dropped {
-                        Some(Some(j)) if p[j] <= 0.0 => {                            at_zero[j] = true;
-                            tabu[j] = true;
-                            dropped = None;
-                            continue;
-                        }
-                        Some(None) if p.rows(0, self.capped).sum() >= 0.0 => {
-                            cap_active = true;
-                            cap_tabu = true;
-                            dropped = None;
-                            continue;
-                        }
-                        _ => (p, false),
-                    }
-                }
-                Step::Ray(p) => (p, true),
-            };
+                    Step::Ray(p) => (p, true),
+                };
             let mut moved = false;
             // Ratio test: the longest step along p that stays feasible. A ray of zero
             // curvature goes to its nearest blocking constraint; if it has none, its
@@ -218,8 +230,7 @@ impl DualQp<'_> {
         g: &DVector<f64>,
         free: &[usize],
         cap_active: bool,
-        grad_tol: f64,
-        decrease_tol: f64,
+        (grad_tol, decrease_tol): (f64, f64),
         dropped: Option<Option<usize>>,
     ) -> Step {
         let n = g.len();
@@ -340,12 +351,13 @@ mod tests {
     fn reference(qp: &DualQp<'_>) -> Vec<f64> {
         let n = qp.c.len();
         // Upper triangle of Q in CSC form.
-        let mut p_dense = vec![vec![0.0; n]; n];
-        for i in 0..n {
-            for j in i..n {
-                p_dense[i][j] = qp.q[i * n + j];
-            }
-        }
+        let p_dense: Vec<Vec<f64>> = (0..n)
+            .map(|i| {
+                (0..n)
+                    .map(|j| if j >= i { qp.q[i * n + j] } else { 0.0 })
+                    .collect()
+            })
+            .collect();
         let p = CscMatrix::from(&p_dense);
         let q: Vec<f64> = qp.c.iter().map(|v| -v).collect();
         // Rows: −x ≤ 0 (n rows), Σ_capped x ≤ cap.
@@ -353,9 +365,7 @@ mod tests {
         for (i, row) in a_dense.iter_mut().take(n).enumerate() {
             row[i] = -1.0;
         }
-        for j in 0..qp.capped {
-            a_dense[n][j] = 1.0;
-        }
+        a_dense[n][..qp.capped].iter_mut().for_each(|v| *v = 1.0);
         let a = CscMatrix::from(&a_dense);
         let mut b = vec![0.0; n];
         b.push(qp.cap);
@@ -513,4 +523,3 @@ mod tests {
         assert!(qp.solve(&[0.0]).is_err());
     }
 }
-
