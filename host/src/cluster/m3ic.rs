@@ -380,7 +380,11 @@ impl<'a> Problem<'a> {
                 capped: m,
                 cap: params.c,
             };
-            dual = qp.solve(&dual)?;
+            // If round-off stalls the active-set method, the interior-point solver takes over.
+            dual = match qp.solve(&dual) {
+                Ok(d) => d,
+                Err(_) => qp.interior_point()?,
+            };
             w = self.primal(&planes, &pairs, &dual);
             xi = planes
                 .iter()

@@ -218,6 +218,55 @@ impl DualQp<'_> {
         Err(numerical("the active-set iteration did not terminate"))
     }
 
+    /// The same QP by Clarabel's interior-point method (tolerances 1e-11): the fallback
+    /// when the active-set iteration stalls on round-off, and the tests' reference.
+    pub fn interior_point(&self) -> Result<Vec<f64>> {
+        use clarabel::algebra::CscMatrix;
+        use clarabel::solver::{
+            DefaultSettingsBuilder, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus,
+        };
+        let qp = self;
+        let n = qp.c.len();
+        // Upper triangle of Q in CSC form.
+        let p_dense: Vec<Vec<f64>> = (0..n)
+            .map(|i| {
+                (0..n)
+                    .map(|j| if j >= i { qp.q[i * n + j] } else { 0.0 })
+                    .collect()
+            })
+            .collect();
+        let p = CscMatrix::from(&p_dense);
+        let q: Vec<f64> = qp.c.iter().map(|v| -v).collect();
+        // Rows: −x ≤ 0 (n rows), Σ_capped x ≤ cap.
+        let mut a_dense = vec![vec![0.0; n]; n + 1];
+        for (i, row) in a_dense.iter_mut().take(n).enumerate() {
+            row[i] = -1.0;
+        }
+        a_dense[n][..qp.capped].iter_mut().for_each(|v| *v = 1.0);
+        let a = CscMatrix::from(&a_dense);
+        let mut b = vec![0.0; n];
+        b.push(qp.cap);
+        let cones = [NonnegativeConeT(n + 1)];
+        let settings = DefaultSettingsBuilder::default()
+            .verbose(false)
+            .tol_gap_abs(1e-11)
+            .tol_gap_rel(1e-11)
+            .tol_feas(1e-11)
+            .tol_ktratio(1e-9)
+            .max_iter(500)
+            .build()
+            .map_err(|e| numerical(&e.to_string()))?;
+        let mut solver = DefaultSolver::new(&p, &q, &a, &b, &cones, settings)
+            .map_err(|e| numerical(&format!("{e:?}")))?;
+        solver.solve();
+        match solver.solution.status {
+            SolverStatus::Solved | SolverStatus::AlmostSolved => {
+                Ok(solver.solution.x.iter().map(|v| v.max(0.0)).collect())
+            }
+            status => Err(numerical(&format!("interior point: {status:?}"))),
+        }
+    }
+
     /// The step of the equality-constrained subproblem on the free variables: minimise
     /// ½ pᵀQp + gᵀp with p = 0 off `free` and, if the cap is active, Σ_{capped} p = 0.
     /// If the reduced Hessian has a direction of zero curvature, that direction is
@@ -340,57 +389,8 @@ fn numerical(reason: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clarabel::algebra::CscMatrix;
-    use clarabel::solver::{
-        DefaultSettingsBuilder, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus,
-    };
     use rand::{RngExt, SeedableRng};
     use rand_xoshiro::Xoshiro256PlusPlus;
-
-    /// The same QP solved by Clarabel's interior-point method, tightened to 1e-11.
-    fn reference(qp: &DualQp<'_>) -> Vec<f64> {
-        let n = qp.c.len();
-        // Upper triangle of Q in CSC form.
-        let p_dense: Vec<Vec<f64>> = (0..n)
-            .map(|i| {
-                (0..n)
-                    .map(|j| if j >= i { qp.q[i * n + j] } else { 0.0 })
-                    .collect()
-            })
-            .collect();
-        let p = CscMatrix::from(&p_dense);
-        let q: Vec<f64> = qp.c.iter().map(|v| -v).collect();
-        // Rows: −x ≤ 0 (n rows), Σ_capped x ≤ cap.
-        let mut a_dense = vec![vec![0.0; n]; n + 1];
-        for (i, row) in a_dense.iter_mut().take(n).enumerate() {
-            row[i] = -1.0;
-        }
-        a_dense[n][..qp.capped].iter_mut().for_each(|v| *v = 1.0);
-        let a = CscMatrix::from(&a_dense);
-        let mut b = vec![0.0; n];
-        b.push(qp.cap);
-        let cones = [NonnegativeConeT(n + 1)];
-        let settings = DefaultSettingsBuilder::default()
-            .verbose(false)
-            .tol_gap_abs(1e-11)
-            .tol_gap_rel(1e-11)
-            .tol_feas(1e-11)
-            .tol_ktratio(1e-9)
-            .max_iter(500)
-            .build()
-            .unwrap();
-        let mut solver = DefaultSolver::new(&p, &q, &a, &b, &cones, settings).unwrap();
-        solver.solve();
-        assert!(
-            matches!(
-                solver.solution.status,
-                SolverStatus::Solved | SolverStatus::AlmostSolved
-            ),
-            "clarabel: {:?}",
-            solver.solution.status
-        );
-        solver.solution.x.clone()
-    }
 
     /// A random dual of the M³IC shape: Q = AᵀA with columns that may repeat with opposite
     /// signs (like the balance pairs e_pq = −e_qp), so Q is often singular.
@@ -446,7 +446,7 @@ mod tests {
             };
             let n = c.len();
             let ours = qp.solve(&vec![0.0; n]).unwrap();
-            let theirs = reference(&qp);
+            let theirs = qp.interior_point().unwrap();
             let (fo, ft) = (qp.objective(&ours), qp.objective(&theirs));
             assert!(
                 (fo - ft).abs() <= 1e-6 * (1.0 + ft.abs()),
