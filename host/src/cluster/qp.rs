@@ -10,10 +10,12 @@
 //! solves the equality-constrained subproblem on the free variables in the null space of
 //! the active cap constraint, by a symmetric eigendecomposition of the reduced Hessian.
 //! Directions of zero curvature are followed to the nearest blocking constraint, which is
-//! what lets the method accept a singular `Q`. The method terminates at a KKT point after
-//! finitely many steps (no cycling was seen; an iteration cap turns it into an error).
-//! Error bound: the returned point satisfies the KKT conditions to the tolerances below
-//! (relative 1e-10 on the gradient), i.e. it is optimal up to floating-point round-off.
+//! what lets the method accept a singular `Q`. A drop that does not lower the objective
+//! below the best value seen is not repeated until it does (round-off anti-cycling).
+//! Error bound: the returned point satisfies the KKT conditions with the reduced gradient
+//! and multipliers within 1e-13 of the problem's scale (max |c|, max Q_ii·max x) and a
+//! remaining Newton decrease below 1e-15 of it, i.e. it is optimal up to round-off. If the
+//! iteration cap is hit, [`DualQp::interior_point`] (Clarabel) is the fallback.
 
 use nalgebra::{DMatrix, DVector, SymmetricEigen};
 
