@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::error::Result;
 
+mod cluster;
 mod cv;
 mod gram;
 mod info;
@@ -422,6 +423,21 @@ pub struct ClusterArgs {
     /// Save the clustering model here.
     #[arg(short, long)]
     pub output: Option<String>,
+    /// M³IC: regularisation constant C of problem (6) (paper grid 2^[-4:4]).
+    #[arg(long = "cost", default_value_t = 0.125)]
+    pub cost: f64,
+    /// M³IC: cluster balance l of constraint (4) (paper grid 0, 0.001, 0.01, 0.1, 1..5, 10).
+    #[arg(long, default_value_t = 10.0)]
+    pub balance: f64,
+    /// M³IC: CCCP precision ε₁.
+    #[arg(long, default_value_t = 0.01)]
+    pub epsilon1: f64,
+    /// M³IC: cutting-plane precision ε₂.
+    #[arg(long, default_value_t = 0.01)]
+    pub epsilon2: f64,
+    /// M³IC: cluster the raw features instead of z-scored ones.
+    #[arg(long)]
+    pub raw: bool,
 }
 
 /// `mil export`.
@@ -454,7 +470,7 @@ pub fn run(cli: &Cli) -> Result<Report> {
         Command::Predict(args) => predict::run(args),
         Command::Project(_) => stubs::not_yet("mil project"),
         Command::Gram(args) => gram::run(args, cli.quiet),
-        Command::Cluster(_) => stubs::not_yet("mil cluster"),
+        Command::Cluster(args) => cluster::run(args, cli.quiet),
         Command::Export(_) => stubs::not_yet("mil export"),
         Command::Inspect(_) => stubs::not_yet("mil inspect"),
     }
