@@ -201,9 +201,10 @@ impl Writer {
     }
 }
 
-/// Input quantisation steps: twice the largest |x_j| over the training instances spread
-/// over ±32767 (1 for an all-zero feature).
-fn input_scales(train: &Dataset) -> Vec<f64> {
+/// Input quantisation exponents: the smallest e_j with 32767·2^e_j ≥ 2·max|x_j| over the
+/// training instances (twice the range as headroom; e = 0 for an all-zero feature). A
+/// power-of-two step makes quantisation a shift on devices without an FPU.
+fn input_exponents(train: &Dataset) -> Vec<i32> {
     let dim = train.dim();
     let mut max_abs = vec![0.0f64; dim];
     for x in train.features().chunks_exact(dim) {
@@ -212,9 +213,16 @@ fn input_scales(train: &Dataset) -> Vec<f64> {
             .zip(x)
             .for_each(|(m, v)| *m = m.max(v.abs()));
     }
+    let limit = container::MAX_INPUT_EXP;
     max_abs
         .iter()
-        .map(|&m| fixed::scale_for((2.0 * m) as f32, fixed::Q15_MAX) as f64)
+        .map(|&m| {
+            if m == 0.0 {
+                0
+            } else {
+                ((2.0 * m / fixed::Q15_MAX as f64).log2().ceil() as i32).clamp(-limit, limit)
+            }
+        })
         .collect()
 }
 
@@ -255,7 +263,8 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
         }
     }
     if encoding != Encoding::F32 {
-        let scales = input_scales(train);
+        let exps = input_exponents(train);
+        let scales: Vec<f64> = exps.iter().map(|&e| 2f64.powi(e)).collect();
         let stage = stage.as_ref().ok_or_else(|| {
             Error::parameter(
                 "--format",
@@ -268,7 +277,7 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
             .chunks_exact(dim_in)
             .flat_map(|row| row.iter().zip(&scales).map(|(g, s)| g * s))
             .collect();
-        w.f32s(tag::INPUT_SCALE, 1, dim_in, scales.iter().copied());
+        w.ints(tag::INPUT_EXP, Encoding::Q7, 1, dim_in, &exps);
         let tags = (tag::PROJ_WEIGHTS, tag::PROJ_SCALE, Some(tag::PROJ_SHIFT));
         w.weights(encoding, tags, stage.rows, dim_in, &a);
     } else if let Some(stage) = &stage {
