@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod box_kernel;
 pub mod citation;
 pub mod cluster;
 pub mod error;
