@@ -869,13 +869,14 @@ impl<'a> Model<'a> {
         match self.header.kind {
             ModelKind::Projection => d,
             ModelKind::LinearMil => d + 3 * self.header.output_dim,
-            ModelKind::CitationKnn => d.saturating_mul(max_instances),
+            ModelKind::CitationKnn => self.citation.map_or(0, |c| c.scratch_len(max_instances, d)),
             ModelKind::M3ic => d + self.header.output_dim,
         }
     }
 
-    /// Projects instance `i` of a bag into `out` (or copies it when there is no projection).
-    pub(crate) fn instance_into(
+    /// Projects instance `i` of a bag into `out[..projected_dim]` (or copies it when the
+    /// model has no projection stage).
+    pub fn project_instance(
         &self,
         bag: Instances<'_>,
         i: usize,

@@ -1,89 +1,61 @@
-//! Models shared by the deployment tests (`parity`, `firmware`): a musk1 model to export,
-//! with the host's own f64 predictions.
+//! Models shared by the deployment tests (`parity`, `firmware`): host models trained with
+//! the toolkit's own algorithms, and the firmware's bag file.
 
-use mil::data::standardize::ZScore;
-use mil::export::{Compact, Head};
-use mil::projection::{LinearProjection, ProjectionKind};
+use mil::classifier::citation_knn::{CitationKnn, Scaling};
+use mil::classifier::milr::{Milr, Pooling};
+use mil::classifier::ClassifierSpec;
+use mil::model::HostModel;
+use mil::projection::{self, ProjectionKind, ProjectionSpec};
 use mil::Dataset;
-use mil_core::score::Pooling;
 
-/// The host model's predictions on every bag of the data it was built on.
-pub struct HostPredictions {
-    /// Label per bag.
-    pub labels: Vec<usize>,
-    /// Per-class scores per bag.
-    pub scores: Vec<Vec<f64>>,
+/// Fits an optional projection (α = 1, seed 1) and a classifier on every bag of `data`.
+pub fn train(
+    data: &Dataset,
+    projection: Option<(ProjectionKind, usize)>,
+    classifier: ClassifierSpec,
+) -> HostModel {
+    let all: Vec<usize> = (0..data.n_bags()).collect();
+    let projection = projection.map(|(kind, dim)| {
+        let spec = ProjectionSpec {
+            kind,
+            dim,
+            alpha: 1.0,
+            seed: 1,
+        };
+        projection::fit(&spec, data, &all).unwrap()
+    });
+    let inner = match &projection {
+        Some(p) => p.transform(data).unwrap(),
+        None => data.clone(),
+    };
+    let classifier = classifier.fit(&inner, &all).unwrap();
+    HostModel::new(
+        data.class_names().to_vec(),
+        data.dim(),
+        projection,
+        classifier,
+    )
 }
 
-/// A musk1 model: z-score plus a d = 10 projection onto fixed pseudo-random directions,
-/// and a max-pooled linear instance score along the difference of the class means of the
-/// projected instances (a stand-in until trained B-MIDA + MILR models are exported).
-pub fn musk1_model(data: &Dataset) -> (Compact, HostPredictions) {
-    let all: Vec<usize> = (0..data.n_bags()).collect();
-    let z = ZScore::fit(data, &all);
-    let (dim, d) = (data.dim(), 10);
-    let mut state = 0x9E37_79B9_7F4A_7C15u64;
-    let matrix = (0..dim * d)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        })
-        .collect();
-    let projection = LinearProjection {
-        kind: ProjectionKind::Pca,
-        mean: z.mean.clone(),
-        scale: z.std.clone(),
-        matrix,
-        output_dim: d,
-        diagnostics: vec![],
-    };
-    let projected = projection.transform(data).unwrap();
-    let labels = data.labels().unwrap();
-    let mut means = [vec![0.0; d], vec![0.0; d]];
-    let mut counts = [0.0; 2];
-    for b in 0..data.n_bags() {
-        for y in projected.bag(b).instances() {
-            means[labels[b]]
-                .iter_mut()
-                .zip(y)
-                .for_each(|(m, v)| *m += v);
-            counts[labels[b]] += 1.0;
-        }
-    }
-    let w: Vec<f64> = (0..d)
-        .map(|k| means[1][k] / counts[1] - means[0][k] / counts[0])
-        .collect();
-    let mid: f64 = (0..d)
-        .map(|k| w[k] * 0.5 * (means[1][k] / counts[1] + means[0][k] / counts[0]))
-        .sum();
-    let bias = -mid;
-    // Host prediction, in f64: P = σ(max_i wᵀy_i + b).
-    let mut host = HostPredictions {
-        labels: vec![],
-        scores: vec![],
-    };
-    for b in 0..data.n_bags() {
-        let top = projected
-            .bag(b)
-            .instances()
-            .map(|y| y.iter().zip(&w).map(|(a, c)| a * c).sum::<f64>() + bias)
-            .fold(f64::NEG_INFINITY, f64::max);
-        let p = 1.0 / (1.0 + (-top).exp());
-        host.labels.push(usize::from(p > 0.5));
-        host.scores.push(vec![1.0 - p, p]);
-    }
-    let compact = Compact {
-        projection: Some(projection),
-        head: Head::Linear {
-            weights: w,
-            bias: vec![bias],
-            pooling: Pooling::Max,
-            beta: 0.0,
-        },
-    };
-    (compact, host)
+/// MILR with the given pooling and the host's defaults otherwise.
+pub fn milr(pooling: Pooling) -> ClassifierSpec {
+    ClassifierSpec::Milr(Milr {
+        pooling,
+        ..Milr::default()
+    })
+}
+
+/// Citation-kNN with R = 2, C = 4 and the given scaling.
+pub fn citation_knn(scaling: Scaling) -> ClassifierSpec {
+    ClassifierSpec::CitationKnn(CitationKnn {
+        scaling,
+        ..CitationKnn::default()
+    })
+}
+
+/// The musk1 model the firmware runs: B-MIDA (d = 10) and MILR with max pooling.
+pub fn musk1_firmware_model(musk1: &Dataset) -> HostModel {
+    train(musk1, Some((ProjectionKind::Bmida, 10)), milr(Pooling::Max))
 }
 
 /// Every bag of `data` in the firmware's `bags.bin` layout.

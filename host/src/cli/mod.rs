@@ -6,7 +6,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::error::Result;
 
+mod export;
 mod info;
+mod inspect;
 mod stubs;
 mod synth;
 
@@ -397,6 +399,10 @@ pub struct ExportArgs {
     /// Output .milm path.
     #[arg(short, long)]
     pub output: String,
+    /// The data the model was trained on (sets the input quantisation and is where
+    /// `max_abs_error` is measured); default: the model's own record of it.
+    #[arg(long)]
+    pub data: Option<String>,
 }
 
 /// `mil inspect`.
@@ -417,7 +423,7 @@ pub fn run(cli: &Cli) -> Result<Report> {
         Command::Project(_) => stubs::not_yet("mil project"),
         Command::Gram(_) => stubs::not_yet("mil gram"),
         Command::Cluster(_) => stubs::not_yet("mil cluster"),
-        Command::Export(_) => stubs::not_yet("mil export"),
-        Command::Inspect(_) => stubs::not_yet("mil inspect"),
+        Command::Export(args) => export::run(args),
+        Command::Inspect(args) => inspect::run(args),
     }
 }

@@ -1,0 +1,229 @@
+//! Host prediction vs core prediction on the exported bytes, for every model kind the
+//! host trains, on musk1 and elephant: f32 scores within 1e-5 (relative, floor 1), labels
+//! identical; quantised scores within the stated bound (linear models) and labels
+//! identical.
+
+#[allow(dead_code)] // each test binary uses part of the shared helpers
+mod deploy;
+
+use mil::classifier::citation_knn::Scaling;
+use mil::classifier::milr::Pooling;
+use mil::distance::{bag_distance, Hausdorff};
+use mil::export::{core_classify, export, Compact, CoreBag, Head};
+use mil::model::HostModel;
+use mil::projection::ProjectionKind;
+use mil::Dataset;
+use mil_core::score::bag_score_bound;
+use mil_core::{Encoding, Model};
+
+/// How closely the core's labels must follow the host's.
+#[derive(Clone, Copy, PartialEq)]
+enum Labels {
+    /// Identical on every bag.
+    Identical,
+    /// Identical on every bag whose host decision is farther from a tie than the
+    /// quantisation can move it (the error bound): a decision within reach of the
+    /// bound is not determined by the quantised model.
+    Certified,
+}
+
+/// The largest amount the quantised core can move a Citation-kNN distance of bag `b`:
+/// the query's projection error plus the references' rounding, per coordinate, in the
+/// Euclidean norm (the minimum over instance pairs moves at most as much as any pair).
+fn distance_error(core: &Model<'_>, data: &Dataset, b: usize) -> f64 {
+    let (CoreBag::I16(q), Some(p), Some(knn)) = (
+        CoreBag::new(core, data.bag(b)).unwrap(),
+        core.projection(),
+        core.citation(),
+    ) else {
+        return 0.0;
+    };
+    let d_in = core.input_dim();
+    let per_coord: Vec<f64> = (0..core.projected_dim())
+        .map(|k| {
+            let query = q
+                .chunks_exact(d_in)
+                .map(|x| p.error_bound(k, x) as f64)
+                .fold(0.0, f64::max);
+            query + knn.coordinate_error(k) as f64
+        })
+        .collect();
+    per_coord.iter().map(|e| e * e).sum::<f64>().sqrt()
+}
+
+/// Whether the host's Citation-kNN decision on bag `b` could change if every distance
+/// moved by up to `delta`: some distance is within 2δ of the reference cut-off or of a
+/// citer radius (the radius being a distance too).
+fn knn_decision_fragile(
+    compact: &Compact,
+    core: &Model<'_>,
+    data: &Dataset,
+    b: usize,
+    delta: f64,
+) -> bool {
+    let Head::CitationKnn { references, r, .. } = &compact.head else {
+        return false;
+    };
+    let query = match &compact.stage {
+        Some(s) => s.transform(&data.select(&[b])).unwrap(),
+        None => data.select(&[b]),
+    };
+    let dist: Vec<f64> = (0..references.n_bags())
+        .map(|u| bag_distance(query.bag(0), references.bag(u), Hausdorff::Min))
+        .collect();
+    let mut sorted = dist.clone();
+    sorted.sort_by(f64::total_cmp);
+    let cut = if *r > 0 {
+        sorted[r - 1]
+    } else {
+        f64::NEG_INFINITY
+    };
+    let knn = core.citation().unwrap();
+    dist.iter().enumerate().any(|(u, &d)| {
+        (d - cut).abs() <= 2.0 * delta || (d - knn.radius(u) as f64).abs() <= 2.0 * delta
+    })
+}
+
+/// Exports `model` in `encoding` and checks the core against the host on every bag.
+/// Returns the model's size in bytes and the number of bags whose labels agree.
+fn check(model: &HostModel, data: &Dataset, encoding: Encoding, what: &str) -> usize {
+    check_labels(model, data, encoding, what, Labels::Identical).0
+}
+
+fn check_labels(
+    model: &HostModel,
+    data: &Dataset,
+    encoding: Encoding,
+    what: &str,
+    labels: Labels,
+) -> (usize, usize) {
+    let (compact, _) = Compact::from_host(model).unwrap();
+    let bytes = export(&compact, encoding, data).unwrap();
+    let core = Model::parse(&bytes).unwrap();
+    let all: Vec<usize> = (0..data.n_bags()).collect();
+    let host = model.scores(data, &all).unwrap();
+    let linear = matches!(compact.head, Head::Linear { .. });
+    let mut agree = 0;
+    for b in 0..data.n_bags() {
+        let (decision, scores) = core_classify(&core, data.bag(b)).unwrap();
+        let tolerance = match (encoding, CoreBag::new(&core, data.bag(b)).unwrap()) {
+            (Encoding::F32, _) => None,
+            (_, CoreBag::I16(q)) if linear => {
+                let mut scratch = vec![0.0f32; 2 * core.projected_dim()];
+                Some(bag_score_bound(&core, &q, &mut scratch).unwrap() as f64)
+            }
+            _ => Some(f64::INFINITY), // Citation-kNN votes: only the labels are compared
+        };
+        for (c, (&got, &want)) in scores.iter().zip(host.row(b)).enumerate() {
+            let err = (got as f64 - want).abs();
+            let allowed = tolerance.unwrap_or(1e-5 * want.abs().max(1.0));
+            assert!(
+                err <= allowed,
+                "{what} {encoding:?} bag {b} class {c}: core {got} host {want} (allowed {allowed:e})"
+            );
+        }
+        agree += usize::from(decision.label == host.label(b));
+        if labels == Labels::Certified {
+            let fragile = if linear {
+                // Binary: the decision flips only if P can cross ½.
+                let p = host.row(b);
+                let bound = tolerance.unwrap_or(0.0);
+                p.len() == 2 && (p[1] - 0.5).abs() <= bound
+                    || p.len() > 2 && {
+                        let top = p[host.label(b)];
+                        p.iter()
+                            .enumerate()
+                            .any(|(c, &v)| c != host.label(b) && top - v <= 2.0 * bound)
+                    }
+            } else {
+                let delta = distance_error(&core, data, b);
+                knn_decision_fragile(&compact, &core, data, b, delta)
+            };
+            if fragile {
+                continue;
+            }
+        }
+        assert_eq!(
+            decision.label,
+            host.label(b),
+            "{what} {encoding:?} bag {b}: scores {scores:?} vs {:?}",
+            host.row(b)
+        );
+    }
+    (bytes.len(), agree)
+}
+
+fn datasets() -> [Dataset; 2] {
+    [
+        mil::data::load("musk1").unwrap(),
+        mil::data::load("elephant").unwrap(),
+    ]
+}
+
+#[test]
+fn milr_without_projection_every_pooling() {
+    for data in datasets() {
+        for pooling in [
+            Pooling::NoisyOr,
+            Pooling::Mean,
+            Pooling::Geometric,
+            Pooling::Softmax,
+            Pooling::Max,
+        ] {
+            let model = deploy::train(&data, None, deploy::milr(pooling));
+            let what = format!("{} milr {pooling:?}", data.name());
+            for encoding in [Encoding::F32, Encoding::Q15] {
+                check(&model, &data, encoding, &what);
+            }
+        }
+    }
+}
+
+#[test]
+fn bmida_milr_in_q15_fits_in_4_kib_with_the_f32_labels() {
+    let musk1 = mil::data::load("musk1").unwrap();
+    let model = deploy::musk1_firmware_model(&musk1);
+    check(&model, &musk1, Encoding::F32, "musk1 bmida+milr");
+    let bytes = check(&model, &musk1, Encoding::Q15, "musk1 bmida+milr");
+    assert!(bytes <= 4096, "{bytes} bytes");
+    let (_, agree) = check_labels(
+        &model,
+        &musk1,
+        Encoding::Q7,
+        "musk1 bmida+milr",
+        Labels::Certified,
+    );
+    println!(
+        "musk1 bmida+milr q7: labels agree on {agree}/{}",
+        musk1.n_bags()
+    );
+    let elephant = mil::data::load("elephant").unwrap();
+    let model = deploy::train(
+        &elephant,
+        Some((ProjectionKind::Bmida, 10)),
+        deploy::milr(Pooling::NoisyOr),
+    );
+    for encoding in [Encoding::F32, Encoding::Q15] {
+        check(&model, &elephant, encoding, "elephant bmida+milr");
+    }
+}
+
+#[test]
+fn citation_knn_with_and_without_projection() {
+    for data in datasets() {
+        for scaling in [Scaling::Zscore, Scaling::Weka, Scaling::None] {
+            let model = deploy::train(&data, None, deploy::citation_knn(scaling));
+            let what = format!("{} citation-knn {scaling:?}", data.name());
+            check(&model, &data, Encoding::F32, &what);
+        }
+        let model = deploy::train(
+            &data,
+            Some((ProjectionKind::Bmida, 10)),
+            deploy::citation_knn(Scaling::Zscore),
+        );
+        let what = format!("{} bmida+citation-knn", data.name());
+        check(&model, &data, Encoding::F32, &what);
+        let (_, agree) = check_labels(&model, &data, Encoding::Q15, &what, Labels::Certified);
+        println!("{what} q15: labels agree on {agree}/{}", data.n_bags());
+    }
+}
