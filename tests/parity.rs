@@ -227,3 +227,64 @@ fn citation_knn_with_and_without_projection() {
         println!("{what} q15: labels agree on {agree}/{}", data.n_bags());
     }
 }
+
+#[test]
+fn export_and_inspect_on_the_command_line() {
+    use mil_suite::{run_mil, temp_dir};
+    let dir = temp_dir("export-cli");
+    let musk1 = mil::data::load("musk1").unwrap();
+    let model_path = dir.join("model.json");
+    let milm = dir.join("model.milm");
+    let (m, out) = (model_path.to_str().unwrap(), milm.to_str().unwrap());
+    deploy::musk1_firmware_model(&musk1)
+        .save(&model_path)
+        .unwrap();
+    let json = |o: &std::process::Output| -> serde_json::Value {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    // A MILR model does not carry its training data: without --data, a clear error.
+    let o = run_mil(&["export", m, "--format", "q15", "-o", out, "--json"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--data"));
+    let e = json(&run_mil(&[
+        "export", m, "--format", "q15", "-o", out, "--data", "musk1", "--json",
+    ]));
+    let bytes = e["bytes"].as_u64().unwrap();
+    assert!(bytes <= 4096, "{e}");
+    assert_eq!(bytes, std::fs::metadata(&milm).unwrap().len());
+    let err = e["max_abs_error"].as_f64().unwrap();
+    assert!(
+        err > 0.0 && err <= e["error_bound"].as_f64().unwrap(),
+        "{e}"
+    );
+    assert_eq!(e["labels_agree"], 92);
+    let i = json(&run_mil(&["inspect", out, "--json"]));
+    assert_eq!(i["kind"], "linear-mil");
+    assert_eq!(i["format"], "q15");
+    assert_eq!(i["bytes"].as_u64(), Some(bytes));
+    assert_eq!(i["input_dim"], 166);
+    assert_eq!(i["output_dim"], 2);
+    // A corrupted byte is caught by the checksum and named with the file.
+    let mut b = std::fs::read(&milm).unwrap();
+    b[100] ^= 0x40;
+    std::fs::write(&milm, &b).unwrap();
+    let o = run_mil(&["inspect", out]);
+    assert_eq!(o.status.code(), Some(2));
+    let msg = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        msg.contains("model.milm") && msg.contains("checksum"),
+        "{msg}"
+    );
+    // Citation-kNN without a projection stores its training bags: no --data needed.
+    let knn = deploy::train(&musk1, None, deploy::citation_knn(Scaling::Zscore));
+    knn.save(&model_path).unwrap();
+    let e = json(&run_mil(&[
+        "export", m, "--format", "f32", "-o", out, "--json",
+    ]));
+    assert_eq!(e["labels_agree"], 92);
+    assert!(e["max_abs_error"].as_f64().unwrap() <= 1e-5, "{e}");
+    let i = json(&run_mil(&["inspect", out, "--json"]));
+    assert_eq!(i["kind"], "citation-knn");
+    std::fs::remove_dir_all(&dir).ok();
+}
