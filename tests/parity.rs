@@ -276,6 +276,28 @@ fn export_and_inspect_on_the_command_line() {
         msg.contains("model.milm") && msg.contains("checksum"),
         "{msg}"
     );
+    // The check: `mil train` records its data, so export needs no --data.
+    let t = json(&run_mil(&[
+        "train",
+        "musk1",
+        "--classifier",
+        "milr",
+        "--pooling",
+        "max",
+        "--projection",
+        "bmida",
+        "--dim",
+        "10",
+        "-o",
+        m,
+        "--json",
+    ]));
+    assert_eq!(t["model"], m);
+    let e = json(&run_mil(&[
+        "export", m, "--format", "q15", "-o", out, "--json",
+    ]));
+    assert!(e["bytes"].as_u64().unwrap() <= 4096, "{e}");
+    assert_eq!(e["labels_agree"], 92);
     // Citation-kNN without a projection stores its training bags: no --data needed.
     let knn = deploy::train(&musk1, None, deploy::citation_knn(Scaling::Zscore));
     knn.save(&model_path).unwrap();

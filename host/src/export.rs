@@ -660,6 +660,9 @@ impl Compact {
                 let raw = model.projection.is_none().then_some(fitted);
                 Ok((Compact { stage, head }, raw))
             }
+            ClassifierModel::Svm(_) => Err(Error::NotAvailable(
+                "exporting set-kernel SVM models to the core (its decision needs the box-kernel estimators over stored support bags)".into(),
+            )),
         }
     }
 }

@@ -13,19 +13,12 @@ use crate::export::{self, Compact, CoreBag, Head};
 use crate::model::HostModel;
 use mil_core::{Encoding, Model};
 
-/// The training data a model file records under `training_data`, if it does.
-fn recorded_training_data(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
-    value.get("training_data")?.as_str().map(str::to_string)
-}
-
 /// Runs `mil export`.
 pub fn run(args: &ExportArgs) -> Result<Report> {
     let path = Path::new(&args.model);
     let model = HostModel::load(path)?;
     let (compact, own) = Compact::from_host(&model)?;
-    let spec = args.data.clone().or_else(|| recorded_training_data(path));
+    let spec = args.data.clone().or_else(|| model.training_data.clone());
     let train: Dataset = match (spec, own) {
         (Some(spec), _) => data::load(&spec)?,
         (None, Some(own)) => own,
@@ -34,7 +27,7 @@ pub fn run(args: &ExportArgs) -> Result<Report> {
                 "--data",
                 "(missing)",
                 format!(
-                    "{} does not record its training data; name it with --data",
+                    "{} does not record its training data (it was not saved by `mil train`); name it with --data",
                     args.model
                 ),
             ))
