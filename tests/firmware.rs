@@ -17,11 +17,12 @@ use mil_core::{Encoding, Model};
 struct BagLine {
     label: usize,
     ticks: u64,
+    quantise_ticks: u64,
     scores: Vec<f32>,
 }
 
 fn parse_bag_line(line: &str) -> BagLine {
-    // "bag {b} n {n} label {l} ticks {t} scores [a, b]"
+    // "bag {b} n {n} label {l} ticks {t} quantise_ticks {q} scores [a, b]"
     let field = |name: &str| -> &str {
         let at = line
             .find(&format!(" {name} "))
@@ -35,6 +36,7 @@ fn parse_bag_line(line: &str) -> BagLine {
     BagLine {
         label: field("label").parse().unwrap(),
         ticks: field("ticks").parse().unwrap(),
+        quantise_ticks: field("quantise_ticks").parse().unwrap(),
         scores,
     }
 }
@@ -84,7 +86,7 @@ fn q15_musk1_model_runs_on_an_emulated_cortex_m4_and_matches_the_host() {
         .map(parse_bag_line)
         .collect();
     assert_eq!(lines.len(), musk1.n_bags(), "{stdout}");
-    let mut total_ticks = 0;
+    let (mut total_ticks, mut total_quantise) = (0, 0);
     for (b, line) in lines.iter().enumerate() {
         // The same core code on the same bytes: labels identical, scores equal to f32
         // rounding (the target and the host both compute in IEEE f32).
@@ -99,6 +101,7 @@ fn q15_musk1_model_runs_on_an_emulated_cortex_m4_and_matches_the_host() {
         // And the host model's own prediction.
         assert_eq!(line.label, host.label(b), "bag {b} vs the host model");
         total_ticks += line.ticks;
+        total_quantise += line.quantise_ticks;
     }
     let stack_line = stdout.lines().find(|l| l.starts_with("stack ")).unwrap();
     let model_line = stdout.lines().find(|l| l.starts_with("model ")).unwrap();
@@ -114,9 +117,11 @@ fn q15_musk1_model_runs_on_an_emulated_cortex_m4_and_matches_the_host() {
         .collect();
     let per_tick = cal[1] / cal[0];
     println!("{stack_line}; instructions per SysTick tick {per_tick:.2}");
+    let per = |t: u64, n: usize| t as f64 * per_tick / n as f64;
     println!(
-        "instructions per bag (mean) {:.0}, per instance {:.0}",
-        total_ticks as f64 * per_tick / lines.len() as f64,
-        total_ticks as f64 * per_tick / instances as f64
+        "classify: instructions per bag (mean) {:.0}, per instance {:.0}; quantising the f32 input: per instance {:.0}",
+        per(total_ticks, lines.len()),
+        per(total_ticks, instances as usize),
+        per(total_quantise, instances as usize)
     );
 }

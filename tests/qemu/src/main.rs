@@ -146,7 +146,7 @@ fn main() -> ! {
         fail("bags and model disagree on the number of features");
     }
     let mut at = 8;
-    let mut max_stack = parse_stack;
+    let mut max_stack = 0;
     let mut scores = [0.0f32; MAX_OUT];
     let out = model.output_dim().min(MAX_OUT);
     for b in 0..n_bags {
@@ -160,40 +160,39 @@ fn main() -> ! {
             *v = f32::from_bits(word(at + 4 * i).unwrap_or_else(|| fail("bag values")));
         }
         at += 4 * len;
-        let (bottom, top) = paint_stack();
+        // Quantised models take i16 instances: quantise on the device (timed apart).
         let t0 = cortex_m::peripheral::SYST::get_current();
-        let result = if model.encoding() == Encoding::F32 {
-            model.classify(
-                Instances::F32(&f[..len]),
-                &mut scratch[..],
-                &mut scores[..out],
-            )
-        } else {
-            let mut ok = Ok(0);
+        let mut quantised = Ok(0);
+        if model.encoding() != Encoding::F32 {
             for (x, y) in f[..len]
                 .chunks_exact(dim)
                 .zip(q[..len].chunks_exact_mut(dim))
             {
-                ok = ok.and(model.quantize_instance(x, y));
+                quantised = quantised.and(model.quantize_instance(x, y));
             }
-            ok.and_then(|_| {
-                model.classify(
-                    Instances::I16(&q[..len]),
-                    &mut scratch[..],
-                    &mut scores[..out],
-                )
-            })
-        };
+        }
+        let tq = ticks(t0);
+        let (bottom, top) = paint_stack();
+        let t0 = cortex_m::peripheral::SYST::get_current();
+        let result = quantised.and_then(|_| {
+            let bag = if model.encoding() == Encoding::F32 {
+                Instances::F32(&f[..len])
+            } else {
+                Instances::I16(&q[..len])
+            };
+            model.classify(bag, &mut scratch[..], &mut scores[..out])
+        });
         let t = ticks(t0);
         max_stack = max_stack.max(stack_used(bottom, top));
         match result {
             Ok(d) => {
                 hprintln!(
-                    "bag {} n {} label {} ticks {} scores {:?}",
+                    "bag {} n {} label {} ticks {} quantise_ticks {} scores {:?}",
                     b,
                     n,
                     d.label,
                     t,
+                    tq,
                     &scores[..out]
                 );
             }
@@ -203,7 +202,7 @@ fn main() -> ! {
             }
         }
     }
-    hprintln!("stack {}", max_stack);
+    hprintln!("stack parse {} classify {}", parse_stack, max_stack);
     hprintln!("done");
     debug::exit(debug::EXIT_SUCCESS);
     loop {
