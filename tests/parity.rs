@@ -310,3 +310,78 @@ fn export_and_inspect_on_the_command_line() {
     assert_eq!(i["kind"], "citation-knn");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Step 14 of M³IC's Table 1 in f64, written from the paper: the witness instance j*
+/// maximises max_u s_ju − mean_v s_jv, the bag goes to argmax_p s_j*p (first on ties).
+fn m3ic_step14(weights: &[f64], k: usize, z: &[Vec<f64>]) -> usize {
+    let mut best = (f64::NEG_INFINITY, 0);
+    for x in z {
+        let s: Vec<f64> = (0..k)
+            .map(|p| {
+                weights[p * x.len()..(p + 1) * x.len()]
+                    .iter()
+                    .zip(x)
+                    .map(|(a, b)| a * b)
+                    .sum()
+            })
+            .collect();
+        let (arg, top) =
+            s.iter().enumerate().fold(
+                (0, f64::NEG_INFINITY),
+                |b, (p, &v)| {
+                    if v > b.1 {
+                        (p, v)
+                    } else {
+                        b
+                    }
+                },
+            );
+        let margin = top - s.iter().sum::<f64>() / k as f64;
+        if margin > best.0 {
+            best = (margin, arg);
+        }
+    }
+    best.1
+}
+
+#[test]
+fn m3ic_assignment_matches_step_14() {
+    use mil::data::standardize::ZScore;
+    let musk1 = mil::data::load("musk1").unwrap();
+    let all: Vec<usize> = (0..musk1.n_bags()).collect();
+    let z = ZScore::fit(&musk1, &all);
+    let (k, dim) = (3, musk1.dim());
+    // Fixed pseudo-random cluster weights: the assignment rule is what is checked.
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let weights: Vec<f64> = (0..k * dim)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        })
+        .collect();
+    let compact =
+        mil::export::Compact::from_m3ic(k, dim, &weights, Some((&z.mean, &z.std))).unwrap();
+    for encoding in [Encoding::F32, Encoding::Q15] {
+        let bytes = export(&compact, encoding, &musk1).unwrap();
+        let core = Model::parse(&bytes).unwrap();
+        assert_eq!(core.output_dim(), k);
+        let mut agree = 0;
+        for b in 0..musk1.n_bags() {
+            let rows: Vec<Vec<f64>> = musk1
+                .bag(b)
+                .instances()
+                .map(|x| {
+                    let mut out = vec![0.0; dim];
+                    z.apply_row(x, &mut out);
+                    out
+                })
+                .collect();
+            let want = m3ic_step14(&weights, k, &rows);
+            let (got, _) = core_classify(&core, musk1.bag(b)).unwrap();
+            agree += usize::from(got.label == want);
+        }
+        assert_eq!(agree, musk1.n_bags(), "{encoding:?}");
+    }
+}

@@ -586,6 +586,43 @@ pub fn max_abs_error(
 }
 
 impl Compact {
+    /// The container shape of an M³IC clustering: `k × dim` cluster weights (row-major)
+    /// applied to instances z-scored with `mean`/`std` when given. The z-score and the
+    /// weights fold into the stage (k outputs: the cluster scores w_p·z); the head is
+    /// the identity.
+    pub fn from_m3ic(
+        k: usize,
+        dim: usize,
+        weights: &[f64],
+        zscore: Option<(&[f64], &[f64])>,
+    ) -> Result<Compact> {
+        if k < 2 || dim == 0 || weights.len() != k * dim {
+            return Err(Error::parameter(
+                "model",
+                format!("{k} clusters × {dim} features"),
+                "M³IC weights of inconsistent size",
+            ));
+        }
+        let scores = Affine {
+            rows: k,
+            cols: dim,
+            a: weights.to_vec(),
+            b: vec![0.0; k],
+        };
+        let stage = match zscore {
+            Some((mean, std)) => scores.after(&Affine::identity(dim).then_scale(mean, std)),
+            None => scores,
+        };
+        let identity = Affine::identity(k);
+        Ok(Compact {
+            stage: Some(stage),
+            head: Head::M3ic {
+                weights: identity.a,
+                bias: identity.b,
+            },
+        })
+    }
+
     /// The container shape of a saved host model. Returns it with the model's own
     /// training bags when the model stores them (Citation-kNN), `None` otherwise.
     pub fn from_host(model: &HostModel) -> Result<(Compact, Option<Dataset>)> {
