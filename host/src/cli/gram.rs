@@ -49,7 +49,7 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
         KernelName::Kand => BoxKernel::And,
         KernelName::Kandor => BoxKernel::AndOr,
         KernelName::Kmin => BoxKernel::Min,
-        KernelName::Nsk => return Err(Error::NotAvailable("mil gram --kernel nsk".into())),
+        KernelName::Nsk => return run_nsk(args, format),
     };
     let method = match args.estimator {
         Estimator::Fast => Method::Fast,
@@ -116,6 +116,47 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
         "ns_per_sample": ns_per_sample,
         "min_ln": lo,
         "max_ln": hi,
+        "output": args.output,
+        "bag_ids": data.bag_ids(),
+    });
+    Ok(Report { human, json })
+}
+
+/// `mil gram --kernel nsk`: the normalised set kernel on z-scored features, exact (no
+/// sampling), so ε, δ, precision and estimator do not apply.
+fn run_nsk(args: &GramArgs, format: Format) -> Result<Report> {
+    let data = data::load(&args.data)?;
+    let all: Vec<usize> = (0..data.n_bags()).collect();
+    let zscore = crate::data::standardize::ZScore::fit(&data, &all);
+    let active = zscore.std.iter().filter(|&&s| s > 0.0).count().max(1);
+    let gamma = 1.0 / active as f64;
+    let start = Instant::now();
+    let ln = crate::kernel::nsk::log_nsk_gram(&zscore.apply(&data)?, gamma)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let gram = LogGram {
+        n: data.n_bags(),
+        ln,
+        samples: 0,
+    };
+    write(&gram, &args.output, format)?;
+    let spectrum = gram.spectrum();
+    let n = gram.n;
+    let human = format!(
+        "{}: {n}×{n} ln nsk Gram (γ = {gamma:.4} on z-scored features) in {seconds:.2} s → {}\n\
+         {:.1}% negative eigenvalues (smallest {:.3e})",
+        data.name(),
+        args.output,
+        100.0 * spectrum.negative_fraction,
+        spectrum.smallest,
+    );
+    let json = json!({
+        "bags": n,
+        "seconds": seconds,
+        "negative_eigenvalues": spectrum.negative_fraction,
+        "smallest_eigenvalue": spectrum.smallest,
+        "largest_eigenvalue": spectrum.largest,
+        "kernel": "nsk",
+        "gamma": gamma,
         "output": args.output,
         "bag_ids": data.bag_ids(),
     });
