@@ -8,8 +8,10 @@ use crate::error::Result;
 
 mod cluster;
 mod cv;
+mod export;
 mod gram;
 mod info;
+mod inspect;
 mod predict;
 mod stubs;
 mod synth;
@@ -451,6 +453,10 @@ pub struct ExportArgs {
     /// Output .milm path.
     #[arg(short, long)]
     pub output: String,
+    /// The data the model was trained on (sets the input quantisation and is where
+    /// `max_abs_error` is measured); default: the model's own record of it.
+    #[arg(long)]
+    pub data: Option<String>,
 }
 
 /// `mil inspect`.
@@ -471,7 +477,7 @@ pub fn run(cli: &Cli) -> Result<Report> {
         Command::Project(_) => stubs::not_yet("mil project"),
         Command::Gram(args) => gram::run(args, cli.quiet),
         Command::Cluster(args) => cluster::run(args, cli.quiet),
-        Command::Export(_) => stubs::not_yet("mil export"),
-        Command::Inspect(_) => stubs::not_yet("mil inspect"),
+        Command::Export(args) => export::run(args),
+        Command::Inspect(args) => inspect::run(args),
     }
 }
