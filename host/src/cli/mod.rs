@@ -359,6 +359,12 @@ pub struct GramArgs {
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Keep only bags with at least this many instances.
+    #[arg(long)]
+    pub min_bag_size: Option<usize>,
+    /// Keep only bags with at most this many instances.
+    #[arg(long)]
+    pub max_bag_size: Option<usize>,
 }
 
 /// `mil cluster`.
