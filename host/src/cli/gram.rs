@@ -24,21 +24,24 @@ enum Format {
 
 /// Runs `mil gram`.
 pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
-    let format = match Path::new(&args.output)
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase)
-        .as_deref()
-    {
-        Some("csv") => Format::Csv,
-        Some("npy") => Format::Npy,
-        _ => {
-            return Err(Error::parameter(
-                "--output",
-                &args.output,
-                "must end in .csv or .npy",
-            ))
-        }
+    let format = match &args.output {
+        None => None,
+        Some(path) => match Path::new(path)
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("csv") => Some((path.as_str(), Format::Csv)),
+            Some("npy") => Some((path.as_str(), Format::Npy)),
+            _ => {
+                return Err(Error::parameter(
+                    "--output",
+                    path,
+                    "must end in .csv or .npy",
+                ))
+            }
+        },
     };
     let accuracy = Accuracy::new(args.epsilon, args.delta).map_err(|_| {
         let (name, value) = if args.epsilon > 0.0 && args.epsilon < 1.0 {
@@ -78,7 +81,9 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
     let gram = box_gram(&grid, spec, &progress)?;
     let seconds = start.elapsed().as_secs_f64();
     progress.finish_and_clear();
-    write(&gram, &args.output, format)?;
+    if let Some((path, format)) = format {
+        write(&gram, path, format)?;
+    }
     let normalised = spectrum(gram.normalised());
     let powered = spectrum(gram.powered(PAPER_RHO));
     let n = gram.n;
@@ -98,7 +103,7 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
         args.epsilon,
         args.delta,
         grid.precision(),
-        args.output,
+        args.output.as_deref().unwrap_or("(no file)"),
         100.0 * normalised.negative_fraction,
         normalised.smallest,
         100.0 * powered.negative_fraction,

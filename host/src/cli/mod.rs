@@ -353,9 +353,9 @@ pub struct GramArgs {
     /// Which estimator.
     #[arg(long, value_enum, default_value = "fast")]
     pub estimator: Estimator,
-    /// Output: .csv (bags × bags) or .npy (float64).
+    /// Output: .csv (bags × bags) or .npy (float64); without it only the summary.
     #[arg(short, long)]
-    pub output: String,
+    pub output: Option<String>,
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
