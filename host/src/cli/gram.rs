@@ -11,7 +11,7 @@ use serde_json::json;
 use super::{Estimator, GramArgs, KernelName, Report};
 use crate::data;
 use crate::error::{Error, Result};
-use crate::kernel::{box_gram, npy, spectrum, BoxGramSpec, GridData, LogGram};
+use crate::kernel::{box_gram, npy, nsk_gram, spectrum, BoxGramSpec, GridData, LogGram};
 
 /// The exponent of the subpolynomial map the paper applied to its Musk Gram matrices.
 const PAPER_RHO: f64 = 1.0 / 50.0;
@@ -52,17 +52,16 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
         Error::parameter(name, value, "must be in (0, 1)")
     })?;
     let kernel = match args.kernel {
-        KernelName::Kand => BoxKernel::And,
-        KernelName::Kandor => BoxKernel::AndOr,
-        KernelName::Kmin => BoxKernel::Min,
-        KernelName::Nsk => return Err(Error::NotAvailable("mil gram --kernel nsk".into())),
+        KernelName::Kand => Some(BoxKernel::And),
+        KernelName::Kandor => Some(BoxKernel::AndOr),
+        KernelName::Kmin => Some(BoxKernel::Min),
+        KernelName::Nsk => None,
     };
     let method = match args.estimator {
         Estimator::Fast => Method::Fast,
         Estimator::Paper => Method::Paper,
     };
     let data = select_bags(data::load(&args.data)?, args)?;
-    let grid = GridData::fit(&data, args.precision)?;
     let progress = if quiet {
         ProgressBar::hidden()
     } else {
@@ -71,14 +70,20 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         )
     };
-    let spec = BoxGramSpec {
-        kernel,
-        method,
-        accuracy,
-        seed: args.seed,
-    };
     let start = Instant::now();
-    let gram = box_gram(&grid, spec, &progress)?;
+    let (gram, precision) = match kernel {
+        Some(kernel) => {
+            let grid = GridData::fit(&data, args.precision)?;
+            let spec = BoxGramSpec {
+                kernel,
+                method,
+                accuracy,
+                seed: args.seed,
+            };
+            (box_gram(&grid, spec, &progress)?, Some(grid.precision()))
+        }
+        None => (nsk_gram(&data, args.gamma, &progress)?, None),
+    };
     let seconds = start.elapsed().as_secs_f64();
     progress.finish_and_clear();
     if let Some((path, format)) = format {
@@ -102,7 +107,7 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
         data.name(),
         args.epsilon,
         args.delta,
-        grid.precision(),
+        precision.map_or("-".to_string(), |p| p.to_string()),
         args.output.as_deref().unwrap_or("(no file)"),
         100.0 * normalised.negative_fraction,
         normalised.smallest,
@@ -122,7 +127,7 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
         "estimator": estimator_name,
         "epsilon": args.epsilon,
         "delta": args.delta,
-        "precision": grid.precision(),
+        "precision": precision,
         "seed": args.seed,
         "samples": gram.samples,
         "wall_ns_per_sample": ns_per_sample,

@@ -359,6 +359,9 @@ pub struct GramArgs {
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// nsk: RBF width γ of the instance kernel on z-scored features (default 1/D).
+    #[arg(long)]
+    pub gamma: Option<f64>,
     /// Keep only bags with at least this many instances.
     #[arg(long)]
     pub min_bag_size: Option<usize>,
