@@ -6,6 +6,7 @@
 pub mod boxes;
 pub mod npy;
 pub mod nsk;
+pub mod smo;
 
 pub use boxes::{box_gram, entry_seed, BoxGramSpec, GridData};
 pub use nsk::nsk_gram;
