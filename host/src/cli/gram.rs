@@ -10,8 +10,10 @@ use serde_json::json;
 
 use super::{Estimator, GramArgs, KernelName, Report};
 use crate::data;
+use crate::data::standardize::ZScore;
 use crate::error::{Error, Result};
-use crate::kernel::{box_gram, npy, nsk_gram, spectrum, BoxGramSpec, GridData, LogGram};
+use crate::kernel::nsk::log_nsk_gram;
+use crate::kernel::{box_gram, npy, spectrum, BoxGramSpec, GridData, LogGram};
 
 /// The exponent of the subpolynomial map the paper applied to its Musk Gram matrices.
 const PAPER_RHO: f64 = 1.0 / 50.0;
@@ -71,6 +73,7 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
         )
     };
     let start = Instant::now();
+    let mut nsk_gamma = None;
     let (gram, precision) = match kernel {
         Some(kernel) => {
             let grid = GridData::fit(&data, args.precision)?;
@@ -82,7 +85,23 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
             };
             (box_gram(&grid, spec, &progress)?, Some(grid.precision()))
         }
-        None => (nsk_gram(&data, args.gamma, &progress)?, None),
+        None => {
+            let all: Vec<usize> = (0..data.n_bags()).collect();
+            let zscore = ZScore::fit(&data, &all);
+            let active = zscore.std.iter().filter(|&&s| s > 0.0).count().max(1);
+            let gamma = args.gamma.unwrap_or(1.0 / active as f64);
+            if !(gamma.is_finite() && gamma > 0.0) {
+                return Err(Error::parameter(
+                    "--gamma",
+                    gamma,
+                    "must be positive and finite",
+                ));
+            }
+            nsk_gamma = Some(gamma);
+            let ln = log_nsk_gram(&zscore.apply(&data)?, gamma)?;
+            let n = data.n_bags();
+            (LogGram { n, ln, samples: 0 }, None)
+        }
     };
     let seconds = start.elapsed().as_secs_f64();
     progress.finish_and_clear();
@@ -128,6 +147,7 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
         "epsilon": args.epsilon,
         "delta": args.delta,
         "precision": precision,
+        "gamma": nsk_gamma,
         "seed": args.seed,
         "samples": gram.samples,
         "wall_ns_per_sample": ns_per_sample,

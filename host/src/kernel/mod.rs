@@ -1,15 +1,13 @@
 //! Set kernels over bags: Gram matrices of the box-counting kernels k∧, k∧/∨ and k_min
 //! (GMIL paper, built on the core's estimators in [`mil_core::box_kernel`] — the host has
-//! no second implementation) and of the normalised set kernel baseline ([`nsk`]), in log
-//! space, with their spectra and file output.
+//! no second implementation), in log space, with their spectra and file output; and the
+//! normalised set kernel of Gärtner et al. ([`nsk`]) as the conventional baseline.
 
 pub mod boxes;
 pub mod npy;
 pub mod nsk;
-pub mod smo;
 
 pub use boxes::{box_gram, entry_seed, BoxGramSpec, GridData};
-pub use nsk::nsk_gram;
 
 use nalgebra::{DMatrix, SymmetricEigen};
 
