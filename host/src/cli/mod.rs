@@ -393,6 +393,10 @@ pub struct GramArgs {
     /// Output: .csv (bags × bags) or .npy (float64); without it only the summary.
     #[arg(short, long)]
     pub output: Option<String>,
+    /// ρ of the subpolynomial map φ(k) = k^ρ applied before the SVM (the paper: 1/50);
+    /// the JSON reports the negative eigenvalues of φ(K) too.
+    #[arg(long, default_value_t = 0.02)]
+    pub rho: f64,
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
