@@ -393,9 +393,9 @@ pub struct GramArgs {
     /// Which estimator.
     #[arg(long, value_enum, default_value = "fast")]
     pub estimator: Estimator,
-    /// Output: .csv (bags × bags) or .npy (float64).
+    /// Output: .csv (bags × bags) or .npy (float64); without it only the summary.
     #[arg(short, long)]
-    pub output: String,
+    pub output: Option<String>,
     /// ρ of the subpolynomial map φ(k) = k^ρ applied before the SVM (the paper: 1/50);
     /// the JSON reports the negative eigenvalues of φ(K) too.
     #[arg(long, default_value_t = 0.02)]
@@ -403,6 +403,15 @@ pub struct GramArgs {
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// nsk: RBF width γ of the instance kernel on z-scored features (default 1/D).
+    #[arg(long)]
+    pub gamma: Option<f64>,
+    /// Keep only bags with at least this many instances.
+    #[arg(long)]
+    pub min_bag_size: Option<usize>,
+    /// Keep only bags with at most this many instances.
+    #[arg(long)]
+    pub max_bag_size: Option<usize>,
 }
 
 /// `mil cluster`.
