@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::error::Result;
 
 mod info;
+pub mod project;
 mod stubs;
 mod synth;
 
@@ -410,7 +411,7 @@ pub fn run(cli: &Cli) -> Result<Report> {
         Command::Cv(_) => stubs::not_yet("mil cv"),
         Command::Train(_) => stubs::not_yet("mil train"),
         Command::Predict(_) => stubs::not_yet("mil predict"),
-        Command::Project(_) => stubs::not_yet("mil project"),
+        Command::Project(args) => project::run(args),
         Command::Gram(_) => stubs::not_yet("mil gram"),
         Command::Cluster(_) => stubs::not_yet("mil cluster"),
         Command::Export(_) => stubs::not_yet("mil export"),
