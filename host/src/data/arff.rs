@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! @relation musk1
-//! @attribute molecule_name {MUSK-jf78,MUSK-jf67,…}     bag id: nominal (or string)
+//! @attribute molecule_name {MUSK-jf78,MUSK-jf67,…}     bag id: nominal (string, numeric)
 //! @attribute bag relational                             the instances of one bag
 //!   @attribute f1 numeric
 //!   …
@@ -66,7 +66,7 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
                 "sparse rows ({index value, …}) are not supported".into(),
             ));
         }
-        let fields = split_fields(&record.text).map_err(|p| err(line, "row", p))?;
+        let fields = split_fields(record.text).map_err(|p| err(line, "row", p))?;
         if fields.len() != layout.n_fields() {
             return Err(err(
                 line,
@@ -83,7 +83,7 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
                 ),
             ));
         }
-        let id_field = format!("field 1 ({})", layout.id_name);
+        let id_field = format!("field 1 ({})", show(&layout.id_name));
         let id = &fields[0];
         if id.is_missing() {
             return Err(err(line, &id_field, "missing bag id `?`".into()));
@@ -96,7 +96,10 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
                 return Err(err(
                     line,
                     &id_field,
-                    format!("bag id `{}` is not among the declared values", id.text),
+                    format!(
+                        "bag id `{}` is not among the declared values",
+                        show(&id.text)
+                    ),
                 ));
             }
         }
@@ -106,12 +109,12 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
                 &id_field,
                 format!(
                     "bag `{}` appears again (first on line {first}); one row per bag",
-                    id.text
+                    show(&id.text)
                 ),
             ));
         }
 
-        let bag_field = format!("field 2 ({})", layout.bag_name);
+        let bag_field = format!("field 2 ({})", show(&layout.bag_name));
         let bag = &fields[1];
         if bag.is_missing() {
             return Err(err(
@@ -121,57 +124,13 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
             ));
         }
         let before = features.len();
-        for (k, instance) in bag
-            .text
-            .split(['\n', '\r'])
-            .filter(|l| !l.trim().is_empty())
-            .enumerate()
-        {
-            let at = |j: Option<usize>| match j {
-                Some(j) => format!("{bag_field}, instance {}, feature {}", k + 1, j + 1),
-                None => format!("{bag_field}, instance {}", k + 1),
-            };
-            let values = split_fields(instance).map_err(|p| err(line, &at(None), p))?;
-            if values.len() != dim {
-                return Err(err(
-                    line,
-                    &at(None),
-                    format!(
-                        "{} values where the relational attribute declares {dim}",
-                        values.len()
-                    ),
-                ));
-            }
-            for (j, value) in values.iter().enumerate() {
-                if value.is_missing() {
-                    return Err(err(
-                        line,
-                        &at(Some(j)),
-                        "missing value `?` is not supported".into(),
-                    ));
-                }
-                let v: f64 = value.text.trim().parse().map_err(|_| {
-                    err(
-                        line,
-                        &at(Some(j)),
-                        format!("`{}` is not a number", value.text),
-                    )
-                })?;
-                if !v.is_finite() {
-                    return Err(err(
-                        line,
-                        &at(Some(j)),
-                        format!("`{}` is not finite", value.text),
-                    ));
-                }
-                features.push(v);
-            }
-        }
+        read_bag(&bag.text, dim, &mut features)
+            .map_err(|(at, problem)| err(line, &format!("{bag_field}{at}"), problem))?;
         if features.len() == before {
             return Err(err(
                 line,
                 &bag_field,
-                format!("bag `{}` has no instances", id.text),
+                format!("bag `{}` has no instances", show(&id.text)),
             ));
         }
 
@@ -179,7 +138,7 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
             None => "?".to_string(),
             Some((class_name, values)) => {
                 let class = &fields[2];
-                let field = format!("field 3 ({class_name})");
+                let field = format!("field 3 ({})", show(class_name));
                 if class.is_missing() {
                     "?".to_string()
                 } else if values.contains(&class.text) {
@@ -188,7 +147,10 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
                     return Err(err(
                         line,
                         &field,
-                        format!("class `{}` is not among the declared values", class.text),
+                        format!(
+                            "class `{}` is not among the declared values",
+                            show(&class.text)
+                        ),
                     ));
                 }
             }
@@ -212,9 +174,62 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
     )
 }
 
+/// Appends the instances of one relational value (instances separated by line breaks,
+/// values by commas) to `out`. Errors carry the place inside the bag
+/// (`, instance k, feature j`) and the problem.
+fn read_bag(
+    text: &str,
+    dim: usize,
+    out: &mut Vec<f64>,
+) -> std::result::Result<(), (String, String)> {
+    let instances = text.split(['\n', '\r']).filter(|l| !l.trim().is_empty());
+    for (k, instance) in instances.enumerate() {
+        let at = format!(", instance {}", k + 1);
+        // Numbers are never quoted in practice: skip the general field splitter then.
+        let quoted;
+        let values: Vec<(&str, bool)> = if instance.contains(['\'', '"']) {
+            quoted = split_fields(instance).map_err(|p| (at.clone(), p))?;
+            quoted
+                .iter()
+                .map(|f| (f.text.as_str(), f.is_missing()))
+                .collect()
+        } else {
+            instance
+                .split(',')
+                .map(|v| (v.trim(), v.trim() == "?"))
+                .collect()
+        };
+        if values.len() != dim {
+            return Err((
+                at,
+                format!(
+                    "{} values where the relational attribute declares {dim}",
+                    values.len()
+                ),
+            ));
+        }
+        for (j, (value, missing)) in values.into_iter().enumerate() {
+            let at = || format!("{at}, feature {}", j + 1);
+            if missing {
+                return Err((at(), "missing value `?` is not supported".into()));
+            }
+            let v: f64 = value
+                .trim()
+                .parse()
+                .map_err(|_| (at(), format!("`{}` is not a number", show(value))))?;
+            if !v.is_finite() {
+                return Err((at(), format!("`{}` is not finite", show(value))));
+            }
+            out.push(v);
+        }
+    }
+    Ok(())
+}
+
 /// Writes a data set as multi-instance ARFF. Values use Rust's shortest round-trip
 /// formatting, so reading the file back gives the identical data set. An unlabelled set
-/// is written without the class attribute.
+/// is written without the class attribute. Bag ids are declared as nominal values, so
+/// they must be distinct (as in every data set the readers build).
 pub fn to_arff(data: &Dataset) -> String {
     let mut out = String::with_capacity(data.features().len() * 8);
     out.push_str(
@@ -281,68 +296,67 @@ fn quote(s: &str) -> String {
 }
 
 /// One logical line of the file: comments removed, quoted line breaks kept inside.
-struct Record {
+struct Record<'a> {
     /// 1-based line where the record starts.
     line: usize,
     /// The record's text, trimmed.
-    text: String,
+    text: &'a str,
 }
 
 /// Splits the text into records at line breaks outside quotes, dropping `%` comments and
-/// blank lines. An unterminated quote is an error at the line where it opened.
-fn split_records(text: &str) -> std::result::Result<Vec<Record>, (usize, String)> {
+/// blank lines. An unterminated quote is an error at the line where it opened. Scans
+/// bytes: every delimiter is ASCII, which never occurs inside a multi-byte UTF-8 character.
+fn split_records(text: &str) -> std::result::Result<Vec<Record<'_>>, (usize, String)> {
+    let bytes = text.as_bytes();
     let mut records = Vec::new();
-    let mut current = String::new();
-    let mut line = 1;
-    let mut start = 1;
-    let mut quote: Option<(char, usize)> = None;
-    let mut chars = text.chars().peekable();
-    let flush = |current: &mut String, records: &mut Vec<Record>, start: usize| {
-        let trimmed = current.trim();
-        if !trimmed.is_empty() {
-            records.push(Record {
-                line: start,
-                text: trimmed.to_string(),
-            });
+    let mut push = |from: usize, to: usize, line: usize| {
+        let piece = text[from..to].trim();
+        if !piece.is_empty() {
+            records.push(Record { line, text: piece });
         }
-        current.clear();
     };
-    while let Some(c) = chars.next() {
-        if c == '\n' {
+    let (mut line, mut start_line, mut start) = (1, 1, 0);
+    // Where a `%` comment cut the current record short.
+    let mut cut: Option<usize> = None;
+    let mut quote: Option<(u8, usize)> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'\n' {
             line += 1;
         }
         match quote {
             Some((q, _)) => {
-                current.push(c);
-                if c == '\\' {
-                    if let Some(next) = chars.next() {
-                        if next == '\n' {
-                            line += 1;
-                        }
-                        current.push(next);
+                if b == b'\\' {
+                    if bytes.get(i + 1) == Some(&b'\n') {
+                        line += 1;
                     }
-                } else if c == q {
+                    i += 1;
+                } else if b == q {
                     quote = None;
                 }
             }
-            None => match c {
-                '\n' => {
-                    flush(&mut current, &mut records, start);
-                    start = line;
+            None if cut.is_some() && b != b'\n' => {}
+            None => match b {
+                b'\n' => {
+                    push(start, cut.take().unwrap_or(i), start_line);
+                    start = i + 1;
+                    start_line = line;
                 }
-                '%' => while chars.next_if(|&n| n != '\n').is_some() {},
-                '\'' | '"' => {
-                    quote = Some((c, line));
-                    current.push(c);
-                }
-                c => current.push(c),
+                b'%' => cut = Some(i),
+                b'\'' | b'"' => quote = Some((b, line)),
+                _ => {}
             },
         }
+        i += 1;
     }
     if let Some((q, opened)) = quote {
-        return Err((opened, format!("quote {q} opened here is never closed")));
+        return Err((
+            opened,
+            format!("quote {} opened here is never closed", q as char),
+        ));
     }
-    flush(&mut current, &mut records, start);
+    push(start, cut.unwrap_or(bytes.len()), start_line);
     Ok(records)
 }
 
@@ -391,7 +405,10 @@ fn split_fields(s: &str) -> std::result::Result<Vec<Field>, String> {
                 while chars.next_if(|c| c.is_whitespace()).is_some() {}
                 if let Some(&c) = chars.peek() {
                     if c != ',' {
-                        return Err(format!("`{c}` after a closing quote; expected a comma"));
+                        return Err(format!(
+                            "`{}` after a closing quote; expected a comma",
+                            c.escape_debug()
+                        ));
                     }
                 }
                 Field {
@@ -467,8 +484,8 @@ struct Attribute {
 
 /// Reads the header up to and including `@data`: the top-level attributes and the line of
 /// `@data`. `None` when the file has no records.
-fn parse_header(
-    records: &mut impl Iterator<Item = Record>,
+fn parse_header<'a>(
+    records: &mut impl Iterator<Item = Record<'a>>,
 ) -> std::result::Result<Option<(Vec<Attribute>, usize)>, HeaderError> {
     let mut last_line = 1;
     let mut attributes: Vec<Attribute> = Vec::new();
@@ -480,7 +497,7 @@ fn parse_header(
         last_line = line;
         let (keyword, rest) = match record.text.split_once(char::is_whitespace) {
             Some((k, r)) => (k, r.trim()),
-            None => (record.text.as_str(), ""),
+            None => (record.text, ""),
         };
         let keyword = keyword.to_ascii_lowercase();
         let fail = |field: &str, problem: String| (line, field.to_string(), problem);
@@ -488,7 +505,7 @@ fn parse_header(
             if keyword != "@relation" {
                 return Err(fail(
                     "header",
-                    format!("expected @relation, found `{}`", truncate(&record.text)),
+                    format!("expected @relation, found `{}`", show(record.text)),
                 ));
             }
             seen_relation = true;
@@ -497,7 +514,7 @@ fn parse_header(
         match keyword.as_str() {
             "@attribute" => {
                 let (name, type_text) = attribute_name(rest).map_err(|p| fail("@attribute", p))?;
-                let field = format!("@attribute {name}");
+                let field = format!("@attribute {}", show(&name));
                 let kind = attribute_type(type_text).map_err(|p| fail(&field, p))?;
                 if let Some((index, _)) = open {
                     match kind {
@@ -535,8 +552,10 @@ fn parse_header(
                     return Err(fail(
                         "@end",
                         format!(
-                            "`@end {name}` closes `{}`, opened on line {}",
-                            attributes[index].name, attributes[index].line
+                            "`@end {}` closes `{}`, opened on line {}",
+                            show(&name),
+                            show(&attributes[index].name),
+                            attributes[index].line
                         ),
                     ));
                 }
@@ -548,7 +567,7 @@ fn parse_header(
                         "@data",
                         format!(
                             "relational attribute `{}` (line {opened}) has no @end",
-                            attributes[index].name
+                            show(&attributes[index].name)
                         ),
                     ));
                 }
@@ -560,7 +579,7 @@ fn parse_header(
                     "header",
                     format!(
                         "expected @attribute, @end or @data, found `{}`",
-                        truncate(&record.text)
+                        show(record.text)
                     ),
                 ))
             }
@@ -611,7 +630,7 @@ fn attribute_type(text: &str) -> std::result::Result<AttrType, String> {
                 return Err("an empty nominal value".into());
             }
             if !seen.insert(v.text.as_str()) {
-                return Err(format!("nominal value `{}` listed twice", v.text));
+                return Err(format!("nominal value `{}` listed twice", show(&v.text)));
             }
         }
         return Ok(AttrType::Nominal(
@@ -638,11 +657,11 @@ fn describe(kind: &AttrType) -> String {
     }
 }
 
-fn truncate(s: &str) -> String {
-    match s.char_indices().nth(40) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
+/// User text for a one-line message: control characters escaped, at most 40 characters.
+fn show(s: &str) -> String {
+    let short: String = s.chars().take(40).collect();
+    let tail = if short.len() < s.len() { "…" } else { "" };
+    format!("{}{tail}", short.escape_debug())
 }
 
 /// The multi-instance layout the header declares: bag id, bag, optional class.
@@ -678,16 +697,17 @@ impl Layout {
                 format!("{n} top-level attributes; {shape}"),
             ));
         };
-        let at = |a: &Attribute| format!("@attribute {}", a.name);
+        let at = |a: &Attribute| format!("@attribute {}", show(&a.name));
         let id_values = match &id.kind {
             AttrType::Nominal(values) => Some(values.iter().cloned().collect()),
-            AttrType::String => None,
+            // Weka's MI data sets use a nominal id; some exporters write numeric ones.
+            AttrType::String | AttrType::Numeric => None,
             other => {
                 return Err((
                     id.line,
                     at(&id),
                     format!(
-                        "the bag id must be nominal or string, not {}; {shape}",
+                        "the bag id must be nominal, string or numeric, not {}; {shape}",
                         describe(other)
                     ),
                 ))
@@ -721,7 +741,7 @@ impl Layout {
                         return Err((
                             class.line,
                             at(&class),
-                            format!("class value `{v}` is not an integer (class labels are integers, as in the CSV layout)"),
+                            format!("class value `{}` is not an integer (class labels are integers, as in the CSV layout)", show(v)),
                         ));
                     }
                     Some((class.name, values.iter().cloned().collect()))
@@ -754,6 +774,7 @@ mod tests {
     use super::*;
     use crate::data::builtin;
     use crate::data::csv::parse_csv;
+    use crate::data::synth;
 
     const SMALL: &str = "% a comment\n\
         @RELATION 'tiny set'\n\
@@ -792,6 +813,16 @@ mod tests {
     }
 
     #[test]
+    fn numeric_ids_and_trailing_instance_separator() {
+        let text = "@relation test\n@attribute id numeric\n@attribute bag relational\n\
+                    \x20 @attribute val numeric\n@end bag\n@data\n1,\"0.5\\n\"\n2,\"1\\n2\\n\"\n";
+        let d = parse_arff("t", text).unwrap();
+        assert_eq!(d.bag_ids(), &["1".to_string(), "2".to_string()]);
+        assert_eq!(d.bag_starts(), &[0, 1, 3]);
+        assert_eq!(d.labels(), None);
+    }
+
+    #[test]
     fn real_line_breaks_and_unlabelled_bags() {
         let text = "@relation r\n@attribute id string\n@attribute bag relational\n\
                     @attribute v numeric\n@end bag\n@attribute class {0,1}\n@data\n\
@@ -807,6 +838,18 @@ mod tests {
         let d = parse_csv("musk1", musk1.csv).unwrap();
         let back = parse_arff("musk1", &to_arff(&d)).unwrap();
         assert_eq!(back, d);
+    }
+
+    #[test]
+    fn round_trips_generated_multi_class_sets() {
+        for d in [
+            synth::mida_two(11).data,
+            synth::mialm_ii(30, 6, 11).unwrap().data,
+        ] {
+            let back = parse_arff(d.name(), &to_arff(&d)).unwrap();
+            assert_eq!(back, d);
+            assert_eq!(back.n_classes(), d.n_classes());
+        }
     }
 
     #[test]
