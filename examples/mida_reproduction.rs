@@ -4,7 +4,7 @@
 //! discriminant projections.
 //!
 //! ```text
-//! cargo run --release --example mida_reproduction -- [synthetic|benchmarks|all] [SEEDS] [REPEATS]
+//! cargo run --release --example mida_reproduction -- [synthetic|benchmarks|all|DATA] [SEEDS] [REPEATS]
 //! ```
 //!
 //! - synthetic: 20 seeds (default) of MIDA §5.1 sets one and two with the paper's 20+20
