@@ -13,6 +13,7 @@ mod gram;
 mod info;
 mod inspect;
 mod predict;
+pub mod project;
 mod stubs;
 mod synth;
 mod train;
@@ -483,7 +484,7 @@ pub fn run(cli: &Cli) -> Result<Report> {
         Command::Cv(args) => cv::run(args, cli.quiet),
         Command::Train(args) => train::run(args),
         Command::Predict(args) => predict::run(args),
-        Command::Project(_) => stubs::not_yet("mil project"),
+        Command::Project(args) => project::run(args),
         Command::Gram(args) => gram::run(args, cli.quiet),
         Command::Cluster(args) => cluster::run(args, cli.quiet),
         Command::Export(args) => export::run(args),
