@@ -14,7 +14,6 @@ mod info;
 mod inspect;
 mod predict;
 pub mod project;
-mod stubs;
 mod synth;
 mod train;
 
