@@ -19,14 +19,28 @@ use crate::error::{Error, Result};
 use crate::pipeline::{cross_validate, read_folds_file, Folds, Pipeline, ProjectionGrid};
 use crate::svm::bags::{BagSvmSettings, EmpiricalMap};
 
+/// Citation-kNN's scaling: as given, else z-score on raw features and none after a
+/// projection.
+fn effective_scaling(args: &ClassifierArgs, projected: bool) -> Scaling {
+    args.scaling.unwrap_or(if projected {
+        Scaling::None
+    } else {
+        Scaling::Zscore
+    })
+}
+
 /// The classifier the flags describe.
-pub(super) fn classifier_spec(args: &ClassifierArgs, seed: u64) -> Result<ClassifierSpec> {
+pub(super) fn classifier_spec(
+    args: &ClassifierArgs,
+    seed: u64,
+    projected: bool,
+) -> Result<ClassifierSpec> {
     Ok(match args.classifier {
         ClassifierName::CitationKnn => ClassifierSpec::CitationKnn(CitationKnn {
             references: args.references,
             citers: args.citers,
             rank: args.rank,
-            scaling: match args.scaling {
+            scaling: match effective_scaling(args, projected) {
                 Scaling::Weka => citation_knn::Scaling::Weka,
                 Scaling::Zscore => citation_knn::Scaling::Zscore,
                 Scaling::None => citation_knn::Scaling::None,
@@ -126,8 +140,8 @@ pub(super) fn pipeline(
         }
     };
     Ok(Pipeline {
+        classifier: classifier_spec(classifier, seed, projection.is_some())?,
         projection,
-        classifier: classifier_spec(classifier, seed)?,
         inner_folds,
     })
 }
@@ -137,7 +151,10 @@ pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> St
     let c = match args.classifier {
         ClassifierName::CitationKnn => format!(
             "citation-knn (R={}, C={}, H={}, scaling {:?})",
-            args.references, args.citers, args.rank, args.scaling
+            args.references,
+            args.citers,
+            args.rank,
+            effective_scaling(args, projection.projection != ProjectionName::None)
         )
         .to_lowercase(),
         ClassifierName::Milr => format!("milr ({:?} pooling)", args.pooling).to_lowercase(),

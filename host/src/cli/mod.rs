@@ -240,8 +240,10 @@ pub struct ClassifierArgs {
     #[arg(long, default_value_t = 4)]
     pub citers: usize,
     /// Citation-kNN: attribute scaling (`weka` reproduces Weka's CitationKNN exactly).
-    #[arg(long, value_enum, default_value = "zscore")]
-    pub scaling: Scaling,
+    /// Default: `zscore` on raw features, `none` after a projection (which already
+    /// standardises its input; rescaling its output dimensions discards its weighting).
+    #[arg(long, value_enum)]
+    pub scaling: Option<Scaling>,
     /// Citation-kNN: rank H of the Hausdorff distance (1 = minimal Hausdorff distance).
     #[arg(long, default_value_t = 1)]
     pub rank: usize,
