@@ -7,6 +7,7 @@ use std::path::Path;
 use serde_json::json;
 
 use super::{ExportArgs, ExportFormat, Report};
+use crate::cluster::ClusterModel;
 use crate::data::{self, Dataset};
 use crate::error::{Error, Result};
 use crate::export::{self, Compact, CoreBag, Head};
@@ -16,6 +17,9 @@ use mil_core::{Encoding, Model};
 /// Runs `mil export`.
 pub fn run(args: &ExportArgs) -> Result<Report> {
     let path = Path::new(&args.model);
+    if is_cluster_model(path) {
+        return run_cluster(args, path);
+    }
     let model = HostModel::load(path)?;
     let (compact, own) = Compact::from_host(&model)?;
     let spec = args.data.clone().or_else(|| model.training_data.clone());
@@ -33,11 +37,7 @@ pub fn run(args: &ExportArgs) -> Result<Report> {
             ))
         }
     };
-    let encoding = match args.format {
-        ExportFormat::F32 => Encoding::F32,
-        ExportFormat::Q15 => Encoding::Q15,
-        ExportFormat::Q7 => Encoding::Q7,
-    };
+    let encoding = encoding_of(args.format);
     let bytes = export::export(&compact, encoding, &train)?;
     let all: Vec<usize> = (0..train.n_bags()).collect();
     let host = model.scores(&train, &all)?;
@@ -56,10 +56,7 @@ pub fn run(args: &ExportArgs) -> Result<Report> {
             bound = Some(bound.map_or(e, |m: f64| m.max(e)));
         }
     }
-    std::fs::write(&args.output, &bytes).map_err(|source| Error::Io {
-        path: args.output.clone().into(),
-        source,
-    })?;
+    write_bytes(&args.output, &bytes)?;
     let n = train.n_bags();
     let mut human = format!(
         "{} → {} ({}, {}, {} bytes)\nmax |core − host| score on {} training bags of {}: {:.3e}; labels agree on {agree}/{n}",
@@ -88,4 +85,83 @@ pub fn run(args: &ExportArgs) -> Result<Report> {
         "bags": n,
     });
     Ok(Report { human, json })
+}
+
+/// Whether the file is a clustering model written by `mil cluster -o` (tagged by its
+/// `kind`), rather than a `mil train` model.
+fn is_cluster_model(path: &Path) -> bool {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .is_some_and(|v| v.get("format").is_none() && v.get("kind").is_some())
+}
+
+/// Exports an M³IC clustering: the core runs step 14 of the paper's Table 1. BAMIC's
+/// medoid bags are not a model the core runs.
+fn run_cluster(args: &ExportArgs, path: &Path) -> Result<Report> {
+    let model =
+        match ClusterModel::load(path)? {
+            ClusterModel::M3ic(m) => m,
+            ClusterModel::Bamic(_) => return Err(Error::parameter(
+                "MODEL",
+                &args.model,
+                "BAMIC clusterings (medoid bags) cannot be exported; the core runs M³IC assignment",
+            )),
+        };
+    let Some(spec) = &args.data else {
+        return Err(Error::parameter(
+            "--data",
+            "(missing)",
+            "a clustering model does not record its data; name the clustered data with --data",
+        ));
+    };
+    let data = data::load(spec)?;
+    let zscore = model.mean.as_deref().zip(model.std.as_deref());
+    let compact = Compact::from_m3ic(model.k, model.dim, &model.weights, zscore)?;
+    let encoding = encoding_of(args.format);
+    let bytes = export::export(&compact, encoding, &data)?;
+    let host: Vec<(usize, Vec<f64>)> = (0..data.n_bags())
+        .map(|b| model.witness_scores(data.bag(b).as_slice()))
+        .collect();
+    let max_abs_error = export::max_abs_error(&bytes, &data, |b| host[b].1.clone())?;
+    let core = Model::parse(&bytes)?;
+    let mut agree = 0;
+    for (b, (label, _)) in host.iter().enumerate() {
+        agree += usize::from(export::core_classify(&core, data.bag(b))?.0.label == *label);
+    }
+    write_bytes(&args.output, &bytes)?;
+    let n = data.n_bags();
+    let human = format!(
+        "{} → {} (m3ic, {}, {} bytes)\nmax |core − host| witness score on {n} bags of {}: {max_abs_error:.3e}; clusters agree on {agree}/{n}",
+        args.model,
+        args.output,
+        encoding.name(),
+        bytes.len(),
+        data.name(),
+    );
+    let json = json!({
+        "output": args.output,
+        "kind": core.kind().name(),
+        "format": encoding.name(),
+        "bytes": bytes.len(),
+        "max_abs_error": max_abs_error,
+        "labels_agree": agree,
+        "bags": n,
+    });
+    Ok(Report { human, json })
+}
+
+fn encoding_of(format: ExportFormat) -> Encoding {
+    match format {
+        ExportFormat::F32 => Encoding::F32,
+        ExportFormat::Q15 => Encoding::Q15,
+        ExportFormat::Q7 => Encoding::Q7,
+    }
+}
+
+fn write_bytes(path: &str, bytes: &[u8]) -> Result<()> {
+    std::fs::write(path, bytes).map_err(|source| Error::Io {
+        path: path.into(),
+        source,
+    })
 }

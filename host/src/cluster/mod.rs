@@ -61,9 +61,15 @@ impl M3icModel {
     /// witness j* maximises max_u w_u·x_j − mean_v w_v·x_j, and the bag goes to
     /// argmax_p w_p·x_j* (the first index on ties).
     pub fn assign_bag(&self, rows: &[f64]) -> usize {
+        self.witness_scores(rows).0
+    }
+
+    /// Step 14's cluster and the scores w_p·x_j* of the witness instance j* (what the
+    /// core's M³IC head reports per cluster).
+    pub fn witness_scores(&self, rows: &[f64]) -> (usize, Vec<f64>) {
         let mut x = vec![0.0; self.dim];
         let mut s = vec![0.0; self.k];
-        let mut best = (f64::NEG_INFINITY, 0);
+        let mut best = (f64::NEG_INFINITY, 0, vec![0.0; self.k]);
         for row in rows.chunks_exact(self.dim) {
             for (j, v) in x.iter_mut().enumerate() {
                 *v = match (&self.mean, &self.std) {
@@ -82,10 +88,10 @@ impl M3icModel {
             let (top, max) = m3ic::argmax(&s);
             let margin = max - s.iter().sum::<f64>() / self.k as f64;
             if margin > best.0 {
-                best = (margin, top);
+                best = (margin, top, s.clone());
             }
         }
-        best.1
+        (best.1, best.2)
     }
 }
 
