@@ -7,10 +7,13 @@
 
 pub mod classifier;
 pub mod cli;
+pub mod cluster;
 pub mod data;
 pub mod distance;
 pub mod error;
 pub mod eval;
+pub mod export;
+pub mod kernel;
 pub mod lbfgs;
 pub mod model;
 pub mod pipeline;

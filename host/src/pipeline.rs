@@ -278,6 +278,23 @@ pub fn cross_validate(
         (c, dist)
     });
 
+    // A set-kernel SVM without a projection: one Gram matrix over all bags, shared by
+    // every fold and repetition (the kernel uses no labels).
+    let shared_gram = match (&pipeline.projection, pipeline.classifier) {
+        (None, ClassifierSpec::Svm(svm)) => {
+            let gram_bar = if progress {
+                ProgressBar::new(0).with_message("Gram matrix")
+            } else {
+                ProgressBar::hidden()
+            };
+            let gram = svm.full_log_gram(data, &gram_bar)?;
+            gram_bar.finish_and_clear();
+            Some((svm, gram))
+        }
+        _ => None,
+    };
+    let positive: Vec<bool> = labels.iter().map(|&l| l == 1).collect();
+
     let mut report = CvReport {
         accuracy: 0.0,
         auroc: None,
@@ -300,11 +317,14 @@ pub fn cross_validate(
                 let mut sorted = test.clone();
                 sorted.sort_unstable();
                 let train = complement(&all, &sorted);
-                let out = match &shared {
-                    Some((c, dist)) => c
+                let out = match (&shared, &shared_gram) {
+                    (Some((c, dist)), _) => c
                         .scores_from_distances(data, dist, &train, test)
                         .map(|s| (s, None)),
-                    None => {
+                    (None, Some((svm, gram))) => svm
+                        .scores_from_gram(gram, data.n_bags(), &positive, &train, test)
+                        .map(|s| (s, None)),
+                    (None, None) => {
                         let inner_seed = derive_seed(*seed, 1000 + f as u64);
                         pipeline.choose(data, &train, inner_seed).and_then(|spec| {
                             let (fitted, projected) =

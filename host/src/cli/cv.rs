@@ -7,19 +7,21 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::{
-    ClassifierArgs, ClassifierName, CvArgs, Pooling, ProjectionArgs, ProjectionName, Report,
-    Scaling,
+    ClassifierArgs, ClassifierName, CvArgs, Estimator, KernelMap, KernelName, Pooling,
+    ProjectionArgs, ProjectionName, Report, Scaling,
 };
 use crate::classifier::citation_knn::{self, CitationKnn};
 use crate::classifier::milr::{self, Milr};
+use crate::classifier::svm::{BoxKernelName, SetKernel, SetKernelSvm};
 use crate::classifier::ClassifierSpec;
 use crate::data;
 use crate::error::{Error, Result};
 use crate::pipeline::{cross_validate, read_folds_file, Folds, Pipeline, ProjectionGrid};
 use crate::projection::ProjectionKind;
+use crate::svm::bags::{BagSvmSettings, EmpiricalMap};
 
 /// The classifier the flags describe.
-pub(super) fn classifier_spec(args: &ClassifierArgs) -> Result<ClassifierSpec> {
+pub(super) fn classifier_spec(args: &ClassifierArgs, seed: u64) -> Result<ClassifierSpec> {
     Ok(match args.classifier {
         ClassifierName::CitationKnn => ClassifierSpec::CitationKnn(CitationKnn {
             references: args.references,
@@ -42,7 +44,36 @@ pub(super) fn classifier_spec(args: &ClassifierArgs) -> Result<ClassifierSpec> {
             ridge: args.ridge,
             beta: args.beta,
         }),
-        ClassifierName::Svm => return Err(Error::NotAvailable("--classifier svm".into())),
+        ClassifierName::Svm => ClassifierSpec::Svm(svm_spec(args, seed)?),
+    })
+}
+
+/// The set-kernel SVM the flags describe.
+fn svm_spec(args: &ClassifierArgs, seed: u64) -> Result<SetKernelSvm> {
+    let boxed = |kernel| SetKernel::Box {
+        kernel,
+        paper_estimator: args.estimator == Estimator::Paper,
+        epsilon: args.epsilon,
+        delta: args.delta,
+        precision: args.precision,
+    };
+    Ok(SetKernelSvm {
+        kernel: match args.kernel {
+            KernelName::Kand => boxed(BoxKernelName::And),
+            KernelName::Kandor => boxed(BoxKernelName::AndOr),
+            KernelName::Kmin => boxed(BoxKernelName::Min),
+            KernelName::Nsk => SetKernel::Nsk { gamma: args.gamma },
+        },
+        settings: BagSvmSettings {
+            rho: args.rho,
+            map: match args.map {
+                KernelMap::None => EmpiricalMap::None,
+                KernelMap::Emp => EmpiricalMap::Training,
+                KernelMap::EmpTrans => EmpiricalMap::Transductive,
+            },
+            cost: args.cost,
+        },
+        seed,
     })
 }
 
@@ -107,7 +138,7 @@ pub(super) fn pipeline(
     };
     Ok(Pipeline {
         projection,
-        classifier: classifier_spec(classifier)?,
+        classifier: classifier_spec(classifier, seed)?,
         inner_folds,
     })
 }

@@ -6,7 +6,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::error::Result;
 
+mod cluster;
 mod cv;
+mod gram;
 mod info;
 mod predict;
 mod stubs;
@@ -94,12 +96,16 @@ pub struct SynthArgs {
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Dimension D (mialm-ii).
-    #[arg(long, default_value_t = 100)]
-    pub dims: usize,
-    /// Relevant dimensions d (mialm-ii).
-    #[arg(long, default_value_t = 20)]
-    pub relevant: usize,
+    /// Dimension D (mialm-ii only; default 100).
+    #[arg(long)]
+    pub dims: Option<usize>,
+    /// Relevant dimensions d (mialm-ii only; default 20).
+    #[arg(long)]
+    pub relevant: Option<usize>,
+    /// Also write the ground truth, one line per instance: `bag_id,instance,positive`
+    /// (instance numbered from 1 within its bag; positive 1 or 0).
+    #[arg(long, value_name = "PATH")]
+    pub truth: Option<String>,
 }
 
 /// Classifiers.
@@ -264,6 +270,17 @@ pub struct ClassifierArgs {
     /// Box kernels: failure probability δ.
     #[arg(long, default_value_t = 0.01)]
     pub delta: f64,
+    /// Box kernels: power of ten of the discretisation (0 for integer data); default:
+    /// from the data.
+    #[arg(long, allow_negative_numbers = true)]
+    pub precision: Option<i32>,
+    /// Box kernels: which estimator.
+    #[arg(long, value_enum, default_value = "fast")]
+    pub estimator: Estimator,
+    /// NSK: γ of the instance kernel exp(−γ‖x − y‖²) on z-scored features; default
+    /// 1 / (number of non-constant features).
+    #[arg(long)]
+    pub gamma: Option<f64>,
 }
 
 /// Projection choice; lists are tuned by inner cross-validation.
@@ -377,6 +394,10 @@ pub struct GramArgs {
     /// Output: .csv (bags × bags) or .npy (float64).
     #[arg(short, long)]
     pub output: String,
+    /// ρ of the subpolynomial map φ(k) = k^ρ applied before the SVM (the paper: 1/50);
+    /// the JSON reports the negative eigenvalues of φ(K) too.
+    #[arg(long, default_value_t = 0.02)]
+    pub rho: f64,
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -402,6 +423,21 @@ pub struct ClusterArgs {
     /// Save the clustering model here.
     #[arg(short, long)]
     pub output: Option<String>,
+    /// M³IC: regularisation constant C of problem (6) (paper grid 2^[-4:4]).
+    #[arg(long = "cost", default_value_t = 0.125)]
+    pub cost: f64,
+    /// M³IC: cluster balance l of constraint (4) (paper grid 0, 0.001, 0.01, 0.1, 1..5, 10).
+    #[arg(long, default_value_t = 10.0)]
+    pub balance: f64,
+    /// M³IC: CCCP precision ε₁.
+    #[arg(long, default_value_t = 0.01)]
+    pub epsilon1: f64,
+    /// M³IC: cutting-plane precision ε₂.
+    #[arg(long, default_value_t = 0.01)]
+    pub epsilon2: f64,
+    /// M³IC: cluster the raw features instead of z-scored ones.
+    #[arg(long)]
+    pub raw: bool,
 }
 
 /// `mil export`.
@@ -433,8 +469,8 @@ pub fn run(cli: &Cli) -> Result<Report> {
         Command::Train(args) => train::run(args),
         Command::Predict(args) => predict::run(args),
         Command::Project(_) => stubs::not_yet("mil project"),
-        Command::Gram(_) => stubs::not_yet("mil gram"),
-        Command::Cluster(_) => stubs::not_yet("mil cluster"),
+        Command::Gram(args) => gram::run(args, cli.quiet),
+        Command::Cluster(args) => cluster::run(args, cli.quiet),
         Command::Export(_) => stubs::not_yet("mil export"),
         Command::Inspect(_) => stubs::not_yet("mil inspect"),
     }
