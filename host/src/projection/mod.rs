@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 
+pub mod mi_alm;
+pub mod midr;
+
 /// The projection algorithms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -122,7 +125,7 @@ impl LinearProjection {
 }
 
 /// Fits the projection a spec names, on the bags `train` of `data`.
-pub fn fit(spec: &ProjectionSpec, data: &Dataset, _train: &[usize]) -> Result<LinearProjection> {
+pub fn fit(spec: &ProjectionSpec, data: &Dataset, train: &[usize]) -> Result<LinearProjection> {
     if spec.dim == 0 || spec.dim > data.dim() {
         return Err(Error::parameter(
             "--dim",
@@ -134,5 +137,9 @@ pub fn fit(spec: &ProjectionSpec, data: &Dataset, _train: &[usize]) -> Result<Li
             ),
         ));
     }
-    Err(Error::NotAvailable(format!("projection {:?}", spec.kind)))
+    match spec.kind {
+        ProjectionKind::MiAlm => mi_alm::MiAlm::new(spec.dim, spec.alpha, spec.seed).fit(data, train),
+        ProjectionKind::Midr => midr::Midr::new(spec.dim, spec.alpha, spec.seed).fit(data, train),
+        _ => Err(Error::NotAvailable(format!("projection {:?}", spec.kind))),
+    }
 }
