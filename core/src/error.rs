@@ -23,6 +23,33 @@ pub enum Error {
     Empty,
     /// A parameter is outside its valid range (for example ε ∉ (0, 1)).
     InvalidParameter(&'static str),
+    /// Model bytes end before a structure they announce: `needed` bytes, `got` available.
+    Truncated {
+        /// Bytes the structure needs.
+        needed: usize,
+        /// Bytes present.
+        got: usize,
+    },
+    /// Model bytes are not a valid model container: what is wrong.
+    BadModel(&'static str),
+    /// The model's format version is not one this core reads.
+    UnsupportedVersion(u16),
+    /// The stored checksum does not match the bytes (corrupted in transit or in flash).
+    ChecksumMismatch {
+        /// The checksum written in the header.
+        stored: u32,
+        /// The checksum of the bytes as they are.
+        computed: u32,
+    },
+    /// The model is valid but of another kind than the operation needs.
+    WrongModelKind,
+    /// A fixed capacity of the core (for example instances per bag) is exceeded.
+    CapacityExceeded {
+        /// The capacity.
+        capacity: usize,
+        /// What was asked for.
+        needed: usize,
+    },
 }
 
 impl fmt::Display for Error {
@@ -36,6 +63,19 @@ impl fmt::Display for Error {
             }
             Error::Empty => write!(f, "empty input"),
             Error::InvalidParameter(what) => write!(f, "invalid parameter: {what}"),
+            Error::Truncated { needed, got } => {
+                write!(f, "model truncated: need {needed} bytes, got {got}")
+            }
+            Error::BadModel(what) => write!(f, "not a valid model: {what}"),
+            Error::UnsupportedVersion(v) => write!(f, "unsupported model format version {v}"),
+            Error::ChecksumMismatch { stored, computed } => write!(
+                f,
+                "model checksum mismatch: stored {stored:#010x}, computed {computed:#010x}"
+            ),
+            Error::WrongModelKind => write!(f, "model is of another kind"),
+            Error::CapacityExceeded { capacity, needed } => {
+                write!(f, "capacity exceeded: need {needed}, capacity {capacity}")
+            }
         }
     }
 }

@@ -7,6 +7,14 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod box_kernel;
+pub mod citation;
+pub mod cluster;
 pub mod error;
+pub mod fixed;
+pub mod model;
+pub mod project;
+pub mod score;
 
 pub use error::Error;
+pub use model::{Decision, Encoding, Instances, Model, ModelKind};

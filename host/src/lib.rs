@@ -5,11 +5,19 @@
 //! set kernels and bag clustering (M³IC) — with the baselines they compare against, and
 //! exports compact models for the `no_std` core [`mil_core`].
 
+pub mod classifier;
 pub mod cli;
 pub mod data;
 pub mod distance;
 pub mod error;
+pub mod eval;
+pub mod export;
+pub mod kernel;
+pub mod lbfgs;
+pub mod model;
+pub mod pipeline;
 pub mod projection;
+pub mod svm;
 
 pub use data::Dataset;
 pub use error::{Error, Result};

@@ -91,12 +91,16 @@ pub struct SynthArgs {
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Dimension D (mialm-ii).
-    #[arg(long, default_value_t = 100)]
-    pub dims: usize,
-    /// Relevant dimensions d (mialm-ii).
-    #[arg(long, default_value_t = 20)]
-    pub relevant: usize,
+    /// Dimension D (mialm-ii only; default 100).
+    #[arg(long)]
+    pub dims: Option<usize>,
+    /// Relevant dimensions d (mialm-ii only; default 20).
+    #[arg(long)]
+    pub relevant: Option<usize>,
+    /// Also write the ground truth, one line per instance: `bag_id,instance,positive`
+    /// (instance numbered from 1 within its bag; positive 1 or 0).
+    #[arg(long, value_name = "PATH")]
+    pub truth: Option<String>,
 }
 
 /// Classifiers.

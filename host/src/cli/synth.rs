@@ -1,9 +1,116 @@
 //! `mil synth`: writes a synthetic data set from the papers.
 
-use super::{Report, SynthArgs};
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::json;
+
+use super::{Report, SynthArgs, SynthName};
+use crate::data::synth::{self, Synthetic};
+use crate::data::{arff, csv};
 use crate::error::{Error, Result};
 
+/// MI-ALM data set II defaults when `--dims`/`--relevant` are not given.
+const DEFAULT_DIMS: usize = 100;
+const DEFAULT_RELEVANT: usize = 20;
+
 /// Runs `mil synth`.
-pub fn run(_args: &SynthArgs) -> Result<Report> {
-    Err(Error::NotAvailable("mil synth".into()))
+pub fn run(args: &SynthArgs) -> Result<Report> {
+    let set = match args.name {
+        SynthName::MidaOne | SynthName::MidaTwo => {
+            for (flag, given) in [("--dims", args.dims), ("--relevant", args.relevant)] {
+                if let Some(v) = given {
+                    return Err(Error::parameter(
+                        flag,
+                        v,
+                        "applies to mialm-ii only; the MIDA sets have 32 dimensions, 2 relevant",
+                    ));
+                }
+            }
+            if args.name == SynthName::MidaOne {
+                synth::mida_one(args.seed)
+            } else {
+                synth::mida_two(args.seed)
+            }
+        }
+        SynthName::MialmIi => synth::mialm_ii(
+            args.dims.unwrap_or(DEFAULT_DIMS),
+            args.relevant.unwrap_or(DEFAULT_RELEVANT),
+            args.seed,
+        )?,
+    };
+    let d = &set.data;
+    let is_arff = Path::new(&args.output)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("arff"));
+    let text = if is_arff {
+        arff::to_arff(d)
+    } else {
+        csv::to_csv(d)
+    };
+    write(&args.output, &text)?;
+    if let Some(path) = &args.truth {
+        write(path, &truth_csv(&set))?;
+    }
+
+    let positives = set.positive.iter().filter(|&&p| p).count();
+    // Feature numbers as the data files count them (1-based).
+    let relevant: Vec<usize> = set.relevant.iter().map(|c| c + 1).collect();
+    let per_class: serde_json::Map<String, serde_json::Value> = d
+        .class_names()
+        .iter()
+        .zip(d.bags_per_class())
+        .map(|(name, count)| (name.clone(), json!(count)))
+        .collect();
+    let human = format!(
+        "wrote {} ({}, seed {}): {} bags, {} instances ({} truly positive), {} features, relevant features {:?}",
+        args.output,
+        d.name(),
+        args.seed,
+        d.n_bags(),
+        d.n_instances(),
+        positives,
+        d.dim(),
+        relevant
+    );
+    let json = json!({
+        "name": d.name(),
+        "output": args.output,
+        "format": if is_arff { "arff" } else { "csv" },
+        "seed": args.seed,
+        "bags": d.n_bags(),
+        "instances": d.n_instances(),
+        "features": d.dim(),
+        "classes": d.n_classes(),
+        "bags_per_class": per_class,
+        "positive_instances": positives,
+        "relevant_features": relevant,
+        "truth": args.truth,
+    });
+    Ok(Report { human, json })
+}
+
+fn write(path: &str, text: &str) -> Result<()> {
+    std::fs::write(path, text).map_err(|source| Error::Io {
+        path: path.into(),
+        source,
+    })
+}
+
+/// The ground truth as CSV: `bag_id,instance,positive` per instance.
+fn truth_csv(set: &Synthetic) -> String {
+    let d = &set.data;
+    let mut out = String::new();
+    for b in 0..d.n_bags() {
+        for (k, i) in d.bag_range(b).enumerate() {
+            let _ = writeln!(
+                out,
+                "{},{},{}",
+                d.bag_id(b),
+                k + 1,
+                u8::from(set.positive[i])
+            );
+        }
+    }
+    out
 }

@@ -11,10 +11,7 @@ use crate::error::{Error, Result};
 
 /// Reads a CSV data set from a file; errors name the file, line and field.
 pub fn read_csv_file(path: &Path) -> Result<Dataset> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = super::read_text(path)?;
     parse_csv(&path.display().to_string(), &text)
 }
 
@@ -156,19 +153,23 @@ pub(crate) fn index_labels(
             ),
         ));
     }
+    let values = raw
+        .iter()
+        .map(|l| {
+            l.parse::<i64>()
+                .map_err(|_| Error::data(name, format!("label `{l}` is not an integer")))
+        })
+        .collect::<Result<Vec<i64>>>()?;
+    // Keyed by value, so `1`, `01` and `+1` are one class (named as first written).
     let mut classes: BTreeMap<i64, String> = BTreeMap::new();
-    for l in raw {
-        let v: i64 = l
-            .parse()
-            .map_err(|_| Error::data(name, format!("label `{l}` is not an integer")))?;
-        classes.insert(v, l.clone());
+    for (&v, l) in values.iter().zip(raw) {
+        classes.entry(v).or_insert_with(|| l.clone());
     }
-    let index: BTreeMap<&str, usize> = classes
-        .values()
-        .enumerate()
-        .map(|(i, s)| (s.as_str(), i))
+    let index: BTreeMap<i64, usize> = classes.keys().enumerate().map(|(i, &v)| (v, i)).collect();
+    let labels = values
+        .iter()
+        .filter_map(|v| index.get(v).copied())
         .collect();
-    let labels = raw.iter().map(|l| index[l.as_str()]).collect();
     Ok((Some(labels), classes.into_values().collect()))
 }
 
@@ -235,6 +236,13 @@ mod tests {
         for (text, line) in cases {
             assert_eq!(line_of(parse_csv("t", text).unwrap_err()), line, "{text:?}");
         }
+    }
+
+    #[test]
+    fn equal_integer_labels_are_one_class() {
+        let d = parse_csv("t", "1,a,1\n+1,b,2\n01,c,3\n0,d,4\n").unwrap();
+        assert_eq!(d.labels(), Some(&[1, 1, 1, 0][..]));
+        assert_eq!(d.class_names(), &["0".to_string(), "1".to_string()]);
     }
 
     #[test]

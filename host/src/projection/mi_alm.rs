@@ -103,7 +103,11 @@ impl MiAlm {
             if v.is_finite() && v > 0.0 {
                 Ok(())
             } else {
-                Err(Error::parameter(name, v, "must be a positive finite number"))
+                Err(Error::parameter(
+                    name,
+                    v,
+                    "must be a positive finite number",
+                ))
             }
         };
         if !(self.alpha.is_finite() && self.alpha >= 0.0) {
@@ -122,7 +126,11 @@ impl MiAlm {
             if v > 0.0 && v < 1.0 {
                 Ok(())
             } else {
-                Err(Error::parameter(name, v, "must lie strictly between 0 and 1"))
+                Err(Error::parameter(
+                    name,
+                    v,
+                    "must lie strictly between 0 and 1",
+                ))
             }
         };
         open_unit("tau", self.tau)?;
@@ -139,7 +147,11 @@ impl MiAlm {
             return Err(Error::parameter("mu", self.mu, "must be greater than 1"));
         }
         if !(self.gamma > 1.0 && self.gamma.is_finite()) {
-            return Err(Error::parameter("gamma", self.gamma, "must be greater than 1"));
+            return Err(Error::parameter(
+                "gamma",
+                self.gamma,
+                "must be greater than 1",
+            ));
         }
         if self.max_outer == 0 || self.max_inner == 0 {
             return Err(Error::parameter(
@@ -244,7 +256,9 @@ impl MiAlm {
         let gauss = DMatrix::from_fn(big_d, self.dim, |_, _| rng.sample::<f64, _>(StandardNormal));
         let a = project_stiefel(&gauss)?;
         let scale = 1.0 / (self.dim as f64).sqrt();
-        let w = DVector::from_fn(self.dim, |_, _| scale * rng.sample::<f64, _>(StandardNormal));
+        let w = DVector::from_fn(self.dim, |_, _| {
+            scale * rng.sample::<f64, _>(StandardNormal)
+        });
         Ok((a, w))
     }
 
@@ -340,9 +354,8 @@ impl MiAlm {
                 let b_new = soft_threshold(&y, self.alpha * step / (rho * cb));
                 let delta = &b_new - &it.b;
                 let loss_b = problem.loss(&(&b_new * &it.w));
-                let bound = it.loss
-                    + grad_b_f.dot(&delta)
-                    + 0.5 * ww * it.lipschitz * delta.norm_squared();
+                let bound =
+                    it.loss + grad_b_f.dot(&delta) + 0.5 * ww * it.lipschitz * delta.norm_squared();
                 if descent_holds(loss_b, bound, it.loss) {
                     break (b_new, cb, loss_b);
                 }
@@ -356,8 +369,8 @@ impl MiAlm {
             let bb = spectral_norm_squared(&b_new);
             let (w_new, cw, loss_new) = loop {
                 let cw = gamma * (step * bb * it.lipschitz / rho + inertia);
-                let y = &it.w - &grad_w_f * (step / (cw * rho))
-                    + (&it.w - &it.w_prev) * (inertia / cw);
+                let y =
+                    &it.w - &grad_w_f * (step / (cw * rho)) + (&it.w - &it.w_prev) * (inertia / cw);
                 let delta = &y - &it.w;
                 let loss_w = problem.loss(&(&b_new * &y));
                 let bound =
@@ -370,7 +383,8 @@ impl MiAlm {
             let (_, grad_v_new) = problem.loss_grad(&(&b_new * &w_new));
 
             // ξ ∈ ∂Lₖ(Vʲ⁺¹), eqs 2.12–2.14 (2.14 with the w-step's own proximal terms).
-            let xi_a = (&a_new - &it.a) * (1.0 - ca / step) + (&it.a - &it.a_prev) * (inertia / step)
+            let xi_a = (&a_new - &it.a) * (1.0 - ca / step)
+                + (&it.a - &it.a_prev) * (inertia / step)
                 - (&b_new - &it.b);
             let xi_b = (&grad_v_new * w_new.transpose() - &grad_b_f) / rho
                 + (&it.b - &it.b_prev) * (inertia / step)
@@ -378,8 +392,7 @@ impl MiAlm {
             let xi_w = (b_new.tr_mul(&grad_v_new) - &grad_w_f) / rho
                 - (&w_new - &it.w) * (cw / step)
                 + (&it.w - &it.w_prev) * (inertia / step);
-            xi_norm =
-                (xi_a.norm_squared() + xi_b.norm_squared() + xi_w.norm_squared()).sqrt();
+            xi_norm = (xi_a.norm_squared() + xi_b.norm_squared() + xi_w.norm_squared()).sqrt();
 
             it.a_prev = std::mem::replace(&mut it.a, a_new);
             it.b_prev = std::mem::replace(&mut it.b, b_new);
@@ -735,7 +748,11 @@ pub(crate) mod tests {
             let a = project_stiefel(&y).unwrap();
             let gram = a.tr_mul(&a) - DMatrix::identity(cols, cols);
             assert!(gram.norm() < 1e-10, "AᵀA − I = {}", gram.norm());
-            assert!((&a - &q).norm() < 1e-10, "polar factor off by {}", (&a - &q).norm());
+            assert!(
+                (&a - &q).norm() < 1e-10,
+                "polar factor off by {}",
+                (&a - &q).norm()
+            );
         }
     }
 
@@ -743,10 +760,7 @@ pub(crate) mod tests {
     fn stiefel_projection_rejects_non_finite_input() {
         let mut y = gaussian(5, 2, 1);
         y[(3, 1)] = f64::NAN;
-        assert!(matches!(
-            project_stiefel(&y),
-            Err(Error::Numerical { .. })
-        ));
+        assert!(matches!(project_stiefel(&y), Err(Error::Numerical { .. })));
     }
 
     #[test]
@@ -866,8 +880,13 @@ pub(crate) mod tests {
         };
         for outer in 0..4 {
             let mut trace = vec![alm.lagrangian(&it, &m)];
-            let stats = alm.ipalm(&problem, &mut it, &m, 1e-9, Some(&mut trace)).unwrap();
-            assert!(stats.iterations >= 10, "outer {outer}: too few iterations to test");
+            let stats = alm
+                .ipalm(&problem, &mut it, &m, 1e-9, Some(&mut trace))
+                .unwrap();
+            assert!(
+                stats.iterations >= 10,
+                "outer {outer}: too few iterations to test"
+            );
             for (j, pair) in trace.windows(2).enumerate() {
                 assert!(
                     pair[1] <= pair[0] + 1e-12 * pair[0].abs().max(1.0),

@@ -65,7 +65,11 @@ impl Midr {
             ("tolerance", self.tol),
         ] {
             if !(v.is_finite() && v > 0.0) {
-                return Err(Error::parameter(name, v, "must be a positive finite number"));
+                return Err(Error::parameter(
+                    name,
+                    v,
+                    "must be a positive finite number",
+                ));
             }
         }
         if self.max_iter == 0 {

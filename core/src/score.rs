@@ -1,0 +1,354 @@
+//! Bag scoring with linear instance scores on projected instances (MILR, MI-ALM):
+//! z_i = W y_i + c per instance, instance probabilities, then pooling over the bag.
+//!
+//! Binary models have one score row: p_i = σ(z_i) and the bag's P(positive) is pooled;
+//! the label is positive when P > ½ (a tie goes to the negative class). Multi-class
+//! models have C rows: p_ic = softmax_c(z_i) and each class is pooled; the label is the
+//! first class of largest pooled score.
+//!
+//! Poolings (n instances): `Max` P = maxᵢ pᵢ; `Mean` P = meanᵢ pᵢ; `Geometric`
+//! P_c ∝ Πᵢ p_ic^(1/n), which is σ(meanᵢ zᵢ) for a binary model (Weka's MILR);
+//! `Softmax` (Ray & Craven, β) P = Σᵢ pᵢ e^(βpᵢ) / Σᵢ e^(βpᵢ); `NoisyOr`
+//! P = 1 − Πᵢ(1 − pᵢ), in log space.
+//!
+//! Error bound of the pooled scores: if every instance score is off by at most e
+//! (max-norm over classes), every pooled score is off by at most L·e with
+//! L = [`Pooling::lipschitz`]: an instance probability moves by at most e/4 (σ) or e/2
+//! (softmax over classes); max, mean and the geometric mean are 1-Lipschitz in the
+//! probabilities (the binary geometric mean is σ of a mean of logits), Ray & Craven's
+//! softmax (1+β)-Lipschitz, noisy-OR n-Lipschitz.
+
+use crate::error::Error;
+use crate::model::{tag, Decision, Elem, Encoding, Instances, Model, Section, Sections, Weights};
+
+/// How instance probabilities become a bag probability.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pooling {
+    /// Largest instance probability.
+    Max = 0,
+    /// Ray & Craven's softmax with sharpness β.
+    Softmax = 1,
+    /// Arithmetic mean of instance probabilities.
+    Mean = 2,
+    /// Normalised geometric mean (σ of the mean logit when binary).
+    Geometric = 3,
+    /// 1 − Π(1 − pᵢ).
+    NoisyOr = 4,
+}
+
+impl Pooling {
+    /// The pooling with this code.
+    pub fn from_code(code: u32) -> Option<Self> {
+        match code {
+            0 => Some(Pooling::Max),
+            1 => Some(Pooling::Softmax),
+            2 => Some(Pooling::Mean),
+            3 => Some(Pooling::Geometric),
+            4 => Some(Pooling::NoisyOr),
+            _ => None,
+        }
+    }
+
+    /// L such that pooled scores move by at most L·e when every instance score moves by at
+    /// most e (module documentation); `n` instances, `beta` of the softmax.
+    pub fn lipschitz(self, n: usize, beta: f32, binary: bool) -> f32 {
+        let p = if binary { 0.25 } else { 0.5 };
+        match self {
+            Pooling::Max | Pooling::Mean | Pooling::Geometric => p,
+            Pooling::Softmax => p * (1.0 + beta.abs()),
+            Pooling::NoisyOr => p * n as f32,
+        }
+    }
+}
+
+/// `log(1 + e^z)` without overflow.
+fn softplus(z: f32) -> f32 {
+    if z > 0.0 {
+        z + libm::log1pf(libm::expf(-z))
+    } else {
+        libm::log1pf(libm::expf(z))
+    }
+}
+
+/// The logistic function.
+pub fn sigmoid(z: f32) -> f32 {
+    if z >= 0.0 {
+        1.0 / (1.0 + libm::expf(-z))
+    } else {
+        let e = libm::expf(z);
+        e / (1.0 + e)
+    }
+}
+
+/// The linear scorer of a [`crate::ModelKind::LinearMil`] model. Its `PARAMS` section
+/// holds `[pooling code, β]`.
+#[derive(Debug, Clone, Copy)]
+pub struct LinearScorer<'a> {
+    weights: Weights<'a>,
+    bias: Section<'a>,
+    pooling: Pooling,
+    beta: f32,
+}
+
+impl<'a> LinearScorer<'a> {
+    pub(crate) fn from_sections(
+        sections: &Sections<'a>,
+        encoding: Encoding,
+        d: usize,
+    ) -> Result<Self, Error> {
+        let rows = sections.require(tag::SCORE_WEIGHTS)?.rows;
+        if rows == 0 {
+            return Err(Error::BadModel("scorer with no rows"));
+        }
+        let weights = sections.weights(
+            encoding,
+            tag::SCORE_WEIGHTS,
+            tag::SCORE_SCALE,
+            None,
+            rows,
+            d,
+        )?;
+        let bias = sections.f32_vec(tag::SCORE_BIAS, rows)?;
+        let params = sections.require(tag::PARAMS)?;
+        params.expect(Elem::F32, 1, 2)?;
+        params.expect_finite()?;
+        let code = params.f32_at(0);
+        let pooling = if code >= 0.0 && code == libm::floorf(code) {
+            Pooling::from_code(code as u32)
+        } else {
+            None
+        }
+        .ok_or(Error::BadModel("unknown pooling"))?;
+        Ok(LinearScorer {
+            weights,
+            bias,
+            pooling,
+            beta: params.f32_at(1),
+        })
+    }
+
+    /// Number of classes (2 for a one-row binary scorer).
+    pub fn n_classes(&self) -> usize {
+        match self.weights.rows() {
+            1 => 2,
+            r => r,
+        }
+    }
+
+    /// The pooling.
+    pub fn pooling(&self) -> Pooling {
+        self.pooling
+    }
+
+    /// Softmax sharpness β.
+    pub fn beta(&self) -> f32 {
+        self.beta
+    }
+
+    fn binary(&self) -> bool {
+        self.weights.rows() == 1
+    }
+
+    /// Scores an `n`-instance bag; `scratch` holds d + 3C' values, `scores` C values.
+    pub(crate) fn score_bag(
+        &self,
+        model: &Model<'_>,
+        bag: Instances<'_>,
+        n: usize,
+        scratch: &mut [f32],
+        scores: &mut [f32],
+    ) -> Result<Decision, Error> {
+        let d = self.weights.cols();
+        let r = self.weights.rows();
+        let needed = d + 3 * r;
+        let classes = self.n_classes();
+        if scratch.len() < needed || scores.len() < classes {
+            return Err(Error::BufferTooSmall {
+                needed,
+                got: scratch.len(),
+            });
+        }
+        let (y, rest) = scratch.split_at_mut(d);
+        let (z, rest) = rest.split_at_mut(r);
+        let (a, rest) = rest.split_at_mut(r);
+        let b = &mut rest[..r];
+        let scores = &mut scores[..classes];
+        a.iter_mut().for_each(|v| *v = 0.0);
+        b.iter_mut().for_each(|v| *v = 0.0);
+        if self.pooling == Pooling::Max {
+            a.iter_mut().for_each(|v| *v = f32::NEG_INFINITY);
+        }
+        for i in 0..n {
+            model.instance_into(bag, i, y)?;
+            for (c, zc) in z.iter_mut().enumerate() {
+                *zc = self.weights.dot_f32(c, y) + self.bias.f32_at(c);
+            }
+            if self.binary() {
+                self.accumulate_binary(z[0], &mut a[0], &mut b[0]);
+            } else {
+                self.accumulate_multi(z, a, b);
+            }
+        }
+        let nf = n as f32;
+        if self.binary() {
+            let p = match self.pooling {
+                Pooling::Max => a[0],
+                Pooling::Mean => a[0] / nf,
+                Pooling::Geometric => sigmoid(a[0] / nf),
+                Pooling::Softmax => a[0] / b[0],
+                Pooling::NoisyOr => -libm::expm1f(a[0]),
+            };
+            scores[0] = 1.0 - p;
+            scores[1] = p;
+            let label = usize::from(p > 0.5);
+            return Ok(Decision { label, score: p });
+        }
+        match self.pooling {
+            Pooling::Max => scores.copy_from_slice(a),
+            Pooling::Mean => scores
+                .iter_mut()
+                .zip(a.iter())
+                .for_each(|(s, v)| *s = v / nf),
+            Pooling::Softmax => scores
+                .iter_mut()
+                .zip(a.iter().zip(b.iter()))
+                .for_each(|(s, (x, y))| *s = x / y),
+            Pooling::NoisyOr => scores
+                .iter_mut()
+                .zip(a.iter())
+                .for_each(|(s, v)| *s = -libm::expm1f(*v)),
+            Pooling::Geometric => {
+                // P_c ∝ exp(mean log p_ic), normalised over the classes.
+                let top = a.iter().fold(f32::NEG_INFINITY, |m, v| m.max(v / nf));
+                let mut sum = 0.0;
+                for (s, v) in scores.iter_mut().zip(a.iter()) {
+                    *s = libm::expf(v / nf - top);
+                    sum += *s;
+                }
+                scores.iter_mut().for_each(|s| *s /= sum);
+            }
+        }
+        let (label, score) =
+            scores
+                .iter()
+                .enumerate()
+                .fold((0, f32::NEG_INFINITY), |(bi, bv), (i, &v)| {
+                    if v > bv {
+                        (i, v)
+                    } else {
+                        (bi, bv)
+                    }
+                });
+        Ok(Decision { label, score })
+    }
+
+    /// Adds one binary instance logit `z` to the pooling state (`a`, `b`).
+    fn accumulate_binary(&self, z: f32, a: &mut f32, b: &mut f32) {
+        let p = sigmoid(z);
+        match self.pooling {
+            Pooling::Max => *a = a.max(p),
+            Pooling::Mean => *a += p,
+            Pooling::Geometric => *a += z,
+            Pooling::Softmax => {
+                let e = libm::expf(self.beta * p);
+                *a += p * e;
+                *b += e;
+            }
+            Pooling::NoisyOr => *a -= softplus(z), // log(1 − p) = −softplus(z)
+        }
+    }
+
+    /// Adds one instance's class scores `z` to the pooling state (`a`, `b`).
+    fn accumulate_multi(&self, z: &[f32], a: &mut [f32], b: &mut [f32]) {
+        let top = z.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+        let log_norm = top + libm::logf(z.iter().map(|&v| libm::expf(v - top)).sum::<f32>());
+        for (c, &zc) in z.iter().enumerate() {
+            let log_p = zc - log_norm;
+            let p = libm::expf(log_p);
+            match self.pooling {
+                Pooling::Max => a[c] = a[c].max(p),
+                Pooling::Mean => a[c] += p,
+                Pooling::Geometric => a[c] += log_p,
+                Pooling::Softmax => {
+                    let e = libm::expf(self.beta * p);
+                    a[c] += p * e;
+                    b[c] += e;
+                }
+                Pooling::NoisyOr => a[c] += libm::log1pf(-p),
+            }
+        }
+    }
+
+    /// Bound on the error of instance score `c` computed from the projected instance `y`
+    /// whose coordinates are each off by at most `e_y[k]`:
+    /// Σ_k t_c(|q_ck| + ½)·e_k (true weights, |w| ≤ t(|q| + ½)) + (t_c/2)·Σ_k |y_k| (weight
+    /// rounding) + 4ε·(Σ_k |w_ck y_k| + |b_c|) (`f32` rounding). For f32 models t_c = 0
+    /// and the weights are exact, leaving Σ_k |w_ck|·e_k plus the rounding term.
+    pub fn logit_error_bound(&self, c: usize, y: &[f32], e_y: &[f32]) -> f32 {
+        let d = self.weights.cols();
+        let t = self.weights.scale.map_or(0.0, |s| s.f32_at(c));
+        let mut prop = 0.0;
+        let mut mag = 0.0;
+        let mut y_sum = 0.0;
+        for k in 0..d.min(y.len()).min(e_y.len()) {
+            let w = self.weights.get(c, k).abs();
+            prop += (w + 0.5 * t) * e_y[k];
+            mag += w * y[k].abs();
+            y_sum += y[k].abs();
+        }
+        prop + 0.5 * t * y_sum + 4.0 * f32::EPSILON * (mag + self.bias.f32_at(c).abs())
+    }
+}
+
+/// The stated bound on the pooled scores of a quantised [`crate::ModelKind::LinearMil`]
+/// model for a quantised bag (projection bound, then [`LinearScorer::logit_error_bound`],
+/// then [`Pooling::lipschitz`]). `scratch` needs 2·d values.
+pub fn bag_score_bound(model: &Model<'_>, bag: &[i16], scratch: &mut [f32]) -> Result<f32, Error> {
+    let s = model.scorer().ok_or(Error::WrongModelKind)?;
+    let p = model.projection().ok_or(Error::WrongModelKind)?;
+    let n = model.bag_len(Instances::I16(bag))?;
+    let (d_in, d) = (p.input_dim(), p.output_dim());
+    if scratch.len() < 2 * d {
+        return Err(Error::BufferTooSmall {
+            needed: 2 * d,
+            got: scratch.len(),
+        });
+    }
+    let (y, e) = scratch.split_at_mut(d);
+    let mut worst: f32 = 0.0;
+    for i in 0..n {
+        let x = bag.get(i * d_in..(i + 1) * d_in).ok_or(Error::Empty)?;
+        p.apply(Instances::I16(x), y)?;
+        for (k, ek) in e.iter_mut().take(d).enumerate() {
+            *ek = p.error_bound(k, x);
+        }
+        for c in 0..s.weights.rows() {
+            worst = worst.max(s.logit_error_bound(c, y, &e[..d]));
+        }
+    }
+    Ok(s.pooling.lipschitz(n, s.beta, s.binary()) * worst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sigmoid_and_softplus_exact_values() {
+        assert_eq!(sigmoid(0.0), 0.5);
+        assert!((sigmoid(2.0) - 0.880_797_1).abs() < 1e-6);
+        assert!((sigmoid(-2.0) - 0.119_202_92).abs() < 1e-6);
+        assert_eq!(sigmoid(-200.0), 0.0);
+        assert_eq!(sigmoid(200.0), 1.0);
+        assert!((softplus(0.0) - core::f32::consts::LN_2).abs() < 1e-7);
+        assert_eq!(softplus(200.0), 200.0);
+        assert!(softplus(-200.0) >= 0.0);
+    }
+
+    #[test]
+    fn lipschitz_constants() {
+        assert_eq!(Pooling::Max.lipschitz(5, 3.0, true), 0.25);
+        assert_eq!(Pooling::Softmax.lipschitz(5, 3.0, true), 1.0);
+        assert_eq!(Pooling::NoisyOr.lipschitz(5, 3.0, false), 2.5);
+    }
+}

@@ -1,0 +1,560 @@
+//! Citation-kNN (Wang & Zucker, ICML 2000), with the rules of Weka 3.6's
+//! `weka.classifiers.mi.CitationKNN` so that its predictions can be reproduced exactly.
+//!
+//! - Bag distance: the minimal Hausdorff distance, or the H-th ranked one measured from
+//!   the query bag (`rank` = H, clamped to the query's size) — [`crate::distance`].
+//! - Citers: each training bag keeps its C nearest *other* training bags plus every tie
+//!   at the C-th distance; it cites a query bag whose distance to it is ≤ the largest
+//!   distance in that list (its *radius*).
+//! - References: the R nearest training bags plus every tie at the R-th distance.
+//! - Vote: class c scores (1/N + R_c + C_c) / Σ, N the number of training bags; the
+//!   highest score wins, ties going to the first class (the negative one when binary).
+//!
+//! Attribute scaling ([`Scaling`]): `weka` reproduces Weka — (x − lo)/(hi − lo) with
+//! lo = 0.95·min and hi = 1.05·max over the training instances, widened by every bag it
+//! predicts, in order (so predictions depend on the order of the test bags, as in Weka);
+//! `zscore` (the default) standardises with the training instances' mean and standard
+//! deviation; `none` uses raw features. In every mode an attribute that is constant
+//! (zero spread) contributes nothing — where Weka divides by zero and every distance
+//! becomes NaN (its 50% on elephant).
+
+use serde::{Deserialize, Serialize};
+
+use super::{check_dim, training_labels, BagModel, BagScores, Classifier};
+use crate::data::standardize::ZScore;
+use crate::data::Dataset;
+use crate::distance::{pairwise, ranked_cross, Hausdorff};
+use crate::error::{Error, Result};
+
+/// Attribute scaling before distances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scaling {
+    /// Weka's min–max rule, widened by each predicted bag (exact Weka parity).
+    Weka,
+    /// z-score fitted on the training instances.
+    Zscore,
+    /// Raw features.
+    None,
+}
+
+/// Citation-kNN hyper-parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CitationKnn {
+    /// R, the number of references.
+    pub references: usize,
+    /// C, the number of citers (0: no citers).
+    pub citers: usize,
+    /// H of the H-th ranked Hausdorff distance (1: minimal Hausdorff distance).
+    pub rank: usize,
+    /// Attribute scaling.
+    pub scaling: Scaling,
+}
+
+impl Default for CitationKnn {
+    fn default() -> Self {
+        CitationKnn {
+            references: 2,
+            citers: 4,
+            rank: 1,
+            scaling: Scaling::Zscore,
+        }
+    }
+}
+
+/// A fitted scaling of the attributes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Scaler {
+    /// Weka's lo = 0.95·min, hi = 1.05·max, kept as Weka keeps them (`m_Min`, `m_Max`).
+    Weka {
+        /// lo per attribute.
+        lo: Vec<f64>,
+        /// hi per attribute.
+        hi: Vec<f64>,
+    },
+    /// z-score.
+    Zscore(ZScore),
+    /// Identity.
+    None,
+}
+
+const WEKA_LO: f64 = 0.95;
+const WEKA_HI: f64 = 1.05;
+
+impl Scaler {
+    /// Fits on the instances of the bags `train`.
+    pub fn fit(kind: Scaling, data: &Dataset, train: &[usize]) -> Scaler {
+        match kind {
+            Scaling::Weka => {
+                let mut min = vec![f64::INFINITY; data.dim()];
+                let mut max = vec![f64::NEG_INFINITY; data.dim()];
+                for &b in train {
+                    for x in data.bag(b).instances() {
+                        for (j, &v) in x.iter().enumerate() {
+                            min[j] = min[j].min(v);
+                            max[j] = max[j].max(v);
+                        }
+                    }
+                }
+                Scaler::Weka {
+                    lo: min.iter().map(|m| m * WEKA_LO).collect(),
+                    hi: max.iter().map(|m| m * WEKA_HI).collect(),
+                }
+            }
+            Scaling::Zscore => Scaler::Zscore(ZScore::fit(data, train)),
+            Scaling::None => Scaler::None,
+        }
+    }
+
+    /// Weka's `updateNormalization`: widens lo/hi with the instances of one bag, with
+    /// Weka's arithmetic (lo/0.95 recovers the minimum, then ×0.95 again).
+    fn widen(&mut self, data: &Dataset, bag: usize) {
+        if let Scaler::Weka { lo, hi } = self {
+            for j in 0..data.dim() {
+                let mut min = lo[j] / WEKA_LO;
+                let mut max = hi[j] / WEKA_HI;
+                for x in data.bag(bag).instances() {
+                    if x[j] < min {
+                        min = x[j];
+                    }
+                    if x[j] > max {
+                        max = x[j];
+                    }
+                }
+                lo[j] = min * WEKA_LO;
+                hi[j] = max * WEKA_HI;
+            }
+        }
+    }
+
+    /// The scaled features of the given bags, in that order (a new data set).
+    fn apply(&self, data: &Dataset, bags: &[usize]) -> Result<Dataset> {
+        let picked = data.select(bags);
+        let dim = data.dim();
+        let mut feats = picked.features().to_vec();
+        match self {
+            Scaler::Weka { lo, hi } => {
+                for x in feats.chunks_exact_mut(dim) {
+                    for (j, v) in x.iter_mut().enumerate() {
+                        // Weka's m_Diffs = max·1.05 − min·0.95; a zero (constant zero
+                        // attribute) would make every distance NaN: it contributes nothing.
+                        let diff = hi[j] - lo[j];
+                        *v = if diff != 0.0 && diff.is_finite() {
+                            (*v - lo[j]) / diff
+                        } else {
+                            0.0
+                        };
+                    }
+                }
+            }
+            Scaler::Zscore(z) => {
+                let raw = feats.clone();
+                for (x, out) in raw.chunks_exact(dim).zip(feats.chunks_exact_mut(dim)) {
+                    z.apply_row(x, out);
+                }
+            }
+            Scaler::None => {}
+        }
+        picked.with_features(dim, feats)
+    }
+}
+
+/// A fitted Citation-kNN: the training bags, their labels and citation radii.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CitationKnnModel {
+    /// Hyper-parameters.
+    pub params: CitationKnn,
+    /// Number of classes.
+    pub n_classes: usize,
+    /// The scaling fitted on the training instances.
+    pub scaler: Scaler,
+    /// Feature dimension.
+    pub dim: usize,
+    /// Raw training instances, row-major.
+    pub features: Vec<f64>,
+    /// Bag offsets into `features` (in instances), length bags + 1.
+    pub bag_starts: Vec<usize>,
+    /// Class index of each training bag.
+    pub labels: Vec<usize>,
+    /// Largest distance in each training bag's list of C nearest neighbours (with ties).
+    pub radius: Vec<f64>,
+}
+
+impl CitationKnn {
+    /// Checks the hyper-parameters against the number of training bags.
+    pub fn validate(&self, n_train: usize) -> Result<()> {
+        if self.citers >= n_train {
+            return Err(Error::parameter(
+                "--citers",
+                self.citers,
+                format!("must be below the number of training bags ({n_train})"),
+            ));
+        }
+        if self.references == 0 {
+            return Err(Error::parameter("--references", 0, "must be at least 1"));
+        }
+        if self.rank == 0 {
+            return Err(Error::parameter("--rank", 0, "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// Distances from each of `rows` to each of `cols` (row-major), measured from the
+    /// row bag.
+    fn distances(&self, data: &Dataset, rows: &[usize], cols: &[usize]) -> Vec<f64> {
+        ranked_cross(data, rows, cols, self.rank)
+    }
+
+    /// Scores the bags `test` from a precomputed matrix `dist` of distances between all
+    /// bags of `data` (row-major n × n, the row bag measured first) — the fast path of
+    /// cross-validation when the distances do not depend on the fold.
+    pub fn scores_from_distances(
+        &self,
+        data: &Dataset,
+        dist: &[f64],
+        train: &[usize],
+        test: &[usize],
+    ) -> Result<BagScores> {
+        let labels = training_labels(data, train)?;
+        self.validate(train.len())?;
+        let n = data.n_bags();
+        let tt: Vec<f64> = train
+            .iter()
+            .flat_map(|&i| train.iter().map(move |&j| dist[i * n + j]))
+            .collect();
+        let radius = radii(&tt, train.len(), self.citers);
+        let n_classes = data.n_classes();
+        let mut scores = Vec::with_capacity(test.len() * n_classes);
+        for &t in test {
+            let row: Vec<f64> = train.iter().map(|&j| dist[t * n + j]).collect();
+            scores.extend(vote(&row, &labels, &radius, n_classes, self.references));
+        }
+        Ok(BagScores::new(n_classes, scores))
+    }
+}
+
+impl Classifier for CitationKnn {
+    type Model = CitationKnnModel;
+
+    fn fit(&self, data: &Dataset, train: &[usize]) -> Result<CitationKnnModel> {
+        let labels = training_labels(data, train)?;
+        self.validate(train.len())?;
+        let scaler = Scaler::fit(self.scaling, data, train);
+        let scaled = scaler.apply(data, train)?;
+        let all: Vec<usize> = (0..train.len()).collect();
+        let tt = if self.rank == 1 {
+            pairwise(&scaled, Hausdorff::Min)
+        } else {
+            self.distances(&scaled, &all, &all)
+        };
+        let raw = data.select(train);
+        Ok(CitationKnnModel {
+            params: *self,
+            n_classes: data.n_classes(),
+            scaler,
+            dim: data.dim(),
+            features: raw.features().to_vec(),
+            bag_starts: raw.bag_starts().to_vec(),
+            labels,
+            radius: radii(&tt, train.len(), self.citers),
+        })
+    }
+}
+
+impl CitationKnnModel {
+    /// The training bags as a data set (raw features).
+    fn training_set(&self) -> Result<Dataset> {
+        let n = self.labels.len();
+        Dataset::new(
+            "training bags",
+            self.dim,
+            self.features.clone(),
+            self.bag_starts.clone(),
+            (0..n).map(|b| b.to_string()).collect(),
+            None,
+            vec![],
+        )
+    }
+
+    /// Checks a model read from a file: consistent sizes, finite values.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        let n = self.labels.len();
+        if self.dim == 0 || self.bag_starts.len() != n + 1 || self.radius.len() != n {
+            return Err("citation-knn: inconsistent bag counts".into());
+        }
+        if self.bag_starts.last().copied().unwrap_or(0) * self.dim != self.features.len() {
+            return Err("citation-knn: bag offsets do not cover the instances".into());
+        }
+        if self.labels.iter().any(|&l| l >= self.n_classes) {
+            return Err("citation-knn: label out of range".into());
+        }
+        let scaler_ok = match &self.scaler {
+            Scaler::Weka { lo, hi } => lo.len() == self.dim && hi.len() == self.dim,
+            Scaler::Zscore(z) => z.mean.len() == self.dim && z.std.len() == self.dim,
+            Scaler::None => true,
+        };
+        if !scaler_ok {
+            return Err("citation-knn: scaling of the wrong dimension".into());
+        }
+        self.params
+            .validate(n)
+            .map_err(|e| format!("citation-knn: {e}"))?;
+        self.training_set().map(|_| ()).map_err(|e| e.to_string())
+    }
+}
+
+impl BagModel for CitationKnnModel {
+    fn n_classes(&self) -> usize {
+        self.n_classes
+    }
+
+    fn input_dim(&self) -> usize {
+        self.dim
+    }
+
+    fn scores(&self, data: &Dataset, bags: &[usize]) -> Result<BagScores> {
+        check_dim(data, self.dim)?;
+        let train = self.training_set()?;
+        let n_train = self.labels.len();
+        let train_ids: Vec<usize> = (0..n_train).collect();
+        let mut scores = Vec::with_capacity(bags.len() * self.n_classes);
+        // Query bags first, then the training bags, in one data set for the kernel.
+        let stacked = |scaler: &Scaler, queries: &[usize]| -> Result<Dataset> {
+            let q = scaler.apply(data, queries)?;
+            let t = scaler.apply(&train, &train_ids)?;
+            let mut feats = q.features().to_vec();
+            feats.extend_from_slice(t.features());
+            let mut starts = q.bag_starts().to_vec();
+            let offset = *starts.last().unwrap_or(&0);
+            starts.extend(t.bag_starts()[1..].iter().map(|s| s + offset));
+            let ids = (0..starts.len() - 1).map(|b| b.to_string()).collect();
+            Dataset::new("bags", self.dim, feats, starts, ids, None, vec![])
+        };
+        let mut push = |dist: &[f64]| {
+            for row in dist.chunks_exact(n_train) {
+                scores.extend(vote(
+                    row,
+                    &self.labels,
+                    &self.radius,
+                    self.n_classes,
+                    self.params.references,
+                ));
+            }
+        };
+        match self.params.scaling {
+            Scaling::Weka => {
+                // Weka widens the scaling with each bag it classifies, in order.
+                let mut scaler = self.scaler.clone();
+                for &b in bags {
+                    scaler.widen(data, b);
+                    let set = stacked(&scaler, &[b])?;
+                    let cols: Vec<usize> = (1..=n_train).collect();
+                    push(&self.params.distances(&set, &[0], &cols));
+                }
+            }
+            _ => {
+                let set = stacked(&self.scaler, bags)?;
+                let rows: Vec<usize> = (0..bags.len()).collect();
+                let cols: Vec<usize> = (bags.len()..bags.len() + n_train).collect();
+                push(&self.params.distances(&set, &rows, &cols));
+            }
+        }
+        Ok(BagScores::new(self.n_classes, scores))
+    }
+}
+
+/// Citation radius of each training bag: its C-th smallest distance to another training
+/// bag (the largest distance in its list of C nearest plus ties); −∞ when C = 0.
+/// `tt` is the row-major n × n matrix of training distances (row bag first).
+pub fn radii(tt: &[f64], n: usize, citers: usize) -> Vec<f64> {
+    (0..n)
+        .map(|i| {
+            if citers == 0 {
+                return f64::NEG_INFINITY;
+            }
+            let mut others: Vec<f64> = (0..n).filter(|&j| j != i).map(|j| tt[i * n + j]).collect();
+            let (_, kth, _) = others.select_nth_unstable_by(citers - 1, f64::total_cmp);
+            *kth
+        })
+        .collect()
+}
+
+/// Class scores of one query bag from its distances `row` to the training bags.
+pub fn vote(
+    row: &[f64],
+    labels: &[usize],
+    radius: &[f64],
+    n_classes: usize,
+    references: usize,
+) -> Vec<f64> {
+    let n = row.len();
+    let mut counts = vec![1.0 / n.max(1) as f64; n_classes];
+    // References: R nearest plus ties (Weka uses N − 1 when fewer than R bags exist).
+    let r = if n < references { n - 1 } else { references };
+    if r > 0 {
+        let mut sorted = row.to_vec();
+        let (_, kth, _) = sorted.select_nth_unstable_by(r - 1, f64::total_cmp);
+        let kth = *kth;
+        for (&d, &l) in row.iter().zip(labels) {
+            if d <= kth {
+                counts[l] += 1.0;
+            }
+        }
+    }
+    // Citers: training bags for which the query falls within their radius.
+    for ((&d, &l), &rad) in row.iter().zip(labels).zip(radius) {
+        if d <= rad {
+            counts[l] += 1.0;
+        }
+    }
+    let total: f64 = counts.iter().sum();
+    counts.iter().map(|c| c / total).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classifier::BagModel;
+
+    /// Six one-dimensional bags (one or two instances each) whose minimal Hausdorff
+    /// distances are easy to read off: positions of instances and labels.
+    fn line_bags() -> Dataset {
+        // bag: instances            label
+        // 0: 0.0                    0
+        // 1: 1.0                    0
+        // 2: 3.0, 10.0              1
+        // 3: 4.0                    1
+        // 4: 6.0                    0
+        // 5: 9.0                    1
+        let feats = vec![0.0, 1.0, 3.0, 10.0, 4.0, 6.0, 9.0];
+        Dataset::new(
+            "line",
+            1,
+            feats,
+            vec![0, 1, 2, 4, 5, 6, 7],
+            (0..6).map(|b| b.to_string()).collect(),
+            Some(vec![0, 0, 1, 1, 0, 1]),
+            vec!["0".into(), "1".into()],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn citers_references_and_ties_by_hand() {
+        let d = line_bags();
+        let c = CitationKnn {
+            references: 1,
+            citers: 1,
+            rank: 1,
+            scaling: Scaling::None,
+        };
+        // Train on bags 0..=4, predict bag 5 (instance 9).
+        let train = [0, 1, 2, 3, 4];
+        let model = c.fit(&d, &train).unwrap();
+        // Nearest other training bag of each (distance): 0→1 (1), 1→0 (1), 2→3 (1),
+        // 3→2 (1), 4→3 (2).
+        assert_eq!(model.radius, vec![1.0, 1.0, 1.0, 1.0, 2.0]);
+        // Bag 5 (9.0) to training bags: 9, 8, 1 (via 10.0), 5, 3. Reference: bag 2
+        // (class 1). Citers: bag 2 (1 ≤ 1). Votes: class 0 = 1/5, class 1 = 1/5 + 2.
+        let s = model.scores(&d, &[5]).unwrap();
+        let total = 0.2 + 2.2;
+        assert!((s.row(0)[0] - 0.2 / total).abs() < 1e-15);
+        assert_eq!(s.label(0), 1);
+
+        // Ties: with C = 1 bag 4 (6.0) keeps bag 3 at distance 2. A query at 5.0 is at
+        // distance 1 from bag 3 and 4 (tie for the nearest reference: both kept), cites
+        // bag 3 (1 ≤ 1) and bag 4 (1 ≤ 2), not bag 2 (2 > 1).
+        let q = Dataset::new(
+            "q",
+            1,
+            vec![5.0],
+            vec![0, 1],
+            vec!["q".into()],
+            None,
+            vec![],
+        )
+        .unwrap();
+        let s = model.scores(&q, &[0]).unwrap();
+        // class 0: 1/5 + 1 (ref bag 4) + 1 (citer bag 4); class 1: 1/5 + 1 (ref 3) + 1.
+        assert_eq!(s.row(0)[0], s.row(0)[1]);
+        // Equal votes go to the first class.
+        assert_eq!(s.label(0), 0);
+    }
+
+    #[test]
+    fn precomputed_distances_give_the_same_scores() {
+        let d = line_bags();
+        let c = CitationKnn {
+            references: 2,
+            citers: 2,
+            rank: 1,
+            scaling: Scaling::None,
+        };
+        let dist = pairwise(&d, Hausdorff::Min);
+        let (train, test) = ([0, 2, 3, 4, 5], [1]);
+        let fast = c.scores_from_distances(&d, &dist, &train, &test).unwrap();
+        let slow = c.fit(&d, &train).unwrap().scores(&d, &test).unwrap();
+        assert_eq!(fast, slow);
+    }
+
+    #[test]
+    fn weka_scaling_rule() {
+        // Attribute 0 spans [2, 10] on training bags; attribute 1 is constant 0 (Weka:
+        // diff 0, NaN); attribute 2 is constant 5 (Weka: diff 0.5, contributes 0).
+        let d = Dataset::new(
+            "w",
+            3,
+            vec![2.0, 0.0, 5.0, 10.0, 0.0, 5.0, 20.0, 0.0, 5.0],
+            vec![0, 1, 2, 3],
+            vec!["a".into(), "b".into(), "t".into()],
+            Some(vec![0, 1, 1]),
+            vec!["0".into(), "1".into()],
+        )
+        .unwrap();
+        let mut s = Scaler::fit(Scaling::Weka, &d, &[0, 1]);
+        assert_eq!(
+            s,
+            Scaler::Weka {
+                lo: vec![2.0 * 0.95, 0.0, 5.0 * 0.95],
+                hi: vec![10.0 * 1.05, 0.0, 5.0 * 1.05]
+            }
+        );
+        let scaled = s.apply(&d, &[0, 1]).unwrap();
+        let diff = 10.0 * 1.05 - 2.0 * 0.95;
+        assert_eq!(scaled.features()[0], (2.0 - 1.9) / diff);
+        assert_eq!(scaled.features()[1], 0.0);
+        assert_eq!(scaled.features()[2], (5.0 - 4.75) / (5.25 - 4.75));
+        // Widening with the test bag (20): hi becomes 20·1.05, lo recovered as lo/0.95.
+        s.widen(&d, 2);
+        match &s {
+            Scaler::Weka { lo, hi } => {
+                assert_eq!(lo[0], (2.0 * 0.95) / 0.95 * 0.95);
+                assert_eq!(hi[0], 20.0 * 1.05);
+            }
+            _ => unreachable!(),
+        }
+        // The constant attributes contribute nothing to distances in any mode.
+        for scaling in [Scaling::Weka, Scaling::Zscore, Scaling::None] {
+            let s = Scaler::fit(scaling, &d, &[0, 1])
+                .apply(&d, &[0, 1, 2])
+                .unwrap();
+            for x in s.features().chunks_exact(3) {
+                assert!(x[1] == 0.0 && x.iter().all(|v| v.is_finite()));
+            }
+        }
+    }
+
+    #[test]
+    fn bad_parameters_are_errors() {
+        let d = line_bags();
+        let c = CitationKnn {
+            citers: 5,
+            ..Default::default()
+        };
+        assert!(c.fit(&d, &[0, 1, 2, 3, 4]).is_err());
+        let c = CitationKnn::default();
+        assert!(c.fit(&d, &[0, 1]).is_err());
+        assert!(c.fit(&d.without_labels(), &[0, 1, 2, 3, 4, 5]).is_err());
+    }
+}

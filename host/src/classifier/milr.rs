@@ -1,0 +1,613 @@
+//! Multiple-instance logistic regression (Ray & Craven, ICML 2005; Xu & Frank 2004 as
+//! Weka 3.6's `weka.classifiers.mi.MILR`).
+//!
+//! Instance model p_ij = σ(β₀ + βᵀx_ij); the bag probability P_i pools the instances of
+//! bag i ([`Pooling`]): Weka's noisy-OR P = 1 − Π(1 − p_ij) (its default, the standard
+//! MI assumption), arithmetic mean of p_ij, σ(mean of the logits) ("geometric"), Ray &
+//! Craven's softmax Σ p e^{βp} / Σ e^{βp}, or the maximum. Fitting minimises
+//!
+//!   −Σ_i [y_i log P_i + (1 − y_i) log(1 − P_i)] + λ‖β‖²      (intercept not penalised)
+//!
+//! on Weka's bag-level standardised features (mean of bag means; Weka's pooled standard
+//! deviation of bag second moments) with λ = 10⁻⁶ by default, by L-BFGS on the exact
+//! gradient ([`crate::lbfgs`]), in log space throughout. Coefficients are converted back
+//! to raw units afterwards, as Weka does. Attributes with zero spread contribute nothing.
+//! Multi-class data: one model per class against the rest.
+
+use serde::{Deserialize, Serialize};
+
+use super::{check_dim, training_labels, BagModel, BagScores, Classifier};
+use crate::data::Dataset;
+use crate::error::{Error, Result};
+use crate::lbfgs::Lbfgs;
+
+/// How instance probabilities become a bag probability.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pooling {
+    /// P = 1 − Π(1 − p_ij) (Weka `-A 0`).
+    NoisyOr,
+    /// P = mean p_ij (Weka `-A 1`).
+    Mean,
+    /// P = σ(mean z_ij) (Weka `-A 2`).
+    Geometric,
+    /// P = Σ p e^{βp} / Σ e^{βp} (Ray & Craven).
+    Softmax,
+    /// P = max p_ij (not differentiable at ties; fitted with the subgradient of the
+    /// first maximiser).
+    Max,
+}
+
+/// MILR hyper-parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Milr {
+    /// The bag combiner.
+    pub pooling: Pooling,
+    /// Ridge λ on the standardised coefficients (Weka's `-R`, 10⁻⁶).
+    pub ridge: f64,
+    /// β of the softmax combiner.
+    pub beta: f64,
+}
+
+impl Default for Milr {
+    fn default() -> Self {
+        Milr {
+            pooling: Pooling::NoisyOr,
+            ridge: 1e-6,
+            beta: 3.0,
+        }
+    }
+}
+
+/// A fitted MILR: one (intercept, coefficients) in raw feature units per binary problem
+/// — one for two classes (positive = class 1), one per class otherwise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MilrModel {
+    /// Hyper-parameters.
+    pub params: Milr,
+    /// Number of classes.
+    pub n_classes: usize,
+    /// Feature dimension.
+    pub dim: usize,
+    /// Per binary problem: [β₀, β₁, …, β_D].
+    pub weights: Vec<Vec<f64>>,
+}
+
+fn softplus(x: f64) -> f64 {
+    if x > 0.0 {
+        x + (-x).exp().ln_1p()
+    } else {
+        x.exp().ln_1p()
+    }
+}
+
+fn sigmoid(x: f64) -> f64 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}
+
+/// log σ(x).
+fn log_sigmoid(x: f64) -> f64 {
+    -softplus(-x)
+}
+
+fn log_sum_exp(v: impl Iterator<Item = f64> + Clone) -> f64 {
+    let m = v.clone().fold(f64::NEG_INFINITY, f64::max);
+    if m == f64::NEG_INFINITY {
+        return m;
+    }
+    m + v.map(|x| (x - m).exp()).sum::<f64>().ln()
+}
+
+impl Pooling {
+    /// log P(positive) and log P(negative) of a bag with instance logits `z`.
+    fn log_probabilities(self, beta: f64, z: &[f64]) -> (f64, f64) {
+        let n = z.len() as f64;
+        match self {
+            Pooling::NoisyOr => {
+                let y: f64 = z.iter().map(|&v| softplus(v)).sum();
+                let log_pos = if y > 0.0 {
+                    (-(-y).exp_m1()).ln()
+                } else {
+                    // Every softplus underflowed: P ≈ Σ e^z.
+                    log_sum_exp(z.iter().copied())
+                };
+                (log_pos, -y)
+            }
+            Pooling::Mean => (
+                log_sum_exp(z.iter().map(|&v| log_sigmoid(v))) - n.ln(),
+                log_sum_exp(z.iter().map(|&v| log_sigmoid(-v))) - n.ln(),
+            ),
+            Pooling::Geometric => {
+                let m = z.iter().sum::<f64>() / n;
+                (log_sigmoid(m), log_sigmoid(-m))
+            }
+            Pooling::Softmax => {
+                let (lw, _) = softmax_weights(beta, z);
+                (
+                    log_sum_exp(lw.iter().zip(z).map(|(w, &v)| w + log_sigmoid(v))),
+                    log_sum_exp(lw.iter().zip(z).map(|(w, &v)| w + log_sigmoid(-v))),
+                )
+            }
+            Pooling::Max => {
+                let m = z.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                (log_sigmoid(m), log_sigmoid(-m))
+            }
+        }
+    }
+
+    /// The bag's negative log-likelihood −log P(y | bag), writing its derivative with
+    /// respect to each instance logit into `dz`.
+    fn loss(self, beta: f64, z: &[f64], positive: bool, dz: &mut [f64]) -> f64 {
+        let n = z.len() as f64;
+        let (log_pos, log_neg) = self.log_probabilities(beta, z);
+        match self {
+            Pooling::NoisyOr => {
+                if positive {
+                    // −log(1 − e^{−y}), y = Σ softplus(z): d/dz_j = −σ(z_j) / (e^y − 1).
+                    let y = -log_neg;
+                    for (d, &v) in dz.iter_mut().zip(z) {
+                        *d = if y > 0.0 {
+                            -(log_sigmoid(v) - y.exp_m1().ln()).exp()
+                        } else {
+                            -(v - log_pos).exp()
+                        };
+                    }
+                    -log_pos
+                } else {
+                    dz.iter_mut().zip(z).for_each(|(d, &v)| *d = sigmoid(v));
+                    -log_neg
+                }
+            }
+            Pooling::Mean => {
+                // d(−log P)/dz_j = −σ(z_j)σ(−z_j) / (n P), and symmetrically for 1 − P.
+                let (sign, log_p) = if positive {
+                    (-1.0, log_pos)
+                } else {
+                    (1.0, log_neg)
+                };
+                for (d, &v) in dz.iter_mut().zip(z) {
+                    *d = sign * (log_sigmoid(v) + log_sigmoid(-v) - n.ln() - log_p).exp();
+                }
+                -log_p
+            }
+            Pooling::Geometric => {
+                let m = z.iter().sum::<f64>() / n;
+                let g = if positive { -sigmoid(-m) } else { sigmoid(m) } / n;
+                dz.iter_mut().for_each(|d| *d = g);
+                if positive {
+                    -log_pos
+                } else {
+                    -log_neg
+                }
+            }
+            Pooling::Softmax => {
+                // dP/dz_k = w_k p_k (1 − p_k)(1 + β(p_k − P)).
+                let (lw, _) = softmax_weights(beta, z);
+                let p_bag = log_pos.exp();
+                for ((d, &v), &w) in dz.iter_mut().zip(z).zip(&lw) {
+                    let p = sigmoid(v);
+                    let factor = 1.0 + beta * (p - p_bag);
+                    *d = if positive {
+                        -(w + log_sigmoid(v) + log_sigmoid(-v) - log_pos).exp() * factor
+                    } else {
+                        (w + log_sigmoid(v) + log_sigmoid(-v) - log_neg).exp() * factor
+                    };
+                }
+                if positive {
+                    -log_pos
+                } else {
+                    -log_neg
+                }
+            }
+            Pooling::Max => {
+                let (k, &m) = z
+                    .iter()
+                    .enumerate()
+                    .fold((0, &f64::NEG_INFINITY), |best, (i, v)| {
+                        if *v > *best.1 {
+                            (i, v)
+                        } else {
+                            best
+                        }
+                    });
+                dz.iter_mut().for_each(|d| *d = 0.0);
+                dz[k] = if positive { -sigmoid(-m) } else { sigmoid(m) };
+                if positive {
+                    -log_pos
+                } else {
+                    -log_neg
+                }
+            }
+        }
+    }
+}
+
+/// log of the softmax weights e^{βp_j} / Σ e^{βp}, and the p_j.
+fn softmax_weights(beta: f64, z: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let p: Vec<f64> = z.iter().map(|&v| sigmoid(v)).collect();
+    let lse = log_sum_exp(p.iter().map(|&v| beta * v));
+    (p.iter().map(|&v| beta * v - lse).collect(), p)
+}
+
+/// The penalised objective on standardised instances: value and gradient.
+struct Objective<'a> {
+    /// Standardised instances, row-major.
+    x: &'a [f64],
+    dim: usize,
+    /// Bag offsets into the instances.
+    starts: &'a [usize],
+    positive: &'a [bool],
+    params: Milr,
+}
+
+impl Objective<'_> {
+    fn logits(&self, theta: &[f64]) -> Vec<f64> {
+        self.x
+            .chunks_exact(self.dim)
+            .map(|row| theta[0] + row.iter().zip(&theta[1..]).map(|(a, b)| a * b).sum::<f64>())
+            .collect()
+    }
+
+    fn eval(&self, theta: &[f64], grad: &mut [f64]) -> f64 {
+        let z = self.logits(theta);
+        let mut dz = vec![0.0; z.len()];
+        let mut value = 0.0;
+        for (b, &pos) in self.positive.iter().enumerate() {
+            let r = self.starts[b]..self.starts[b + 1];
+            value += self
+                .params
+                .pooling
+                .loss(self.params.beta, &z[r.clone()], pos, &mut dz[r]);
+        }
+        grad.iter_mut().for_each(|g| *g = 0.0);
+        for (row, &d) in self.x.chunks_exact(self.dim).zip(&dz) {
+            grad[0] += d;
+            grad[1..].iter_mut().zip(row).for_each(|(g, x)| *g += d * x);
+        }
+        for (g, t) in grad[1..].iter_mut().zip(&theta[1..]) {
+            value += self.params.ridge * t * t;
+            *g += 2.0 * self.params.ridge * t;
+        }
+        value
+    }
+}
+
+/// Weka's bag-level standardisation: the mean of the bag means, and
+/// sqrt(|Σ_b E_b[x²] / (B − 1) − mean² B / (B − 1)|). A spread that is zero up to
+/// round-off marks a constant attribute (standard deviation 0: it contributes nothing).
+fn bag_standardisation(data: &Dataset, train: &[usize]) -> (Vec<f64>, Vec<f64>) {
+    let dim = data.dim();
+    let nb = train.len() as f64;
+    let mut mean = vec![0.0; dim];
+    let mut second = vec![0.0; dim];
+    for &b in train {
+        let bag = data.bag(b);
+        let n = bag.len() as f64;
+        let mut m = vec![0.0; dim];
+        let mut s = vec![0.0; dim];
+        for x in bag.instances() {
+            for j in 0..dim {
+                m[j] += x[j];
+                s[j] += x[j] * x[j];
+            }
+        }
+        for j in 0..dim {
+            mean[j] += m[j] / n;
+            second[j] += s[j] / n;
+        }
+    }
+    mean.iter_mut().for_each(|m| *m /= nb);
+    let sd = (0..dim)
+        .map(|j| {
+            let var = (second[j] / (nb - 1.0) - mean[j] * mean[j] * nb / (nb - 1.0)).abs();
+            // Cancellation leaves ~1e-16 relative noise on constant attributes.
+            if var <= 1e-12 * (second[j] / (nb - 1.0)).abs().max(f64::MIN_POSITIVE) {
+                0.0
+            } else {
+                var.sqrt()
+            }
+        })
+        .collect();
+    (mean, sd)
+}
+
+impl Milr {
+    fn validate(&self) -> Result<()> {
+        if !(self.ridge >= 0.0 && self.ridge.is_finite()) {
+            return Err(Error::parameter(
+                "--ridge",
+                self.ridge,
+                "must be finite and ≥ 0",
+            ));
+        }
+        if !self.beta.is_finite() {
+            return Err(Error::parameter("--beta", self.beta, "must be finite"));
+        }
+        Ok(())
+    }
+
+    /// Fits one binary problem; returns [β₀, β…] in raw units.
+    fn fit_binary(
+        &self,
+        x: &[f64],
+        dim: usize,
+        starts: &[usize],
+        positive: &[bool],
+        mean: &[f64],
+        sd: &[f64],
+    ) -> Result<Vec<f64>> {
+        let n_pos = positive.iter().filter(|&&p| p).count() as f64;
+        let n_neg = positive.len() as f64 - n_pos;
+        let mut theta = vec![0.0; dim + 1];
+        // Weka's start: the log odds of the (smoothed) class counts.
+        theta[0] = ((n_pos + 1.0) / (n_neg + 1.0)).ln();
+        let objective = Objective {
+            x,
+            dim,
+            starts,
+            positive,
+            params: *self,
+        };
+        let solver = Lbfgs {
+            max_iterations: 2000,
+            ..Lbfgs::default()
+        };
+        let min = solver.minimize(theta, |t, g| objective.eval(t, g))?;
+        let mut w = min.x;
+        for j in 0..dim {
+            if sd[j] > 0.0 {
+                w[j + 1] /= sd[j];
+                w[0] -= w[j + 1] * mean[j];
+            } else {
+                w[j + 1] = 0.0;
+            }
+        }
+        Ok(w)
+    }
+}
+
+impl Classifier for Milr {
+    type Model = MilrModel;
+
+    fn fit(&self, data: &Dataset, train: &[usize]) -> Result<MilrModel> {
+        self.validate()?;
+        let labels = training_labels(data, train)?;
+        let dim = data.dim();
+        let (mean, sd) = bag_standardisation(data, train);
+        let picked = data.select(train);
+        let mut x = picked.features().to_vec();
+        for row in x.chunks_exact_mut(dim) {
+            for j in 0..dim {
+                row[j] = if sd[j] > 0.0 {
+                    (row[j] - mean[j]) / sd[j]
+                } else {
+                    0.0
+                };
+            }
+        }
+        let n_classes = data.n_classes();
+        let problems: Vec<usize> = if n_classes == 2 {
+            vec![1]
+        } else {
+            (0..n_classes).collect()
+        };
+        let weights = problems
+            .iter()
+            .map(|&c| {
+                let positive: Vec<bool> = labels.iter().map(|&l| l == c).collect();
+                self.fit_binary(&x, dim, picked.bag_starts(), &positive, &mean, &sd)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(MilrModel {
+            params: *self,
+            n_classes,
+            dim,
+            weights,
+        })
+    }
+}
+
+impl MilrModel {
+    /// P(positive) of one bag under binary problem `k`.
+    fn probability(&self, k: usize, bag: crate::data::Bag<'_>) -> f64 {
+        let w = &self.weights[k];
+        let z: Vec<f64> = bag
+            .instances()
+            .map(|x| w[0] + x.iter().zip(&w[1..]).map(|(a, b)| a * b).sum::<f64>())
+            .collect();
+        let (log_pos, _) = self.params.pooling.log_probabilities(self.params.beta, &z);
+        log_pos.exp()
+    }
+
+    /// Checks a model read from a file.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        let problems = if self.n_classes == 2 {
+            1
+        } else {
+            self.n_classes
+        };
+        if self.n_classes < 2 || self.weights.len() != problems {
+            return Err("milr: wrong number of weight vectors".into());
+        }
+        if self
+            .weights
+            .iter()
+            .any(|w| w.len() != self.dim + 1 || w.iter().any(|v| !v.is_finite()))
+        {
+            return Err("milr: weights of the wrong length or not finite".into());
+        }
+        self.params.validate().map_err(|e| format!("milr: {e}"))
+    }
+}
+
+impl BagModel for MilrModel {
+    fn n_classes(&self) -> usize {
+        self.n_classes
+    }
+
+    fn input_dim(&self) -> usize {
+        self.dim
+    }
+
+    fn scores(&self, data: &Dataset, bags: &[usize]) -> Result<BagScores> {
+        check_dim(data, self.dim)?;
+        let mut scores = Vec::with_capacity(bags.len() * self.n_classes);
+        for &b in bags {
+            let bag = data.bag(b);
+            if self.n_classes == 2 {
+                let p = self.probability(0, bag);
+                scores.extend([1.0 - p, p]);
+            } else {
+                scores.extend((0..self.n_classes).map(|k| self.probability(k, bag)));
+            }
+        }
+        Ok(BagScores::new(self.n_classes, scores))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{RngExt, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    const ALL: [Pooling; 5] = [
+        Pooling::NoisyOr,
+        Pooling::Mean,
+        Pooling::Geometric,
+        Pooling::Softmax,
+        Pooling::Max,
+    ];
+
+    fn random_problem(seed: u64) -> (Vec<f64>, Vec<usize>, Vec<bool>, usize) {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let dim = 4;
+        let mut x = Vec::new();
+        let mut starts = vec![0];
+        let mut positive = Vec::new();
+        for b in 0..12 {
+            let len = rng.random_range(1..6);
+            for _ in 0..len * dim {
+                x.push(rng.random_range(-2.0..2.0));
+            }
+            starts.push(starts.last().unwrap() + len);
+            positive.push(b % 3 == 0);
+        }
+        (x, starts, positive, dim)
+    }
+
+    #[test]
+    fn gradient_matches_finite_differences() {
+        for pooling in ALL {
+            for seed in 0..5 {
+                let (x, starts, positive, dim) = random_problem(seed);
+                let params = Milr {
+                    pooling,
+                    ridge: 0.1,
+                    beta: 3.0,
+                };
+                let obj = Objective {
+                    x: &x,
+                    dim,
+                    starts: &starts,
+                    positive: &positive,
+                    params,
+                };
+                let mut rng = Xoshiro256PlusPlus::seed_from_u64(100 + seed);
+                let theta: Vec<f64> = (0..=dim).map(|_| rng.random_range(-1.5..1.5)).collect();
+                let mut g = vec![0.0; dim + 1];
+                obj.eval(&theta, &mut g);
+                let mut scratch = vec![0.0; dim + 1];
+                for k in 0..=dim {
+                    // Central differences: error O(h²) ≈ 1e-10 on these O(1) functions.
+                    let h = 1e-5;
+                    let mut tp = theta.clone();
+                    tp[k] += h;
+                    let mut tm = theta.clone();
+                    tm[k] -= h;
+                    let fd =
+                        (obj.eval(&tp, &mut scratch) - obj.eval(&tm, &mut scratch)) / (2.0 * h);
+                    assert!(
+                        (fd - g[k]).abs() < 1e-6 * g[k].abs().max(1.0),
+                        "{pooling:?} seed {seed} coordinate {k}: {fd} vs {}",
+                        g[k]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn probabilities_match_the_definitions() {
+        let z = [-1.0f64, 0.5, 2.0];
+        let p: Vec<f64> = z.iter().map(|&v| 1.0 / (1.0 + (-v).exp())).collect();
+        let noisy_or = 1.0 - p.iter().map(|v| 1.0 - v).product::<f64>();
+        let mean = p.iter().sum::<f64>() / 3.0;
+        let geometric = 1.0 / (1.0 + (-(z.iter().sum::<f64>() / 3.0)).exp());
+        let w: Vec<f64> = p.iter().map(|v| (3.0 * v).exp()).collect();
+        let softmax = p.iter().zip(&w).map(|(a, b)| a * b).sum::<f64>() / w.iter().sum::<f64>();
+        let max = p[2];
+        for (pooling, want) in [
+            (Pooling::NoisyOr, noisy_or),
+            (Pooling::Mean, mean),
+            (Pooling::Geometric, geometric),
+            (Pooling::Softmax, softmax),
+            (Pooling::Max, max),
+        ] {
+            let (lp, ln) = pooling.log_probabilities(3.0, &z);
+            assert!((lp.exp() - want).abs() < 1e-14, "{pooling:?}");
+            assert!((ln.exp() - (1.0 - want)).abs() < 1e-14, "{pooling:?}");
+        }
+        // Far in the tails the log-space forms stay finite.
+        let (lp, ln) = Pooling::NoisyOr.log_probabilities(3.0, &[-800.0, -900.0]);
+        assert!((lp + 800.0).abs() < 1e-9 && ln == 0.0);
+    }
+
+    #[test]
+    fn separable_bags_are_learned() {
+        // Positive bags hold one instance with x > 3; negatives have all x < 0.
+        let mut feats = Vec::new();
+        let mut starts = vec![0];
+        let mut labels = Vec::new();
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+        for b in 0..40 {
+            let pos = b % 2 == 0;
+            for i in 0..4 {
+                let v = if pos && i == 0 {
+                    rng.random_range(3.0..5.0)
+                } else {
+                    rng.random_range(-3.0..0.0)
+                };
+                feats.extend([v, rng.random_range(-1.0..1.0)]);
+            }
+            starts.push(starts.last().unwrap() + 4);
+            labels.push(pos as usize);
+        }
+        let d = Dataset::new(
+            "sep",
+            2,
+            feats,
+            starts,
+            (0..40).map(|b| b.to_string()).collect(),
+            Some(labels.clone()),
+            vec!["0".into(), "1".into()],
+        )
+        .unwrap();
+        let all: Vec<usize> = (0..40).collect();
+        for pooling in [Pooling::NoisyOr, Pooling::Softmax, Pooling::Max] {
+            let m = Milr {
+                pooling,
+                ..Milr::default()
+            }
+            .fit(&d, &all)
+            .unwrap();
+            let s = m.scores(&d, &all).unwrap();
+            assert_eq!(s.labels(), labels, "{pooling:?}");
+        }
+    }
+}

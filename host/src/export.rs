@@ -1,0 +1,435 @@
+//! Export of trained host models into the container `mil-core` reads
+//! ([`mil_core::model`] documents the layout), in f32, Q15 or Q7, and the check that
+//! core inference on the exported bytes matches the host model.
+//!
+//! Every model is a *projection stage* (standardisation folded in: G'_kj = G_jk/σ_j,
+//! b_k = −Σ_j G'_kj μ_j) followed by a *head*: a linear scorer with pooling, Citation-kNN
+//! reference bags, or M³IC cluster weights. Quantised models also fold the input
+//! quantisation step s_j = 2·max|x_j|/32767 (training instances; twice the range as
+//! headroom) into the weights, so the device multiplies integers only in the D × d stage.
+
+use mil_core::model::{self as container, tag, Elem, Encoding, ModelKind};
+use mil_core::score::Pooling;
+use mil_core::{fixed, Instances, Model};
+
+use crate::data::{Bag, Dataset};
+use crate::error::{Error, Result};
+use crate::projection::LinearProjection;
+
+/// What follows the projection stage.
+#[derive(Debug, Clone)]
+pub enum Head {
+    /// Nothing: the model outputs the projected instance.
+    None,
+    /// Linear instance scores pooled over the bag: `rows × d` weights (one row for a
+    /// binary model, one per class otherwise), `rows` biases.
+    Linear {
+        /// Row-major `rows × d`.
+        weights: Vec<f64>,
+        /// One bias per row.
+        bias: Vec<f64>,
+        /// Pooling of instance probabilities.
+        pooling: Pooling,
+        /// Softmax sharpness β (softmax pooling only).
+        beta: f64,
+    },
+    /// Citation-kNN over reference bags, already in projected coordinates.
+    CitationKnn {
+        /// The projected reference bags with their labels.
+        references: Dataset,
+        /// Citer radius of each reference bag (distance to its C-th nearest other bag).
+        radii: Vec<f64>,
+        /// Number of nearest references R.
+        r: usize,
+    },
+    /// M³IC: one weight row and bias per cluster.
+    M3ic {
+        /// Row-major `k × d`.
+        weights: Vec<f64>,
+        /// One bias per cluster.
+        bias: Vec<f64>,
+    },
+}
+
+/// A host model in the shape the container stores.
+#[derive(Debug, Clone)]
+pub struct Compact {
+    /// The projection stage; `None` leaves instances as they are (f32 Citation-kNN, M³IC)
+    /// or, for a linear head, uses the head's rows as the projection stage.
+    pub projection: Option<LinearProjection>,
+    /// The head.
+    pub head: Head,
+}
+
+/// An affine map y = A x + b, `rows × cols`, row k = output k.
+struct Affine {
+    rows: usize,
+    cols: usize,
+    a: Vec<f64>,
+    b: Vec<f64>,
+}
+
+impl Affine {
+    /// The projection with its standardisation folded in.
+    fn from_projection(p: &LinearProjection) -> Affine {
+        let (dim_in, d) = (p.input_dim(), p.output_dim);
+        let mut a = vec![0.0; d * dim_in];
+        let mut b = vec![0.0; d];
+        for j in 0..dim_in {
+            if p.scale[j] == 0.0 {
+                continue; // constant feature: contributes nothing
+            }
+            for k in 0..d {
+                let g = p.matrix[j * d + k] / p.scale[j];
+                a[k * dim_in + j] = g;
+                b[k] -= g * p.mean[j];
+            }
+        }
+        Affine {
+            rows: d,
+            cols: dim_in,
+            a,
+            b,
+        }
+    }
+}
+
+/// Section payloads, gathered before the layout is fixed.
+struct Writer {
+    sections: Vec<(u16, Elem, usize, usize, Vec<u8>)>,
+}
+
+impl Writer {
+    fn f32s(&mut self, t: u16, rows: usize, cols: usize, v: impl IntoIterator<Item = f64>) {
+        let bytes = v
+            .into_iter()
+            .flat_map(|x| (x as f32).to_le_bytes())
+            .collect();
+        self.sections.push((t, Elem::F32, rows, cols, bytes));
+    }
+
+    fn u32s(&mut self, t: u16, v: &[u32]) {
+        let bytes = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        self.sections.push((t, Elem::U32, 1, v.len(), bytes));
+    }
+
+    /// Quantised integers, one element type per encoding.
+    fn ints(&mut self, t: u16, encoding: Encoding, rows: usize, cols: usize, q: &[i32]) {
+        let bytes = match encoding {
+            Encoding::Q7 => q.iter().map(|&v| v as i8 as u8).collect(),
+            _ => q.iter().flat_map(|&v| (v as i16).to_le_bytes()).collect(),
+        };
+        self.sections.push((t, encoding.elem(), rows, cols, bytes));
+    }
+
+    /// Weights with a per-row scale (quantised) or as floats; `shift` adds the
+    /// accumulator shift that keeps integer dot products out of saturation.
+    fn weights(
+        &mut self,
+        encoding: Encoding,
+        tags: (u16, u16, Option<u16>),
+        rows: usize,
+        cols: usize,
+        w: &[f64],
+    ) {
+        if encoding == Encoding::F32 {
+            self.f32s(tags.0, rows, cols, w.iter().copied());
+            return;
+        }
+        let q_max = encoding.q_max();
+        let mut q = Vec::with_capacity(w.len());
+        let mut scales = Vec::with_capacity(rows);
+        let mut shifts = Vec::with_capacity(rows);
+        for row in w.chunks_exact(cols) {
+            let max_abs = row.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            let s = fixed::scale_for(max_abs as f32, q_max);
+            let start = q.len();
+            q.extend(row.iter().map(|&v| fixed::quantize(v as f32, s, q_max)));
+            let abs_sum = q[start..].iter().map(|v| v.unsigned_abs() as u64).sum();
+            scales.push(s as f64);
+            shifts.push(fixed::safe_shift(abs_sum));
+        }
+        self.ints(tags.0, encoding, rows, cols, &q);
+        self.f32s(tags.1, 1, rows, scales);
+        if let Some(t) = tags.2 {
+            self.u32s(t, &shifts);
+        }
+    }
+
+    /// Lays the sections out (aligned, ascending) behind the header and table.
+    fn finish(
+        mut self,
+        kind: ModelKind,
+        encoding: Encoding,
+        dims: (usize, usize),
+    ) -> Result<Vec<u8>> {
+        self.sections.sort_by_key(|s| s.0);
+        let n = self.sections.len();
+        let too_big = |what: &str| Error::parameter("model", what, "too large for the container");
+        let mut out = vec![0u8; container::HEADER_LEN + container::ENTRY_LEN * n];
+        for (i, (t, elem, rows, cols, bytes)) in self.sections.iter().enumerate() {
+            while out.len() & (container::ALIGN - 1) != 0 {
+                out.push(0);
+            }
+            let e = container::HEADER_LEN + i * container::ENTRY_LEN;
+            let u32_of = |v: usize| u32::try_from(v).map_err(|_| too_big("section"));
+            out[e..e + 2].copy_from_slice(&t.to_le_bytes());
+            out[e + 2] = *elem as u8;
+            let offset = u32_of(out.len())?;
+            out[e + 4..e + 8].copy_from_slice(&offset.to_le_bytes());
+            out[e + 8..e + 12].copy_from_slice(&u32_of(*rows)?.to_le_bytes());
+            out[e + 12..e + 16].copy_from_slice(&u32_of(*cols)?.to_le_bytes());
+            out.extend_from_slice(bytes);
+        }
+        while out.len() & (container::ALIGN - 1) != 0 {
+            out.push(0);
+        }
+        let u32_of = |v: usize| u32::try_from(v).map_err(|_| too_big("dimension"));
+        let total = u32_of(out.len())?;
+        out[..4].copy_from_slice(&container::MAGIC);
+        out[4..6].copy_from_slice(&container::VERSION.to_le_bytes());
+        out[6] = kind as u8;
+        out[7] = encoding as u8;
+        out[8..12].copy_from_slice(&u32_of(dims.0)?.to_le_bytes());
+        out[12..16].copy_from_slice(&u32_of(dims.1)?.to_le_bytes());
+        out[16..20].copy_from_slice(&total.to_le_bytes());
+        out[20..22].copy_from_slice(&(n as u16).to_le_bytes());
+        let crc = container::model_checksum(&out);
+        let c = container::CHECKSUM_OFFSET;
+        out[c..c + 4].copy_from_slice(&crc.to_le_bytes());
+        Ok(out)
+    }
+}
+
+/// Input quantisation steps: twice the largest |x_j| over the training instances spread
+/// over ±32767 (1 for an all-zero feature).
+fn input_scales(train: &Dataset) -> Vec<f64> {
+    let dim = train.dim();
+    let mut max_abs = vec![0.0f64; dim];
+    for x in train.features().chunks_exact(dim) {
+        max_abs
+            .iter_mut()
+            .zip(x)
+            .for_each(|(m, v)| *m = m.max(v.abs()));
+    }
+    max_abs
+        .iter()
+        .map(|&m| fixed::scale_for((2.0 * m) as f32, fixed::Q15_MAX) as f64)
+        .collect()
+}
+
+/// Writes `model` in `encoding`. `train` is the data the model was fitted on: it sets the
+/// input quantisation of Q15/Q7 models.
+pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Vec<u8>> {
+    let dim_in = train.dim();
+    let mut w = Writer {
+        sections: Vec::new(),
+    };
+    // The projection stage: the fitted projection, or the linear head's own rows.
+    let mut head = model.head.clone();
+    let stage = match (&model.projection, &mut head) {
+        (Some(p), _) => Some(Affine::from_projection(p)),
+        (None, Head::Linear { weights, bias, .. }) => {
+            let rows = bias.len();
+            let stage = Affine {
+                rows,
+                cols: dim_in,
+                a: std::mem::take(weights),
+                b: std::mem::take(bias),
+            };
+            // The head becomes the identity on the scores.
+            *weights = (0..rows * rows)
+                .map(|i| f64::from(u8::from(i % (rows + 1) == 0)))
+                .collect();
+            *bias = vec![0.0; rows];
+            Some(stage)
+        }
+        (None, _) => None,
+    };
+    if let Some(stage) = &stage {
+        if stage.cols != dim_in {
+            return Err(Error::data(
+                train.name(),
+                format!("{dim_in} features but the model takes {}", stage.cols),
+            ));
+        }
+    }
+    if encoding != Encoding::F32 {
+        let scales = input_scales(train);
+        let stage = stage.as_ref().ok_or_else(|| {
+            Error::parameter(
+                "--format",
+                encoding.name(),
+                "a quantised model needs a projection stage; export this model as f32",
+            )
+        })?;
+        let a: Vec<f64> = stage
+            .a
+            .chunks_exact(dim_in)
+            .flat_map(|row| row.iter().zip(&scales).map(|(g, s)| g * s))
+            .collect();
+        w.f32s(tag::INPUT_SCALE, 1, dim_in, scales.iter().copied());
+        let tags = (tag::PROJ_WEIGHTS, tag::PROJ_SCALE, Some(tag::PROJ_SHIFT));
+        w.weights(encoding, tags, stage.rows, dim_in, &a);
+    } else if let Some(stage) = &stage {
+        w.f32s(
+            tag::PROJ_WEIGHTS,
+            stage.rows,
+            stage.cols,
+            stage.a.iter().copied(),
+        );
+    }
+    if let Some(stage) = &stage {
+        w.f32s(tag::PROJ_BIAS, 1, stage.rows, stage.b.iter().copied());
+    }
+    let d = stage.as_ref().map_or(dim_in, |s| s.rows);
+    let (kind, out_dim) = match &head {
+        Head::None => (ModelKind::Projection, d),
+        Head::Linear {
+            weights,
+            bias,
+            pooling,
+            beta,
+        } => {
+            let rows = bias.len();
+            let tags = (tag::SCORE_WEIGHTS, tag::SCORE_SCALE, None);
+            w.weights(encoding, tags, rows, d, weights);
+            w.f32s(tag::SCORE_BIAS, 1, rows, bias.iter().copied());
+            w.f32s(tag::PARAMS, 1, 2, [*pooling as u8 as f64, *beta]);
+            (ModelKind::LinearMil, rows.max(2))
+        }
+        Head::CitationKnn {
+            references,
+            radii,
+            r,
+        } => {
+            let refs = references.features();
+            let n = references.n_instances();
+            if encoding == Encoding::F32 {
+                w.f32s(tag::REF_INSTANCES, n, d, refs.iter().copied());
+            } else {
+                // One scale per coordinate: coordinate k of every instance shares it.
+                let mut max_abs = vec![0.0f64; d];
+                for x in refs.chunks_exact(d) {
+                    max_abs
+                        .iter_mut()
+                        .zip(x)
+                        .for_each(|(m, v)| *m = m.max(v.abs()));
+                }
+                let q_max = encoding.q_max();
+                let s: Vec<f32> = max_abs
+                    .iter()
+                    .map(|&m| fixed::scale_for(m as f32, q_max))
+                    .collect();
+                let q: Vec<i32> = refs
+                    .chunks_exact(d)
+                    .flat_map(|x| {
+                        x.iter()
+                            .zip(&s)
+                            .map(|(&v, &sk)| fixed::quantize(v as f32, sk, q_max))
+                    })
+                    .collect();
+                w.ints(tag::REF_INSTANCES, encoding, n, d, &q);
+                w.f32s(tag::REF_SCALE, 1, d, s.iter().map(|&v| v as f64));
+            }
+            let starts: Vec<u32> = references.bag_starts().iter().map(|&v| v as u32).collect();
+            w.u32s(tag::REF_BAGS, &starts);
+            let labels = references.require_labels(2)?;
+            let labels: Vec<u32> = labels.iter().map(|&l| l as u32).collect();
+            w.u32s(tag::REF_LABELS, &labels);
+            w.f32s(tag::CITER_RADII, 1, radii.len(), radii.iter().copied());
+            let classes = references.n_classes();
+            w.f32s(tag::PARAMS, 1, 2, [*r as f64, classes as f64]);
+            (ModelKind::CitationKnn, classes)
+        }
+        Head::M3ic { weights, bias } => {
+            let k = bias.len();
+            let tags = (tag::SCORE_WEIGHTS, tag::SCORE_SCALE, None);
+            w.weights(encoding, tags, k, d, weights);
+            w.f32s(tag::SCORE_BIAS, 1, k, bias.iter().copied());
+            (ModelKind::M3ic, k)
+        }
+    };
+    let bytes = w.finish(kind, encoding, (dim_in, out_dim))?;
+    // Never hand out bytes the core would reject.
+    Model::parse(&bytes)?;
+    Ok(bytes)
+}
+
+/// A bag in the representation the model takes: `f32` values, or `i16` quantised with
+/// the model's input scales.
+pub enum CoreBag {
+    /// For f32 models.
+    F32(Vec<f32>),
+    /// For Q15/Q7 models.
+    I16(Vec<i16>),
+}
+
+impl CoreBag {
+    /// Converts a host bag for `model`.
+    pub fn new(model: &Model<'_>, bag: Bag<'_>) -> Result<CoreBag> {
+        let x: Vec<f32> = bag.as_slice().iter().map(|&v| v as f32).collect();
+        if model.encoding() == Encoding::F32 {
+            return Ok(CoreBag::F32(x));
+        }
+        let dim = model.input_dim();
+        let mut q = vec![0i16; x.len()];
+        for (row, out) in x.chunks_exact(dim).zip(q.chunks_exact_mut(dim)) {
+            model.quantize_instance(row, out)?;
+        }
+        Ok(CoreBag::I16(q))
+    }
+
+    /// The core's view of it.
+    pub fn instances(&self) -> Instances<'_> {
+        match self {
+            CoreBag::F32(x) => Instances::F32(x),
+            CoreBag::I16(x) => Instances::I16(x),
+        }
+    }
+}
+
+/// Core inference on one host bag: the decision and the per-class (or per-cluster) scores.
+pub fn core_classify(model: &Model<'_>, bag: Bag<'_>) -> Result<(mil_core::Decision, Vec<f32>)> {
+    let b = CoreBag::new(model, bag)?;
+    let mut scratch = vec![0.0f32; model.scratch_len(bag.len())];
+    let mut scores = vec![0.0f32; model.output_dim()];
+    let decision = model.classify(b.instances(), &mut scratch, &mut scores)?;
+    Ok((decision, scores))
+}
+
+/// The largest |core score − host score| over the bags of `data`, where `host_scores(b)`
+/// gives the host model's per-class scores of bag `b` (for a projection-only model, the
+/// projected coordinates of every instance of the bag, concatenated).
+pub fn max_abs_error(
+    bytes: &[u8],
+    data: &Dataset,
+    host_scores: impl Fn(usize) -> Vec<f64>,
+) -> Result<f64> {
+    let model = Model::parse(bytes)?;
+    let mut worst = 0.0f64;
+    for b in 0..data.n_bags() {
+        let core: Vec<f32> = if model.kind() == ModelKind::Projection {
+            let bag = CoreBag::new(&model, data.bag(b))?;
+            let d_in = model.input_dim();
+            let d = model.output_dim();
+            let n = data.bag(b).len();
+            let mut out = vec![0.0f32; n * d];
+            for i in 0..n {
+                let x = match &bag {
+                    CoreBag::F32(x) => Instances::F32(&x[i * d_in..(i + 1) * d_in]),
+                    CoreBag::I16(x) => Instances::I16(&x[i * d_in..(i + 1) * d_in]),
+                };
+                model.project(x, &mut out[i * d..(i + 1) * d])?;
+            }
+            out
+        } else {
+            core_classify(&model, data.bag(b))?.1
+        };
+        let host = host_scores(b);
+        for (c, h) in core.iter().zip(&host) {
+            worst = worst.max((*c as f64 - h).abs());
+        }
+    }
+    Ok(worst)
+}

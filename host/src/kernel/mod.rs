@@ -1,0 +1,3 @@
+//! Set kernels over bags, as Gram matrices of natural logarithms.
+
+pub mod nsk;

@@ -1,0 +1,218 @@
+//! The saved host model: an optional projection fitted on the training bags and a bag
+//! classifier fitted on the projected bags, as versioned JSON. `mil train` writes it,
+//! `mil predict` reads it, `mil export` converts it for the core. Reading validates every
+//! part and names the file in every error.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::classifier::citation_knn::CitationKnnModel;
+use crate::classifier::milr::MilrModel;
+use crate::classifier::{BagModel, BagScores};
+use crate::data::Dataset;
+use crate::error::{Error, Result};
+use crate::projection::LinearProjection;
+
+/// The `format` field of every saved model.
+pub const FORMAT: &str = "mil-host-model";
+/// The current format version.
+pub const VERSION: u32 = 1;
+
+/// A fitted classifier, one variant per algorithm.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ClassifierModel {
+    /// Citation-kNN.
+    CitationKnn(CitationKnnModel),
+    /// MILR.
+    Milr(MilrModel),
+}
+
+impl ClassifierModel {
+    /// The classifier's name as the CLI spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ClassifierModel::CitationKnn(_) => "citation-knn",
+            ClassifierModel::Milr(_) => "milr",
+        }
+    }
+
+    fn validate(&self) -> std::result::Result<(), String> {
+        match self {
+            ClassifierModel::CitationKnn(m) => m.validate(),
+            ClassifierModel::Milr(m) => m.validate(),
+        }
+    }
+}
+
+impl BagModel for ClassifierModel {
+    fn n_classes(&self) -> usize {
+        match self {
+            ClassifierModel::CitationKnn(m) => m.n_classes(),
+            ClassifierModel::Milr(m) => m.n_classes(),
+        }
+    }
+
+    fn input_dim(&self) -> usize {
+        match self {
+            ClassifierModel::CitationKnn(m) => m.input_dim(),
+            ClassifierModel::Milr(m) => m.input_dim(),
+        }
+    }
+
+    fn scores(&self, data: &Dataset, bags: &[usize]) -> Result<BagScores> {
+        match self {
+            ClassifierModel::CitationKnn(m) => m.scores(data, bags),
+            ClassifierModel::Milr(m) => m.scores(data, bags),
+        }
+    }
+}
+
+/// A complete saved model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostModel {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// Always [`VERSION`] when written by this build.
+    pub version: u32,
+    /// Labels as written in the training file, by class index.
+    pub class_names: Vec<String>,
+    /// Feature dimension of the raw input.
+    pub input_dim: usize,
+    /// Projection applied to every instance first, if any.
+    pub projection: Option<LinearProjection>,
+    /// The classifier on the (projected) bags.
+    pub classifier: ClassifierModel,
+}
+
+impl HostModel {
+    /// Wraps fitted parts.
+    pub fn new(
+        class_names: Vec<String>,
+        input_dim: usize,
+        projection: Option<LinearProjection>,
+        classifier: ClassifierModel,
+    ) -> Self {
+        HostModel {
+            format: FORMAT.into(),
+            version: VERSION,
+            class_names,
+            input_dim,
+            projection,
+            classifier,
+        }
+    }
+
+    /// Scores the bags `bags` of raw data (projecting first when the model has a
+    /// projection).
+    pub fn scores(&self, data: &Dataset, bags: &[usize]) -> Result<BagScores> {
+        if data.dim() != self.input_dim {
+            return Err(Error::data(
+                data.name(),
+                format!(
+                    "{} features but the model was trained on {}",
+                    data.dim(),
+                    self.input_dim
+                ),
+            ));
+        }
+        match &self.projection {
+            Some(p) => self.classifier.scores(&p.transform(data)?, bags),
+            None => self.classifier.scores(data, bags),
+        }
+    }
+
+    /// Writes the model as JSON.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let text = serde_json::to_string(self).map_err(|e| Error::Numerical {
+            method: "model serialisation",
+            reason: e.to_string(),
+        })?;
+        std::fs::write(path, text).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// Reads and validates a model written by [`HostModel::save`].
+    pub fn load(path: &Path) -> Result<HostModel> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&path.display().to_string(), &text)
+    }
+
+    /// Parses and validates model JSON; `file` names the source in errors.
+    pub fn parse(file: &str, text: &str) -> Result<HostModel> {
+        let bad = |line: usize, field: &str, problem: String| Error::Parse {
+            file: file.to_string(),
+            line,
+            field: field.to_string(),
+            problem,
+        };
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| bad(e.line(), "json", format!("not a JSON model: {e}")))?;
+        match value.get("format").and_then(|f| f.as_str()) {
+            Some(FORMAT) => {}
+            other => {
+                return Err(bad(
+                    1,
+                    "format",
+                    format!("expected \"{FORMAT}\", found {other:?}"),
+                ))
+            }
+        }
+        match value.get("version").and_then(|v| v.as_u64()) {
+            Some(v) if v == VERSION as u64 => {}
+            other => {
+                return Err(bad(
+                    1,
+                    "version",
+                    format!("this build reads version {VERSION}, found {other:?}"),
+                ))
+            }
+        }
+        let model: HostModel = serde_json::from_value(value)
+            .map_err(|e| bad(1, "model", format!("malformed model: {e}")))?;
+        model.validate().map_err(|p| bad(1, "model", p))?;
+        Ok(model)
+    }
+
+    fn validate(&self) -> std::result::Result<(), String> {
+        self.classifier.validate()?;
+        if self.class_names.len() != self.classifier.n_classes() {
+            return Err("class names do not match the classifier's classes".into());
+        }
+        let inner_dim = match &self.projection {
+            Some(p) => {
+                let d = p.input_dim();
+                if d != self.input_dim
+                    || p.scale.len() != d
+                    || p.matrix.len() != d * p.output_dim
+                    || p.output_dim == 0
+                {
+                    return Err("projection of inconsistent dimensions".into());
+                }
+                if p.mean
+                    .iter()
+                    .chain(&p.scale)
+                    .chain(&p.matrix)
+                    .any(|v| !v.is_finite())
+                {
+                    return Err("projection holds non-finite values".into());
+                }
+                p.output_dim
+            }
+            None => self.input_dim,
+        };
+        if inner_dim != self.classifier.input_dim() {
+            return Err(format!(
+                "the classifier expects {} features but receives {inner_dim}",
+                self.classifier.input_dim()
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,112 @@
+//! Principal component analysis: the unsupervised baseline of both discriminant papers
+//! (MIDA §5, CLFDA §4). Every training instance counts once; labels are ignored.
+
+use super::{top_eigenvectors, LinearProjection, ProjectionKind, Projector, TrainingInstances};
+use crate::data::Dataset;
+use crate::error::Result;
+
+/// PCA onto the `dim` leading principal axes of the z-scored training instances.
+#[derive(Debug, Clone, Copy)]
+pub struct Pca {
+    /// Output dimension d.
+    pub dim: usize,
+}
+
+impl Projector for Pca {
+    fn fit(&self, data: &Dataset, train: &[usize]) -> Result<LinearProjection> {
+        let t = TrainingInstances::new(data, train)?;
+        // The z-scored instances have zero mean, so XᵀX/n is their covariance
+        // (the correlation matrix of the raw features).
+        let cov = t.x.transpose() * &t.x / t.len() as f64;
+        let total = cov.trace();
+        let (g, values) = top_eigenvectors(cov, self.dim);
+        let kept: f64 = values.iter().map(|v| v.max(0.0)).sum();
+        let explained = if total > 0.0 { kept / total } else { 0.0 };
+        Ok(t.projection(
+            ProjectionKind::Pca,
+            &g,
+            vec![("explained_variance".into(), explained)],
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::projection::test_support::*;
+    use nalgebra::DMatrix;
+
+    #[test]
+    fn two_correlated_features_give_the_closed_form_axes() {
+        // After z-scoring, the covariance of two features is [[1, ρ], [ρ, 1]]: its
+        // principal axes are (1, 1)/√2 (variance 1 + ρ) and (1, −1)/√2 (1 − ρ).
+        for seed in 0..10 {
+            let z = normals(seed, 400);
+            let rows: Vec<Vec<f64>> = z
+                .chunks(2)
+                .map(|p| vec![3.0 * p[0] + 10.0, 0.5 * (p[0] + 0.3 * p[1])])
+                .collect();
+            let data = single_instance_bags(2, &rows, &vec![0; rows.len()]);
+            let all: Vec<usize> = (0..rows.len()).collect();
+            let p = Pca { dim: 2 }.fit(&data, &all).unwrap();
+            let h = std::f64::consts::FRAC_1_SQRT_2;
+            assert!((p.matrix[0] - h).abs() < 1e-12 && (p.matrix[2] - h).abs() < 1e-12);
+            assert!((p.matrix[1].abs() - h).abs() < 1e-12);
+            assert!((p.matrix[1] + p.matrix[3]).abs() < 1e-12);
+            assert!(orthonormality_error(&p) < 1e-12);
+            // The sample correlation gives the explained share (1 + ρ)/2.
+            let t = TrainingInstances::new(&data, &all).unwrap();
+            let rho = t.x.column(0).dot(&t.x.column(1)) / rows.len() as f64;
+            let share = p.diagnostic("explained_variance").unwrap();
+            let q = Pca { dim: 1 }.fit(&data, &all).unwrap();
+            assert!((share - 1.0).abs() < 1e-12);
+            assert!(
+                (q.diagnostic("explained_variance").unwrap() - (1.0 + rho) / 2.0).abs() < 1e-12
+            );
+        }
+    }
+
+    #[test]
+    fn agrees_with_the_svd_of_the_standardised_data() {
+        let z = normals(7, 600);
+        let rows: Vec<Vec<f64>> = z
+            .chunks(6)
+            .map(|r| {
+                vec![
+                    r[0] + r[1],
+                    2.0 * r[1],
+                    r[2] - r[0],
+                    r[3],
+                    r[4] * 0.1 + r[0],
+                    r[5],
+                ]
+            })
+            .collect();
+        let data = single_instance_bags(6, &rows, &vec![0; rows.len()]);
+        let all: Vec<usize> = (0..rows.len()).collect();
+        let p = Pca { dim: 3 }.fit(&data, &all).unwrap();
+        let t = TrainingInstances::new(&data, &all).unwrap();
+        let svd = t.x.clone().svd(false, true);
+        let vt = svd.v_t.unwrap();
+        let mut order: Vec<usize> = (0..6).collect();
+        order.sort_by(|&a, &b| svd.singular_values[b].total_cmp(&svd.singular_values[a]));
+        let g = DMatrix::from_row_slice(6, 3, &p.matrix);
+        for (c, &k) in order.iter().take(3).enumerate() {
+            let v: Vec<f64> = vt.row(k).iter().copied().collect();
+            let col: Vec<f64> = g.column(c).iter().copied().collect();
+            assert!((abs_cosine(&v, &col) - 1.0).abs() < 1e-9, "axis {c}");
+        }
+        assert!(orthonormality_error(&p) < 1e-12);
+    }
+
+    #[test]
+    fn a_constant_feature_gets_no_weight() {
+        let z = normals(3, 200);
+        let rows: Vec<Vec<f64>> = z.chunks(2).map(|p| vec![p[0], 5.0, p[1]]).collect();
+        let data = single_instance_bags(3, &rows, &vec![0; rows.len()]);
+        let all: Vec<usize> = (0..rows.len()).collect();
+        let p = Pca { dim: 2 }.fit(&data, &all).unwrap();
+        assert_eq!(p.scale[1], 0.0);
+        assert!(p.matrix[2].abs() < 1e-12 && p.matrix[3].abs() < 1e-12);
+    }
+}

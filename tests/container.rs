@@ -1,0 +1,426 @@
+//! The model container end to end: exact values of projection and pooling on tiny
+//! hand-made models, the stated fixed-point error bound over many random models, and a
+//! seeded property test ("fuzz") over random and mutated byte strings: every input parses
+//! to a model or an error value, and inference on whatever parses never panics.
+
+use mil::export::{core_classify, export, Compact, CoreBag, Head};
+use mil::projection::{LinearProjection, ProjectionKind};
+use mil::Dataset;
+use mil_core::model::{model_checksum, CHECKSUM_OFFSET};
+use mil_core::score::{bag_score_bound, Pooling};
+use mil_core::{Encoding, Error, Instances, Model};
+use rand_core::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+fn dataset(dim: usize, bags: &[Vec<Vec<f64>>], labels: &[usize]) -> Dataset {
+    let mut features = Vec::new();
+    let mut starts = vec![0];
+    for bag in bags {
+        for x in bag {
+            features.extend_from_slice(x);
+        }
+        starts.push(features.len() / dim);
+    }
+    let ids = (0..bags.len()).map(|b| format!("b{b}")).collect();
+    let classes = labels.iter().max().map_or(0, |m| m + 1).max(2);
+    let names = (0..classes).map(|c| c.to_string()).collect();
+    Dataset::new(
+        "test",
+        dim,
+        features,
+        starts,
+        ids,
+        Some(labels.to_vec()),
+        names,
+    )
+    .unwrap()
+}
+
+fn projection(mean: Vec<f64>, scale: Vec<f64>, matrix: Vec<f64>, d: usize) -> LinearProjection {
+    LinearProjection {
+        kind: ProjectionKind::Pca,
+        mean,
+        scale,
+        matrix,
+        output_dim: d,
+        diagnostics: vec![],
+    }
+}
+
+#[test]
+fn f32_projection_exact_value_with_a_constant_feature() {
+    // y = 3·(x0 − 1)/2 + 0·x1 (σ1 = 0): x = (5, 100) gives 6, exactly representable.
+    let p = projection(vec![1.0, 2.0], vec![2.0, 0.0], vec![3.0, 5.0], 1);
+    let train = dataset(2, &[vec![vec![5.0, 100.0]]], &[0]);
+    let compact = Compact {
+        projection: Some(p),
+        head: Head::None,
+    };
+    let bytes = export(&compact, Encoding::F32, &train).unwrap();
+    let model = Model::parse(&bytes).unwrap();
+    let mut y = [0.0f32; 1];
+    model
+        .project(Instances::F32(&[5.0, 100.0]), &mut y)
+        .unwrap();
+    assert_eq!(y[0], 6.0);
+    model.project(Instances::F32(&[1.0, -7.0]), &mut y).unwrap();
+    assert_eq!(y[0], 0.0);
+}
+
+#[test]
+fn q15_projection_exact_value() {
+    // Training range max|x0| = 16383.5/2 → input step s = 2·max/32767 = 0.5 exactly;
+    // W = G'·s = (3/2)·0.5 = 0.75 → q = 32767, t = 0.75/32767. x0 = 5 → qx = 10;
+    // ŷ = t·32767·10 + b = 7.5 − 1.5 = 6 up to f32 rounding of t.
+    let p = projection(vec![1.0, 2.0], vec![2.0, 0.0], vec![3.0, 5.0], 1);
+    let train = dataset(2, &[vec![vec![8191.75, 100.0]]], &[0]);
+    let compact = Compact {
+        projection: Some(p),
+        head: Head::None,
+    };
+    let bytes = export(&compact, Encoding::Q15, &train).unwrap();
+    let model = Model::parse(&bytes).unwrap();
+    let mut q = [0i16; 2];
+    model.quantize_instance(&[5.0, 100.0], &mut q).unwrap();
+    assert_eq!(q[0], 10);
+    let mut y = [0.0f32; 1];
+    model.project(Instances::I16(&q), &mut y).unwrap();
+    assert!((y[0] - 6.0).abs() <= 1e-6, "{}", y[0]);
+    // f32 instances are refused by a quantised model, not silently misread.
+    assert!(model
+        .project(Instances::F32(&[5.0, 100.0]), &mut y)
+        .is_err());
+}
+
+/// A binary linear model on one feature whose instance logit is the feature itself.
+fn identity_logit_model(pooling: Pooling, beta: f64, train: &Dataset) -> Vec<u8> {
+    let p = projection(vec![0.0], vec![1.0], vec![1.0], 1);
+    let compact = Compact {
+        projection: Some(p),
+        head: Head::Linear {
+            weights: vec![1.0],
+            bias: vec![0.0],
+            pooling,
+            beta,
+        },
+    };
+    export(&compact, Encoding::F32, train).unwrap()
+}
+
+#[test]
+fn binary_pooling_exact_values() {
+    // Instance logits 0 and ln 3: probabilities 1/2 and 3/4.
+    let l3 = 3f64.ln();
+    let train = dataset(1, &[vec![vec![0.0], vec![l3]]], &[1]);
+    let e15 = 1.5f64.exp();
+    let e225 = 2.25f64.exp();
+    let cases = [
+        (Pooling::Max, 0.75),
+        (Pooling::Mean, 0.625),
+        (Pooling::Geometric, 3f64.sqrt() / (1.0 + 3f64.sqrt())),
+        (Pooling::Softmax, (0.5 * e15 + 0.75 * e225) / (e15 + e225)),
+        (Pooling::NoisyOr, 0.875),
+    ];
+    for (pooling, want) in cases {
+        let bytes = identity_logit_model(pooling, 3.0, &train);
+        let model = Model::parse(&bytes).unwrap();
+        let (decision, scores) = core_classify(&model, train.bag(0)).unwrap();
+        assert!(
+            (decision.score as f64 - want).abs() < 1e-6,
+            "{pooling:?}: {} vs {want}",
+            decision.score
+        );
+        assert_eq!(decision.label, 1);
+        assert!((scores[0] + scores[1] - 1.0).abs() < 1e-6);
+    }
+}
+
+#[test]
+fn multiclass_pooling_exact_values() {
+    // Three classes, instance scores z = (x, 0, −x) on one feature; one instance x = ln 2
+    // gives softmax (2, 1, 1/2)/3.5 for every pooling but noisy-OR and softmax pooling.
+    let l2 = 2f64.ln();
+    let train = dataset(1, &[vec![vec![l2]]], &[2]);
+    let p = projection(vec![0.0], vec![1.0], vec![1.0], 1);
+    let probs = [2.0 / 3.5, 1.0 / 3.5, 0.5 / 3.5];
+    for pooling in [Pooling::Max, Pooling::Mean, Pooling::Geometric] {
+        let compact = Compact {
+            projection: Some(p.clone()),
+            head: Head::Linear {
+                weights: vec![1.0, 0.0, -1.0],
+                bias: vec![0.0; 3],
+                pooling,
+                beta: 3.0,
+            },
+        };
+        let bytes = export(&compact, Encoding::F32, &train).unwrap();
+        let model = Model::parse(&bytes).unwrap();
+        assert_eq!(model.output_dim(), 3);
+        let (decision, scores) = core_classify(&model, train.bag(0)).unwrap();
+        for (s, w) in scores.iter().zip(probs) {
+            assert!((*s as f64 - w).abs() < 1e-6, "{pooling:?}: {scores:?}");
+        }
+        assert_eq!(decision.label, 0);
+    }
+}
+
+fn random_projection(rng: &mut Xoshiro256PlusPlus, dim: usize, d: usize) -> LinearProjection {
+    let mut u =
+        |lo: f64, hi: f64| lo + (hi - lo) * (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    let mean = (0..dim).map(|_| u(-50.0, 50.0)).collect();
+    let scale = (0..dim)
+        .map(|j| if j % 7 == 3 { 0.0 } else { u(0.1, 40.0) })
+        .collect();
+    let matrix = (0..dim * d).map(|_| u(-1.0, 1.0)).collect();
+    projection(mean, scale, matrix, d)
+}
+
+fn random_bags(rng: &mut Xoshiro256PlusPlus, dim: usize, n_bags: usize) -> Dataset {
+    let mut u =
+        |lo: f64, hi: f64| lo + (hi - lo) * (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    let bags: Vec<Vec<Vec<f64>>> = (0..n_bags)
+        .map(|b| {
+            let n = 1 + b % 5;
+            (0..n)
+                .map(|_| (0..dim).map(|_| u(-300.0, 300.0)).collect())
+                .collect()
+        })
+        .collect();
+    let labels: Vec<usize> = (0..n_bags).map(|b| b % 2).collect();
+    dataset(dim, &bags, &labels)
+}
+
+#[test]
+fn quantised_projection_error_stays_within_the_stated_bound() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+    let mut worst_ratio = 0.0f64;
+    for trial in 0..40 {
+        let dim = 1 + trial % 23 * 9;
+        let d = 1 + trial % 6;
+        let p = random_projection(&mut rng, dim, d);
+        let data = random_bags(&mut rng, dim, 6);
+        for encoding in [Encoding::Q15, Encoding::Q7] {
+            let compact = Compact {
+                projection: Some(p.clone()),
+                head: Head::None,
+            };
+            let bytes = export(&compact, encoding, &data).unwrap();
+            let model = Model::parse(&bytes).unwrap();
+            let proj = model.projection().unwrap();
+            let mut exact = vec![0.0; d];
+            let mut y = vec![0.0f32; d];
+            for x in data.features().chunks_exact(dim) {
+                p.apply_row(x, &mut exact);
+                let xf: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+                let mut q = vec![0i16; dim];
+                assert_eq!(model.quantize_instance(&xf, &mut q).unwrap(), 0);
+                model.project(Instances::I16(&q), &mut y).unwrap();
+                for k in 0..d {
+                    let err = (y[k] as f64 - exact[k]).abs();
+                    let bound = proj.error_bound(k, &q) as f64;
+                    assert!(
+                        err <= bound,
+                        "trial {trial} {encoding:?} k {k}: {err} > {bound}"
+                    );
+                    worst_ratio = worst_ratio.max(err / bound);
+                }
+            }
+        }
+    }
+    // The bound is not vacuous: somewhere the error uses a noticeable part of it.
+    assert!(worst_ratio > 0.05, "bound never approached: {worst_ratio}");
+}
+
+#[test]
+fn quantised_linear_scores_stay_within_the_stated_bound() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+    for trial in 0..12 {
+        let dim = 5 + trial * 13;
+        let d = 1 + trial % 5;
+        let p = random_projection(&mut rng, dim, d);
+        let data = random_bags(&mut rng, dim, 8);
+        for pooling in [
+            Pooling::Max,
+            Pooling::Mean,
+            Pooling::Geometric,
+            Pooling::Softmax,
+            Pooling::NoisyOr,
+        ] {
+            let weights: Vec<f64> = (0..d).map(|k| 0.3 * (k as f64 - 1.5)).collect();
+            let compact = Compact {
+                projection: Some(p.clone()),
+                head: Head::Linear {
+                    weights,
+                    bias: vec![0.1],
+                    pooling,
+                    beta: 3.0,
+                },
+            };
+            let f32_bytes = export(&compact, Encoding::F32, &data).unwrap();
+            let f32_model = Model::parse(&f32_bytes).unwrap();
+            for encoding in [Encoding::Q15, Encoding::Q7] {
+                let bytes = export(&compact, encoding, &data).unwrap();
+                let model = Model::parse(&bytes).unwrap();
+                for b in 0..data.n_bags() {
+                    let (want, _) = core_classify(&f32_model, data.bag(b)).unwrap();
+                    let (got, _) = core_classify(&model, data.bag(b)).unwrap();
+                    let CoreBag::I16(q) = CoreBag::new(&model, data.bag(b)).unwrap() else {
+                        unreachable!("quantised models take i16 bags")
+                    };
+                    let mut scratch = vec![0.0f32; 2 * d];
+                    let bound = bag_score_bound(&model, &q, &mut scratch).unwrap();
+                    // The f32 model is itself off by f32 rounding: allow 1e-5 for it.
+                    let err = (got.score - want.score).abs();
+                    assert!(
+                        err <= bound + 1e-5,
+                        "trial {trial} {pooling:?} {encoding:?} bag {b}: {err} > {bound}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Small models of every kind, in every encoding, as seeds for mutation.
+fn seed_models() -> Vec<Vec<u8>> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+    let data = random_bags(&mut rng, 4, 5);
+    let p = random_projection(&mut rng, 4, 2);
+    let projected = p.transform(&data).unwrap();
+    let heads = [
+        Head::None,
+        Head::Linear {
+            weights: vec![0.5, -0.25],
+            bias: vec![0.1],
+            pooling: Pooling::Softmax,
+            beta: 3.0,
+        },
+        Head::CitationKnn {
+            references: projected,
+            radii: vec![1.0, 2.0, 0.5, 3.0, 1.5],
+            r: 2,
+        },
+        Head::M3ic {
+            weights: vec![1.0, 0.0, 0.0, 1.0, -1.0, -1.0],
+            bias: vec![0.0, 0.1, 0.2],
+        },
+    ];
+    let mut out = Vec::new();
+    for head in heads {
+        for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+            let compact = Compact {
+                projection: Some(p.clone()),
+                head: head.clone(),
+            };
+            out.push(export(&compact, encoding, &data).unwrap());
+        }
+    }
+    out
+}
+
+/// Parses `bytes`; when that succeeds, runs inference on a few random bags. Nothing may
+/// panic; the only acceptable outcomes are values and errors.
+fn exercise(bytes: &[u8], rng: &mut Xoshiro256PlusPlus) -> bool {
+    let Ok(model) = Model::parse(bytes) else {
+        return false;
+    };
+    let dim = model.input_dim().min(64);
+    for n in [1usize, 3] {
+        let f: Vec<f32> = (0..n * dim)
+            .map(|_| (rng.next_u32() % 2000) as f32 - 1000.0)
+            .collect();
+        let q: Vec<i16> = (0..n * dim).map(|_| rng.next_u32() as i16).collect();
+        let mut scratch = vec![0.0f32; model.scratch_len(n).min(1 << 16)];
+        let mut scores = vec![0.0f32; model.output_dim().min(1 << 10)];
+        let _ = model.classify(Instances::F32(&f), &mut scratch, &mut scores);
+        let _ = model.classify(Instances::I16(&q), &mut scratch, &mut scores);
+        let mut y = vec![0.0f32; model.projected_dim().min(1 << 10)];
+        let _ = model.project(Instances::F32(&f[..dim]), &mut y);
+        let _ = model.project(Instances::I16(&q[..dim]), &mut y);
+        let mut out = vec![0i16; dim];
+        let _ = model.quantize_instance(&f[..dim], &mut out);
+    }
+    true
+}
+
+fn fix_checksum(bytes: &mut [u8]) {
+    if bytes.len() >= CHECKSUM_OFFSET + 4 {
+        let total = u32::from_le_bytes(bytes[16..20].try_into().unwrap()) as usize;
+        let end = total.clamp(CHECKSUM_OFFSET + 4, bytes.len());
+        let crc = model_checksum(&bytes[..end]);
+        bytes[CHECKSUM_OFFSET..CHECKSUM_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
+    }
+}
+
+#[test]
+fn random_and_mutated_bytes_never_panic() {
+    let seeds = seed_models();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(2026);
+    for s in &seeds {
+        assert!(exercise(s, &mut rng), "a seed model must parse");
+    }
+    // Pure noise, with and without a valid-looking header.
+    for i in 0..2000 {
+        let len = (rng.next_u32() % 300) as usize;
+        let mut b: Vec<u8> = (0..len).map(|_| rng.next_u32() as u8).collect();
+        if i % 2 == 0 && len >= 8 {
+            b[..4].copy_from_slice(b"MILM");
+            b[4..6].copy_from_slice(&1u16.to_le_bytes());
+            fix_checksum(&mut b);
+        }
+        exercise(&b, &mut rng);
+    }
+    // Mutations of valid models; the checksum is repaired in most of them so that the
+    // mutation reaches the structural checks behind it.
+    let mut parsed_after_mutation = 0;
+    let mut rejected_by_checksum = 0;
+    for i in 0..20_000 {
+        let mut b = seeds[i % seeds.len()].clone();
+        let edits = 1 + rng.next_u32() % 4;
+        for _ in 0..edits {
+            let pos = rng.next_u32() as usize % b.len();
+            match rng.next_u32() % 6 {
+                0 => b[pos] ^= 1 << (rng.next_u32() % 8),
+                1 => b[pos] = rng.next_u32() as u8,
+                2 => b[pos] = [0, 1, 0x7F, 0x80, 0xFF][rng.next_u32() as usize % 5],
+                3 => b.truncate(pos.max(1)),
+                4 => {
+                    // Overwrite a u32 field with an extreme value.
+                    let v = [0u32, 1, u32::MAX, 0x8000_0000, 0xFFFF][rng.next_u32() as usize % 5];
+                    if pos + 4 <= b.len() {
+                        b[pos..pos + 4].copy_from_slice(&v.to_le_bytes());
+                    }
+                }
+                _ => b.extend((0..rng.next_u32() % 16).map(|_| rng.next_u32() as u8)),
+            }
+        }
+        if i % 8 != 0 {
+            fix_checksum(&mut b);
+        } else if matches!(Model::parse(&b), Err(Error::ChecksumMismatch { .. })) {
+            rejected_by_checksum += 1;
+        }
+        if exercise(&b, &mut rng) {
+            parsed_after_mutation += 1;
+        }
+    }
+    // The mutations reached deep: some still parse (and were run), and unrepaired
+    // corruption is caught by the checksum.
+    assert!(parsed_after_mutation > 100, "{parsed_after_mutation}");
+    assert!(rejected_by_checksum > 1000, "{rejected_by_checksum}");
+}
+
+#[test]
+fn every_truncation_of_a_valid_model_is_an_error() {
+    for s in seed_models() {
+        for len in 0..s.len() {
+            assert!(
+                Model::parse(&s[..len]).is_err(),
+                "prefix of {len} bytes parsed"
+            );
+        }
+        // Trailing bytes (erased flash) are ignored.
+        let mut padded = s.clone();
+        padded.extend([0xFF; 64]);
+        assert!(Model::parse(&padded).is_ok());
+    }
+}
