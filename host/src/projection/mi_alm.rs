@@ -32,9 +32,9 @@ use rand::RngExt;
 use rand_core::SeedableRng;
 use rand_distr::StandardNormal;
 use rand_xoshiro::Xoshiro256PlusPlus;
+use rayon::prelude::*;
 
-use super::{LinearProjection, ProjectionKind, Projector};
-use crate::data::standardize::ZScore;
+use super::{training_labels, LinearProjection, ProjectionKind, Projector, TrainingInstances};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 
@@ -47,7 +47,7 @@ pub struct MiAlm {
     pub alpha: f64,
     /// Softmax sharpness β of the bag probability (paper: 3).
     pub softmax_beta: f64,
-    /// Initial penalty ρ⁰ (not given in the paper; 1).
+    /// Initial penalty ρ⁰ (not given in the paper; 3, see the README).
     pub rho0: f64,
     /// Required shrink factor τ of ‖A − B‖ before ρ is kept (paper: 0.99).
     pub tau: f64,
@@ -82,7 +82,7 @@ impl MiAlm {
             dim,
             alpha,
             softmax_beta: 3.0,
-            rho0: 1.0,
+            rho0: 3.0,
             tau: 0.99,
             mu: 1.02,
             multiplier_bound: 100.0,
@@ -184,12 +184,8 @@ impl Projector for MiAlm {
 /// What [`MiAlm::solve`] returns.
 #[derive(Debug, Clone)]
 pub(crate) struct AlmFit {
-    /// The orthogonal iterate A (on the Stiefel manifold).
-    pub a: DMatrix<f64>,
     /// The sparse iterate B (exact zeros), the returned projection.
     pub b: DMatrix<f64>,
-    /// Logistic weights w.
-    pub w: DVector<f64>,
     pub outer: usize,
     pub inner: usize,
     /// ‖A − B‖_F.
@@ -300,9 +296,7 @@ impl MiAlm {
         let feasibility = (&it.a - &it.b).norm();
         let objective = problem.loss(&(&it.b * &it.w)) + self.alpha * l1(&it.b);
         Ok(AlmFit {
-            a: it.a,
             b: it.b,
-            w: it.w,
             outer,
             inner: inner_total,
             feasibility,
@@ -347,40 +341,37 @@ impl MiAlm {
             // B-step (2.10): soft-thresholding of the inertial gradient point.
             let grad_b_f = &it.grad_v * it.w.transpose();
             let ww = it.w.norm_squared();
-            let (b_new, cb, loss_b) = loop {
+            let (b_new, cb, loss_b, grad_v_mid) = loop {
                 let cb = gamma * (step * (1.0 + ww * it.lipschitz / rho) + inertia);
                 let grad_b = &grad_b_f / rho - &m.lambda / rho + &it.b - &a_new;
                 let y = &it.b - grad_b * (step / cb) + (&it.b - &it.b_prev) * (inertia / cb);
                 let b_new = soft_threshold(&y, self.alpha * step / (rho * cb));
                 let delta = &b_new - &it.b;
-                let loss_b = problem.loss(&(&b_new * &it.w));
+                let (loss_b, grad_v_mid) = problem.loss_grad(&(&b_new * &it.w));
                 let bound =
                     it.loss + grad_b_f.dot(&delta) + 0.5 * ww * it.lipschitz * delta.norm_squared();
                 if descent_holds(loss_b, bound, it.loss) {
-                    break (b_new, cb, loss_b);
+                    break (b_new, cb, loss_b, grad_v_mid);
                 }
                 it.lipschitz *= 2.0;
             };
-            debug_assert!(loss_b.is_finite());
 
             // w-step (2.11): a gradient step with inertia; ∇_w f = Bᵀ∇_v f at (Bʲ⁺¹, wʲ).
-            let (_, grad_v_mid) = problem.loss_grad(&(&b_new * &it.w));
             let grad_w_f = b_new.tr_mul(&grad_v_mid);
             let bb = spectral_norm_squared(&b_new);
-            let (w_new, cw, loss_new) = loop {
+            let (w_new, cw, loss_new, grad_v_new) = loop {
                 let cw = gamma * (step * bb * it.lipschitz / rho + inertia);
                 let y =
                     &it.w - &grad_w_f * (step / (cw * rho)) + (&it.w - &it.w_prev) * (inertia / cw);
                 let delta = &y - &it.w;
-                let loss_w = problem.loss(&(&b_new * &y));
+                let (loss_w, grad_v_new) = problem.loss_grad(&(&b_new * &y));
                 let bound =
                     loss_b + grad_w_f.dot(&delta) + 0.5 * bb * it.lipschitz * delta.norm_squared();
                 if descent_holds(loss_w, bound, loss_b) {
-                    break (y, cw, loss_w);
+                    break (y, cw, loss_w, grad_v_new);
                 }
                 it.lipschitz *= 2.0;
             };
-            let (_, grad_v_new) = problem.loss_grad(&(&b_new * &w_new));
 
             // ξ ∈ ∂Lₖ(Vʲ⁺¹), eqs 2.12–2.14 (2.14 with the w-step's own proximal terms).
             let xi_a = (&a_new - &it.a) * (1.0 - ca / step)
@@ -446,7 +437,10 @@ fn spectral_norm_squared(m: &DMatrix<f64>) -> f64 {
 }
 
 /// The nearest point on the Stiefel manifold, argmin_{AᵀA=I} ‖A − Y‖_F = UVᵀ from the
-/// thin SVD Y = UΣVᵀ (Lai & Osher 2014; the A-step 2.9).
+/// thin SVD Y = UΣVᵀ (Lai & Osher 2014; the A-step 2.9). The thin SVD of the tall D × d
+/// matrix is taken the LAPACK way: Householder QR Y = QR first, then the SVD of the small
+/// R = U_R Σ Vᵀ, so U = Q U_R and the rotations of the SVD sweeps act on d × d matrices
+/// only (O(Dd²) in all).
 pub(crate) fn project_stiefel(y: &DMatrix<f64>) -> Result<DMatrix<f64>> {
     let fail = |reason: &str| Error::Numerical {
         method: "Stiefel projection",
@@ -455,12 +449,16 @@ pub(crate) fn project_stiefel(y: &DMatrix<f64>) -> Result<DMatrix<f64>> {
     if y.iter().any(|v| !v.is_finite()) {
         return Err(fail("non-finite matrix"));
     }
-    let svd = y
-        .clone()
+    if y.nrows() < y.ncols() {
+        return Err(fail("more columns than rows"));
+    }
+    let qr = y.clone().qr();
+    let svd = qr
+        .r()
         .try_svd(true, true, f64::EPSILON, 10_000)
         .ok_or_else(|| fail("the SVD did not converge"))?;
     match (svd.u, svd.v_t) {
-        (Some(u), Some(v_t)) => Ok(u * v_t),
+        (Some(u), Some(v_t)) => Ok(qr.q() * (u * v_t)),
         _ => Err(fail("the SVD returned no singular vectors")),
     }
 }
@@ -479,20 +477,15 @@ pub(crate) fn soft_threshold(x: &DMatrix<f64>, eta: f64) -> DMatrix<f64> {
     })
 }
 
-/// Fraction of exactly-zero entries.
-pub(crate) fn sparsity(m: &[f64]) -> f64 {
-    if m.is_empty() {
-        return 0.0;
-    }
-    m.iter().filter(|&&v| v == 0.0).count() as f64 / m.len() as f64
+/// Fraction of exactly-zero entries (the tables' "sparsity").
+pub(crate) fn sparsity(g: &DMatrix<f64>) -> f64 {
+    g.iter().filter(|&&v| v == 0.0).count() as f64 / g.len().max(1) as f64
 }
 
-/// ‖GᵀG − I‖_F / d for a row-major D × d matrix G.
-pub(crate) fn orthogonality(g: &[f64], d: usize) -> f64 {
-    let rows = g.len() / d.max(1);
-    let m = DMatrix::from_row_slice(rows, d, g);
-    let gram = m.tr_mul(&m) - DMatrix::identity(d, d);
-    gram.norm() / d as f64
+/// ‖GᵀG − I‖_F / d (the tables' "orthogonality").
+pub(crate) fn orthogonality(g: &DMatrix<f64>) -> f64 {
+    let d = g.ncols();
+    (g.tr_mul(g) - DMatrix::identity(d, d)).norm() / d.max(1) as f64
 }
 
 /// The training bags of a binary problem, z-scored with statistics of those bags only,
@@ -502,16 +495,15 @@ pub(crate) fn orthogonality(g: &[f64], d: usize) -> f64 {
 /// orthogonal directions; they are left out of the optimisation and get zero rows.
 #[derive(Debug, Clone)]
 pub(crate) struct BagLoss {
-    /// Standardised training instances of the kept features, n × D'.
-    x: DMatrix<f64>,
-    /// Instance offsets of the training bags.
-    starts: Vec<usize>,
+    /// Standardised training instances (all D features) and their bag offsets.
+    instances: TrainingInstances,
+    /// The columns of the kept features when some are constant, n × D'.
+    kept_columns: Option<DMatrix<f64>>,
     /// Bag labels (1 positive, 0 negative).
     y: Vec<f64>,
     beta: f64,
     /// Indices of the kept features among the D of the data set.
     active: Vec<usize>,
-    zscore: ZScore,
 }
 
 impl BagLoss {
@@ -525,7 +517,8 @@ impl BagLoss {
         dim: usize,
         method: &str,
     ) -> Result<Self> {
-        let labels = data.require_labels(2)?;
+        let instances = TrainingInstances::new(data, train)?;
+        let labels = training_labels(data, train, 2)?;
         if data.n_classes() != 2 {
             return Err(Error::data(
                 data.name(),
@@ -535,22 +528,8 @@ impl BagLoss {
                 ),
             ));
         }
-        if let Some(&b) = train.iter().find(|&&b| b >= data.n_bags()) {
-            return Err(Error::parameter(
-                "training bag",
-                b,
-                format!("{} has only {} bags", data.name(), data.n_bags()),
-            ));
-        }
-        let positives = train.iter().filter(|&&b| labels[b] == 1).count();
-        if positives == 0 || positives == train.len() {
-            return Err(Error::data(
-                data.name(),
-                format!("{method} needs positive and negative training bags"),
-            ));
-        }
-        let zscore = ZScore::fit(data, train);
-        let active: Vec<usize> = (0..data.dim()).filter(|&j| zscore.std[j] > 0.0).collect();
+        let std = &instances.zscore.std;
+        let active: Vec<usize> = (0..data.dim()).filter(|&j| std[j] > 0.0).collect();
         if dim == 0 || dim > active.len() {
             return Err(Error::parameter(
                 "--dim",
@@ -561,35 +540,27 @@ impl BagLoss {
                 ),
             ));
         }
-        let mut starts = vec![0];
-        let mut rows = Vec::new();
-        let mut y = Vec::with_capacity(train.len());
-        for &b in train {
-            for x in data.bag(b).instances() {
-                rows.push(
-                    active
-                        .iter()
-                        .map(|&j| (x[j] - zscore.mean[j]) / zscore.std[j])
-                        .collect::<Vec<f64>>(),
-                );
-            }
-            starts.push(rows.len());
-            y.push(if labels[b] == 1 { 1.0 } else { 0.0 });
-        }
-        let x = DMatrix::from_fn(rows.len(), active.len(), |i, j| rows[i][j]);
+        let kept_columns = (active.len() < data.dim()).then(|| instances.x.select_columns(&active));
         Ok(BagLoss {
-            x,
-            starts,
-            y,
+            instances,
+            kept_columns,
+            y: labels
+                .iter()
+                .map(|&l| if l == 1 { 1.0 } else { 0.0 })
+                .collect(),
             beta,
             active,
-            zscore,
         })
+    }
+
+    /// The standardised instances of the kept features, n × D'.
+    fn x(&self) -> &DMatrix<f64> {
+        self.kept_columns.as_ref().unwrap_or(&self.instances.x)
     }
 
     /// Number of optimised (non-constant) features D'.
     pub(crate) fn dim(&self) -> usize {
-        self.x.ncols()
+        self.x().ncols()
     }
 
     /// f(v).
@@ -599,9 +570,9 @@ impl BagLoss {
 
     /// f(v) and ∇_v f.
     pub(crate) fn loss_grad(&self, v: &DVector<f64>) -> (f64, DVector<f64>) {
-        let mut ds = DVector::zeros(self.x.nrows());
-        let f = self.evaluate(v, Some(ds.as_mut_slice()));
-        (f, self.x.tr_mul(&ds))
+        let mut ds = vec![0.0; self.x().nrows()];
+        let f = self.evaluate(v, Some(&mut ds));
+        (f, transpose_times(self.x(), &ds))
     }
 
     /// f(v), and ∂f/∂sᵢⱼ into `ds` when asked, with sᵢⱼ = vᵀxᵢⱼ.
@@ -609,14 +580,14 @@ impl BagLoss {
     /// Pᵢ = Σⱼ qⱼPⱼ with qⱼ = e^{βPⱼ}/Σₖe^{βPₖ} (shifted by max Pₖ, which cancels), so
     /// ∂Pᵢ/∂Pⱼ = qⱼ(1 + β(Pⱼ − Pᵢ)) and ∂Pⱼ/∂sⱼ = Pⱼ(1 − Pⱼ).
     fn evaluate(&self, v: &DVector<f64>, mut ds: Option<&mut [f64]>) -> f64 {
-        let s = &self.x * v;
+        let s = times(self.x(), v.as_slice());
         let mut p = Vec::new();
         let mut e = Vec::new();
         let mut total = 0.0;
-        for (i, range) in self.starts.windows(2).enumerate() {
+        for (i, range) in self.instances.starts.windows(2).enumerate() {
             let (lo, hi) = (range[0], range[1]);
             p.clear();
-            p.extend(s.as_slice()[lo..hi].iter().map(|&t| sigmoid(t)));
+            p.extend(s[lo..hi].iter().map(|&t| sigmoid(t)));
             let top = p.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v));
             e.clear();
             e.extend(p.iter().map(|&pj| (self.beta * (pj - top)).exp()));
@@ -635,32 +606,57 @@ impl BagLoss {
     }
 
     /// The projection G (D × d, zero rows for constant features) with the z-score folded
-    /// in, and its sparsity and orthogonality.
+    /// in, led by its `sparsity` and `orthogonality`.
     pub(crate) fn projection(
         &self,
         kind: ProjectionKind,
         b: &DMatrix<f64>,
         mut diagnostics: Vec<(String, f64)>,
     ) -> LinearProjection {
-        let d = b.ncols();
-        let big_d = self.zscore.mean.len();
-        let mut matrix = vec![0.0; big_d * d];
+        let mut g = DMatrix::zeros(self.instances.x.ncols(), b.ncols());
         for (row, &j) in self.active.iter().enumerate() {
-            for k in 0..d {
-                matrix[j * d + k] = b[(row, k)];
-            }
+            g.row_mut(j).copy_from(&b.row(row));
         }
-        diagnostics.insert(0, ("sparsity".to_string(), sparsity(&matrix)));
-        diagnostics.insert(1, ("orthogonality".to_string(), orthogonality(&matrix, d)));
-        LinearProjection {
-            kind,
-            mean: self.zscore.mean.clone(),
-            scale: self.zscore.std.clone(),
-            matrix,
-            output_dim: d,
-            diagnostics,
-        }
+        diagnostics.insert(0, ("sparsity".to_string(), sparsity(&g)));
+        diagnostics.insert(1, ("orthogonality".to_string(), orthogonality(&g)));
+        self.instances.projection(kind, &g, diagnostics)
     }
+}
+
+/// Rows per parallel task in [`times`].
+const ROW_BLOCK: usize = 256;
+
+/// X v for column-major X (n × D), in parallel over blocks of rows; each entry sums over
+/// the columns in order, so the result does not depend on the thread count. Zero entries
+/// of v (zero rows of a sparse B) cost nothing.
+fn times(x: &DMatrix<f64>, v: &[f64]) -> Vec<f64> {
+    let n = x.nrows();
+    let cols = x.as_slice();
+    let mut out = vec![0.0; n];
+    out.par_chunks_mut(ROW_BLOCK)
+        .enumerate()
+        .for_each(|(block, chunk)| {
+            let lo = block * ROW_BLOCK;
+            for (j, &vj) in v.iter().enumerate() {
+                if vj != 0.0 {
+                    let col = &cols[j * n + lo..j * n + lo + chunk.len()];
+                    chunk.iter_mut().zip(col).for_each(|(o, x)| *o += vj * x);
+                }
+            }
+        });
+    out
+}
+
+/// Xᵀ c for column-major X (n × D): one dot product per column, in parallel over
+/// columns (each in a fixed order, independent of the thread count).
+fn transpose_times(x: &DMatrix<f64>, c: &[f64]) -> DVector<f64> {
+    let n = x.nrows();
+    let out: Vec<f64> = x
+        .as_slice()
+        .par_chunks(n.max(1))
+        .map(|col| col.iter().zip(c).map(|(a, b)| a * b).sum())
+        .collect();
+    DVector::from_vec(out)
 }
 
 /// σ(t) = 1/(1 + e^{−t}) without overflow for either sign of t.
@@ -692,7 +688,7 @@ pub(crate) mod tests {
         let mut features = Vec::new();
         let mut starts = vec![0];
         let mut labels = Vec::new();
-        let mut instance = |positive: bool, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<f64>| {
+        let instance = |positive: bool, rng: &mut Xoshiro256PlusPlus, out: &mut Vec<f64>| {
             for k in 0..dims {
                 let z: f64 = rng.sample(StandardNormal);
                 out.push(if k < relevant {
@@ -786,11 +782,11 @@ pub(crate) mod tests {
     fn sparsity_and_orthogonality_measures() {
         // Two columns of the identity padded with zeros: 6 of 8 entries are zero and the
         // columns are orthonormal; scaling one column by 2 gives ‖diag(3, 0)‖/2 = 1.5.
-        let g = [1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0];
+        let g = DMatrix::from_row_slice(4, 2, &[1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]);
         assert_eq!(sparsity(&g), 0.75);
-        assert!(orthogonality(&g, 2) < 1e-15);
-        let g2 = [2.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0];
-        assert!((orthogonality(&g2, 2) - 1.5).abs() < 1e-15);
+        assert!(orthogonality(&g) < 1e-15);
+        let g2 = DMatrix::from_row_slice(4, 2, &[2.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0]);
+        assert!((orthogonality(&g2) - 1.5).abs() < 1e-15);
     }
 
     #[test]
@@ -855,9 +851,9 @@ pub(crate) mod tests {
         assert!(f.is_finite() && g.iter().all(|x| x.is_finite()));
         // Every instance probability saturates to 0 or 1, so a bag with k of its n
         // instances at 1 has Pᵢ = k·e^β / (k·e^β + n − k) exactly.
-        let scores = &problem.x * &v;
+        let scores = problem.x() * &v;
         let mut expected = 0.0;
-        for (i, r) in problem.starts.windows(2).enumerate() {
+        for (i, r) in problem.instances.starts.windows(2).enumerate() {
             let n = (r[1] - r[0]) as f64;
             let k = (r[0]..r[1]).filter(|&j| scores[j] > 0.0).count() as f64;
             let p = k * 3f64.exp() / (k * 3f64.exp() + n - k);
@@ -919,6 +915,20 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn same_result_on_one_and_two_threads() {
+        let data = set_ii(24, 4, 8, 8, 6);
+        let train = all_bags(&data);
+        let run = |threads| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| MiAlm::new(4, 0.2, 3).fit(&data, &train).unwrap())
+        };
+        assert_eq!(run(1), run(2));
+    }
+
+    #[test]
     fn bad_input_is_an_error_not_a_panic() {
         let data = set_ii(8, 2, 3, 3, 1);
         let train = all_bags(&data);
@@ -929,6 +939,6 @@ pub(crate) mod tests {
         let one_class = MiAlm::new(2, 0.2, 1).fit(&data, &[0, 1, 2]);
         assert!(matches!(one_class, Err(Error::Data { .. })));
         let out_of_range = MiAlm::new(2, 0.2, 1).fit(&data, &[0, 99]);
-        assert!(matches!(out_of_range, Err(Error::Parameter { .. })));
+        assert!(matches!(out_of_range, Err(Error::Data { .. })));
     }
 }

@@ -46,7 +46,7 @@ impl Midr {
             c2: 20.0,
             softmax_beta: 3.0,
             tol: 1e-9,
-            max_iter: 5000,
+            max_iter: 1000,
             seed,
         }
     }
@@ -154,7 +154,6 @@ impl Midr {
         Ok(MidrFit {
             a,
             h,
-            w,
             sweeps,
             objective: j_prev,
         })
@@ -168,7 +167,6 @@ pub(crate) struct MidrFit {
     pub a: DMatrix<f64>,
     /// The sparse matrix H = shrink(A, c₁/c₂), the returned projection.
     pub h: DMatrix<f64>,
-    pub w: DVector<f64>,
     pub sweeps: usize,
     pub objective: f64,
 }
@@ -185,5 +183,60 @@ impl Projector for Midr {
             ("objective".to_string(), fit.objective),
         ];
         Ok(problem.projection(ProjectionKind::Midr, &fit.h, diagnostics))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::projection::mi_alm::tests::set_ii;
+
+    fn problem(data: &Dataset) -> BagLoss {
+        let train: Vec<usize> = (0..data.n_bags()).collect();
+        BagLoss::new(data, &train, 3.0, 4, "MIDR").unwrap()
+    }
+
+    #[test]
+    fn penalty_objective_never_increases() {
+        // Every block step is exact (H) or Armijo-accepted (w, A), so J is monotone; the
+        // runs are deterministic, so the run capped at k sweeps is a prefix of the next.
+        let data = set_ii(16, 4, 6, 6, 3);
+        let problem = problem(&data);
+        let mut midr = Midr::new(4, 0.5, 2);
+        let mut previous = f64::INFINITY;
+        for sweeps in 1..=12 {
+            midr.max_iter = sweeps;
+            let fit = midr.solve(&problem).unwrap();
+            assert!(fit.objective <= previous + 1e-12, "sweep {sweeps}");
+            previous = fit.objective;
+        }
+    }
+
+    #[test]
+    fn a_is_orthonormal_and_h_its_shrinkage() {
+        let data = set_ii(16, 4, 6, 6, 5);
+        let problem = problem(&data);
+        let midr = Midr::new(4, 0.5, 1);
+        let fit = midr.solve(&problem).unwrap();
+        let gram = fit.a.tr_mul(&fit.a) - DMatrix::identity(4, 4);
+        assert!(gram.norm() < 1e-10);
+        // Entry by entry: H = sign(A)·max(|A| − c₁/c₂, 0).
+        let eta = midr.c1 / midr.c2;
+        for (h, a) in fit.h.iter().zip(fit.a.iter()) {
+            assert_eq!(*h, a.signum() * (a.abs() - eta).max(0.0) + 0.0);
+        }
+    }
+
+    #[test]
+    fn fit_reports_sparsity_orthogonality_and_error_deterministically() {
+        let data = set_ii(16, 4, 6, 6, 8);
+        let train: Vec<usize> = (0..data.n_bags()).collect();
+        let p = Midr::new(4, 0.5, 1).fit(&data, &train).unwrap();
+        for key in ["sparsity", "orthogonality", "error"] {
+            assert!(p.diagnostic(key).unwrap().is_finite(), "{key}");
+        }
+        assert_eq!(p, Midr::new(4, 0.5, 1).fit(&data, &train).unwrap());
+        let bad = Midr::new(4, -1.0, 1).fit(&data, &train);
+        assert!(matches!(bad, Err(Error::Parameter { .. })));
     }
 }

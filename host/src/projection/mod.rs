@@ -164,7 +164,6 @@ pub fn fit(spec: &ProjectionSpec, data: &Dataset, train: &[usize]) -> Result<Lin
             mi_alm::MiAlm::new(spec.dim, spec.alpha, spec.seed).fit(data, train)
         }
         ProjectionKind::Midr => midr::Midr::new(spec.dim, spec.alpha, spec.seed).fit(data, train),
-        other => Err(Error::NotAvailable(format!("projection {other:?}"))),
     }
 }
 
