@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::classifier::citation_knn::CitationKnnModel;
 use crate::classifier::milr::MilrModel;
+use crate::classifier::svm::SvmModel;
 use crate::classifier::{BagModel, BagScores};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -27,6 +28,8 @@ pub enum ClassifierModel {
     CitationKnn(CitationKnnModel),
     /// MILR.
     Milr(MilrModel),
+    /// SVM over bags.
+    Svm(SvmModel),
 }
 
 impl ClassifierModel {
@@ -35,6 +38,7 @@ impl ClassifierModel {
         match self {
             ClassifierModel::CitationKnn(_) => "citation-knn",
             ClassifierModel::Milr(_) => "milr",
+            ClassifierModel::Svm(_) => "svm",
         }
     }
 
@@ -42,6 +46,7 @@ impl ClassifierModel {
         match self {
             ClassifierModel::CitationKnn(m) => m.validate(),
             ClassifierModel::Milr(m) => m.validate(),
+            ClassifierModel::Svm(m) => m.validate(),
         }
     }
 }
@@ -51,6 +56,7 @@ impl BagModel for ClassifierModel {
         match self {
             ClassifierModel::CitationKnn(m) => m.n_classes(),
             ClassifierModel::Milr(m) => m.n_classes(),
+            ClassifierModel::Svm(m) => m.n_classes(),
         }
     }
 
@@ -58,6 +64,7 @@ impl BagModel for ClassifierModel {
         match self {
             ClassifierModel::CitationKnn(m) => m.input_dim(),
             ClassifierModel::Milr(m) => m.input_dim(),
+            ClassifierModel::Svm(m) => m.input_dim(),
         }
     }
 
@@ -65,6 +72,7 @@ impl BagModel for ClassifierModel {
         match self {
             ClassifierModel::CitationKnn(m) => m.scores(data, bags),
             ClassifierModel::Milr(m) => m.scores(data, bags),
+            ClassifierModel::Svm(m) => m.scores(data, bags),
         }
     }
 }

@@ -342,23 +342,36 @@ impl BagModel for CitationKnnModel {
                 ));
             }
         };
+        let mut score_batch = |scaler: &Scaler, batch: &[usize]| -> Result<()> {
+            let set = stacked(scaler, batch)?;
+            let rows: Vec<usize> = (0..batch.len()).collect();
+            let cols: Vec<usize> = (batch.len()..batch.len() + n_train).collect();
+            push(&self.params.distances(&set, &rows, &cols));
+            Ok(())
+        };
         match self.params.scaling {
             Scaling::Weka => {
-                // Weka widens the scaling with each bag it classifies, in order.
+                // Weka widens the scaling with each bag it classifies, in order; runs of
+                // bags that leave the scaling unchanged share one block computation.
                 let mut scaler = self.scaler.clone();
+                let mut batch: Vec<usize> = Vec::new();
+                let mut batch_scaler = scaler.clone();
                 for &b in bags {
                     scaler.widen(data, b);
-                    let set = stacked(&scaler, &[b])?;
-                    let cols: Vec<usize> = (1..=n_train).collect();
-                    push(&self.params.distances(&set, &[0], &cols));
+                    if scaler != batch_scaler {
+                        if !batch.is_empty() {
+                            score_batch(&batch_scaler, &batch)?;
+                            batch.clear();
+                        }
+                        batch_scaler = scaler.clone();
+                    }
+                    batch.push(b);
+                }
+                if !batch.is_empty() {
+                    score_batch(&batch_scaler, &batch)?;
                 }
             }
-            _ => {
-                let set = stacked(&self.scaler, bags)?;
-                let rows: Vec<usize> = (0..bags.len()).collect();
-                let cols: Vec<usize> = (bags.len()..bags.len() + n_train).collect();
-                push(&self.params.distances(&set, &rows, &cols));
-            }
+            _ => score_batch(&self.scaler, bags)?,
         }
         Ok(BagScores::new(self.n_classes, scores))
     }
@@ -556,5 +569,140 @@ mod tests {
         let c = CitationKnn::default();
         assert!(c.fit(&d, &[0, 1]).is_err());
         assert!(c.fit(&d.without_labels(), &[0, 1, 2, 3, 4, 5]).is_err());
+    }
+
+    /// Weka's `distributionForInstance` loop, transcribed naively: widen the scaling
+    /// with the bag, Weka's per-attribute distance, R references and C citers by
+    /// sorting.
+    fn weka_reference(
+        d: &Dataset,
+        train: &[usize],
+        tests: &[usize],
+        r: usize,
+        c: usize,
+    ) -> Vec<f64> {
+        let dim = d.dim();
+        let mut lo = vec![f64::INFINITY; dim];
+        let mut hi = vec![f64::NEG_INFINITY; dim];
+        for &b in train {
+            for x in d.bag(b).instances() {
+                for j in 0..dim {
+                    lo[j] = lo[j].min(x[j]);
+                    hi[j] = hi[j].max(x[j]);
+                }
+            }
+        }
+        lo.iter_mut().for_each(|v| *v *= 0.95);
+        hi.iter_mut().for_each(|v| *v *= 1.05);
+        let dist = |a: usize, b: usize, lo: &[f64], hi: &[f64]| {
+            let mut best = f64::INFINITY;
+            for x in d.bag(a).instances() {
+                for y in d.bag(b).instances() {
+                    let mut sum = 0.0;
+                    for j in 0..dim {
+                        let diff = hi[j] - lo[j];
+                        if diff != 0.0 {
+                            let t = (x[j] - lo[j]) / diff - (y[j] - lo[j]) / diff;
+                            sum += t * t;
+                        }
+                    }
+                    best = best.min(sum.sqrt());
+                }
+            }
+            best
+        };
+        let labels = d.labels().unwrap();
+        let radius: Vec<f64> = train
+            .iter()
+            .map(|&i| {
+                let mut v: Vec<f64> = train
+                    .iter()
+                    .filter(|&&j| j != i)
+                    .map(|&j| dist(i, j, &lo, &hi))
+                    .collect();
+                v.sort_by(f64::total_cmp);
+                v[c - 1]
+            })
+            .collect();
+        let mut out = Vec::new();
+        for &t in tests {
+            for j in 0..dim {
+                let (mut mn, mut mx) = (lo[j] / 0.95, hi[j] / 1.05);
+                for x in d.bag(t).instances() {
+                    mn = if x[j] < mn { x[j] } else { mn };
+                    mx = if x[j] > mx { x[j] } else { mx };
+                }
+                lo[j] = mn * 0.95;
+                hi[j] = mx * 1.05;
+            }
+            let row: Vec<f64> = train.iter().map(|&j| dist(t, j, &lo, &hi)).collect();
+            let mut sorted = row.clone();
+            sorted.sort_by(f64::total_cmp);
+            let mut votes = [1.0 / train.len() as f64; 2];
+            for (k, &j) in train.iter().enumerate() {
+                if row[k] <= sorted[r - 1] {
+                    votes[labels[j]] += 1.0;
+                }
+                if row[k] <= radius[k] {
+                    votes[labels[j]] += 1.0;
+                }
+            }
+            let total = votes[0] + votes[1];
+            out.extend([votes[0] / total, votes[1] / total]);
+        }
+        out
+    }
+
+    #[test]
+    fn weka_mode_matches_a_transcription_of_weka() {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(11);
+        let (n_bags, dim) = (40, 5);
+        let mut feats = Vec::new();
+        let mut starts = vec![0];
+        for b in 0..n_bags {
+            let len = rng.random_range(1..5);
+            for _ in 0..len {
+                // Attribute 4 is constant zero (Weka: NaN); test bags (the last ten)
+                // reach outside the training range, so the scaling widens.
+                let spread = if b >= 30 { 14.0 } else { 10.0 };
+                for j in 0..dim {
+                    feats.push(if j == 4 {
+                        0.0
+                    } else {
+                        rng.random_range(-3.0..spread)
+                    });
+                }
+            }
+            starts.push(starts.last().unwrap() + len);
+        }
+        let labels: Vec<usize> = (0..n_bags).map(|b| b % 2).collect();
+        let d = Dataset::new(
+            "rand",
+            dim,
+            feats,
+            starts,
+            (0..n_bags).map(|b| b.to_string()).collect(),
+            Some(labels),
+            vec!["0".into(), "1".into()],
+        )
+        .unwrap();
+        let train: Vec<usize> = (0..30).collect();
+        let model = CitationKnn {
+            references: 2,
+            citers: 4,
+            rank: 1,
+            scaling: Scaling::Weka,
+        }
+        .fit(&d, &train)
+        .unwrap();
+        // Two test orders: the scores follow Weka in each (order-dependent) case.
+        for tests in [(30..40).collect::<Vec<_>>(), (30..40).rev().collect()] {
+            let ours = model.scores(&d, &tests).unwrap();
+            let want = weka_reference(&d, &train, &tests, 2, 4);
+            for (i, w) in want.chunks_exact(2).enumerate() {
+                assert!((ours.row(i)[1] - w[1]).abs() < 1e-12, "bag {}", tests[i]);
+            }
+        }
     }
 }

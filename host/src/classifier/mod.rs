@@ -4,12 +4,14 @@
 //!
 //! - [`citation_knn`]: Citation-kNN (Wang & Zucker 2000), Weka-compatible.
 //! - [`milr`]: multiple-instance logistic regression (Ray & Craven 2005; Weka's MILR).
+//! - [`svm`]: SVM over bags with a box-counting or normalised set kernel (Tao et al. 2008).
 //!
 //! Multi-class data: Citation-kNN votes per class; MILR fits one model per class
 //! (one-vs-rest). The fitted models are gathered in [`crate::model::ClassifierModel`].
 
 pub mod citation_knn;
 pub mod milr;
+pub mod svm;
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -108,6 +110,8 @@ pub enum ClassifierSpec {
     CitationKnn(citation_knn::CitationKnn),
     /// MILR.
     Milr(milr::Milr),
+    /// SVM over bags with a set kernel.
+    Svm(svm::SetKernelSvm),
 }
 
 impl ClassifierSpec {
@@ -116,6 +120,7 @@ impl ClassifierSpec {
         Ok(match self {
             ClassifierSpec::CitationKnn(c) => ClassifierModel::CitationKnn(c.fit(data, train)?),
             ClassifierSpec::Milr(m) => ClassifierModel::Milr(m.fit(data, train)?),
+            ClassifierSpec::Svm(s) => ClassifierModel::Svm(s.fit(data, train)?),
         })
     }
 }

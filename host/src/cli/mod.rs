@@ -6,9 +6,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::error::Result;
 
+mod cv;
+mod gram;
 mod info;
+mod predict;
 mod stubs;
 mod synth;
+mod train;
 
 /// What a subcommand produced.
 pub struct Report {
@@ -232,9 +236,18 @@ pub struct ClassifierArgs {
     /// Citation-kNN: number of citers C.
     #[arg(long, default_value_t = 4)]
     pub citers: usize,
-    /// Citation-kNN: attribute scaling.
+    /// Citation-kNN: attribute scaling (`weka` reproduces Weka's CitationKNN exactly).
     #[arg(long, value_enum, default_value = "zscore")]
     pub scaling: Scaling,
+    /// Citation-kNN: rank H of the Hausdorff distance (1 = minimal Hausdorff distance).
+    #[arg(long, default_value_t = 1)]
+    pub rank: usize,
+    /// MILR: ridge on the standardised coefficients (Weka's -R).
+    #[arg(long, default_value_t = 1e-6)]
+    pub ridge: f64,
+    /// MILR: β of the softmax pooling.
+    #[arg(long, default_value_t = 3.0)]
+    pub beta: f64,
     /// MILR: how instance probabilities become a bag probability.
     #[arg(long, value_enum, default_value = "noisy-or")]
     pub pooling: Pooling,
@@ -256,6 +269,17 @@ pub struct ClassifierArgs {
     /// Box kernels: failure probability δ.
     #[arg(long, default_value_t = 0.01)]
     pub delta: f64,
+    /// Box kernels: power of ten of the discretisation (0 for integer data); default:
+    /// from the data.
+    #[arg(long, allow_negative_numbers = true)]
+    pub precision: Option<i32>,
+    /// Box kernels: which estimator.
+    #[arg(long, value_enum, default_value = "fast")]
+    pub estimator: Estimator,
+    /// NSK: γ of the instance kernel exp(−γ‖x − y‖²) on z-scored features; default
+    /// 1 / (number of non-constant features).
+    #[arg(long)]
+    pub gamma: Option<f64>,
 }
 
 /// Projection choice; lists are tuned by inner cross-validation.
@@ -290,6 +314,13 @@ pub struct CvArgs {
     /// Random seed for fold assignment and randomised steps.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Folds of the inner CV that chooses among hyper-parameter lists.
+    #[arg(long, default_value_t = 3)]
+    pub inner_folds: usize,
+    /// Use these folds instead (CSV `bag_id,label,fold`, e.g. data/weka-folds/); test
+    /// bags are predicted in file order. Overrides --folds, --repeats and --seed.
+    #[arg(long)]
+    pub folds_file: Option<String>,
 }
 
 /// `mil train`.
@@ -307,6 +338,9 @@ pub struct TrainArgs {
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Folds of the inner CV that chooses among hyper-parameter lists.
+    #[arg(long, default_value_t = 3)]
+    pub inner_folds: usize,
 }
 
 /// `mil predict`.
@@ -411,11 +445,11 @@ pub fn run(cli: &Cli) -> Result<Report> {
     match &cli.command {
         Command::Info(args) => info::run(args),
         Command::Synth(args) => synth::run(args),
-        Command::Cv(_) => stubs::not_yet("mil cv"),
-        Command::Train(_) => stubs::not_yet("mil train"),
-        Command::Predict(_) => stubs::not_yet("mil predict"),
+        Command::Cv(args) => cv::run(args, cli.quiet),
+        Command::Train(args) => train::run(args),
+        Command::Predict(args) => predict::run(args),
         Command::Project(_) => stubs::not_yet("mil project"),
-        Command::Gram(_) => stubs::not_yet("mil gram"),
+        Command::Gram(args) => gram::run(args, cli.quiet),
         Command::Cluster(_) => stubs::not_yet("mil cluster"),
         Command::Export(_) => stubs::not_yet("mil export"),
         Command::Inspect(_) => stubs::not_yet("mil inspect"),

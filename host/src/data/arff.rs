@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! @relation musk1
-//! @attribute molecule_name {MUSK-jf78,MUSK-jf67,…}     bag id: nominal (or string)
+//! @attribute molecule_name {MUSK-jf78,MUSK-jf67,…}     bag id: nominal (string, numeric)
 //! @attribute bag relational                             the instances of one bag
 //!   @attribute f1 numeric
 //!   …
@@ -83,7 +83,7 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
                 ),
             ));
         }
-        let id_field = format!("field 1 ({})", layout.id_name);
+        let id_field = format!("field 1 ({})", show(&layout.id_name));
         let id = &fields[0];
         if id.is_missing() {
             return Err(err(line, &id_field, "missing bag id `?`".into()));
@@ -96,7 +96,10 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
                 return Err(err(
                     line,
                     &id_field,
-                    format!("bag id `{}` is not among the declared values", id.text),
+                    format!(
+                        "bag id `{}` is not among the declared values",
+                        show(&id.text)
+                    ),
                 ));
             }
         }
@@ -106,12 +109,12 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
                 &id_field,
                 format!(
                     "bag `{}` appears again (first on line {first}); one row per bag",
-                    id.text
+                    show(&id.text)
                 ),
             ));
         }
 
-        let bag_field = format!("field 2 ({})", layout.bag_name);
+        let bag_field = format!("field 2 ({})", show(&layout.bag_name));
         let bag = &fields[1];
         if bag.is_missing() {
             return Err(err(
@@ -154,14 +157,14 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
                     err(
                         line,
                         &at(Some(j)),
-                        format!("`{}` is not a number", value.text),
+                        format!("`{}` is not a number", show(&value.text)),
                     )
                 })?;
                 if !v.is_finite() {
                     return Err(err(
                         line,
                         &at(Some(j)),
-                        format!("`{}` is not finite", value.text),
+                        format!("`{}` is not finite", show(&value.text)),
                     ));
                 }
                 features.push(v);
@@ -171,7 +174,7 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
             return Err(err(
                 line,
                 &bag_field,
-                format!("bag `{}` has no instances", id.text),
+                format!("bag `{}` has no instances", show(&id.text)),
             ));
         }
 
@@ -179,7 +182,7 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
             None => "?".to_string(),
             Some((class_name, values)) => {
                 let class = &fields[2];
-                let field = format!("field 3 ({class_name})");
+                let field = format!("field 3 ({})", show(class_name));
                 if class.is_missing() {
                     "?".to_string()
                 } else if values.contains(&class.text) {
@@ -188,7 +191,10 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
                     return Err(err(
                         line,
                         &field,
-                        format!("class `{}` is not among the declared values", class.text),
+                        format!(
+                            "class `{}` is not among the declared values",
+                            show(&class.text)
+                        ),
                     ));
                 }
             }
@@ -391,7 +397,10 @@ fn split_fields(s: &str) -> std::result::Result<Vec<Field>, String> {
                 while chars.next_if(|c| c.is_whitespace()).is_some() {}
                 if let Some(&c) = chars.peek() {
                     if c != ',' {
-                        return Err(format!("`{c}` after a closing quote; expected a comma"));
+                        return Err(format!(
+                            "`{}` after a closing quote; expected a comma",
+                            c.escape_debug()
+                        ));
                     }
                 }
                 Field {
@@ -488,7 +497,7 @@ fn parse_header(
             if keyword != "@relation" {
                 return Err(fail(
                     "header",
-                    format!("expected @relation, found `{}`", truncate(&record.text)),
+                    format!("expected @relation, found `{}`", show(&record.text)),
                 ));
             }
             seen_relation = true;
@@ -497,7 +506,7 @@ fn parse_header(
         match keyword.as_str() {
             "@attribute" => {
                 let (name, type_text) = attribute_name(rest).map_err(|p| fail("@attribute", p))?;
-                let field = format!("@attribute {name}");
+                let field = format!("@attribute {}", show(&name));
                 let kind = attribute_type(type_text).map_err(|p| fail(&field, p))?;
                 if let Some((index, _)) = open {
                     match kind {
@@ -535,8 +544,10 @@ fn parse_header(
                     return Err(fail(
                         "@end",
                         format!(
-                            "`@end {name}` closes `{}`, opened on line {}",
-                            attributes[index].name, attributes[index].line
+                            "`@end {}` closes `{}`, opened on line {}",
+                            show(&name),
+                            show(&attributes[index].name),
+                            attributes[index].line
                         ),
                     ));
                 }
@@ -548,7 +559,7 @@ fn parse_header(
                         "@data",
                         format!(
                             "relational attribute `{}` (line {opened}) has no @end",
-                            attributes[index].name
+                            show(&attributes[index].name)
                         ),
                     ));
                 }
@@ -560,7 +571,7 @@ fn parse_header(
                     "header",
                     format!(
                         "expected @attribute, @end or @data, found `{}`",
-                        truncate(&record.text)
+                        show(&record.text)
                     ),
                 ))
             }
@@ -611,7 +622,7 @@ fn attribute_type(text: &str) -> std::result::Result<AttrType, String> {
                 return Err("an empty nominal value".into());
             }
             if !seen.insert(v.text.as_str()) {
-                return Err(format!("nominal value `{}` listed twice", v.text));
+                return Err(format!("nominal value `{}` listed twice", show(&v.text)));
             }
         }
         return Ok(AttrType::Nominal(
@@ -638,11 +649,11 @@ fn describe(kind: &AttrType) -> String {
     }
 }
 
-fn truncate(s: &str) -> String {
-    match s.char_indices().nth(40) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
+/// User text for a one-line message: control characters escaped, at most 40 characters.
+fn show(s: &str) -> String {
+    let short: String = s.chars().take(40).collect();
+    let tail = if short.len() < s.len() { "…" } else { "" };
+    format!("{}{tail}", short.escape_debug())
 }
 
 /// The multi-instance layout the header declares: bag id, bag, optional class.
@@ -678,16 +689,17 @@ impl Layout {
                 format!("{n} top-level attributes; {shape}"),
             ));
         };
-        let at = |a: &Attribute| format!("@attribute {}", a.name);
+        let at = |a: &Attribute| format!("@attribute {}", show(&a.name));
         let id_values = match &id.kind {
             AttrType::Nominal(values) => Some(values.iter().cloned().collect()),
-            AttrType::String => None,
+            // Weka's MI data sets use a nominal id; some exporters write numeric ones.
+            AttrType::String | AttrType::Numeric => None,
             other => {
                 return Err((
                     id.line,
                     at(&id),
                     format!(
-                        "the bag id must be nominal or string, not {}; {shape}",
+                        "the bag id must be nominal, string or numeric, not {}; {shape}",
                         describe(other)
                     ),
                 ))
@@ -721,7 +733,7 @@ impl Layout {
                         return Err((
                             class.line,
                             at(&class),
-                            format!("class value `{v}` is not an integer (class labels are integers, as in the CSV layout)"),
+                            format!("class value `{}` is not an integer (class labels are integers, as in the CSV layout)", show(v)),
                         ));
                     }
                     Some((class.name, values.iter().cloned().collect()))
@@ -754,6 +766,7 @@ mod tests {
     use super::*;
     use crate::data::builtin;
     use crate::data::csv::parse_csv;
+    use crate::data::synth;
 
     const SMALL: &str = "% a comment\n\
         @RELATION 'tiny set'\n\
@@ -792,6 +805,16 @@ mod tests {
     }
 
     #[test]
+    fn numeric_ids_and_trailing_instance_separator() {
+        let text = "@relation test\n@attribute id numeric\n@attribute bag relational\n\
+                    \x20 @attribute val numeric\n@end bag\n@data\n1,\"0.5\\n\"\n2,\"1\\n2\\n\"\n";
+        let d = parse_arff("t", text).unwrap();
+        assert_eq!(d.bag_ids(), &["1".to_string(), "2".to_string()]);
+        assert_eq!(d.bag_starts(), &[0, 1, 3]);
+        assert_eq!(d.labels(), None);
+    }
+
+    #[test]
     fn real_line_breaks_and_unlabelled_bags() {
         let text = "@relation r\n@attribute id string\n@attribute bag relational\n\
                     @attribute v numeric\n@end bag\n@attribute class {0,1}\n@data\n\
@@ -807,6 +830,18 @@ mod tests {
         let d = parse_csv("musk1", musk1.csv).unwrap();
         let back = parse_arff("musk1", &to_arff(&d)).unwrap();
         assert_eq!(back, d);
+    }
+
+    #[test]
+    fn round_trips_generated_multi_class_sets() {
+        for d in [
+            synth::mida_two(11).data,
+            synth::mialm_ii(30, 6, 11).unwrap().data,
+        ] {
+            let back = parse_arff(d.name(), &to_arff(&d)).unwrap();
+            assert_eq!(back, d);
+            assert_eq!(back.n_classes(), d.n_classes());
+        }
     }
 
     #[test]

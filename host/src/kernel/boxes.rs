@@ -1,0 +1,173 @@
+//! Gram matrices of the box-counting kernels, built in parallel from the core's
+//! estimators: discretise the bags onto the grid (§2, fitted on the data), then estimate
+//! ln k(Pᵢ, Pⱼ) for every i ≤ j with rayon, each entry from its own generator seeded by
+//! (seed, i, j) so the matrix is the same for any thread count, and mirror.
+
+use indicatif::ProgressBar;
+use mil_core::box_kernel::{
+    discretize, estimate, scratch_len, Accuracy, BoxKernel, Grid, Method, Scratch,
+};
+use rand_core::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use rayon::prelude::*;
+
+use super::LogGram;
+use crate::data::Dataset;
+use crate::error::{Error, Result};
+
+/// Bags discretised onto a grid fitted by §2's rule.
+#[derive(Debug, Clone)]
+pub struct GridData {
+    precision: i32,
+    min: Vec<i64>,
+    s: Vec<u32>,
+    points: Vec<u32>,
+    bag_starts: Vec<usize>,
+}
+
+impl GridData {
+    /// Fits the discretisation on `data` at `precision` (the power of ten; by default
+    /// the precision the values carry, see [`discretize::default_precision`]) and maps
+    /// `data` onto it.
+    pub fn fit(data: &Dataset, precision: Option<i32>) -> Result<Self> {
+        let dim = data.dim();
+        let precision = match precision {
+            Some(p) => p,
+            None => discretize::default_precision(data.features(), dim)?,
+        };
+        let bad_precision =
+            |e: mil_core::Error| Error::parameter("--precision", precision, e.to_string());
+        let mut min = vec![0i64; dim];
+        let mut s = vec![0u32; dim];
+        discretize::fit(data.features(), dim, precision, &mut min, &mut s)
+            .map_err(bad_precision)?;
+        let mut fitted = GridData {
+            precision,
+            min,
+            s,
+            points: Vec::new(),
+            bag_starts: Vec::new(),
+        };
+        fitted.points = fitted.map(data)?;
+        fitted.bag_starts = data.bag_starts().to_vec();
+        Ok(fitted)
+    }
+
+    /// Maps the instances of `data` (e.g. test bags) onto this grid; values outside the
+    /// fitted range land in the ±∞ cells.
+    pub fn map(&self, data: &Dataset) -> Result<Vec<u32>> {
+        let disc = discretize::Discretizer::new(self.precision, &self.min, &self.s)?;
+        let dim = self.s.len();
+        if data.dim() != dim {
+            return Err(Error::data(
+                data.name(),
+                format!("{} features, the grid has {dim}", data.dim()),
+            ));
+        }
+        let mut points = vec![0u32; data.features().len()];
+        for (x, out) in data
+            .features()
+            .chunks_exact(dim)
+            .zip(points.chunks_exact_mut(dim))
+        {
+            disc.apply(x, out)
+                .map_err(|e| Error::data(data.name(), e.to_string()))?;
+        }
+        Ok(points)
+    }
+
+    /// The power of ten used.
+    pub fn precision(&self) -> i32 {
+        self.precision
+    }
+
+    /// The grid: upper value sᵢ per dimension.
+    pub fn grid(&self) -> Grid<'_> {
+        // `fit` only builds grids the core accepted.
+        Grid::new(&self.s).expect("fitted grid is valid")
+    }
+
+    /// Number of bags.
+    pub fn n_bags(&self) -> usize {
+        self.bag_starts.len() - 1
+    }
+
+    /// Bag `b` as row-major grid points.
+    pub fn bag(&self, b: usize) -> &[u32] {
+        let d = self.s.len();
+        &self.points[self.bag_starts[b] * d..self.bag_starts[b + 1] * d]
+    }
+
+    /// Number of points in bag `b`.
+    pub fn bag_len(&self, b: usize) -> usize {
+        self.bag_starts[b + 1] - self.bag_starts[b]
+    }
+}
+
+/// What to estimate.
+#[derive(Debug, Clone, Copy)]
+pub struct BoxGramSpec {
+    /// The kernel.
+    pub kernel: BoxKernel,
+    /// The estimator.
+    pub method: Method,
+    /// ε and δ of every entry.
+    pub accuracy: Accuracy,
+    /// Seed from which every entry's generator is derived.
+    pub seed: u64,
+}
+
+/// The seed of entry (i, j), the same for (j, i): SplitMix64 finalisers chained over
+/// (seed, min(i, j), max(i, j)).
+pub fn entry_seed(seed: u64, i: usize, j: usize) -> u64 {
+    fn mix(mut z: u64) -> u64 {
+        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    let (a, b) = (i.min(j) as u64, i.max(j) as u64);
+    mix(mix(mix(seed) ^ a) ^ b)
+}
+
+/// The full Gram matrix of ln k over the bags of `data`, in parallel; `progress` (if
+/// any) advances once per estimated entry.
+pub fn box_gram(data: &GridData, spec: BoxGramSpec, progress: &ProgressBar) -> Result<LogGram> {
+    let n = data.n_bags();
+    let grid = data.grid();
+    let largest = (0..n).map(|b| data.bag_len(b)).max().unwrap_or(0);
+    let need = scratch_len(spec.kernel, spec.method, largest, largest, grid.dim())
+        .ok_or_else(|| Error::data("gram", "bags too large to address"))?;
+    let pairs: Vec<(usize, usize)> = (0..n).flat_map(|i| (i..n).map(move |j| (i, j))).collect();
+    progress.set_length(pairs.len() as u64);
+    let entries: Vec<(f64, u64)> = pairs
+        .par_iter()
+        .map_init(
+            || (vec![0.0f64; need.floats], vec![0u32; need.ints]),
+            |(floats, ints), &(i, j)| {
+                let mut rng = Xoshiro256PlusPlus::seed_from_u64(entry_seed(spec.seed, i, j));
+                let mut scratch = Scratch { floats, ints };
+                let est = estimate(
+                    spec.kernel,
+                    spec.method,
+                    &grid,
+                    data.bag(i),
+                    data.bag(j),
+                    spec.accuracy,
+                    &mut rng,
+                    &mut scratch,
+                )?;
+                progress.inc(1);
+                Ok((est.ln_value, est.samples))
+            },
+        )
+        .collect::<Result<_>>()?;
+    let mut ln = vec![0.0; n * n];
+    let mut samples = 0u64;
+    for (&(i, j), &(value, s)) in pairs.iter().zip(&entries) {
+        ln[i * n + j] = value;
+        ln[j * n + i] = value;
+        samples += s;
+    }
+    Ok(LogGram { n, ln, samples })
+}

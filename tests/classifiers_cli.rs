@@ -1,0 +1,180 @@
+//! End-to-end checks of `mil cv`, `mil train` and `mil predict` with the bag classifiers.
+
+use mil_suite::{run_mil, temp_dir};
+use serde_json::Value;
+
+fn json_of(args: &[&str]) -> Value {
+    let out = run_mil(args);
+    assert!(
+        out.status.success(),
+        "mil {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
+}
+
+#[test]
+fn cv_reports_the_contract_keys_for_both_classifiers() {
+    for classifier in ["citation-knn", "milr"] {
+        let v = json_of(&[
+            "cv",
+            "musk1",
+            "--classifier",
+            classifier,
+            "--references",
+            "2",
+            "--citers",
+            "4",
+            "--folds",
+            "10",
+            "--json",
+            "--quiet",
+        ]);
+        let acc = v["accuracy"].as_f64().unwrap();
+        let auc = v["auroc"].as_f64().unwrap();
+        // Published and Weka 10-fold results on musk1 lie between 0.72 and 0.92.
+        assert!((0.65..=0.97).contains(&acc), "{classifier}: accuracy {acc}");
+        assert!((0.65..=1.0).contains(&auc), "{classifier}: AUROC {auc}");
+        assert_eq!(v["folds"], 10);
+        let per_fold = v["per_fold"].as_array().unwrap();
+        assert_eq!(per_fold.len(), 10);
+        // Pooled accuracy is the size-weighted mean of the fold accuracies.
+        assert!(v["seconds"].as_f64().unwrap() >= 0.0);
+    }
+}
+
+#[test]
+fn weka_folds_reproduce_wekas_citation_knn() {
+    // Weka 3.6 CitationKNN -R 2 -C 4 -x 10 -s 1 on musk1: 82 of 92 correct, AUROC 0.948
+    // (data/weka-folds/README.md).
+    let folds = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/weka-folds/folds_musk1_weka_seed1.csv"
+    );
+    let v = json_of(&[
+        "cv",
+        "musk1",
+        "--classifier",
+        "citation-knn",
+        "--scaling",
+        "weka",
+        "--folds-file",
+        folds,
+        "--json",
+        "--quiet",
+    ]);
+    let correct = (v["accuracy"].as_f64().unwrap() * 92.0).round() as usize;
+    assert_eq!(correct, 82);
+    assert!((v["auroc"].as_f64().unwrap() - 0.948).abs() < 0.0005);
+}
+
+#[test]
+fn train_then_predict_round_trip() {
+    let dir = temp_dir("classifiers");
+    for classifier in ["citation-knn", "milr"] {
+        let model = dir.join(format!("{classifier}.json"));
+        let model = model.to_str().unwrap();
+        let t = json_of(&[
+            "train",
+            "musk1",
+            "--classifier",
+            classifier,
+            "-o",
+            model,
+            "--json",
+        ]);
+        assert_eq!(t["model"], model);
+        let p = json_of(&["predict", model, "musk1", "--json"]);
+        let preds = p["predictions"].as_array().unwrap();
+        assert_eq!(preds.len(), 92);
+        for pred in preds {
+            let s = pred["score"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&s));
+            assert!(pred["label"] == "0" || pred["label"] == "1");
+            assert!(pred["bag"].is_string());
+        }
+        // Resubstitution: both classifiers fit musk1's training bags well (Citation-kNN's
+        // references include the bag itself at distance 0).
+        let acc = p["accuracy"].as_f64().unwrap();
+        assert!(acc > 0.9, "{classifier}: training accuracy {acc}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn bad_arguments_and_inputs_exit_with_2() {
+    let dir = temp_dir("classifiers-bad");
+    let bad_model = dir.join("bad.json");
+    std::fs::write(
+        &bad_model,
+        "{\"format\": \"something-else\", \"version\": 1}",
+    )
+    .unwrap();
+    let bad = bad_model.to_str().unwrap();
+    let cases: Vec<Vec<&str>> = vec![
+        vec![
+            "cv",
+            "musk1",
+            "--classifier",
+            "citation-knn",
+            "--citers",
+            "500",
+        ],
+        vec![
+            "cv",
+            "musk1",
+            "--classifier",
+            "citation-knn",
+            "--folds",
+            "1",
+        ],
+        vec![
+            "cv",
+            "musk1",
+            "--classifier",
+            "citation-knn",
+            "--folds",
+            "93",
+        ],
+        vec!["cv", "musk1", "--classifier", "milr", "--ridge", "-1"],
+        vec!["cv", "musk1", "--classifier", "nonsense"],
+        vec!["cv", "no-such-data", "--classifier", "milr"],
+        vec!["cv", "musk1", "--classifier", "milr", "--projection", "pca"],
+        vec!["predict", bad, "musk1"],
+        vec!["predict", "/no/such/model.json", "musk1"],
+    ];
+    for args in cases {
+        let out = run_mil(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "mil {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // The model error names the file.
+    let out = run_mil(&["predict", bad, "musk1"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.json"));
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn predict_rejects_data_of_another_dimension() {
+    let dir = temp_dir("classifiers-dim");
+    let model = dir.join("m.json");
+    let model = model.to_str().unwrap();
+    json_of(&[
+        "train",
+        "musk1",
+        "--classifier",
+        "milr",
+        "-o",
+        model,
+        "--json",
+    ]);
+    let out = run_mil(&["predict", model, "elephant"]);
+    assert_eq!(out.status.code(), Some(2));
+    std::fs::remove_dir_all(dir).ok();
+}
