@@ -5,8 +5,9 @@
 //! `cargo bench --bench mi_alm`. The D = 5,000 case is the scale target (under
 //! 60 s); it runs once per sample, so divan's sample count is kept small.
 //!
-//! With `MI_ALM_TABLES=D1,D2,…:SEEDS` (e.g. `40,100,500:20`) it instead reproduces the
-//! paper's Tables 2 and 3 for those D: d = 0.2D … 0.6D, seeds 0…SEEDS−1, each fitted on
+//! With `MI_ALM_TABLES=D1,D2,…:SEEDS[:TENTHS]` (e.g. `40,100,500:20` or `100:20:2`) it
+//! instead reproduces the paper's Tables 2 and 3 for those D: d = 0.2D … 0.6D (or the
+//! tenths of D given), seeds 0…SEEDS−1, each fitted on
 //! the 50/50 training half and scored by MILR (the CLI's default pooling) on the test
 //! half; prints mean (sd) of AUROC, sparsity, orthogonality and MIDR's ‖A − H‖_F/d.
 
@@ -51,16 +52,27 @@ fn mean_sd_sci(v: &[f64]) -> String {
 }
 
 fn tables(spec: &str) {
-    let (dims, seeds) = spec.split_once(':').unwrap_or((spec, "20"));
-    let seeds: u64 = seeds.parse().expect("MI_ALM_TABLES=D1,D2,…:SEEDS");
+    let mut parts = spec.split(':');
+    let dims = parts.next().unwrap_or("100");
+    let seeds: u64 = parts
+        .next()
+        .unwrap_or("20")
+        .parse()
+        .expect("MI_ALM_TABLES=D1,…:SEEDS[:TENTHS]");
+    let tenths: Vec<usize> = parts
+        .next()
+        .unwrap_or("2,3,4,5,6")
+        .split(',')
+        .map(|t| t.parse().expect("tenths of D"))
+        .collect();
     println!("| D | d | AUROC MI-ALM | AUROC MIDR | sparsity MI-ALM | sparsity MIDR | orthogonality MI-ALM | orthogonality MIDR | error MIDR | seconds MI-ALM | seconds MIDR |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for big_d in dims
         .split(',')
         .map(|d| d.parse::<usize>().expect("a dimension"))
     {
-        for tenths in 2..=6 {
-            let d = big_d * tenths / 10;
+        for &t in &tenths {
+            let d = big_d * t / 10;
             let mut rows: Vec<[f64; 9]> = Vec::new();
             for seed in 0..seeds {
                 let s = mialm_ii(big_d, d, seed).expect("valid sizes");

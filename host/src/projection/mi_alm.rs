@@ -47,8 +47,12 @@ pub struct MiAlm {
     pub alpha: f64,
     /// Softmax sharpness β of the bag probability (paper: 3).
     pub softmax_beta: f64,
-    /// Initial penalty ρ⁰ (not given in the paper; 3, see the README).
-    pub rho0: f64,
+    /// Initial penalty ρ⁰ = `rho0_scale`·α·√D', at least 1 (ρ⁰ is not given in the
+    /// paper). The first B-step soft-thresholds at α/ρ⁰ = 1/(scale·√D'), below the typical
+    /// entry 1/√D' of a unit column, so it does not wipe out B while the multipliers are
+    /// still 0; a smaller ρ⁰ leaves B ≈ 0, w large and the B-block stiff for hundreds of
+    /// outer iterations, a larger one trades sparsity away (measured in the README).
+    pub rho0_scale: f64,
     /// Required shrink factor τ of ‖A − B‖ before ρ is kept (paper: 0.99).
     pub tau: f64,
     /// Growth factor μ of ρ (paper: 1.02).
@@ -82,7 +86,7 @@ impl MiAlm {
             dim,
             alpha,
             softmax_beta: 3.0,
-            rho0: 3.0,
+            rho0_scale: 1.5,
             tau: 0.99,
             mu: 1.02,
             multiplier_bound: 100.0,
@@ -118,7 +122,7 @@ impl MiAlm {
             ));
         }
         positive("softmax beta", self.softmax_beta)?;
-        positive("rho0", self.rho0)?;
+        positive("rho0 scale", self.rho0_scale)?;
         positive("multiplier bound", self.multiplier_bound)?;
         positive("tolerance", self.tol_feasibility)?;
         positive("tolerance", self.tol_stationarity)?;
@@ -262,9 +266,10 @@ impl MiAlm {
     pub(crate) fn solve(&self, problem: &BagLoss) -> Result<AlmFit> {
         let (a, w) = self.start(problem)?;
         let mut it = Iterate::new(problem, a, w);
+        let rho0 = (self.rho0_scale * self.alpha * (problem.dim() as f64).sqrt()).max(1.0);
         let mut m = Multipliers {
             lambda: DMatrix::zeros(problem.dim(), self.dim),
-            rho: self.rho0,
+            rho: rho0,
         };
         let root_d = (self.dim as f64).sqrt();
         let mut feasibility_prev = f64::INFINITY;
