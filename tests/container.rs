@@ -3,7 +3,7 @@
 //! seeded property test ("fuzz") over random and mutated byte strings: every input parses
 //! to a model or an error value, and inference on whatever parses never panics.
 
-use mil::export::{core_classify, export, Compact, CoreBag, Head};
+use mil::export::{core_classify, export, Affine, Compact, CoreBag, Head};
 use mil::projection::{LinearProjection, ProjectionKind};
 use mil::Dataset;
 use mil_core::model::{model_checksum, CHECKSUM_OFFSET};
@@ -53,7 +53,7 @@ fn f32_projection_exact_value_with_a_constant_feature() {
     let p = projection(vec![1.0, 2.0], vec![2.0, 0.0], vec![3.0, 5.0], 1);
     let train = dataset(2, &[vec![vec![5.0, 100.0]]], &[0]);
     let compact = Compact {
-        projection: Some(p),
+        stage: Some(Affine::from_projection(&p)),
         head: Head::None,
     };
     let bytes = export(&compact, Encoding::F32, &train).unwrap();
@@ -75,7 +75,7 @@ fn q15_projection_exact_value() {
     let p = projection(vec![1.0, 2.0], vec![2.0, 0.0], vec![3.0, 5.0], 1);
     let train = dataset(2, &[vec![vec![8191.75, 100.0]]], &[0]);
     let compact = Compact {
-        projection: Some(p),
+        stage: Some(Affine::from_projection(&p)),
         head: Head::None,
     };
     let bytes = export(&compact, Encoding::Q15, &train).unwrap();
@@ -96,7 +96,7 @@ fn q15_projection_exact_value() {
 fn identity_logit_model(pooling: Pooling, beta: f64, train: &Dataset) -> Vec<u8> {
     let p = projection(vec![0.0], vec![1.0], vec![1.0], 1);
     let compact = Compact {
-        projection: Some(p),
+        stage: Some(Affine::from_projection(&p)),
         head: Head::Linear {
             weights: vec![1.0],
             bias: vec![0.0],
@@ -137,15 +137,15 @@ fn binary_pooling_exact_values() {
 
 #[test]
 fn multiclass_pooling_exact_values() {
-    // Three classes, instance scores z = (x, 0, −x) on one feature; one instance x = ln 2
-    // gives softmax (2, 1, 1/2)/3.5 for every pooling but noisy-OR and softmax pooling.
+    // Three classes one-vs-rest, instance scores z = (x, 0, −x) on one feature; one
+    // instance x = ln 2 gives P = σ(z) = (2/3, 1/2, 1/3) for max, mean and geometric.
     let l2 = 2f64.ln();
     let train = dataset(1, &[vec![vec![l2]]], &[2]);
     let p = projection(vec![0.0], vec![1.0], vec![1.0], 1);
-    let probs = [2.0 / 3.5, 1.0 / 3.5, 0.5 / 3.5];
+    let probs = [2.0 / 3.0, 0.5, 1.0 / 3.0];
     for pooling in [Pooling::Max, Pooling::Mean, Pooling::Geometric] {
         let compact = Compact {
-            projection: Some(p.clone()),
+            stage: Some(Affine::from_projection(&p)),
             head: Head::Linear {
                 weights: vec![1.0, 0.0, -1.0],
                 bias: vec![0.0; 3],
@@ -201,7 +201,7 @@ fn quantised_projection_error_stays_within_the_stated_bound() {
         let data = random_bags(&mut rng, dim, 6);
         for encoding in [Encoding::Q15, Encoding::Q7] {
             let compact = Compact {
-                projection: Some(p.clone()),
+                stage: Some(Affine::from_projection(&p)),
                 head: Head::None,
             };
             let bytes = export(&compact, encoding, &data).unwrap();
@@ -248,7 +248,7 @@ fn quantised_linear_scores_stay_within_the_stated_bound() {
         ] {
             let weights: Vec<f64> = (0..d).map(|k| 0.3 * (k as f64 - 1.5)).collect();
             let compact = Compact {
-                projection: Some(p.clone()),
+                stage: Some(Affine::from_projection(&p)),
                 head: Head::Linear {
                     weights,
                     bias: vec![0.1],
@@ -297,7 +297,7 @@ fn seed_models() -> Vec<Vec<u8>> {
         },
         Head::CitationKnn {
             references: projected,
-            radii: vec![1.0, 2.0, 0.5, 3.0, 1.5],
+            citers: 2,
             r: 2,
         },
         Head::M3ic {
@@ -309,7 +309,7 @@ fn seed_models() -> Vec<Vec<u8>> {
     for head in heads {
         for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
             let compact = Compact {
-                projection: Some(p.clone()),
+                stage: Some(Affine::from_projection(&p)),
                 head: head.clone(),
             };
             out.push(export(&compact, encoding, &data).unwrap());

@@ -231,6 +231,23 @@ fn one_class_where_two_are_needed_is_a_clear_error() {
         msg.contains(&path) && msg.contains("1 class(es) present, at least 2 needed"),
         "{msg}"
     );
+    // Commands that need two classes refuse such a file, CSV or ARFF, with exit 2.
+    let arff = write(
+        &dir,
+        "one.arff",
+        format!("{ARFF_HEAD}a,\"1,2\",1\nb,\"3,4\",1\n"),
+    );
+    for file in [&path, &arff] {
+        for classifier in ["citation-knn", "milr"] {
+            let out = run_mil(&["cv", file, "--classifier", classifier]);
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{file} {classifier}: {err}");
+            assert!(
+                err.contains("at least 2 needed"),
+                "{file} {classifier}: {err}"
+            );
+        }
+    }
     let unlabelled = write(&dir, "none.csv", "?,a,1,2\n?,b,3,4\n");
     let msg = mil::data::load(&unlabelled)
         .unwrap()

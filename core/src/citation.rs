@@ -1,12 +1,13 @@
-//! Citation-kNN (Wang & Zucker 2000) over stored, projected reference bags: the minimal
-//! Hausdorff distance from the test bag to every reference bag, the R nearest references
-//! and the citers — reference bags t that would count the test bag among their C nearest
-//! neighbours, i.e. whose distance to it is at most t's citer radius (the distance from t
-//! to its C-th nearest other reference bag, precomputed on the host). Majority vote over
-//! references and citers; a tie goes to the lowest class index (the negative class).
+//! Citation-kNN (Wang & Zucker 2000) over stored, projected reference bags, with the
+//! host's (Weka's) rules: the minimal Hausdorff distance from the test bag to every
+//! reference bag; references are the R nearest plus every tie at the R-th distance;
+//! citers are the reference bags t whose distance to the test bag is at most t's citer
+//! radius (its C-th smallest distance to another reference bag, precomputed on the host;
+//! negative when C = 0). Class c scores (1/N + R_c + C_c)/Σ over N reference bags; the
+//! label is the first class of largest score (ties go to the negative class).
 //!
-//! Memory is bounded: the test bag's projected instances go into the caller's scratch
-//! (n × d values) and R is at most [`MAX_REFERENCES`].
+//! Memory is bounded: the caller's scratch holds the test bag's projected instances
+//! (n × d values) and one distance per reference bag; R is at most [`MAX_REFERENCES`].
 //!
 //! `PARAMS` holds `[R, number of classes]`. Quantised models store the reference
 //! instances with one scale per coordinate (`REF_SCALE`): coordinate k of a stored
@@ -32,9 +33,9 @@ pub struct CitationKnn<'a> {
     n_classes: usize,
 }
 
-/// A whole number stored in an f32 parameter, within `1..=max`.
+/// A whole number stored in an f32 parameter, within `0..=max`.
 fn count_param(v: f32, max: usize) -> Result<usize, Error> {
-    if v >= 1.0 && v <= max as f32 && v == libm::floorf(v) {
+    if v >= 0.0 && v <= max as f32 && v == libm::floorf(v) {
         Ok(v as usize)
     } else {
         Err(Error::BadModel("count parameter out of range"))
@@ -109,6 +110,17 @@ impl<'a> CitationKnn<'a> {
         self.references
     }
 
+    /// Bound on the quantisation error of coordinate `k` of every stored instance:
+    /// half the coordinate's scale (0 for f32 models).
+    pub fn coordinate_error(&self, k: usize) -> f32 {
+        self.scale.map_or(0.0, |s| 0.5 * s.f32_at(k))
+    }
+
+    /// Citer radius of reference bag `b`.
+    pub fn radius(&self, b: usize) -> f32 {
+        self.radii.f32_at(b)
+    }
+
     /// Coordinate `k` of stored instance `i`.
     fn coord(&self, i: usize, k: usize, d: usize) -> f32 {
         let v = self.instances.f32_at(i * d + k);
@@ -137,7 +149,12 @@ impl<'a> CitationKnn<'a> {
         libm::sqrtf(best)
     }
 
-    /// Classifies an `n`-instance bag; `scores` receives the votes per class.
+    /// Scratch values [`CitationKnn::classify`] needs for an `n`-instance bag.
+    pub fn scratch_len(&self, n: usize, d: usize) -> usize {
+        n.saturating_mul(d).saturating_add(self.n_bags())
+    }
+
+    /// Classifies an `n`-instance bag; `scores` receives the normalised votes per class.
     pub(crate) fn classify(
         &self,
         model: &Model<'_>,
@@ -147,39 +164,47 @@ impl<'a> CitationKnn<'a> {
         scores: &mut [f32],
     ) -> Result<Decision, Error> {
         let d = model.projected_dim();
-        let y = scratch
-            .get_mut(..n.saturating_mul(d))
-            .ok_or(Error::BufferTooSmall {
-                needed: n * d,
-                got: 0,
-            })?;
-        for (i, row) in y.chunks_exact_mut(d).enumerate() {
-            model.instance_into(bag, i, row)?;
+        let n_bags = self.n_bags();
+        let needed = self.scratch_len(n, d);
+        if scratch.len() < needed || scores.len() < self.n_classes {
+            return Err(Error::BufferTooSmall {
+                needed,
+                got: scratch.len(),
+            });
         }
-        // The R nearest references, sorted by distance; ties keep the lower bag index.
-        let mut nearest = [(f32::INFINITY, 0usize); MAX_REFERENCES];
+        let (y, dist) = scratch.split_at_mut(n * d);
+        let dist = &mut dist[..n_bags];
+        let scores = &mut scores[..self.n_classes];
+        for (i, row) in y.chunks_exact_mut(d).enumerate() {
+            model.project_instance(bag, i, row)?;
+        }
+        // The R smallest distances, ascending: the R-th is the reference cut-off.
         let r = self.references;
-        scores.iter_mut().for_each(|s| *s = 0.0);
-        for b in 0..self.n_bags() {
-            let dist = self.distance(y, d, b);
-            let label = self.labels.u32_at(b) as usize;
-            if dist <= self.radii.f32_at(b) {
-                scores[label] += 1.0; // b cites the test bag
-            }
-            if dist < nearest[r - 1].0 {
+        let mut nearest = [f32::INFINITY; MAX_REFERENCES];
+        for (b, db) in dist.iter_mut().enumerate() {
+            *db = self.distance(y, d, b);
+            if r > 0 && *db < nearest[r - 1] {
                 let mut pos = r - 1;
-                while pos > 0 && dist < nearest[pos - 1].0 {
+                while pos > 0 && *db < nearest[pos - 1] {
                     nearest[pos] = nearest[pos - 1];
                     pos -= 1;
                 }
-                nearest[pos] = (dist, label);
+                nearest[pos] = *db;
             }
         }
-        for &(dist, label) in &nearest[..r] {
-            if dist.is_finite() {
-                scores[label] += 1.0;
-            }
+        let cut = if r > 0 {
+            nearest[r - 1]
+        } else {
+            f32::NEG_INFINITY
+        };
+        scores.iter_mut().for_each(|s| *s = 1.0 / n_bags as f32);
+        for (b, &db) in dist.iter().enumerate() {
+            let label = self.labels.u32_at(b) as usize;
+            let votes = u8::from(db <= cut) + u8::from(db <= self.radii.f32_at(b));
+            scores[label] += votes as f32;
         }
+        let total: f32 = scores.iter().sum();
+        scores.iter_mut().for_each(|s| *s /= total);
         let (label, score) =
             scores
                 .iter()

@@ -60,7 +60,7 @@ impl<'a> M3ic<'a> {
             score: f32::NEG_INFINITY,
         };
         for i in 0..n {
-            model.instance_into(bag, i, y)?;
+            model.project_instance(bag, i, y)?;
             for (u, su) in s.iter_mut().enumerate() {
                 *su = self.weights.dot_f32(u, y) + self.bias.f32_at(u);
             }

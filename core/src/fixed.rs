@@ -25,14 +25,31 @@ pub fn quantize(v: f32, scale: f32, q_max: i32) -> i32 {
     if scale.is_nan() || scale <= 0.0 || v.is_nan() {
         return 0;
     }
-    let r = libm::roundf(v / scale);
+    round_clamp(v / scale, q_max)
+}
+
+/// `t` rounded to the nearest integer (halves away from zero), clamped to
+/// `[-q_max, q_max]`; NaN gives 0. Exact: truncation and the fraction `t − trunc(t)` are
+/// exact in `f32`, so no `libm` call is needed (a handful of instructions on a Cortex-M4).
+pub fn round_clamp(t: f32, q_max: i32) -> i32 {
     let m = q_max as f32;
-    if r >= m {
-        q_max
-    } else if r <= -m {
-        -q_max
+    if t.is_nan() {
+        return 0;
+    }
+    if t >= m {
+        return q_max;
+    }
+    if t <= -m {
+        return -q_max;
+    }
+    let r = t as i32; // toward zero; |t| < q_max fits
+    let frac = t - r as f32;
+    if frac >= 0.5 {
+        r + 1
+    } else if frac <= -0.5 {
+        r - 1
     } else {
-        r as i32
+        r
     }
 }
 
@@ -45,38 +62,33 @@ pub fn scale_for(max_abs: f32, q_max: i32) -> f32 {
     }
 }
 
-/// `x` shifted right by `shift` bits, rounding half away from zero; exact for `shift = 0`.
+/// `x / 2^shift` rounded to nearest (halves round up), `x` unchanged for `shift = 0`.
 ///
-/// Error bound: `|x/2^shift − result| ≤ 1/2`, i.e. 2^(shift−1) in units of `x`.
+/// Error bound: `|x/2^shift − result| ≤ 1/2`, i.e. 2^(shift−1) in units of `x`, for
+/// `x ≤ i32::MAX − 2^(shift−1)` (above it the rounding offset saturates and the error is
+/// at most 1; products of Q15 values stay below 2^30). Two instructions on a Cortex-M4.
 pub fn round_shift(x: i32, shift: u32) -> i32 {
-    if shift == 0 {
-        return x;
+    match shift {
+        0 => x,
+        1..=30 => x.saturating_add(1 << (shift - 1)) >> shift,
+        _ => 0,
     }
-    if shift >= 31 {
-        return 0;
-    }
-    let half = 1i64 << (shift - 1);
-    let x = x as i64;
-    let r = if x >= 0 {
-        (x + half) >> shift
-    } else {
-        -((-x + half) >> shift)
-    };
-    r as i32
 }
 
 /// `Σ_j round_shift(w_j · x_j, shift)` with saturating `i32` accumulation.
 ///
-/// `w` holds the weights as `i32` values already read from the model (Q15 or Q7),
+/// `w` holds the weights read from the model (Q15, or Q7 widened),
 /// `x` the quantised inputs. Error bound against the exact sum `Σ w_j x_j / 2^shift`:
 /// `len · 2^(shift−1)` product units when `shift > 0` (0 when `shift = 0`), provided
 /// the accumulator does not saturate (the exporter's choice of `shift` guarantees it).
-pub fn dot_shifted(w: impl Iterator<Item = i32>, x: &[i16], shift: u32) -> i32 {
-    w.zip(x).fold(0i32, |acc, (w, &x)| {
-        // |w| ≤ 32767 and |x| ≤ 32768, so the product fits in i32 exactly.
-        let p = w.saturating_mul(x as i32);
-        acc.saturating_add(round_shift(p, shift))
-    })
+pub fn dot_shifted(w: impl Iterator<Item = i16>, x: &[i16], shift: u32) -> i32 {
+    // Two i16 factors: each product is at most 2^30 in magnitude, exact in i32.
+    let products = w.zip(x).map(|(w, &x)| w as i32 * x as i32);
+    if shift == 0 {
+        products.fold(0i32, i32::saturating_add)
+    } else {
+        products.fold(0i32, |acc, p| acc.saturating_add(round_shift(p, shift)))
+    }
 }
 
 /// The smallest shift for which `Σ_j |q_j| · 32768 / 2^shift` stays within `i32::MAX`:
@@ -103,6 +115,12 @@ mod tests {
         assert_eq!(quantize(1000.0, 0.5, Q7_MAX), 127);
         assert_eq!(quantize(f32::NAN, 0.5, Q7_MAX), 0);
         assert_eq!(quantize(1.0, 0.0, Q7_MAX), 0);
+        assert_eq!(round_clamp(2.5, Q15_MAX), 3);
+        assert_eq!(round_clamp(-2.5, Q15_MAX), -3);
+        assert_eq!(round_clamp(0.499_999_97, Q15_MAX), 0);
+        assert_eq!(round_clamp(-0.499_999_97, Q15_MAX), 0);
+        assert_eq!(round_clamp(32766.6, Q15_MAX), 32767);
+        assert_eq!(round_clamp(f32::INFINITY, Q7_MAX), 127);
     }
 
     #[test]
@@ -119,22 +137,25 @@ mod tests {
     #[test]
     fn round_shift_exact_values() {
         assert_eq!(round_shift(5, 1), 3);
-        assert_eq!(round_shift(-5, 1), -3);
+        assert_eq!(round_shift(-5, 1), -2); // −2.5 rounds up
+        assert_eq!(round_shift(-7, 1), -3); // −3.5 rounds up
         assert_eq!(round_shift(4, 2), 1);
         assert_eq!(round_shift(6, 2), 2);
-        assert_eq!(round_shift(-6, 2), -2);
+        assert_eq!(round_shift(-6, 2), -1); // −1.5 rounds up
+        assert_eq!(round_shift(-7, 2), -2);
         assert_eq!(round_shift(i32::MIN, 1), -(1 << 30));
+        assert_eq!(round_shift(1 << 30, 30), 1);
         assert_eq!(round_shift(i32::MAX, 40), 0);
         assert_eq!(round_shift(7, 0), 7);
     }
 
     #[test]
     fn dot_matches_exact_integer_sum_within_bound() {
-        let w = [32767, -32767, 1000, -5, 0, 127];
+        let w: [i32; 6] = [32767, -32767, 1000, -5, 0, 127];
         let x = [32767i16, -32768, 123, 4, 9, -77];
         let exact: i64 = w.iter().zip(&x).map(|(&a, &b)| a as i64 * b as i64).sum();
         for shift in 0..8 {
-            let got = dot_shifted(w.iter().copied(), &x, shift) as f64;
+            let got = dot_shifted(w.iter().map(|&v| v as i16), &x, shift) as f64;
             let want = exact as f64 / (1u64 << shift) as f64;
             let bound = if shift == 0 {
                 0.0
@@ -154,9 +175,9 @@ mod tests {
     fn dot_saturates_instead_of_wrapping() {
         let w = [32767; 8];
         let x = [32767i16; 8];
-        assert_eq!(dot_shifted(w.iter().copied(), &x, 0), i32::MAX);
+        assert_eq!(dot_shifted(w.iter().map(|&v| v as i16), &x, 0), i32::MAX);
         let x = [-32768i16; 8];
-        assert_eq!(dot_shifted(w.iter().copied(), &x, 0), i32::MIN);
+        assert_eq!(dot_shifted(w.iter().map(|&v| v as i16), &x, 0), i32::MIN);
     }
 
     #[test]
@@ -166,7 +187,7 @@ mod tests {
             let shift = safe_shift(w.iter().map(|v| v.unsigned_abs() as u64).sum());
             for x in [[-32768i16; 1], [32767; 1]] {
                 let xs = vec![x[0]; n];
-                let got = dot_shifted(w.iter().copied(), &xs, shift) as i64;
+                let got = dot_shifted(w.iter().map(|&v| v as i16), &xs, shift) as i64;
                 let exact: i64 = w.iter().map(|&a| a as i64 * x[0] as i64).sum();
                 let want = exact >> shift;
                 assert!(got != i32::MAX as i64 && got != i32::MIN as i64, "n {n}");

@@ -43,6 +43,8 @@ pub const ENTRY_LEN: usize = 16;
 pub const ALIGN: usize = 4;
 /// Largest number of sections a model may have.
 pub const MAX_SECTIONS: usize = 16;
+/// Largest |e| of an input quantisation step 2^e.
+pub const MAX_INPUT_EXP: i32 = 60;
 /// Offset of the checksum field in the header.
 pub const CHECKSUM_OFFSET: usize = 24;
 
@@ -177,8 +179,9 @@ pub mod tag {
     pub const PROJ_SHIFT: u16 = 3;
     /// Projection bias (−G'ᵀμ after folding), 1 × d, `f32`.
     pub const PROJ_BIAS: u16 = 4;
-    /// Input quantisation step per feature (quantised models), 1 × D, `f32`.
-    pub const INPUT_SCALE: u16 = 5;
+    /// Input quantisation step per feature as a power of two 2^e (quantised models):
+    /// the exponents e, 1 × D, `i8`.
+    pub const INPUT_EXP: u16 = 5;
     /// Linear scorer weights, C' × d, in the model's encoding.
     pub const SCORE_WEIGHTS: u16 = 6;
     /// Per-row scale of quantised scorer weights, 1 × C', `f32`.
@@ -313,14 +316,29 @@ impl<'a> Weights<'a> {
         }
     }
 
+    /// The stored bytes of row `r` (empty when out of range).
+    fn row_bytes(&self, r: usize) -> &'a [u8] {
+        let n = self.cols() * self.values.elem.size();
+        self.values.bytes.get(r * n..(r + 1) * n).unwrap_or(&[])
+    }
+
     /// `Σ_c w[r][c] · x[c]` in `f32` (weights dequantised by one multiply per row).
     pub fn dot_f32(&self, r: usize, x: &[f32]) -> f32 {
-        let base = r * self.cols();
-        let sum: f32 = x
-            .iter()
-            .enumerate()
-            .map(|(c, &xc)| self.values.f32_at(base + c) * xc)
-            .sum();
+        let row = self.row_bytes(r);
+        let sum: f32 = match self.values.elem {
+            Elem::F32 => row
+                .chunks_exact(4)
+                .zip(x)
+                .map(|(b, &v)| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) * v)
+                .sum(),
+            Elem::I16 => row
+                .chunks_exact(2)
+                .zip(x)
+                .map(|(b, &v)| i16::from_le_bytes([b[0], b[1]]) as f32 * v)
+                .sum(),
+            Elem::I8 => row.iter().zip(x).map(|(&b, &v)| b as i8 as f32 * v).sum(),
+            Elem::U32 => 0.0,
+        };
         match &self.scale {
             Some(s) => sum * s.f32_at(r),
             None => sum,
@@ -330,9 +348,18 @@ impl<'a> Weights<'a> {
     /// `scale[r] · 2^shift[r] · Σ_c round_shift(q[r][c] · x[c], shift[r])`: the fixed-point
     /// dot product of a quantised row with quantised inputs (see [`fixed::dot_shifted`]).
     pub fn dot_q(&self, r: usize, x: &[i16]) -> f32 {
-        let base = r * self.cols();
+        let row = self.row_bytes(r);
         let shift = self.shift.map_or(0, |s| s.u32_at(r));
-        let acc = fixed::dot_shifted((0..x.len()).map(|c| self.values.i32_at(base + c)), x, shift);
+        let acc = match self.values.elem {
+            Elem::I16 => fixed::dot_shifted(
+                row.chunks_exact(2)
+                    .map(|b| i16::from_le_bytes([b[0], b[1]])),
+                x,
+                shift,
+            ),
+            Elem::I8 => fixed::dot_shifted(row.iter().map(|&b| b as i8 as i16), x, shift),
+            Elem::F32 | Elem::U32 => 0,
+        };
         let scale = self.scale.map_or(1.0, |s| s.f32_at(r));
         acc as f32 * scale * (1u64 << shift.min(40)) as f32
     }
@@ -495,7 +522,7 @@ pub struct Model<'a> {
     scorer: Option<LinearScorer<'a>>,
     citation: Option<CitationKnn<'a>>,
     cluster: Option<M3ic<'a>>,
-    input_scale: Option<Section<'a>>,
+    input_exp: Option<Section<'a>>,
 }
 
 fn u16_at(b: &[u8], o: usize) -> u16 {
@@ -513,14 +540,32 @@ fn u32_at(b: &[u8], o: usize) -> u32 {
 }
 
 /// CRC-32 (IEEE 802.3, reflected, polynomial 0xEDB88320) continued from `crc`; start
-/// with `0xFFFF_FFFF` and complement the result. Bitwise: no table in flash.
+/// with `0xFFFF_FFFF` and complement the result. Four bits at a time through a 64-byte
+/// table: small in flash, about 8× faster than bit by bit.
 pub fn crc32_update(mut crc: u32, bytes: &[u8]) -> u32 {
+    const TABLE: [u32; 16] = {
+        let mut t = [0u32; 16];
+        let mut i = 0;
+        while i < 16 {
+            let mut c = i as u32;
+            let mut k = 0;
+            while k < 4 {
+                c = if c & 1 != 0 {
+                    (c >> 1) ^ 0xEDB8_8320
+                } else {
+                    c >> 1
+                };
+                k += 1;
+            }
+            t[i] = c;
+            i += 1;
+        }
+        t
+    };
     for &b in bytes {
         crc ^= b as u32;
-        for _ in 0..8 {
-            let mask = (crc & 1).wrapping_neg();
-            crc = (crc >> 1) ^ (0xEDB8_8320 & mask);
-        }
+        crc = (crc >> 4) ^ TABLE[(crc & 0xF) as usize];
+        crc = (crc >> 4) ^ TABLE[(crc & 0xF) as usize];
     }
     crc
 }
@@ -542,18 +587,19 @@ impl<'a> Model<'a> {
             scorer: None,
             citation: None,
             cluster: None,
-            input_scale: None,
+            input_exp: None,
         };
         let enc = header.encoding;
         let d_in = header.input_dim;
         if enc != Encoding::F32 {
-            let s = sections.f32_vec(tag::INPUT_SCALE, d_in)?;
-            if (0..d_in).any(|j| s.f32_at(j) <= 0.0) {
-                return Err(Error::BadModel("input scale not positive"));
+            let s = sections.require(tag::INPUT_EXP)?;
+            s.expect(Elem::I8, 1, d_in)?;
+            if (0..d_in).any(|j| s.i32_at(j).abs() > MAX_INPUT_EXP) {
+                return Err(Error::BadModel("input exponent out of range"));
             }
-            model.input_scale = Some(s);
-        } else if sections.get(tag::INPUT_SCALE).is_some() {
-            return Err(Error::BadModel("input scale in an f32 model"));
+            model.input_exp = Some(s);
+        } else if sections.get(tag::INPUT_EXP).is_some() {
+            return Err(Error::BadModel("input exponents in an f32 model"));
         }
         let projection = if sections.get(tag::PROJ_WEIGHTS).is_some() {
             Some(Projection::from_sections(&sections, enc, d_in)?)
@@ -772,11 +818,12 @@ impl<'a> Model<'a> {
         self.cluster.as_ref()
     }
 
-    /// Quantises one raw instance into `out` with the model's input scales:
-    /// `out[j] = round(x[j] / s_j)`, saturated to ±32767. Returns how many features
-    /// saturated (the error bounds hold only for those that did not). Quantised models only.
+    /// Quantises one raw instance into `out` with the model's input steps 2^e_j:
+    /// `out[j] = round(x[j] · 2^−e_j)`, saturated to ±32767 (error ≤ 2^e_j / 2 unless
+    /// saturated). Returns how many features saturated: the error bounds hold only for
+    /// the others. Quantised models only.
     pub fn quantize_instance(&self, x: &[f32], out: &mut [i16]) -> Result<usize, Error> {
-        let s = self.input_scale.ok_or(Error::WrongModelKind)?;
+        let e = self.input_exp.ok_or(Error::WrongModelKind)?;
         let d = self.header.input_dim;
         if x.len() != d {
             return Err(Error::DimensionMismatch {
@@ -791,14 +838,22 @@ impl<'a> Model<'a> {
             });
         }
         let mut clipped = 0;
-        for (j, (o, &v)) in out.iter_mut().zip(x).enumerate() {
-            let q = fixed::quantize(v, s.f32_at(j), fixed::Q15_MAX);
-            if q.abs() == fixed::Q15_MAX && (v / s.f32_at(j)).abs() > fixed::Q15_MAX as f32 + 0.5 {
+        let limit = fixed::Q15_MAX as f32 + 0.5;
+        for ((o, &v), &ej) in out.iter_mut().zip(x).zip(e.bytes) {
+            // 2^−e as an f32 built from its exponent bits (|e| ≤ 60 keeps it normal).
+            let inv_step = f32::from_bits(((127 - ej as i8 as i32) as u32) << 23);
+            let t = v * inv_step;
+            if t.is_nan() || t.abs() >= limit {
                 clipped += 1;
             }
-            *o = q as i16;
+            *o = fixed::round_clamp(t, fixed::Q15_MAX) as i16;
         }
         Ok(clipped)
+    }
+
+    /// The input quantisation exponent e_j of feature `j` (quantised models).
+    pub fn input_exponent(&self, j: usize) -> Option<i32> {
+        self.input_exp.filter(|e| j < e.len()).map(|e| e.i32_at(j))
     }
 
     /// Projects one instance (f32 models: f32 input; quantised: i16 input) into `out`.
@@ -814,13 +869,14 @@ impl<'a> Model<'a> {
         match self.header.kind {
             ModelKind::Projection => d,
             ModelKind::LinearMil => d + 3 * self.header.output_dim,
-            ModelKind::CitationKnn => d.saturating_mul(max_instances),
+            ModelKind::CitationKnn => self.citation.map_or(0, |c| c.scratch_len(max_instances, d)),
             ModelKind::M3ic => d + self.header.output_dim,
         }
     }
 
-    /// Projects instance `i` of a bag into `out` (or copies it when there is no projection).
-    pub(crate) fn instance_into(
+    /// Projects instance `i` of a bag into `out[..projected_dim]` (or copies it when the
+    /// model has no projection stage).
+    pub fn project_instance(
         &self,
         bag: Instances<'_>,
         i: usize,

@@ -1,22 +1,20 @@
 //! Bag scoring with linear instance scores on projected instances (MILR, MI-ALM):
 //! z_i = W y_i + c per instance, instance probabilities, then pooling over the bag.
 //!
-//! Binary models have one score row: p_i = σ(z_i) and the bag's P(positive) is pooled;
-//! the label is positive when P > ½ (a tie goes to the negative class). Multi-class
-//! models have C rows: p_ic = softmax_c(z_i) and each class is pooled; the label is the
-//! first class of largest pooled score.
+//! Each score row is one binary problem: p_i = σ(z_i) and the bag's P(positive) is
+//! pooled. A binary model has one row and scores `[1 − P, P]`; a multi-class model has
+//! one row per class (one-vs-rest, as the host's MILR fits it) and scores `[P_0, …]`.
+//! The label is the first class of largest score (binary: positive when P > ½).
 //!
 //! Poolings (n instances): `Max` P = maxᵢ pᵢ; `Mean` P = meanᵢ pᵢ; `Geometric`
-//! P_c ∝ Πᵢ p_ic^(1/n), which is σ(meanᵢ zᵢ) for a binary model (Weka's MILR);
-//! `Softmax` (Ray & Craven, β) P = Σᵢ pᵢ e^(βpᵢ) / Σᵢ e^(βpᵢ); `NoisyOr`
-//! P = 1 − Πᵢ(1 − pᵢ), in log space.
+//! P = σ(meanᵢ zᵢ) (Weka's MILR); `Softmax` (Ray & Craven, β) P = Σᵢ pᵢ e^(βpᵢ) /
+//! Σᵢ e^(βpᵢ); `NoisyOr` P = 1 − Πᵢ(1 − pᵢ), in log space.
 //!
-//! Error bound of the pooled scores: if every instance score is off by at most e
-//! (max-norm over classes), every pooled score is off by at most L·e with
-//! L = [`Pooling::lipschitz`]: an instance probability moves by at most e/4 (σ) or e/2
-//! (softmax over classes); max, mean and the geometric mean are 1-Lipschitz in the
-//! probabilities (the binary geometric mean is σ of a mean of logits), Ray & Craven's
-//! softmax (1+β)-Lipschitz, noisy-OR n-Lipschitz.
+//! Error bound of the pooled scores: if every instance score is off by at most e,
+//! every pooled score is off by at most L·e with L = [`Pooling::lipschitz`]: an instance
+//! probability moves by at most e/4 (σ is ¼-Lipschitz); max and mean are 1-Lipschitz in
+//! the probabilities, the geometric mean is σ of a mean of logits (¼), Ray & Craven's
+//! softmax is (1+β)-Lipschitz in the probabilities, noisy-OR n-Lipschitz.
 
 use crate::error::Error;
 use crate::model::{tag, Decision, Elem, Encoding, Instances, Model, Section, Sections, Weights};
@@ -51,12 +49,11 @@ impl Pooling {
 
     /// L such that pooled scores move by at most L·e when every instance score moves by at
     /// most e (module documentation); `n` instances, `beta` of the softmax.
-    pub fn lipschitz(self, n: usize, beta: f32, binary: bool) -> f32 {
-        let p = if binary { 0.25 } else { 0.5 };
+    pub fn lipschitz(self, n: usize, beta: f32) -> f32 {
         match self {
-            Pooling::Max | Pooling::Mean | Pooling::Geometric => p,
-            Pooling::Softmax => p * (1.0 + beta.abs()),
-            Pooling::NoisyOr => p * n as f32,
+            Pooling::Max | Pooling::Mean | Pooling::Geometric => 0.25,
+            Pooling::Softmax => 0.25 * (1.0 + beta.abs()),
+            Pooling::NoisyOr => 0.25 * n as f32,
         }
     }
 }
@@ -145,10 +142,6 @@ impl<'a> LinearScorer<'a> {
         self.beta
     }
 
-    fn binary(&self) -> bool {
-        self.weights.rows() == 1
-    }
-
     /// Scores an `n`-instance bag; `scratch` holds d + 3C' values, `scores` C values.
     pub(crate) fn score_bag(
         &self,
@@ -179,54 +172,32 @@ impl<'a> LinearScorer<'a> {
             a.iter_mut().for_each(|v| *v = f32::NEG_INFINITY);
         }
         for i in 0..n {
-            model.instance_into(bag, i, y)?;
+            model.project_instance(bag, i, y)?;
             for (c, zc) in z.iter_mut().enumerate() {
                 *zc = self.weights.dot_f32(c, y) + self.bias.f32_at(c);
             }
-            if self.binary() {
-                self.accumulate_binary(z[0], &mut a[0], &mut b[0]);
-            } else {
-                self.accumulate_multi(z, a, b);
+            for c in 0..r {
+                self.accumulate(z[c], &mut a[c], &mut b[c]);
             }
         }
         let nf = n as f32;
-        if self.binary() {
-            let p = match self.pooling {
-                Pooling::Max => a[0],
-                Pooling::Mean => a[0] / nf,
-                Pooling::Geometric => sigmoid(a[0] / nf),
-                Pooling::Softmax => a[0] / b[0],
-                Pooling::NoisyOr => -libm::expm1f(a[0]),
-            };
+        let pooled = |c: usize| match self.pooling {
+            Pooling::Max => a[c],
+            Pooling::Mean => a[c] / nf,
+            Pooling::Geometric => sigmoid(a[c] / nf),
+            Pooling::Softmax => a[c] / b[c],
+            Pooling::NoisyOr => -libm::expm1f(a[c]),
+        };
+        if r == 1 {
+            let p = pooled(0);
             scores[0] = 1.0 - p;
             scores[1] = p;
-            let label = usize::from(p > 0.5);
+            // Ties go to the first class, as the host's argmax does.
+            let label = usize::from(scores[1] > scores[0]);
             return Ok(Decision { label, score: p });
         }
-        match self.pooling {
-            Pooling::Max => scores.copy_from_slice(a),
-            Pooling::Mean => scores
-                .iter_mut()
-                .zip(a.iter())
-                .for_each(|(s, v)| *s = v / nf),
-            Pooling::Softmax => scores
-                .iter_mut()
-                .zip(a.iter().zip(b.iter()))
-                .for_each(|(s, (x, y))| *s = x / y),
-            Pooling::NoisyOr => scores
-                .iter_mut()
-                .zip(a.iter())
-                .for_each(|(s, v)| *s = -libm::expm1f(*v)),
-            Pooling::Geometric => {
-                // P_c ∝ exp(mean log p_ic), normalised over the classes.
-                let top = a.iter().fold(f32::NEG_INFINITY, |m, v| m.max(v / nf));
-                let mut sum = 0.0;
-                for (s, v) in scores.iter_mut().zip(a.iter()) {
-                    *s = libm::expf(v / nf - top);
-                    sum += *s;
-                }
-                scores.iter_mut().for_each(|s| *s /= sum);
-            }
+        for (c, s) in scores.iter_mut().enumerate() {
+            *s = pooled(c);
         }
         let (label, score) =
             scores
@@ -242,8 +213,8 @@ impl<'a> LinearScorer<'a> {
         Ok(Decision { label, score })
     }
 
-    /// Adds one binary instance logit `z` to the pooling state (`a`, `b`).
-    fn accumulate_binary(&self, z: f32, a: &mut f32, b: &mut f32) {
+    /// Adds one instance logit `z` to the pooling state (`a`, `b`) of its row.
+    fn accumulate(&self, z: f32, a: &mut f32, b: &mut f32) {
         let p = sigmoid(z);
         match self.pooling {
             Pooling::Max => *a = a.max(p),
@@ -255,27 +226,6 @@ impl<'a> LinearScorer<'a> {
                 *b += e;
             }
             Pooling::NoisyOr => *a -= softplus(z), // log(1 − p) = −softplus(z)
-        }
-    }
-
-    /// Adds one instance's class scores `z` to the pooling state (`a`, `b`).
-    fn accumulate_multi(&self, z: &[f32], a: &mut [f32], b: &mut [f32]) {
-        let top = z.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-        let log_norm = top + libm::logf(z.iter().map(|&v| libm::expf(v - top)).sum::<f32>());
-        for (c, &zc) in z.iter().enumerate() {
-            let log_p = zc - log_norm;
-            let p = libm::expf(log_p);
-            match self.pooling {
-                Pooling::Max => a[c] = a[c].max(p),
-                Pooling::Mean => a[c] += p,
-                Pooling::Geometric => a[c] += log_p,
-                Pooling::Softmax => {
-                    let e = libm::expf(self.beta * p);
-                    a[c] += p * e;
-                    b[c] += e;
-                }
-                Pooling::NoisyOr => a[c] += libm::log1pf(-p),
-            }
         }
     }
 
@@ -326,7 +276,7 @@ pub fn bag_score_bound(model: &Model<'_>, bag: &[i16], scratch: &mut [f32]) -> R
             worst = worst.max(s.logit_error_bound(c, y, &e[..d]));
         }
     }
-    Ok(s.pooling.lipschitz(n, s.beta, s.binary()) * worst)
+    Ok(s.pooling.lipschitz(n, s.beta) * worst)
 }
 
 #[cfg(test)]
@@ -347,8 +297,8 @@ mod tests {
 
     #[test]
     fn lipschitz_constants() {
-        assert_eq!(Pooling::Max.lipschitz(5, 3.0, true), 0.25);
-        assert_eq!(Pooling::Softmax.lipschitz(5, 3.0, true), 1.0);
-        assert_eq!(Pooling::NoisyOr.lipschitz(5, 3.0, false), 2.5);
+        assert_eq!(Pooling::Max.lipschitz(5, 3.0), 0.25);
+        assert_eq!(Pooling::Softmax.lipschitz(5, 3.0), 1.0);
+        assert_eq!(Pooling::NoisyOr.lipschitz(5, 3.0), 1.25);
     }
 }

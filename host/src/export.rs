@@ -12,8 +12,11 @@ use mil_core::model::{self as container, tag, Elem, Encoding, ModelKind};
 use mil_core::score::Pooling;
 use mil_core::{fixed, Instances, Model};
 
+use crate::classifier::citation_knn::Scaler;
+use crate::classifier::milr;
 use crate::data::{Bag, Dataset};
 use crate::error::{Error, Result};
+use crate::model::{ClassifierModel, HostModel};
 use crate::projection::LinearProjection;
 
 /// What follows the projection stage.
@@ -33,12 +36,13 @@ pub enum Head {
         /// Softmax sharpness β (softmax pooling only).
         beta: f64,
     },
-    /// Citation-kNN over reference bags, already in projected coordinates.
+    /// Citation-kNN over reference bags, already in the stage's output coordinates. The
+    /// citer radii are computed at export with the core's own distances (see [`export`]).
     CitationKnn {
-        /// The projected reference bags with their labels.
+        /// The reference bags after the stage, with their labels.
         references: Dataset,
-        /// Citer radius of each reference bag (distance to its C-th nearest other bag).
-        radii: Vec<f64>,
+        /// Number of citers C (0: none).
+        citers: usize,
         /// Number of nearest references R.
         r: usize,
     },
@@ -56,22 +60,99 @@ pub enum Head {
 pub struct Compact {
     /// The projection stage; `None` leaves instances as they are (f32 Citation-kNN, M³IC)
     /// or, for a linear head, uses the head's rows as the projection stage.
-    pub projection: Option<LinearProjection>,
+    pub stage: Option<Affine>,
     /// The head.
     pub head: Head,
 }
 
-/// An affine map y = A x + b, `rows × cols`, row k = output k.
-struct Affine {
-    rows: usize,
-    cols: usize,
-    a: Vec<f64>,
-    b: Vec<f64>,
+/// An affine map y = A x + b, `rows × cols`, row k = output k: a projection with its
+/// standardisation (and any later per-coordinate scaling) folded in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Affine {
+    /// Outputs.
+    pub rows: usize,
+    /// Inputs.
+    pub cols: usize,
+    /// Row-major `rows × cols`.
+    pub a: Vec<f64>,
+    /// One offset per output.
+    pub b: Vec<f64>,
 }
 
 impl Affine {
+    /// The identity on `dim` coordinates.
+    pub fn identity(dim: usize) -> Affine {
+        let mut a = vec![0.0; dim * dim];
+        (0..dim).for_each(|k| a[k * dim + k] = 1.0);
+        Affine {
+            rows: dim,
+            cols: dim,
+            a,
+            b: vec![0.0; dim],
+        }
+    }
+
+    /// This map followed by z_k = (y_k − offset_k)/spread_k per output; a zero or
+    /// non-finite spread makes the output 0 (the coordinate contributes nothing).
+    pub fn then_scale(mut self, offset: &[f64], spread: &[f64]) -> Affine {
+        for k in 0..self.rows {
+            let s = spread[k];
+            let row = &mut self.a[k * self.cols..(k + 1) * self.cols];
+            if s != 0.0 && s.is_finite() {
+                row.iter_mut().for_each(|v| *v /= s);
+                self.b[k] = (self.b[k] - offset[k]) / s;
+            } else {
+                row.iter_mut().for_each(|v| *v = 0.0);
+                self.b[k] = 0.0;
+            }
+        }
+        self
+    }
+
+    /// The composition `self ∘ first`: x ↦ A(A₁x + b₁) + b.
+    pub fn after(&self, first: &Affine) -> Affine {
+        let mut a = vec![0.0; self.rows * first.cols];
+        let mut b = self.b.clone();
+        for k in 0..self.rows {
+            for m in 0..self.cols {
+                let w = self.a[k * self.cols + m];
+                b[k] += w * first.b[m];
+                let src = &first.a[m * first.cols..(m + 1) * first.cols];
+                let dst = &mut a[k * first.cols..(k + 1) * first.cols];
+                dst.iter_mut().zip(src).for_each(|(d, s)| *d += w * s);
+            }
+        }
+        Affine {
+            rows: self.rows,
+            cols: first.cols,
+            a,
+            b,
+        }
+    }
+
+    /// Applies the map to one instance.
+    pub fn apply(&self, x: &[f64], out: &mut [f64]) {
+        for (k, o) in out.iter_mut().enumerate().take(self.rows) {
+            let row = &self.a[k * self.cols..(k + 1) * self.cols];
+            *o = self.b[k] + row.iter().zip(x).map(|(a, v)| a * v).sum::<f64>();
+        }
+    }
+
+    /// Applies the map to every instance of a data set (same bags, ids, labels).
+    pub fn transform(&self, data: &Dataset) -> Result<Dataset> {
+        let mut out = vec![0.0; data.n_instances() * self.rows];
+        for (x, o) in data
+            .features()
+            .chunks_exact(data.dim())
+            .zip(out.chunks_exact_mut(self.rows))
+        {
+            self.apply(x, o);
+        }
+        data.with_features(self.rows, out)
+    }
+
     /// The projection with its standardisation folded in.
-    fn from_projection(p: &LinearProjection) -> Affine {
+    pub fn from_projection(p: &LinearProjection) -> Affine {
         let (dim_in, d) = (p.input_dim(), p.output_dim);
         let mut a = vec![0.0; d * dim_in];
         let mut b = vec![0.0; d];
@@ -95,6 +176,7 @@ impl Affine {
 }
 
 /// Section payloads, gathered before the layout is fixed.
+#[derive(Clone)]
 struct Writer {
     sections: Vec<(u16, Elem, usize, usize, Vec<u8>)>,
 }
@@ -201,9 +283,10 @@ impl Writer {
     }
 }
 
-/// Input quantisation steps: twice the largest |x_j| over the training instances spread
-/// over ±32767 (1 for an all-zero feature).
-fn input_scales(train: &Dataset) -> Vec<f64> {
+/// Input quantisation exponents: the smallest e_j with 32767·2^e_j ≥ 2·max|x_j| over the
+/// training instances (twice the range as headroom; e = 0 for an all-zero feature). A
+/// power-of-two step makes quantisation a shift on devices without an FPU.
+fn input_exponents(train: &Dataset) -> Vec<i32> {
     let dim = train.dim();
     let mut max_abs = vec![0.0f64; dim];
     for x in train.features().chunks_exact(dim) {
@@ -212,9 +295,16 @@ fn input_scales(train: &Dataset) -> Vec<f64> {
             .zip(x)
             .for_each(|(m, v)| *m = m.max(v.abs()));
     }
+    let limit = container::MAX_INPUT_EXP;
     max_abs
         .iter()
-        .map(|&m| fixed::scale_for((2.0 * m) as f32, fixed::Q15_MAX) as f64)
+        .map(|&m| {
+            if m == 0.0 {
+                0
+            } else {
+                ((2.0 * m / fixed::Q15_MAX as f64).log2().ceil() as i32).clamp(-limit, limit)
+            }
+        })
         .collect()
 }
 
@@ -227,8 +317,8 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
     };
     // The projection stage: the fitted projection, or the linear head's own rows.
     let mut head = model.head.clone();
-    let stage = match (&model.projection, &mut head) {
-        (Some(p), _) => Some(Affine::from_projection(p)),
+    let stage = match (&model.stage, &mut head) {
+        (Some(p), _) => Some(p.clone()),
         (None, Head::Linear { weights, bias, .. }) => {
             let rows = bias.len();
             let stage = Affine {
@@ -255,7 +345,8 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
         }
     }
     if encoding != Encoding::F32 {
-        let scales = input_scales(train);
+        let exps = input_exponents(train);
+        let scales: Vec<f64> = exps.iter().map(|&e| 2f64.powi(e)).collect();
         let stage = stage.as_ref().ok_or_else(|| {
             Error::parameter(
                 "--format",
@@ -268,7 +359,7 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
             .chunks_exact(dim_in)
             .flat_map(|row| row.iter().zip(&scales).map(|(g, s)| g * s))
             .collect();
-        w.f32s(tag::INPUT_SCALE, 1, dim_in, scales.iter().copied());
+        w.ints(tag::INPUT_EXP, Encoding::Q7, 1, dim_in, &exps);
         let tags = (tag::PROJ_WEIGHTS, tag::PROJ_SCALE, Some(tag::PROJ_SHIFT));
         w.weights(encoding, tags, stage.rows, dim_in, &a);
     } else if let Some(stage) = &stage {
@@ -300,9 +391,18 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
         }
         Head::CitationKnn {
             references,
-            radii,
+            citers: _,
             r,
         } => {
+            if references.dim() != d {
+                return Err(Error::data(
+                    train.name(),
+                    format!(
+                        "reference bags of dimension {} after a stage of {d}",
+                        references.dim()
+                    ),
+                ));
+            }
             let refs = references.features();
             let n = references.n_instances();
             if encoding == Encoding::F32 {
@@ -337,7 +437,8 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
             let labels = references.require_labels(2)?;
             let labels: Vec<u32> = labels.iter().map(|&l| l as u32).collect();
             w.u32s(tag::REF_LABELS, &labels);
-            w.f32s(tag::CITER_RADII, 1, radii.len(), radii.iter().copied());
+            // Provisional radii; replaced below by radii in the core's own arithmetic.
+            w.f32s(tag::CITER_RADII, 1, labels.len(), vec![0.0; labels.len()]);
             let classes = references.n_classes();
             w.f32s(tag::PARAMS, 1, 2, [*r as f64, classes as f64]);
             (ModelKind::CitationKnn, classes)
@@ -350,10 +451,60 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
             (ModelKind::M3ic, k)
         }
     };
+    if let Head::CitationKnn { citers, .. } = &head {
+        // The citer radius of reference bag u is its C-th smallest distance to another
+        // reference bag, measured as the core will measure a query: so a training bag
+        // queried on the device is within u's radius exactly when it is on the host.
+        let provisional = w.clone().finish(kind, encoding, (dim_in, out_dim))?;
+        let radii = core_radii(&provisional, train, *citers)?;
+        if let Some(sec) = w.sections.iter_mut().find(|s| s.0 == tag::CITER_RADII) {
+            sec.4 = radii
+                .iter()
+                .flat_map(|&r| (r as f32).to_le_bytes())
+                .collect();
+        }
+    }
     let bytes = w.finish(kind, encoding, (dim_in, out_dim))?;
     // Never hand out bytes the core would reject.
     Model::parse(&bytes)?;
     Ok(bytes)
+}
+
+/// Citer radii of a Citation-kNN model from the core's distances between the training
+/// bags `train` (queries, raw) and the stored references (same bags, same order); −1
+/// (no bag cites) when C = 0.
+fn core_radii(bytes: &[u8], train: &Dataset, citers: usize) -> Result<Vec<f64>> {
+    let model = Model::parse(bytes)?;
+    let knn = model.citation().ok_or(mil_core::Error::WrongModelKind)?;
+    let n = knn.n_bags();
+    if n != train.n_bags() {
+        return Err(Error::data(
+            train.name(),
+            format!(
+                "{} bags but the model stores {n} references",
+                train.n_bags()
+            ),
+        ));
+    }
+    let d = model.projected_dim();
+    let mut tt = vec![0.0f64; n * n];
+    for q in 0..n {
+        let bag = CoreBag::new(&model, train.bag(q))?;
+        let len = train.bag(q).len();
+        let mut y = vec![0.0f32; len * d];
+        for (i, row) in y.chunks_exact_mut(d).enumerate() {
+            model.project_instance(bag.instances(), i, row)?;
+        }
+        // tt is read row-by-reference: row u holds the distances of the queries to u.
+        for u in 0..n {
+            tt[u * n + q] = knn.distance(&y, d, u) as f64;
+        }
+    }
+    let radii = crate::classifier::citation_knn::radii(&tt, n, citers);
+    Ok(radii
+        .into_iter()
+        .map(|r| if r.is_finite() { r } else { -1.0 })
+        .collect())
 }
 
 /// A bag in the representation the model takes: `f32` values, or `i16` quantised with
@@ -432,4 +583,123 @@ pub fn max_abs_error(
         }
     }
     Ok(worst)
+}
+
+impl Compact {
+    /// The container shape of an M³IC clustering: `k × dim` cluster weights (row-major)
+    /// applied to instances z-scored with `mean`/`std` when given. The z-score and the
+    /// weights fold into the stage (k outputs: the cluster scores w_p·z); the head is
+    /// the identity.
+    pub fn from_m3ic(
+        k: usize,
+        dim: usize,
+        weights: &[f64],
+        zscore: Option<(&[f64], &[f64])>,
+    ) -> Result<Compact> {
+        if k < 2 || dim == 0 || weights.len() != k * dim {
+            return Err(Error::parameter(
+                "model",
+                format!("{k} clusters × {dim} features"),
+                "M³IC weights of inconsistent size",
+            ));
+        }
+        let scores = Affine {
+            rows: k,
+            cols: dim,
+            a: weights.to_vec(),
+            b: vec![0.0; k],
+        };
+        let stage = match zscore {
+            Some((mean, std)) => scores.after(&Affine::identity(dim).then_scale(mean, std)),
+            None => scores,
+        };
+        let identity = Affine::identity(k);
+        Ok(Compact {
+            stage: Some(stage),
+            head: Head::M3ic {
+                weights: identity.a,
+                bias: identity.b,
+            },
+        })
+    }
+
+    /// The container shape of a saved host model. Returns it with the model's own
+    /// training bags when the model stores them (Citation-kNN), `None` otherwise.
+    pub fn from_host(model: &HostModel) -> Result<(Compact, Option<Dataset>)> {
+        let projection = model.projection.as_ref().map(Affine::from_projection);
+        match &model.classifier {
+            ClassifierModel::Milr(m) => {
+                let weights = m.weights.iter().flat_map(|w| w[1..].to_vec()).collect();
+                let bias = m.weights.iter().map(|w| w[0]).collect();
+                let pooling = match m.params.pooling {
+                    milr::Pooling::NoisyOr => Pooling::NoisyOr,
+                    milr::Pooling::Mean => Pooling::Mean,
+                    milr::Pooling::Geometric => Pooling::Geometric,
+                    milr::Pooling::Softmax => Pooling::Softmax,
+                    milr::Pooling::Max => Pooling::Max,
+                };
+                let head = Head::Linear {
+                    weights,
+                    bias,
+                    pooling,
+                    beta: m.params.beta,
+                };
+                Ok((
+                    Compact {
+                        stage: projection,
+                        head,
+                    },
+                    None,
+                ))
+            }
+            ClassifierModel::CitationKnn(m) => {
+                if m.params.rank != 1 {
+                    return Err(Error::parameter(
+                        "--rank",
+                        m.params.rank,
+                        "the core runs Citation-kNN with the minimal Hausdorff distance (rank 1) only",
+                    ));
+                }
+                // The classifier stores the bags it was fitted on (projected, if the model
+                // projects) and scales them; the references are those bags scaled.
+                let n = m.labels.len();
+                let fitted = Dataset::new(
+                    "the model's training bags",
+                    m.dim,
+                    m.features.clone(),
+                    m.bag_starts.clone(),
+                    (0..n).map(|b| b.to_string()).collect(),
+                    Some(m.labels.clone()),
+                    model.class_names.clone(),
+                )?;
+                let scaling = match &m.scaler {
+                    Scaler::Zscore(z) => Some(Affine::identity(m.dim).then_scale(&z.mean, &z.std)),
+                    Scaler::Weka { lo, hi } => {
+                        let spread: Vec<f64> = lo.iter().zip(hi).map(|(l, h)| h - l).collect();
+                        Some(Affine::identity(m.dim).then_scale(lo, &spread))
+                    }
+                    Scaler::None => None,
+                };
+                let references = match &scaling {
+                    Some(s) => s.transform(&fitted)?,
+                    None => fitted.clone(),
+                };
+                let stage = match (projection, scaling) {
+                    (Some(p), Some(s)) => Some(s.after(&p)),
+                    (p, s) => p.or(s),
+                };
+                let head = Head::CitationKnn {
+                    references,
+                    citers: m.params.citers,
+                    r: m.params.references,
+                };
+                // Without a projection the stored bags are the raw training bags.
+                let raw = model.projection.is_none().then_some(fitted);
+                Ok((Compact { stage, head }, raw))
+            }
+            ClassifierModel::Svm(_) => Err(Error::NotAvailable(
+                "exporting set-kernel SVM models to the core (its decision needs the box-kernel estimators over stored support bags)".into(),
+            )),
+        }
+    }
 }

@@ -7,6 +7,7 @@
 
 pub mod classifier;
 pub mod cli;
+pub mod cluster;
 pub mod data;
 pub mod distance;
 pub mod error;

@@ -92,6 +92,10 @@ pub struct HostModel {
     pub projection: Option<LinearProjection>,
     /// The classifier on the (projected) bags.
     pub classifier: ClassifierModel,
+    /// The training data as `mil train` was given it (built-in name or path), so that
+    /// `mil export` can quantise inputs and measure its error on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub training_data: Option<String>,
 }
 
 impl HostModel {
@@ -109,6 +113,7 @@ impl HostModel {
             input_dim,
             projection,
             classifier,
+            training_data: None,
         }
     }
 

@@ -17,7 +17,6 @@ use crate::classifier::ClassifierSpec;
 use crate::data;
 use crate::error::{Error, Result};
 use crate::pipeline::{cross_validate, read_folds_file, Folds, Pipeline, ProjectionGrid};
-use crate::projection::ProjectionKind;
 use crate::svm::bags::{BagSvmSettings, EmpiricalMap};
 
 /// The classifier the flags describe.
@@ -91,17 +90,7 @@ pub(super) fn pipeline(
             "must be at least 2",
         ));
     }
-    let kind = match projection.projection {
-        ProjectionName::None => None,
-        ProjectionName::Pca => Some(ProjectionKind::Pca),
-        ProjectionName::Lda => Some(ProjectionKind::Lda),
-        ProjectionName::Lfda => Some(ProjectionKind::Lfda),
-        ProjectionName::Clfda => Some(ProjectionKind::Clfda),
-        ProjectionName::Bmida => Some(ProjectionKind::Bmida),
-        ProjectionName::Mmida => Some(ProjectionKind::Mmida),
-        ProjectionName::MiAlm => Some(ProjectionKind::MiAlm),
-        ProjectionName::Midr => Some(ProjectionKind::Midr),
-    };
+    let kind = super::project::projection_kind(projection.projection);
     let projection = match kind {
         None => {
             if !projection.dim.is_empty() || !projection.alpha.is_empty() {

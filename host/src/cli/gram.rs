@@ -10,8 +10,10 @@ use serde_json::json;
 
 use super::{Estimator, GramArgs, KernelName, Report};
 use crate::data;
+use crate::data::standardize::ZScore;
 use crate::error::{Error, Result};
-use crate::kernel::{box_gram, npy, BoxGramSpec, GridData, LogGram};
+use crate::kernel::nsk::log_nsk_gram;
+use crate::kernel::{box_gram, npy, spectrum, BoxGramSpec, GridData, LogGram};
 
 /// Output formats, by file extension.
 enum Format {
@@ -21,22 +23,28 @@ enum Format {
 
 /// Runs `mil gram`.
 pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
-    let format = match Path::new(&args.output)
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase)
-        .as_deref()
-    {
-        Some("csv") => Format::Csv,
-        Some("npy") => Format::Npy,
-        _ => {
-            return Err(Error::parameter(
-                "--output",
-                &args.output,
-                "must end in .csv or .npy",
-            ))
-        }
+    let format = match &args.output {
+        None => None,
+        Some(path) => match Path::new(path)
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("csv") => Some((path.as_str(), Format::Csv)),
+            Some("npy") => Some((path.as_str(), Format::Npy)),
+            _ => {
+                return Err(Error::parameter(
+                    "--output",
+                    path,
+                    "must end in .csv or .npy",
+                ))
+            }
+        },
     };
+    if !(args.rho > 0.0 && args.rho <= 1.0) {
+        return Err(Error::parameter("--rho", args.rho, "must be in (0, 1]"));
+    }
     let accuracy = Accuracy::new(args.epsilon, args.delta).map_err(|_| {
         let (name, value) = if args.epsilon > 0.0 && args.epsilon < 1.0 {
             ("--delta", args.delta)
@@ -46,17 +54,16 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
         Error::parameter(name, value, "must be in (0, 1)")
     })?;
     let kernel = match args.kernel {
-        KernelName::Kand => BoxKernel::And,
-        KernelName::Kandor => BoxKernel::AndOr,
-        KernelName::Kmin => BoxKernel::Min,
-        KernelName::Nsk => return Err(Error::NotAvailable("mil gram --kernel nsk".into())),
+        KernelName::Kand => Some(BoxKernel::And),
+        KernelName::Kandor => Some(BoxKernel::AndOr),
+        KernelName::Kmin => Some(BoxKernel::Min),
+        KernelName::Nsk => None,
     };
     let method = match args.estimator {
         Estimator::Fast => Method::Fast,
         Estimator::Paper => Method::Paper,
     };
-    let data = data::load(&args.data)?;
-    let grid = GridData::fit(&data, args.precision)?;
+    let data = select_bags(data::load(&args.data)?, args)?;
     let progress = if quiet {
         ProgressBar::hidden()
     } else {
@@ -65,18 +72,44 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         )
     };
-    let spec = BoxGramSpec {
-        kernel,
-        method,
-        accuracy,
-        seed: args.seed,
-    };
     let start = Instant::now();
-    let gram = box_gram(&grid, spec, &progress)?;
+    let mut nsk_gamma = None;
+    let (gram, precision) = match kernel {
+        Some(kernel) => {
+            let grid = GridData::fit(&data, args.precision)?;
+            let spec = BoxGramSpec {
+                kernel,
+                method,
+                accuracy,
+                seed: args.seed,
+            };
+            (box_gram(&grid, spec, &progress)?, Some(grid.precision()))
+        }
+        None => {
+            let all: Vec<usize> = (0..data.n_bags()).collect();
+            let zscore = ZScore::fit(&data, &all);
+            let active = zscore.std.iter().filter(|&&s| s > 0.0).count().max(1);
+            let gamma = args.gamma.unwrap_or(1.0 / active as f64);
+            if !(gamma.is_finite() && gamma > 0.0) {
+                return Err(Error::parameter(
+                    "--gamma",
+                    gamma,
+                    "must be positive and finite",
+                ));
+            }
+            nsk_gamma = Some(gamma);
+            let ln = log_nsk_gram(&zscore.apply(&data)?, gamma)?;
+            let n = data.n_bags();
+            (LogGram { n, ln, samples: 0 }, None)
+        }
+    };
     let seconds = start.elapsed().as_secs_f64();
     progress.finish_and_clear();
-    write(&gram, &args.output, format)?;
-    let spectrum = gram.spectrum();
+    if let Some((path, format)) = format {
+        write(&gram, path, format)?;
+    }
+    let normalised = spectrum(gram.normalised());
+    let mapped = spectrum(gram.powered(args.rho));
     let n = gram.n;
     let (lo, hi) = gram
         .ln
@@ -89,37 +122,65 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
     let ns_per_sample = seconds * 1e9 / gram.samples.max(1) as f64;
     let human = format!(
         "{}: {n}×{n} ln {kernel_name} Gram ({estimator_name}, ε = {}, δ = {}, precision 10^{}) in {seconds:.2} s → {}\n\
-         ln k in [{lo:.2}, {hi:.2}]; {:.1}% negative eigenvalues of the normalised matrix (smallest {:.3e}); {} samples, {ns_per_sample:.0} ns each (wall time)",
+         ln k in [{lo:.2}, {hi:.2}]; {:.1}% negative eigenvalues of the normalised matrix (smallest {:.3e}), {:.1}% of k^ρ (ρ = {}); {} samples, {ns_per_sample:.0} ns of wall time each",
         data.name(),
         args.epsilon,
         args.delta,
-        grid.precision(),
-        args.output,
-        100.0 * spectrum.negative_fraction,
-        spectrum.smallest,
+        precision.map_or("-".to_string(), |p| p.to_string()),
+        args.output.as_deref().unwrap_or("(no file)"),
+        100.0 * normalised.negative_fraction,
+        normalised.smallest,
+        100.0 * mapped.negative_fraction,
+        args.rho,
         gram.samples,
     );
     let json = json!({
         "bags": n,
         "seconds": seconds,
-        "negative_eigenvalues": spectrum.negative_fraction,
+        "negative_eigenvalues": normalised.negative_fraction,
         "negative_eigenvalues_of": "k(P,Q)/sqrt(k(P,P)k(Q,Q)), formed in log space",
-        "smallest_eigenvalue": spectrum.smallest,
-        "largest_eigenvalue": spectrum.largest,
+        "smallest_eigenvalue": normalised.smallest,
+        "largest_eigenvalue": normalised.largest,
+        "rho": args.rho,
+        "negative_eigenvalues_svm": mapped.negative_fraction,
+        "negative_eigenvalues_svm_of": "phi(k) = k^rho (GMIL §5.3, §8.4), the matrix the SVM sees with --map none",
         "kernel": kernel_name,
         "estimator": estimator_name,
         "epsilon": args.epsilon,
         "delta": args.delta,
-        "precision": grid.precision(),
+        "precision": precision,
+        "gamma": nsk_gamma,
         "seed": args.seed,
         "samples": gram.samples,
-        "ns_per_sample": ns_per_sample,
+        "wall_ns_per_sample": ns_per_sample,
         "min_ln": lo,
         "max_ln": hi,
         "output": args.output,
         "bag_ids": data.bag_ids(),
     });
     Ok(Report { human, json })
+}
+
+/// Keeps the bags within `--min-bag-size` and `--max-bag-size`.
+fn select_bags(data: data::Dataset, args: &GramArgs) -> Result<data::Dataset> {
+    let (lo, hi) = (
+        args.min_bag_size.unwrap_or(0),
+        args.max_bag_size.unwrap_or(usize::MAX),
+    );
+    if args.min_bag_size.is_none() && args.max_bag_size.is_none() {
+        return Ok(data);
+    }
+    let keep: Vec<usize> = (0..data.n_bags())
+        .filter(|&b| (lo..=hi).contains(&data.bag(b).len()))
+        .collect();
+    if keep.is_empty() {
+        return Err(Error::parameter(
+            "--min-bag-size/--max-bag-size",
+            format!("{lo}..{hi}"),
+            format!("no bag of {} has a size in this range", data.name()),
+        ));
+    }
+    Ok(data.select(&keep))
 }
 
 fn write(gram: &LogGram, path: &str, format: Format) -> Result<()> {

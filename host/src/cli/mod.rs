@@ -6,11 +6,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::error::Result;
 
+mod cluster;
 mod cv;
+mod export;
 mod gram;
 mod info;
+mod inspect;
 mod predict;
-mod stubs;
+pub mod project;
 mod synth;
 mod train;
 
@@ -390,12 +393,25 @@ pub struct GramArgs {
     /// Which estimator.
     #[arg(long, value_enum, default_value = "fast")]
     pub estimator: Estimator,
-    /// Output: .csv (bags × bags) or .npy (float64).
+    /// Output: .csv (bags × bags) or .npy (float64); without it only the summary.
     #[arg(short, long)]
-    pub output: String,
+    pub output: Option<String>,
+    /// ρ of the subpolynomial map φ(k) = k^ρ applied before the SVM (the paper: 1/50);
+    /// the JSON reports the negative eigenvalues of φ(K) too.
+    #[arg(long, default_value_t = 0.02)]
+    pub rho: f64,
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// nsk: RBF width γ of the instance kernel on z-scored features (default 1/D).
+    #[arg(long)]
+    pub gamma: Option<f64>,
+    /// Keep only bags with at least this many instances.
+    #[arg(long)]
+    pub min_bag_size: Option<usize>,
+    /// Keep only bags with at most this many instances.
+    #[arg(long)]
+    pub max_bag_size: Option<usize>,
 }
 
 /// `mil cluster`.
@@ -418,6 +434,21 @@ pub struct ClusterArgs {
     /// Save the clustering model here.
     #[arg(short, long)]
     pub output: Option<String>,
+    /// M³IC: regularisation constant C of problem (6) (paper grid 2^[-4:4]).
+    #[arg(long = "cost", default_value_t = 0.125)]
+    pub cost: f64,
+    /// M³IC: cluster balance l of constraint (4) (paper grid 0, 0.001, 0.01, 0.1, 1..5, 10).
+    #[arg(long, default_value_t = 10.0)]
+    pub balance: f64,
+    /// M³IC: CCCP precision ε₁.
+    #[arg(long, default_value_t = 0.01)]
+    pub epsilon1: f64,
+    /// M³IC: cutting-plane precision ε₂.
+    #[arg(long, default_value_t = 0.01)]
+    pub epsilon2: f64,
+    /// M³IC: cluster the raw features instead of z-scored ones.
+    #[arg(long)]
+    pub raw: bool,
 }
 
 /// `mil export`.
@@ -431,6 +462,10 @@ pub struct ExportArgs {
     /// Output .milm path.
     #[arg(short, long)]
     pub output: String,
+    /// The data the model was trained on (sets the input quantisation and is where
+    /// `max_abs_error` is measured); default: the model's own record of it.
+    #[arg(long)]
+    pub data: Option<String>,
 }
 
 /// `mil inspect`.
@@ -448,10 +483,10 @@ pub fn run(cli: &Cli) -> Result<Report> {
         Command::Cv(args) => cv::run(args, cli.quiet),
         Command::Train(args) => train::run(args),
         Command::Predict(args) => predict::run(args),
-        Command::Project(_) => stubs::not_yet("mil project"),
+        Command::Project(args) => project::run(args),
         Command::Gram(args) => gram::run(args, cli.quiet),
-        Command::Cluster(_) => stubs::not_yet("mil cluster"),
-        Command::Export(_) => stubs::not_yet("mil export"),
-        Command::Inspect(_) => stubs::not_yet("mil inspect"),
+        Command::Cluster(args) => cluster::run(args, cli.quiet),
+        Command::Export(args) => export::run(args),
+        Command::Inspect(args) => inspect::run(args),
     }
 }

@@ -22,7 +22,8 @@ pub fn run(args: &TrainArgs) -> Result<Report> {
         args.inner_folds,
     )?;
     let all: Vec<usize> = (0..d.n_bags()).collect();
-    let (model, chosen) = pipeline.fit(&d, &all, args.seed)?;
+    let (mut model, chosen) = pipeline.fit(&d, &all, args.seed)?;
+    model.training_data = Some(args.data.clone());
     model.save(Path::new(&args.output))?;
     let seconds = start.elapsed().as_secs_f64();
     let mut human = format!(

@@ -66,7 +66,7 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
                 "sparse rows ({index value, …}) are not supported".into(),
             ));
         }
-        let fields = split_fields(&record.text).map_err(|p| err(line, "row", p))?;
+        let fields = split_fields(record.text).map_err(|p| err(line, "row", p))?;
         if fields.len() != layout.n_fields() {
             return Err(err(
                 line,
@@ -124,52 +124,8 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
             ));
         }
         let before = features.len();
-        for (k, instance) in bag
-            .text
-            .split(['\n', '\r'])
-            .filter(|l| !l.trim().is_empty())
-            .enumerate()
-        {
-            let at = |j: Option<usize>| match j {
-                Some(j) => format!("{bag_field}, instance {}, feature {}", k + 1, j + 1),
-                None => format!("{bag_field}, instance {}", k + 1),
-            };
-            let values = split_fields(instance).map_err(|p| err(line, &at(None), p))?;
-            if values.len() != dim {
-                return Err(err(
-                    line,
-                    &at(None),
-                    format!(
-                        "{} values where the relational attribute declares {dim}",
-                        values.len()
-                    ),
-                ));
-            }
-            for (j, value) in values.iter().enumerate() {
-                if value.is_missing() {
-                    return Err(err(
-                        line,
-                        &at(Some(j)),
-                        "missing value `?` is not supported".into(),
-                    ));
-                }
-                let v: f64 = value.text.trim().parse().map_err(|_| {
-                    err(
-                        line,
-                        &at(Some(j)),
-                        format!("`{}` is not a number", show(&value.text)),
-                    )
-                })?;
-                if !v.is_finite() {
-                    return Err(err(
-                        line,
-                        &at(Some(j)),
-                        format!("`{}` is not finite", show(&value.text)),
-                    ));
-                }
-                features.push(v);
-            }
-        }
+        read_bag(&bag.text, dim, &mut features)
+            .map_err(|(at, problem)| err(line, &format!("{bag_field}{at}"), problem))?;
         if features.len() == before {
             return Err(err(
                 line,
@@ -218,9 +174,62 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
     )
 }
 
+/// Appends the instances of one relational value (instances separated by line breaks,
+/// values by commas) to `out`. Errors carry the place inside the bag
+/// (`, instance k, feature j`) and the problem.
+fn read_bag(
+    text: &str,
+    dim: usize,
+    out: &mut Vec<f64>,
+) -> std::result::Result<(), (String, String)> {
+    let instances = text.split(['\n', '\r']).filter(|l| !l.trim().is_empty());
+    for (k, instance) in instances.enumerate() {
+        let at = format!(", instance {}", k + 1);
+        // Numbers are never quoted in practice: skip the general field splitter then.
+        let quoted;
+        let values: Vec<(&str, bool)> = if instance.contains(['\'', '"']) {
+            quoted = split_fields(instance).map_err(|p| (at.clone(), p))?;
+            quoted
+                .iter()
+                .map(|f| (f.text.as_str(), f.is_missing()))
+                .collect()
+        } else {
+            instance
+                .split(',')
+                .map(|v| (v.trim(), v.trim() == "?"))
+                .collect()
+        };
+        if values.len() != dim {
+            return Err((
+                at,
+                format!(
+                    "{} values where the relational attribute declares {dim}",
+                    values.len()
+                ),
+            ));
+        }
+        for (j, (value, missing)) in values.into_iter().enumerate() {
+            let at = || format!("{at}, feature {}", j + 1);
+            if missing {
+                return Err((at(), "missing value `?` is not supported".into()));
+            }
+            let v: f64 = value
+                .trim()
+                .parse()
+                .map_err(|_| (at(), format!("`{}` is not a number", show(value))))?;
+            if !v.is_finite() {
+                return Err((at(), format!("`{}` is not finite", show(value))));
+            }
+            out.push(v);
+        }
+    }
+    Ok(())
+}
+
 /// Writes a data set as multi-instance ARFF. Values use Rust's shortest round-trip
 /// formatting, so reading the file back gives the identical data set. An unlabelled set
-/// is written without the class attribute.
+/// is written without the class attribute. Bag ids are declared as nominal values, so
+/// they must be distinct (as in every data set the readers build).
 pub fn to_arff(data: &Dataset) -> String {
     let mut out = String::with_capacity(data.features().len() * 8);
     out.push_str(
@@ -287,68 +296,67 @@ fn quote(s: &str) -> String {
 }
 
 /// One logical line of the file: comments removed, quoted line breaks kept inside.
-struct Record {
+struct Record<'a> {
     /// 1-based line where the record starts.
     line: usize,
     /// The record's text, trimmed.
-    text: String,
+    text: &'a str,
 }
 
 /// Splits the text into records at line breaks outside quotes, dropping `%` comments and
-/// blank lines. An unterminated quote is an error at the line where it opened.
-fn split_records(text: &str) -> std::result::Result<Vec<Record>, (usize, String)> {
+/// blank lines. An unterminated quote is an error at the line where it opened. Scans
+/// bytes: every delimiter is ASCII, which never occurs inside a multi-byte UTF-8 character.
+fn split_records(text: &str) -> std::result::Result<Vec<Record<'_>>, (usize, String)> {
+    let bytes = text.as_bytes();
     let mut records = Vec::new();
-    let mut current = String::new();
-    let mut line = 1;
-    let mut start = 1;
-    let mut quote: Option<(char, usize)> = None;
-    let mut chars = text.chars().peekable();
-    let flush = |current: &mut String, records: &mut Vec<Record>, start: usize| {
-        let trimmed = current.trim();
-        if !trimmed.is_empty() {
-            records.push(Record {
-                line: start,
-                text: trimmed.to_string(),
-            });
+    let mut push = |from: usize, to: usize, line: usize| {
+        let piece = text[from..to].trim();
+        if !piece.is_empty() {
+            records.push(Record { line, text: piece });
         }
-        current.clear();
     };
-    while let Some(c) = chars.next() {
-        if c == '\n' {
+    let (mut line, mut start_line, mut start) = (1, 1, 0);
+    // Where a `%` comment cut the current record short.
+    let mut cut: Option<usize> = None;
+    let mut quote: Option<(u8, usize)> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'\n' {
             line += 1;
         }
         match quote {
             Some((q, _)) => {
-                current.push(c);
-                if c == '\\' {
-                    if let Some(next) = chars.next() {
-                        if next == '\n' {
-                            line += 1;
-                        }
-                        current.push(next);
+                if b == b'\\' {
+                    if bytes.get(i + 1) == Some(&b'\n') {
+                        line += 1;
                     }
-                } else if c == q {
+                    i += 1;
+                } else if b == q {
                     quote = None;
                 }
             }
-            None => match c {
-                '\n' => {
-                    flush(&mut current, &mut records, start);
-                    start = line;
+            None if cut.is_some() && b != b'\n' => {}
+            None => match b {
+                b'\n' => {
+                    push(start, cut.take().unwrap_or(i), start_line);
+                    start = i + 1;
+                    start_line = line;
                 }
-                '%' => while chars.next_if(|&n| n != '\n').is_some() {},
-                '\'' | '"' => {
-                    quote = Some((c, line));
-                    current.push(c);
-                }
-                c => current.push(c),
+                b'%' => cut = Some(i),
+                b'\'' | b'"' => quote = Some((b, line)),
+                _ => {}
             },
         }
+        i += 1;
     }
     if let Some((q, opened)) = quote {
-        return Err((opened, format!("quote {q} opened here is never closed")));
+        return Err((
+            opened,
+            format!("quote {} opened here is never closed", q as char),
+        ));
     }
-    flush(&mut current, &mut records, start);
+    push(start, cut.unwrap_or(bytes.len()), start_line);
     Ok(records)
 }
 
@@ -476,8 +484,8 @@ struct Attribute {
 
 /// Reads the header up to and including `@data`: the top-level attributes and the line of
 /// `@data`. `None` when the file has no records.
-fn parse_header(
-    records: &mut impl Iterator<Item = Record>,
+fn parse_header<'a>(
+    records: &mut impl Iterator<Item = Record<'a>>,
 ) -> std::result::Result<Option<(Vec<Attribute>, usize)>, HeaderError> {
     let mut last_line = 1;
     let mut attributes: Vec<Attribute> = Vec::new();
@@ -489,7 +497,7 @@ fn parse_header(
         last_line = line;
         let (keyword, rest) = match record.text.split_once(char::is_whitespace) {
             Some((k, r)) => (k, r.trim()),
-            None => (record.text.as_str(), ""),
+            None => (record.text, ""),
         };
         let keyword = keyword.to_ascii_lowercase();
         let fail = |field: &str, problem: String| (line, field.to_string(), problem);
@@ -497,7 +505,7 @@ fn parse_header(
             if keyword != "@relation" {
                 return Err(fail(
                     "header",
-                    format!("expected @relation, found `{}`", show(&record.text)),
+                    format!("expected @relation, found `{}`", show(record.text)),
                 ));
             }
             seen_relation = true;
@@ -571,7 +579,7 @@ fn parse_header(
                     "header",
                     format!(
                         "expected @attribute, @end or @data, found `{}`",
-                        show(&record.text)
+                        show(record.text)
                     ),
                 ))
             }

@@ -39,28 +39,36 @@ impl LogGram {
         })
     }
 
-    /// Spectrum summary of [`LogGram::normalised`].
-    pub fn spectrum(&self) -> Spectrum {
-        let eigen = SymmetricEigen::new(self.normalised());
-        let values = eigen.eigenvalues;
-        let largest = values.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        // Eigenvalues this close to zero are rounding noise of a semidefinite matrix.
-        let tolerance = self.n as f64 * f64::EPSILON * largest;
-        let negative = values.iter().filter(|&&v| v < -tolerance).count();
-        let smallest = values.iter().copied().fold(f64::INFINITY, f64::min);
-        Spectrum {
-            negative_fraction: if self.n == 0 {
-                0.0
-            } else {
-                negative as f64 / self.n as f64
-            },
-            smallest,
-            largest,
-        }
+    /// The subpolynomial map φ(k) = k^ρ of §5.3 (the paper's Musk runs use ρ = 1/50),
+    /// divided by the largest entry so it fits a float: exp(ρ(ln kᵢⱼ − max ln k)). The
+    /// constant factor does not change the signs of the eigenvalues.
+    pub fn powered(&self, rho: f64) -> DMatrix<f64> {
+        let max = self.ln.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        DMatrix::from_fn(self.n, self.n, |i, j| (rho * (self.get(i, j) - max)).exp())
     }
 }
 
-/// Eigenvalues of a normalised Gram matrix.
+/// Spectrum summary of a symmetric matrix.
+pub fn spectrum(matrix: DMatrix<f64>) -> Spectrum {
+    let n = matrix.nrows();
+    let values = SymmetricEigen::new(matrix).eigenvalues;
+    let largest = values.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    // Eigenvalues this close to zero are rounding noise of a semidefinite matrix.
+    let tolerance = n as f64 * f64::EPSILON * largest;
+    let negative = values.iter().filter(|&&v| v < -tolerance).count();
+    let smallest = values.iter().copied().fold(f64::INFINITY, f64::min);
+    Spectrum {
+        negative_fraction: if n == 0 {
+            0.0
+        } else {
+            negative as f64 / n as f64
+        },
+        smallest,
+        largest,
+    }
+}
+
+/// Eigenvalues of a Gram matrix.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Spectrum {
     /// Fraction of eigenvalues below −n·ε_mach·max|λ| (the paper's Table 6 measure).

@@ -5,8 +5,8 @@
 use nalgebra::DMatrix;
 
 use super::{
-    generalized_top_eigenvectors, training_labels, weight_by_eigenvalues, LinearProjection,
-    ProjectionKind, Projector, TrainingInstances,
+    generalized_top_eigenvectors, training_labels, weight_by_eigenvalues, InputScaling,
+    LinearProjection, ProjectionKind, Projector, TrainingInstances,
 };
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -60,7 +60,7 @@ impl Projector for Lda {
                 format!("LDA has at most C − 1 = {} direction(s)", classes - 1),
             ));
         }
-        let t = TrainingInstances::new(data, train)?;
+        let t = TrainingInstances::new(data, train, InputScaling::ZScore)?;
         let labels: Vec<usize> = t.bag_of.iter().map(|&k| bag_labels[k]).collect();
         let (sw, sb) = fisher_scatters(&t.x, &labels, classes);
         let (mut w, values) = generalized_top_eigenvectors(&sb, &sw, self.dim, "LDA")?;

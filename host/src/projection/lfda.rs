@@ -14,8 +14,8 @@ use nalgebra::DMatrix;
 use rayon::prelude::*;
 
 use super::{
-    generalized_top_eigenvectors, training_labels, weight_by_eigenvalues, LinearProjection,
-    ProjectionKind, Projector, TrainingInstances,
+    generalized_top_eigenvectors, training_labels, weight_by_eigenvalues, InputScaling,
+    LinearProjection, ProjectionKind, Projector, TrainingInstances,
 };
 use crate::data::Dataset;
 use crate::distance::squared_euclidean;
@@ -72,7 +72,7 @@ impl Projector for Lfda {
             ));
         }
         let bag_labels = training_labels(data, train, 2)?;
-        let t = TrainingInstances::new(data, train)?;
+        let t = TrainingInstances::new(data, train, InputScaling::ZScore)?;
         let labels: Vec<usize> = t.bag_of.iter().map(|&k| bag_labels[k]).collect();
         let rows = row_major(&t.x);
         let graph = knn_graph(&rows, t.x.ncols(), self.neighbours, |i, j| {
@@ -108,7 +108,7 @@ impl Projector for Clfda {
             ));
         }
         let bag_labels = training_labels(data, train, 2)?;
-        let t = TrainingInstances::new(data, train)?;
+        let t = TrainingInstances::new(data, train, InputScaling::ZScore)?;
         let mut labels: Vec<usize> = t.bag_of.iter().map(|&k| bag_labels[k]).collect();
         let rows = row_major(&t.x);
         let k = self.references.max(self.citers);
@@ -464,7 +464,7 @@ mod tests {
     #[test]
     fn clfda_relabels_the_false_positives_of_figure_one() {
         let (data, truth) = figure_one();
-        let t = TrainingInstances::new(&data, &[0, 1]).unwrap();
+        let t = TrainingInstances::new(&data, &[0, 1], InputScaling::ZScore).unwrap();
         let labels: Vec<usize> = t.bag_of.iter().map(|&k| [1, 0][k]).collect();
         let graph = knn_graph(&row_major(&t.x), 2, 4, |_, _| true);
         // Each false positive has two negatives at distance 0.5 as its references;

@@ -34,7 +34,9 @@ use rand_distr::StandardNormal;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
-use super::{training_labels, LinearProjection, ProjectionKind, Projector, TrainingInstances};
+use super::{
+    training_labels, InputScaling, LinearProjection, ProjectionKind, Projector, TrainingInstances,
+};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 
@@ -522,7 +524,7 @@ impl BagLoss {
         dim: usize,
         method: &str,
     ) -> Result<Self> {
-        let instances = TrainingInstances::new(data, train)?;
+        let instances = TrainingInstances::new(data, train, InputScaling::ZScore)?;
         let labels = training_labels(data, train, 2)?;
         if data.n_classes() != 2 {
             return Err(Error::data(

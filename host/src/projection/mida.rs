@@ -10,20 +10,19 @@
 //! of the negative instances (eqs. 11, 18), with the kernel width chosen from
 //! {10⁻³, …, 10³} by the spread of the class means it produces.
 //!
-//! Instances are z-scored with the training bags' statistics first (as every projection
-//! here), so the σ grid is on a fixed scale. Memory is O(n + D²) in the number n of
-//! instances: the density estimate streams over the negatives of one candidate at a
-//! time.
+//! Instances are centred with the training bags' mean but keep their units, as in the
+//! paper (its σ grid is on the data's own scale); `scaling` can z-score them instead.
+//! Memory is O(n + D²) in the number n of instances: the density estimate streams over
+//! the negatives of one candidate at a time.
 
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
 use super::{
-    top_eigenvectors, training_labels, LinearProjection, ProjectionKind, Projector,
+    top_eigenvectors, training_labels, InputScaling, LinearProjection, ProjectionKind, Projector,
     TrainingInstances,
 };
 use crate::data::Dataset;
-use crate::distance::squared_euclidean;
 use crate::error::{Error, Result};
 
 /// The paper's candidate kernel widths σ of eq. 11 (Algorithms 1 and 3).
@@ -49,6 +48,8 @@ pub struct Bmida {
     pub max_rounds: usize,
     /// t₁: cap on prototype passes within a round.
     pub max_prototype_passes: usize,
+    /// Input preparation (default: centre only, as the paper).
+    pub scaling: InputScaling,
 }
 
 /// M-MIDA (Algorithms 3–4): every bag is positive for its own class.
@@ -64,6 +65,8 @@ pub struct Mmida {
     pub max_rounds: usize,
     /// t₁: cap on prototype passes per class within a round.
     pub max_prototype_passes: usize,
+    /// Input preparation (default: centre only, as the paper).
+    pub scaling: InputScaling,
 }
 
 impl Bmida {
@@ -75,6 +78,7 @@ impl Bmida {
             tolerance: TOLERANCE,
             max_rounds: MAX_ROUNDS,
             max_prototype_passes: MAX_PROTOTYPE_PASSES,
+            scaling: InputScaling::Centre,
         }
     }
 }
@@ -88,6 +92,7 @@ impl Mmida {
             tolerance: TOLERANCE,
             max_rounds: MAX_ROUNDS,
             max_prototype_passes: MAX_PROTOTYPE_PASSES,
+            scaling: InputScaling::Centre,
         }
     }
 }
@@ -160,40 +165,62 @@ fn check(alpha: f64, tolerance: f64, rounds: usize, passes: usize) -> Result<()>
 }
 
 /// Lowest-density instance of each candidate bag for every σ of [`SIGMA_GRID`]
-/// (eqs. 11 and 18). `negatives(k)` lists the rows that form the density for bag k.
+/// (eqs. 11 and 18). Bag k's candidates are the rows `bags[k]` of `x`; its density is
+/// formed by the rows of `groups[group_of[k]]` (the negative instances).
+///
 /// The density is compared in log space, log p = −d²_min/σ + log Σ exp(−(d² − d²_min)/σ),
-/// so small σ do not underflow to ties; the normaliser V is the same for all
-/// candidates and drops out. Ties go to the first instance.
+/// so small σ do not underflow to ties; the normaliser V is the same for all candidates
+/// and drops out. Ties go to the first instance. Squared distances come from blocks of
+/// at most [`KDE_BLOCK`] candidates as ‖x‖² + ‖y‖² − 2xᵀy (a matrix product), clamped
+/// at 0; the cancellation error is about 10⁻¹⁵·(‖x‖² + ‖y‖²), far below the gaps the
+/// grid resolves. Memory: one block × one group, O(n).
 fn kde_choices(
-    rows: &[f64],
-    dim: usize,
+    x: &DMatrix<f64>,
     bags: &[std::ops::Range<usize>],
-    negatives: &(dyn Fn(usize) -> Vec<usize> + Sync),
+    groups: &[DMatrix<f64>],
+    group_of: &[usize],
 ) -> Vec<[usize; SIGMA_GRID.len()]> {
+    let group_norms: Vec<Vec<f64>> = groups
+        .iter()
+        .map(|g| g.row_iter().map(|r| r.norm_squared()).collect())
+        .collect();
     bags.par_iter()
         .enumerate()
         .map(|(k, range)| {
-            let neg = negatives(k);
+            let neg = &groups[group_of[k]];
+            let neg_norms = &group_norms[group_of[k]];
             let mut best = [(f64::INFINITY, range.start); SIGMA_GRID.len()];
-            let mut d2 = vec![0.0; neg.len()];
-            for i in range.clone() {
-                let xi = &rows[i * dim..(i + 1) * dim];
-                for (slot, &j) in d2.iter_mut().zip(&neg) {
-                    *slot = squared_euclidean(xi, &rows[j * dim..(j + 1) * dim]);
-                }
-                let min = d2.iter().copied().fold(f64::INFINITY, f64::min);
-                for (s, &sigma) in SIGMA_GRID.iter().enumerate() {
-                    let sum: f64 = d2.iter().map(|&v| (-(v - min) / sigma).exp()).sum();
-                    let log_p = -min / sigma + sum.ln();
-                    if log_p < best[s].0 {
-                        best[s] = (log_p, i);
+            let mut start = range.start;
+            while start < range.end {
+                let len = KDE_BLOCK.min(range.end - start);
+                let block = x.rows(start, len);
+                let cross = block * neg.transpose();
+                for (b, row) in block.row_iter().enumerate() {
+                    let own = row.norm_squared();
+                    let d2: Vec<f64> = cross
+                        .row(b)
+                        .iter()
+                        .zip(neg_norms)
+                        .map(|(c, n)| (own + n - 2.0 * c).max(0.0))
+                        .collect();
+                    let min = d2.iter().copied().fold(f64::INFINITY, f64::min);
+                    for (s, &sigma) in SIGMA_GRID.iter().enumerate() {
+                        let sum: f64 = d2.iter().map(|&v| (-(v - min) / sigma).exp()).sum();
+                        let log_p = -min / sigma + sum.ln();
+                        if log_p < best[s].0 {
+                            best[s] = (log_p, start + b);
+                        }
                     }
                 }
+                start += len;
             }
             best.map(|(_, i)| i)
         })
         .collect()
 }
+
+/// Candidates per block of the kernel density estimate.
+const KDE_BLOCK: usize = 64;
 
 fn mean_of_rows(x: &DMatrix<f64>, rows: &[usize]) -> DVector<f64> {
     let mut m = DVector::zeros(x.ncols());
@@ -230,15 +257,30 @@ fn global_index(data: &Dataset, train: &[usize], t: &TrainingInstances, r: usize
     data.bag_range(train[k]).start + (r - t.starts[k])
 }
 
-impl Bmida {
-    /// Fits B-MIDA and returns the projection with its optimisation trace.
-    pub fn fit_traced(&self, data: &Dataset, train: &[usize]) -> Result<MidaFit> {
-        check(
-            self.alpha,
-            self.tolerance,
-            self.max_rounds,
-            self.max_prototype_passes,
-        )?;
+/// B-MIDA's state after Algorithm 1's prototype search, which depends only on the
+/// training bags (not on d or α): compute it once to fit a grid of (d, α).
+#[derive(Debug, Clone)]
+pub struct BmidaInit {
+    t: TrainingInstances,
+    train: Vec<usize>,
+    /// Positions in `train` of the positive bags.
+    positive: Vec<usize>,
+    bag_ranges: Vec<std::ops::Range<usize>>,
+    neg_protos: DMatrix<f64>,
+    neg_plain_mean: DVector<f64>,
+    neg_within: DMatrix<f64>,
+    neg_about_own: DMatrix<f64>,
+    /// The chosen kernel width.
+    pub sigma: f64,
+    /// Initial prototype rows, one per positive bag.
+    protos: Vec<usize>,
+}
+
+impl BmidaInit {
+    /// Algorithm 1 up to (not including) the initial G: kernel-density prototypes for
+    /// every σ, keeping the σ whose mean positive prototype lies farthest from the mean
+    /// negative prototype.
+    pub fn new(data: &Dataset, train: &[usize], scaling: InputScaling) -> Result<Self> {
         let labels = training_labels(data, train, 2)?;
         if data.n_classes() != 2 {
             return Err(Error::data(
@@ -249,13 +291,11 @@ impl Bmida {
                 ),
             ));
         }
-        let t = TrainingInstances::new(data, train)?;
+        let t = TrainingInstances::new(data, train, scaling)?;
         let dim = t.x.ncols();
-        let rows = t.x.transpose().as_slice().to_vec();
         let positive: Vec<usize> = (0..train.len()).filter(|&k| labels[k] == 1).collect();
         let negative: Vec<usize> = (0..train.len()).filter(|&k| labels[k] == 0).collect();
         let negative_rows: Vec<usize> = negative.iter().flat_map(|&k| t.bag_rows(k)).collect();
-        let (lp, ln) = (positive.len() as f64, negative.len() as f64);
 
         // Negative prototypes (eq. 4) and the mean negative prototype (eq. 5), fixed.
         let mut neg_protos = DMatrix::zeros(negative.len(), dim);
@@ -269,10 +309,9 @@ impl Bmida {
         let neg_within = scatter_about(&neg_protos, &all_neg, &neg_mean);
         let neg_about_own = scatter_about(&neg_protos, &all_neg, &neg_plain_mean);
 
-        // Algorithm 1: KDE prototypes for every σ; keep the σ whose mean positive
-        // prototype lies farthest from the mean negative prototype.
         let bag_ranges: Vec<_> = positive.iter().map(|&k| t.bag_rows(k)).collect();
-        let choices = kde_choices(&rows, dim, &bag_ranges, &|_| negative_rows.clone());
+        let groups = [t.x.select_rows(&negative_rows)];
+        let choices = kde_choices(&t.x, &bag_ranges, &groups, &vec![0; bag_ranges.len()]);
         let mut best = (f64::NEG_INFINITY, 0);
         for s in 0..SIGMA_GRID.len() {
             let chosen: Vec<usize> = choices.iter().map(|c| c[s]).collect();
@@ -281,19 +320,71 @@ impl Bmida {
                 best = (dist, s);
             }
         }
-        let sigma = SIGMA_GRID[best.1];
-        let mut protos: Vec<usize> = choices.iter().map(|c| c[best.1]).collect();
-        let initial = protos.clone();
+        Ok(BmidaInit {
+            protos: choices.iter().map(|c| c[best.1]).collect(),
+            sigma: SIGMA_GRID[best.1],
+            t,
+            train: train.to_vec(),
+            positive,
+            bag_ranges,
+            neg_protos,
+            neg_plain_mean,
+            neg_within,
+            neg_about_own,
+        })
+    }
+}
 
+impl Bmida {
+    /// Fits B-MIDA and returns the projection with its optimisation trace.
+    pub fn fit_traced(&self, data: &Dataset, train: &[usize]) -> Result<MidaFit> {
+        self.check()?;
+        let init = BmidaInit::new(data, train, self.scaling)?;
+        self.fit_from(data, &init)
+    }
+
+    fn check(&self) -> Result<()> {
+        check(
+            self.alpha,
+            self.tolerance,
+            self.max_rounds,
+            self.max_prototype_passes,
+        )
+    }
+
+    /// Algorithm 1's initial G and Algorithm 2, from an initialisation computed on the
+    /// same `data` (whose input scaling it keeps; `self.scaling` is not consulted).
+    pub fn fit_from(&self, data: &Dataset, init: &BmidaInit) -> Result<MidaFit> {
+        self.check()?;
+        if self.dim == 0 || self.dim > data.dim() {
+            return Err(Error::parameter(
+                "--dim",
+                self.dim,
+                format!("must be at most the {} features", data.dim()),
+            ));
+        }
+        let t = &init.t;
+        let train = &init.train;
+        let neg_protos = &init.neg_protos;
+        let neg_plain_mean = &init.neg_plain_mean;
+        let neg_within = &init.neg_within;
+        let neg_about_own = &init.neg_about_own;
+        let bag_ranges = &init.bag_ranges;
+        let positive = &init.positive;
+        let sigma = init.sigma;
+        let lp = positive.len() as f64;
+        let ln = neg_protos.nrows() as f64;
+        let mut protos = init.protos.clone();
+        let initial = protos.clone();
         // M = S_b − α S_w (eqs. 1, 3, 6, 7). With A the positive prototypes,
         // Σ_p Σ_q (a_p − b_q)(a_p − b_q)ᵀ = l⁻ S_A + l⁺ S_B + l⁺l⁻ (ā − b̄)(ā − b̄)ᵀ,
         // each scatter about its own plain mean.
         let objective_matrix = |protos: &[usize]| -> DMatrix<f64> {
             let pos_mean = mean_of_rows(&t.x, protos);
             let pos_within = scatter_about(&t.x, protos, &pos_mean);
-            let gap = &pos_mean - &neg_plain_mean;
-            let sb = &pos_within * ln + &neg_about_own * lp + (&gap * gap.transpose()) * (lp * ln);
-            sb - (pos_within + &neg_within) * self.alpha
+            let gap = &pos_mean - neg_plain_mean;
+            let sb = &pos_within * ln + neg_about_own * lp + (&gap * gap.transpose()) * (lp * ln);
+            sb - (pos_within + neg_within) * self.alpha
         };
         let (mut g, _) = top_eigenvectors(objective_matrix(&protos), self.dim);
         let mut objectives = vec![trace_objective(&objective_matrix(&protos), &g)];
@@ -304,7 +395,7 @@ impl Bmida {
             // T_p(x) = Σ_q ‖Gᵀ(x − b_q)‖² − α‖Gᵀ(x − m⁺)‖²
             //        = l⁻‖Gᵀx − z̄‖² − α‖Gᵀx − Gᵀm⁺‖² + const, z̄ the mean of Gᵀb_q.
             let y = &t.x * &g;
-            let z_mean = (&neg_protos * &g).row_mean();
+            let z_mean = (neg_protos * &g).row_mean();
             for _ in 0..self.max_prototype_passes {
                 let m = y.select_rows(&protos).row_mean();
                 let score = |r: usize| {
@@ -340,9 +431,7 @@ impl Bmida {
         }
 
         let to_global = |v: &[usize]| -> Vec<usize> {
-            v.iter()
-                .map(|&r| global_index(data, train, &t, r))
-                .collect()
+            v.iter().map(|&r| global_index(data, train, t, r)).collect()
         };
         let mut fit = MidaFit {
             projection: t.projection(ProjectionKind::Bmida, &g, vec![]),
@@ -374,9 +463,8 @@ impl Mmida {
             self.max_prototype_passes,
         )?;
         let labels = training_labels(data, train, 2)?;
-        let t = TrainingInstances::new(data, train)?;
+        let t = TrainingInstances::new(data, train, self.scaling)?;
         let dim = t.x.ncols();
-        let rows = t.x.transpose().as_slice().to_vec();
         // Classes present among the training bags, and their bags.
         let present: Vec<usize> = (0..data.n_classes())
             .filter(|&c| labels.contains(&c))
@@ -417,9 +505,11 @@ impl Mmida {
 
         // Algorithm 3: KDE prototypes against the other classes' instances (eq. 18);
         // keep the σ maximising Σ_c Σ_{e≠c} ‖m_c − m_e‖.
-        let choices = kde_choices(&rows, dim, &bag_ranges, &|i| {
-            rows_of_other_classes[slot[i]].clone()
-        });
+        let groups: Vec<DMatrix<f64>> = rows_of_other_classes
+            .iter()
+            .map(|rows| t.x.select_rows(rows))
+            .collect();
+        let choices = kde_choices(&t.x, &bag_ranges, &groups, &slot);
         let mut best = (f64::NEG_INFINITY, 0);
         for s in 0..SIGMA_GRID.len() {
             let chosen: Vec<usize> = choices.iter().map(|c| c[s]).collect();
@@ -760,6 +850,53 @@ mod tests {
             captured > 0.95,
             "captured {captured} of the discriminant direction"
         );
+    }
+
+    #[test]
+    fn kde_blocks_match_direct_distances() {
+        // Bag sizes above the block size exercise the blocking.
+        let x = DMatrix::from_vec(300, 5, normals(21, 1500)) * 10.0;
+        let bags = vec![0..150, 150..200, 200..210];
+        let negatives: Vec<usize> = (210..300).collect();
+        let groups = [x.select_rows(&negatives)];
+        let got = kde_choices(&x, &bags, &groups, &[0, 0, 0]);
+        for (k, range) in bags.iter().enumerate() {
+            for (s, &sigma) in SIGMA_GRID.iter().enumerate() {
+                // Direct: log Σ exp(−d²/σ) with the same shift, from explicit differences.
+                let log_p = |i: usize| {
+                    let d2: Vec<f64> = negatives
+                        .iter()
+                        .map(|&j| (x.row(i) - x.row(j)).norm_squared())
+                        .collect();
+                    let min = d2.iter().copied().fold(f64::INFINITY, f64::min);
+                    -min / sigma
+                        + d2.iter()
+                            .map(|v| (-(v - min) / sigma).exp())
+                            .sum::<f64>()
+                            .ln()
+                };
+                let lowest = range.clone().map(log_p).fold(f64::INFINITY, f64::min);
+                let chosen = log_p(got[k][s]);
+                assert!(
+                    (chosen - lowest).abs() <= 1e-9 * lowest.abs().max(1.0),
+                    "bag {k} σ {sigma}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_shared_initialisation_gives_the_same_fits_as_separate_ones() {
+        let (data, _) = planted(8, 10, 2, 6, 6, true);
+        let train = all_bags(&data);
+        let init = BmidaInit::new(&data, &train, InputScaling::Centre).unwrap();
+        for (dim, alpha) in [(1, 0.1), (3, 1.0), (5, 10.0)] {
+            let b = Bmida::new(dim, alpha);
+            let shared = b.fit_from(&data, &init).unwrap();
+            let separate = b.fit_traced(&data, &train).unwrap();
+            assert_eq!(shared.projection, separate.projection);
+            assert_eq!(shared.objectives, separate.objectives);
+        }
     }
 
     #[test]

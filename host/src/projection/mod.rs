@@ -167,8 +167,21 @@ pub fn fit(spec: &ProjectionSpec, data: &Dataset, train: &[usize]) -> Result<Lin
     }
 }
 
-/// The training instances of the bags `train`, z-scored with statistics of those bags
-/// only: the common first step of every projection here. Rows are in bag order.
+/// How a projection prepares its input before G: the statistics come from the training
+/// bags only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputScaling {
+    /// z-score every feature (PCA on the correlation matrix; LDA/LFDA/CLFDA, which are
+    /// scale-invariant up to the ridge, get comparable neighbourhoods across units).
+    ZScore,
+    /// Centre only, keeping the features' own units (σ = 1; a constant feature still
+    /// gets σ = 0 and contributes nothing). MIDA's kernel-width grid is on this scale.
+    Centre,
+}
+
+/// The training instances of the bags `train`, centred (and scaled) with statistics of
+/// those bags only: the common first step of every projection here. Rows are in bag
+/// order.
 #[derive(Debug, Clone)]
 pub(crate) struct TrainingInstances {
     /// The standardisation (becomes the projection's μ and σ).
@@ -182,14 +195,21 @@ pub(crate) struct TrainingInstances {
 }
 
 impl TrainingInstances {
-    pub fn new(data: &Dataset, train: &[usize]) -> Result<Self> {
+    pub fn new(data: &Dataset, train: &[usize], scaling: InputScaling) -> Result<Self> {
         if let Some(&b) = train.iter().find(|&&b| b >= data.n_bags()) {
             return Err(Error::data(
                 data.name(),
                 format!("training bag index {b} but only {} bags", data.n_bags()),
             ));
         }
-        let zscore = ZScore::fit(data, train);
+        let mut zscore = ZScore::fit(data, train);
+        if scaling == InputScaling::Centre {
+            zscore
+                .std
+                .iter_mut()
+                .filter(|s| **s > 0.0)
+                .for_each(|s| *s = 1.0);
+        }
         let dim = data.dim();
         let n: usize = train.iter().map(|&b| data.bag(b).len()).sum();
         let mut x = DMatrix::zeros(n, dim);

@@ -1,7 +1,9 @@
 //! Principal component analysis: the unsupervised baseline of both discriminant papers
 //! (MIDA §5, CLFDA §4). Every training instance counts once; labels are ignored.
 
-use super::{top_eigenvectors, LinearProjection, ProjectionKind, Projector, TrainingInstances};
+use super::{
+    top_eigenvectors, InputScaling, LinearProjection, ProjectionKind, Projector, TrainingInstances,
+};
 use crate::data::Dataset;
 use crate::error::Result;
 
@@ -14,7 +16,7 @@ pub struct Pca {
 
 impl Projector for Pca {
     fn fit(&self, data: &Dataset, train: &[usize]) -> Result<LinearProjection> {
-        let t = TrainingInstances::new(data, train)?;
+        let t = TrainingInstances::new(data, train, InputScaling::ZScore)?;
         // The z-scored instances have zero mean, so XᵀX/n is their covariance
         // (the correlation matrix of the raw features).
         let cov = t.x.transpose() * &t.x / t.len() as f64;
@@ -55,7 +57,7 @@ mod tests {
             assert!((p.matrix[1] + p.matrix[3]).abs() < 1e-12);
             assert!(orthonormality_error(&p) < 1e-12);
             // The sample correlation gives the explained share (1 + ρ)/2.
-            let t = TrainingInstances::new(&data, &all).unwrap();
+            let t = TrainingInstances::new(&data, &all, InputScaling::ZScore).unwrap();
             let rho = t.x.column(0).dot(&t.x.column(1)) / rows.len() as f64;
             let share = p.diagnostic("explained_variance").unwrap();
             let q = Pca { dim: 1 }.fit(&data, &all).unwrap();
@@ -85,7 +87,7 @@ mod tests {
         let data = single_instance_bags(6, &rows, &vec![0; rows.len()]);
         let all: Vec<usize> = (0..rows.len()).collect();
         let p = Pca { dim: 3 }.fit(&data, &all).unwrap();
-        let t = TrainingInstances::new(&data, &all).unwrap();
+        let t = TrainingInstances::new(&data, &all, InputScaling::ZScore).unwrap();
         let svd = t.x.clone().svd(false, true);
         let vt = svd.v_t.unwrap();
         let mut order: Vec<usize> = (0..6).collect();

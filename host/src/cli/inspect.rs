@@ -1,0 +1,79 @@
+//! `mil inspect`: validates a compact model (everything the core checks: header,
+//! checksum, sections, shapes, values) and describes it.
+
+use serde_json::json;
+
+use super::{InspectArgs, Report};
+use crate::error::{Error, Result};
+use mil_core::model::{Model, ModelKind};
+
+/// Runs `mil inspect`.
+pub fn run(args: &InspectArgs) -> Result<Report> {
+    let bytes = std::fs::read(&args.model).map_err(|source| Error::Io {
+        path: args.model.clone().into(),
+        source,
+    })?;
+    let model = Model::parse(&bytes)
+        .map_err(|e| Error::data(&args.model, format!("not a valid compact model: {e}")))?;
+    let h = model.header();
+    let mut details = serde_json::Map::new();
+    let mut human = format!(
+        "{}: {} model, {}, format version {}, {} bytes, checksum {:#010x}\ninput {} features → {} after the projection stage → output {}",
+        args.model,
+        model.kind().name(),
+        model.encoding().name(),
+        h.version,
+        h.total_len,
+        h.checksum,
+        model.input_dim(),
+        model.projected_dim(),
+        model.output_dim()
+    );
+    match model.kind() {
+        ModelKind::Projection => {}
+        ModelKind::LinearMil => {
+            if let Some(s) = model.scorer() {
+                let pooling = format!("{:?}", s.pooling()).to_lowercase();
+                human.push_str(&format!(
+                    "\nlinear instance scores pooled by {pooling} (β = {})",
+                    s.beta()
+                ));
+                details.insert("pooling".into(), json!(pooling));
+                details.insert("beta".into(), json!(s.beta()));
+            }
+        }
+        ModelKind::CitationKnn => {
+            if let Some(c) = model.citation() {
+                human.push_str(&format!(
+                    "\nCitation-kNN over {} reference bags, R = {}",
+                    c.n_bags(),
+                    c.references()
+                ));
+                details.insert("reference_bags".into(), json!(c.n_bags()));
+                details.insert("references".into(), json!(c.references()));
+            }
+        }
+        ModelKind::M3ic => {
+            human.push_str(&format!(
+                "\nM³IC assignment to {} clusters",
+                model.output_dim()
+            ));
+        }
+    }
+    let mut json = json!({
+        "model": args.model,
+        "kind": model.kind().name(),
+        "format": model.encoding().name(),
+        "version": h.version,
+        "bytes": h.total_len,
+        "input_dim": model.input_dim(),
+        "projected_dim": model.projected_dim(),
+        "output_dim": model.output_dim(),
+        "sections": h.n_sections,
+        "checksum": format!("{:#010x}", h.checksum),
+    });
+    if let Some(obj) = json.as_object_mut() {
+        obj.extend(details);
+    }
+    Ok(Report { human, json })
+}

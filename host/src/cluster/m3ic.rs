@@ -1,0 +1,737 @@
+//! M³IC-MBM (Zhang, Wang, Si & Li, IJCAI 2009, Table 1): maximum margin multiple-instance
+//! clustering with the modified bag margin.
+//!
+//! The relaxed problem (6) over the concatenated weights w̃ = [w₁; …; w_k]:
+//!
+//! ```text
+//!   min ½‖w̃‖² + (C/n) Σ_i ξ_i   s.t.  f(w̃, i) ≥ 1 − ξ_i,  ξ_i ≥ 0,
+//!                                     |(w_p − w_q)·m̄| ≤ l  for all p, q,
+//!   f(w̃, i) = k/(k−1) max_{j∈B_i} ( max_u w_u·B_ij − mean_v w_v·B_ij ),
+//!   m̄ = Σ_i (1/n_i) Σ_j B_ij            (the relaxed balance constraint (4))
+//! ```
+//!
+//! is solved by CCCP (outer loop): f is convex and positively homogeneous, so its
+//! linearisation at w̃⁽ᵗ⁾ is w̃·∂f (eq. 10) with the subgradient (7)–(9). Each convex
+//! subproblem (11) is solved in its 1-slack form (12) by cutting planes (inner loop): the
+//! most violated constraint is rule (16), the stop test is (14), and each restricted
+//! problem (17) is solved exactly in its dual by [`super::qp`]. Random restarts keep the
+//! solution with the lowest objective; bags are assigned by step 14 of Table 1.
+
+use rand::SeedableRng;
+use rand_distr::{Distribution, StandardNormal};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use rayon::prelude::*;
+
+use super::qp::DualQp;
+use super::M3icModel;
+use crate::data::standardize::ZScore;
+use crate::data::Dataset;
+use crate::error::{Error, Result};
+use crate::eval::folds::derive_seed;
+
+/// Hyper-parameters of M³IC-MBM. Defaults: the paper's ε₁ = ε₂ = 0.01 and 5 restarts (§4.2);
+/// C = 0.125 and l = 10 from the paper's grids C ∈ 2^[−4:4], l ∈ [0, 0.001, 0.01, 0.1, 1:5, 10]
+/// (chosen once on corel3, see the README).
+#[derive(Debug, Clone, PartialEq)]
+pub struct M3icParams {
+    /// Regularisation constant C of (6).
+    pub c: f64,
+    /// Cluster balance l of (4).
+    pub l: f64,
+    /// CCCP precision ε₁: stop when ΔJ/J < ε₁.
+    pub eps1: f64,
+    /// Cutting-plane precision ε₂ of (14).
+    pub eps2: f64,
+    /// Independent random starts; the lowest J wins.
+    pub restarts: usize,
+    /// Cap on CCCP iterations per start.
+    pub max_cccp: usize,
+    /// Cap on cutting planes per CCCP iteration (Theorem 2 bounds the need).
+    pub max_planes: usize,
+    /// z-score the features (fitted on all bags) before clustering.
+    pub standardize: bool,
+}
+
+impl Default for M3icParams {
+    fn default() -> Self {
+        M3icParams {
+            c: 0.125,
+            l: 10.0,
+            eps1: 0.01,
+            eps2: 0.01,
+            restarts: 5,
+            max_cccp: 100,
+            max_planes: 2000,
+            standardize: true,
+        }
+    }
+}
+
+impl M3icParams {
+    /// Checks every parameter once, before any work.
+    pub fn validate(&self, k: usize, n_bags: usize) -> Result<()> {
+        let positive = |name: &str, v: f64| {
+            if v > 0.0 && v.is_finite() {
+                Ok(())
+            } else {
+                Err(Error::parameter(name, v, "must be positive and finite"))
+            }
+        };
+        positive("C", self.c)?;
+        positive("epsilon1", self.eps1)?;
+        positive("epsilon2", self.eps2)?;
+        if !(self.l >= 0.0 && self.l.is_finite()) {
+            return Err(Error::parameter("l", self.l, "must be ≥ 0 and finite"));
+        }
+        if self.restarts == 0 {
+            return Err(Error::parameter("--restarts", 0, "must be at least 1"));
+        }
+        if self.max_cccp == 0 || self.max_planes == 0 {
+            return Err(Error::parameter("iteration caps", 0, "must be at least 1"));
+        }
+        if k < 2 || k > n_bags {
+            return Err(Error::parameter(
+                "--k",
+                k,
+                format!("needs 2 ≤ k ≤ the number of bags ({n_bags})"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One start of M³IC-MBM: the weights it reached and how it got there.
+#[derive(Debug, Clone)]
+pub struct M3icRun {
+    /// The final w̃ (k × dim row-major).
+    pub weights: Vec<f64>,
+    /// Objective J of (6) after each CCCP iteration; the last is the run's objective.
+    pub history: Vec<f64>,
+    /// Cutting planes used in each CCCP iteration.
+    pub planes: Vec<usize>,
+}
+
+impl M3icRun {
+    /// The run's final objective J.
+    pub fn objective(&self) -> f64 {
+        *self.history.last().unwrap_or(&f64::INFINITY)
+    }
+}
+
+/// The result of [`fit`].
+#[derive(Debug, Clone)]
+pub struct M3icFit {
+    /// The model of the best start.
+    pub model: M3icModel,
+    /// Cluster of each bag (step 14 of Table 1).
+    pub assignments: Vec<usize>,
+    /// Objective J of (6) of the best start.
+    pub objective: f64,
+    /// Every start, in order.
+    pub runs: Vec<M3icRun>,
+    /// Index of the best start.
+    pub best: usize,
+}
+
+/// Clusters the bags of `data` into `k` clusters. Start r draws w̃⁰ from a generator
+/// seeded by `derive_seed(seed, r)`; starts run in parallel and the lowest J (first on
+/// ties) wins, so the result does not depend on the number of threads.
+pub fn fit(data: &Dataset, k: usize, params: &M3icParams, seed: u64) -> Result<M3icFit> {
+    params.validate(k, data.n_bags())?;
+    let all: Vec<usize> = (0..data.n_bags()).collect();
+    let zscore = params.standardize.then(|| ZScore::fit(data, &all));
+    let prepared = match &zscore {
+        Some(z) => z.apply(data)?,
+        None => data.clone(),
+    };
+    let problem = Problem::new(&prepared, k);
+    let runs: Vec<M3icRun> = (0..params.restarts)
+        .into_par_iter()
+        .map(|r| {
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(derive_seed(seed, r as u64));
+            problem.run(params, &mut rng)
+        })
+        .collect::<Result<_>>()?;
+    let best = (0..runs.len())
+        .min_by(|&a, &b| runs[a].objective().total_cmp(&runs[b].objective()))
+        .unwrap_or(0);
+    let model = M3icModel {
+        k,
+        dim: data.dim(),
+        weights: runs[best].weights.clone(),
+        mean: zscore.as_ref().map(|z| z.mean.clone()),
+        std: zscore.map(|z| z.std),
+    };
+    let assignments = model.assign(data)?;
+    Ok(M3icFit {
+        model,
+        assignments,
+        objective: runs[best].objective(),
+        runs,
+        best,
+    })
+}
+
+/// The data of problem (6), prepared once and shared by all starts.
+pub struct Problem<'a> {
+    data: &'a Dataset,
+    k: usize,
+    dim: usize,
+    /// m̄ of the relaxed balance constraint (4).
+    bag_mean_sum: Vec<f64>,
+    /// ‖m̄‖².
+    bag_mean_norm2: f64,
+}
+
+/// The subgradient (7) of f(·, i) at w̃⁽ᵗ⁾: k/(k−1)·(B_ij*(u*) − (1/k) Σ_p B_ij*(p)),
+/// stored as the witness instance j* (8) and its top cluster u* (9).
+#[derive(Debug, Clone, Copy)]
+struct Subgradient {
+    instance: usize,
+    top: usize,
+}
+
+/// One cutting plane of (13): (1/n) Σ c_i ∂f_i as a dense k·dim vector, and (1/n) Σ c_i.
+struct Plane {
+    a: Vec<f64>,
+    b: f64,
+}
+
+impl<'a> Problem<'a> {
+    /// Prepares the data (already standardised if wanted).
+    pub fn new(data: &'a Dataset, k: usize) -> Self {
+        let dim = data.dim();
+        let mut bag_mean_sum = vec![0.0; dim];
+        for b in 0..data.n_bags() {
+            let bag = data.bag(b);
+            let inv = 1.0 / bag.len() as f64;
+            for x in bag.instances() {
+                bag_mean_sum
+                    .iter_mut()
+                    .zip(x)
+                    .for_each(|(m, v)| *m += inv * v);
+            }
+        }
+        let bag_mean_norm2 = dot(&bag_mean_sum, &bag_mean_sum);
+        Problem {
+            data,
+            k,
+            dim,
+            bag_mean_sum,
+            bag_mean_norm2,
+        }
+    }
+
+    /// w_p·x for every cluster p.
+    fn scores(&self, w: &[f64], x: &[f64], out: &mut [f64]) {
+        for (p, o) in out.iter_mut().enumerate() {
+            *o = dot(&w[p * self.dim..(p + 1) * self.dim], x);
+        }
+    }
+
+    /// f(w̃, i) of (6) and the subgradient (7)–(9) at w̃.
+    fn bag_margin(&self, w: &[f64], bag: usize) -> (f64, Subgradient) {
+        let k = self.k as f64;
+        let mut s = vec![0.0; self.k];
+        let mut best = (
+            f64::NEG_INFINITY,
+            Subgradient {
+                instance: 0,
+                top: 0,
+            },
+        );
+        for i in self.data.bag_range(bag) {
+            self.scores(w, self.data.instance(i), &mut s);
+            let (top, max) = argmax(&s);
+            let g = max - s.iter().sum::<f64>() / k;
+            if g > best.0 {
+                best = (g, Subgradient { instance: i, top });
+            }
+        }
+        (k / (k - 1.0) * best.0, best.1)
+    }
+
+    /// J of the relaxed problem (6): ½‖w̃‖² + (C/n) Σ max(0, 1 − f(w̃, i)).
+    pub fn objective(&self, w: &[f64], c: f64) -> f64 {
+        let n = self.data.n_bags();
+        let loss: f64 = (0..n)
+            .map(|b| (1.0 - self.bag_margin(w, b).0).max(0.0))
+            .sum();
+        0.5 * dot(w, w) + c / n as f64 * loss
+    }
+
+    /// The largest violation of the balance constraint (4) at w̃ (0 when satisfied).
+    pub fn balance_violation(&self, w: &[f64]) -> f64 {
+        let mut s = vec![0.0; self.k];
+        self.scores(w, &self.bag_mean_sum, &mut s);
+        let max = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let min = s.iter().copied().fold(f64::INFINITY, f64::min);
+        0.0f64.max(max - min)
+    }
+
+    /// One start from a random w̃⁰ ~ N(0, I): CCCP iterations until ΔJ/J < ε₁ (Table 1,
+    /// steps 2–13).
+    pub fn run(&self, params: &M3icParams, rng: &mut Xoshiro256PlusPlus) -> Result<M3icRun> {
+        let n = self.data.n_bags();
+        let mut w: Vec<f64> = (0..self.k * self.dim)
+            .map(|_| StandardNormal.sample(rng))
+            .collect();
+        let mut history = Vec::new();
+        let mut planes = Vec::new();
+        for _ in 0..params.max_cccp {
+            let sub: Vec<Subgradient> = (0..n).map(|b| self.bag_margin(&w, b).1).collect();
+            let (next, used) = self.cutting_planes(&sub, params)?;
+            w = next;
+            let j = self.objective(&w, params.c);
+            planes.push(used);
+            let previous = history.last().copied();
+            history.push(j);
+            // Steps 3 and 12: stop when the relative decrease falls below ε₁.
+            if let Some(prev) = previous {
+                if prev - j < params.eps1 * prev.abs() {
+                    break;
+                }
+            }
+        }
+        Ok(M3icRun {
+            weights: w,
+            history,
+            planes,
+        })
+    }
+
+    /// Solves the convex subproblem (12) for fixed subgradients by cutting planes
+    /// (Table 1, steps 4–9). Returns w̃ and the number of planes used.
+    fn cutting_planes(
+        &self,
+        sub: &[Subgradient],
+        params: &M3icParams,
+    ) -> Result<(Vec<f64>, usize)> {
+        let n = self.data.n_bags();
+        let pairs = self.balance_pairs();
+        let n_pairs = pairs.len();
+        // Problem (15) with no planes: w̃ = 0 satisfies the balance constraint and is optimal.
+        let mut w = vec![0.0; self.k * self.dim];
+        let mut xi = 0.0;
+        let mut planes: Vec<Plane> = Vec::new();
+        // Gram entries a_s·a_t (lower triangle, grown) and a_s[p]·m̄ per plane.
+        let mut plane_gram: Vec<Vec<f64>> = Vec::new();
+        let mut plane_mean: Vec<Vec<f64>> = Vec::new();
+        let mut dual: Vec<f64> = vec![0.0; n_pairs];
+        let mut s = vec![0.0; self.k];
+        loop {
+            // Rule (16): c_i = 1 when the linearised margin w̃·∂f_i is at most 1.
+            let k = self.k as f64;
+            let mut sums = vec![0.0; self.k * self.dim];
+            let mut count = 0usize;
+            for g in sub {
+                let x = self.data.instance(g.instance);
+                self.scores(&w, x, &mut s);
+                let margin = k / (k - 1.0) * (s[g.top] - s.iter().sum::<f64>() / k);
+                if margin <= 1.0 {
+                    count += 1;
+                    let block = &mut sums[g.top * self.dim..(g.top + 1) * self.dim];
+                    block.iter_mut().zip(x).for_each(|(a, v)| *a += v);
+                }
+            }
+            // a = (1/n) Σ c_i k/(k−1) (x_i(u_i) − (1/k) Σ_p x_i(p)).
+            let total: Vec<f64> = (0..self.dim)
+                .map(|d| (0..self.k).map(|p| sums[p * self.dim + d]).sum())
+                .collect();
+            let scale = k / (k - 1.0) / n as f64;
+            let mut a = sums;
+            for p in 0..self.k {
+                for d in 0..self.dim {
+                    a[p * self.dim + d] = scale * (a[p * self.dim + d] - total[d] / k);
+                }
+            }
+            let b = count as f64 / n as f64;
+            // Test (14): the most violated constraint holds up to ε₂, so all of them do.
+            if b - dot(&w, &a) <= xi + params.eps2 {
+                return Ok((w, planes.len()));
+            }
+            if planes.len() >= params.max_planes {
+                return Err(Error::Numerical {
+                    method: "M³IC cutting planes",
+                    reason: format!(
+                        "no convergence within {} planes (raise ε₂ or lower C)",
+                        params.max_planes
+                    ),
+                });
+            }
+            let row: Vec<f64> = planes
+                .iter()
+                .map(|pl| dot(&pl.a, &a))
+                .chain([dot(&a, &a)])
+                .collect();
+            let mean_proj: Vec<f64> = (0..self.k)
+                .map(|p| dot(&a[p * self.dim..(p + 1) * self.dim], &self.bag_mean_sum))
+                .collect();
+            plane_gram.push(row);
+            plane_mean.push(mean_proj);
+            planes.push(Plane { a, b });
+            // Warm start: the previous dual with the new plane's α = 0.
+            let m = planes.len();
+            dual.insert(m - 1, 0.0);
+            let (q, lin) = self.dual_problem(&planes, &plane_gram, &plane_mean, &pairs, params.l);
+            let qp = DualQp {
+                q: &q,
+                c: &lin,
+                capped: m,
+                cap: params.c,
+            };
+            // If round-off stalls the active-set method, the interior-point solver takes over.
+            dual = match qp.solve(&dual) {
+                Ok(d) => d,
+                Err(_) => qp.interior_point()?,
+            };
+            w = self.primal(&planes, &pairs, &dual);
+            xi = planes
+                .iter()
+                .map(|pl| pl.b - dot(&w, &pl.a))
+                .fold(0.0, f64::max);
+        }
+    }
+
+    /// The ordered pairs (p, q), p ≠ q, of the balance constraints (w_p − w_q)·m̄ ≤ l.
+    fn balance_pairs(&self) -> Vec<(usize, usize)> {
+        (0..self.k)
+            .flat_map(|p| (0..self.k).filter(move |&q| q != p).map(move |q| (p, q)))
+            .collect()
+    }
+
+    /// The dual of (17): variables α_s ≥ 0 (Σ α ≤ C) for the planes and β_pq ≥ 0 for the
+    /// balance constraints; w̃ = Σ α_s a_s − Σ β_pq e_pq with e_pq = m̄ in block p and −m̄
+    /// in block q. Returns the Gram matrix of the columns [a_s, −e_pq] and the linear term
+    /// [b_s, −l].
+    fn dual_problem(
+        &self,
+        planes: &[Plane],
+        plane_gram: &[Vec<f64>],
+        plane_mean: &[Vec<f64>],
+        pairs: &[(usize, usize)],
+        l: f64,
+    ) -> (Vec<f64>, Vec<f64>) {
+        let m = planes.len();
+        let size = m + pairs.len();
+        let mut q = vec![0.0; size * size];
+        for s in 0..m {
+            for t in 0..=s {
+                q[s * size + t] = plane_gram[s][t];
+                q[t * size + s] = plane_gram[s][t];
+            }
+            for (e, &(p, r)) in pairs.iter().enumerate() {
+                let v = -(plane_mean[s][p] - plane_mean[s][r]);
+                q[s * size + m + e] = v;
+                q[(m + e) * size + s] = v;
+            }
+        }
+        let delta = |a: usize, b: usize| f64::from(u8::from(a == b));
+        for (e, &(p, r)) in pairs.iter().enumerate() {
+            for (f, &(p2, r2)) in pairs.iter().enumerate() {
+                q[(m + e) * size + m + f] = self.bag_mean_norm2
+                    * (delta(p, p2) - delta(p, r2) - delta(r, p2) + delta(r, r2));
+            }
+        }
+        let lin = planes
+            .iter()
+            .map(|pl| pl.b)
+            .chain(pairs.iter().map(|_| -l))
+            .collect();
+        (q, lin)
+    }
+
+    /// w̃ from the dual: Σ α_s a_s − Σ β_pq e_pq.
+    fn primal(&self, planes: &[Plane], pairs: &[(usize, usize)], dual: &[f64]) -> Vec<f64> {
+        let mut w = vec![0.0; self.k * self.dim];
+        for (pl, &alpha) in planes.iter().zip(dual) {
+            if alpha != 0.0 {
+                w.iter_mut()
+                    .zip(&pl.a)
+                    .for_each(|(wi, ai)| *wi += alpha * ai);
+            }
+        }
+        for (&(p, q), &beta) in pairs.iter().zip(&dual[planes.len()..]) {
+            if beta != 0.0 {
+                for d in 0..self.dim {
+                    w[p * self.dim + d] -= beta * self.bag_mean_sum[d];
+                    w[q * self.dim + d] += beta * self.bag_mean_sum[d];
+                }
+            }
+        }
+        w
+    }
+}
+
+/// Index and value of the largest entry (the first on ties).
+pub(crate) fn argmax(v: &[f64]) -> (usize, f64) {
+    v.iter()
+        .copied()
+        .enumerate()
+        .fold((0, f64::NEG_INFINITY), |best, (i, x)| {
+            if x > best.1 {
+                (i, x)
+            } else {
+                best
+            }
+        })
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data;
+    use rand_distr::Normal;
+
+    /// Three well-separated clusters of bags: each bag has one instance near its cluster's
+    /// centre and two background instances shared by all clusters.
+    fn toy(seed: u64, bags_per_cluster: usize) -> Dataset {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let noise = Normal::new(0.0, 0.3).unwrap();
+        let centres = [[4.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 0.0, 4.0]];
+        let mut features = Vec::new();
+        let mut starts = vec![0];
+        let mut labels = Vec::new();
+        for (c, centre) in centres.iter().enumerate() {
+            for _ in 0..bags_per_cluster {
+                for v in centre {
+                    features.push(v + noise.sample(&mut rng));
+                }
+                for _ in 0..2 {
+                    for _ in 0..3 {
+                        features.push(noise.sample(&mut rng));
+                    }
+                }
+                starts.push(starts.last().unwrap() + 3);
+                labels.push(c);
+            }
+        }
+        let ids = (0..labels.len()).map(|i| i.to_string()).collect();
+        Dataset::new(
+            "toy",
+            3,
+            features,
+            starts,
+            ids,
+            Some(labels),
+            vec!["0".into(), "1".into(), "2".into()],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn cccp_iterations_do_not_increase_the_objective() {
+        // Theory (CCCP + ε₂-accurate cutting planes): J(w̃ᵗ⁺¹) ≤ J(w̃ᵗ) + C·ε₂. With a tiny
+        // ε₂ this is monotone up to round-off; checked on real data and on many seeds.
+        let corel = data::load("corel3").unwrap();
+        let corel = corel.select(&(0..corel.n_bags()).step_by(3).collect::<Vec<_>>());
+        let all: Vec<usize> = (0..corel.n_bags()).collect();
+        let corel = ZScore::fit(&corel, &all).apply(&corel).unwrap();
+        let sets = [toy(1, 10), corel];
+        for data in &sets {
+            let problem = Problem::new(data, 3);
+            for (c, l) in [(0.25, 0.0), (2.0, 1.0), (16.0, 0.1)] {
+                let params = M3icParams {
+                    c,
+                    l,
+                    eps1: 1e-6,
+                    eps2: 1e-6,
+                    max_cccp: 15,
+                    ..M3icParams::default()
+                };
+                for seed in 0..3 {
+                    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+                    let run = problem.run(&params, &mut rng).unwrap();
+                    assert!(run.history.len() >= 2);
+                    for t in 1..run.history.len() {
+                        let (before, after) = (run.history[t - 1], run.history[t]);
+                        assert!(
+                            after <= before + c * params.eps2 + 1e-12 * before.abs(),
+                            "C={c} l={l} seed {seed}: J went {before} → {after}"
+                        );
+                    }
+                    // The QP keeps the balance constraint (4).
+                    assert!(problem.balance_violation(&run.weights) <= l + 1e-8);
+                }
+            }
+        }
+    }
+
+    /// Problem (11) with its n slacks, solved directly by Clarabel: the optimum the
+    /// cutting-plane loop approximates.
+    fn n_slack_optimum(problem: &Problem<'_>, sub: &[Subgradient], c: f64, l: f64) -> f64 {
+        use clarabel::algebra::CscMatrix;
+        use clarabel::solver::{DefaultSettingsBuilder, DefaultSolver, IPSolver, NonnegativeConeT};
+        let (k, dim, n) = (problem.k, problem.dim, sub.len());
+        let nw = k * dim;
+        let size = nw + n;
+        let mut p_dense = vec![vec![0.0; size]; size];
+        for (i, row) in p_dense.iter_mut().enumerate().take(nw) {
+            row[i] = 1.0;
+        }
+        let mut q = vec![0.0; nw];
+        q.extend(std::iter::repeat_n(c / n as f64, n));
+        let mut rows = Vec::new();
+        let mut rhs = Vec::new();
+        let kf = k as f64;
+        for (i, g) in sub.iter().enumerate() {
+            // −w̃·∂f_i − ξ_i ≤ −1.
+            let x = problem.data.instance(g.instance);
+            let mut row = vec![0.0; size];
+            for p in 0..k {
+                let coef = kf / (kf - 1.0) * (f64::from(u8::from(p == g.top)) - 1.0 / kf);
+                for d in 0..dim {
+                    row[p * dim + d] = -coef * x[d];
+                }
+            }
+            row[nw + i] = -1.0;
+            rows.push(row);
+            rhs.push(-1.0);
+            let mut row = vec![0.0; size];
+            row[nw + i] = -1.0;
+            rows.push(row);
+            rhs.push(0.0);
+        }
+        for (p, r) in problem.balance_pairs() {
+            let mut row = vec![0.0; size];
+            for d in 0..dim {
+                row[p * dim + d] = problem.bag_mean_sum[d];
+                row[r * dim + d] = -problem.bag_mean_sum[d];
+            }
+            rows.push(row);
+            rhs.push(l);
+        }
+        let settings = DefaultSettingsBuilder::default()
+            .verbose(false)
+            .tol_gap_abs(1e-10)
+            .tol_gap_rel(1e-10)
+            .tol_feas(1e-10)
+            .build()
+            .unwrap();
+        let cones = [NonnegativeConeT(rows.len())];
+        let mut solver = DefaultSolver::new(
+            &CscMatrix::from(&p_dense),
+            &q,
+            &CscMatrix::from(&rows),
+            &rhs,
+            &cones,
+            settings,
+        )
+        .unwrap();
+        solver.solve();
+        solver.solution.obj_val
+    }
+
+    #[test]
+    fn cutting_planes_solve_the_n_slack_problem_to_eps2() {
+        // The 1-slack cutting-plane loop (12)–(17) stops when test (14) holds, so its w̃
+        // satisfies opt(11) ≤ J11(w̃) ≤ opt(11) + C·ε₂, J11 being the objective of (11).
+        let data = toy(2, 6);
+        let problem = Problem::new(&data, 3);
+        for (seed, c, l) in [(3, 4.0, 0.0), (4, 1.0, 0.5), (5, 16.0, 2.0), (6, 0.25, 0.0)] {
+            let params = M3icParams {
+                c,
+                l,
+                eps2: 1e-3,
+                ..M3icParams::default()
+            };
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+            let w0: Vec<f64> = (0..9).map(|_| StandardNormal.sample(&mut rng)).collect();
+            let sub: Vec<Subgradient> = (0..data.n_bags())
+                .map(|b| problem.bag_margin(&w0, b).1)
+                .collect();
+            let (w, planes) = problem.cutting_planes(&sub, &params).unwrap();
+            assert!(planes >= 1);
+            let n = data.n_bags() as f64;
+            let loss: f64 = sub
+                .iter()
+                .map(|g| {
+                    let mut s = vec![0.0; 3];
+                    problem.scores(&w, data.instance(g.instance), &mut s);
+                    (1.0 - 1.5 * (s[g.top] - s.iter().sum::<f64>() / 3.0)).max(0.0)
+                })
+                .sum::<f64>()
+                / n;
+            let j11 = 0.5 * dot(&w, &w) + c * loss;
+            let opt = n_slack_optimum(&problem, &sub, c, l);
+            assert!(
+                j11 >= opt - 1e-6 * (1.0 + opt),
+                "seed {seed}: {j11} < optimum {opt}"
+            );
+            assert!(
+                j11 <= opt + c * params.eps2 + 1e-6,
+                "seed {seed}: {j11} vs optimum {opt}"
+            );
+            assert!(problem.balance_violation(&w) <= l + 1e-9);
+        }
+    }
+
+    #[test]
+    fn separates_well_separated_bags() {
+        // Raw features: z-scoring bags of equal size makes m̄ = 0 and the balance
+        // constraint (4) vacuous, which admits the trivial two-cluster answer.
+        let data = toy(5, 12);
+        let params = M3icParams {
+            standardize: false,
+            c: 1.0,
+            l: 0.1,
+            ..M3icParams::default()
+        };
+        let fit = fit(&data, 3, &params, 1).unwrap();
+        let acc = crate::eval::clustering_accuracy(&fit.assignments, data.labels().unwrap());
+        assert!(acc >= 0.95, "accuracy {acc}");
+    }
+
+    #[test]
+    fn same_seed_same_result_on_any_thread_count() {
+        let data = toy(9, 8);
+        let params = M3icParams::default();
+        let on = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| fit(&data, 3, &params, 42).unwrap())
+        };
+        let (one, two) = (on(1), on(2));
+        assert_eq!(one.assignments, two.assignments);
+        assert_eq!(one.model, two.model);
+        assert_eq!(one.objective.to_bits(), two.objective.to_bits());
+        let other = on(2);
+        assert_eq!(other.model, one.model);
+    }
+
+    #[test]
+    fn bad_parameters_are_errors() {
+        let data = toy(1, 3);
+        for params in [
+            M3icParams {
+                c: 0.0,
+                ..M3icParams::default()
+            },
+            M3icParams {
+                l: -1.0,
+                ..M3icParams::default()
+            },
+            M3icParams {
+                eps2: f64::NAN,
+                ..M3icParams::default()
+            },
+            M3icParams {
+                restarts: 0,
+                ..M3icParams::default()
+            },
+        ] {
+            assert!(matches!(
+                fit(&data, 3, &params, 1),
+                Err(Error::Parameter { .. })
+            ));
+        }
+        assert!(fit(&data, 1, &M3icParams::default(), 1).is_err());
+        assert!(fit(&data, 10, &M3icParams::default(), 1).is_err());
+    }
+}

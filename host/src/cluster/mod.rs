@@ -1,0 +1,258 @@
+//! Bag clustering: M³IC-MBM (maximum margin multiple-instance clustering, [`m3ic`]) and its
+//! baseline BAMIC (k-medoids over Hausdorff bag distances, [`bamic`]).
+//!
+//! A fitted clustering is a [`ClusterModel`]: plain weight vectors or medoid bags, saved as
+//! JSON, whose assignment rule is a few loops over instances — small enough for the
+//! `no_std` core to run on a device.
+
+pub mod bamic;
+pub mod m3ic;
+pub mod qp;
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::data::Dataset;
+use crate::distance::{bag_distance, Hausdorff};
+use crate::error::{Error, Result};
+
+/// The bag distance of BAMIC, in a form that can be saved with the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BagDistance {
+    /// Minimal Hausdorff distance (BAMIC1).
+    Min,
+    /// Maximal Hausdorff distance (BAMIC2).
+    Max,
+    /// Average Hausdorff distance (BAMIC3).
+    Avg,
+}
+
+impl BagDistance {
+    /// The distance in [`crate::distance`].
+    pub fn hausdorff(self) -> Hausdorff {
+        match self {
+            BagDistance::Min => Hausdorff::Min,
+            BagDistance::Max => Hausdorff::Max,
+            BagDistance::Avg => Hausdorff::Avg,
+        }
+    }
+}
+
+/// A fitted M³IC-MBM clustering: one weight vector per cluster over the (optionally
+/// standardised) features.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct M3icModel {
+    /// Number of clusters.
+    pub k: usize,
+    /// Feature dimension of the input instances.
+    pub dim: usize,
+    /// w̃ = [w₁; …; w_k], `k × dim` row-major.
+    pub weights: Vec<f64>,
+    /// Per-feature mean subtracted before scoring (when the features were standardised).
+    pub mean: Option<Vec<f64>>,
+    /// Per-feature standard deviation (0 for a constant feature, which then counts as 0).
+    pub std: Option<Vec<f64>>,
+}
+
+impl M3icModel {
+    /// Step 14 of Table 1 for one bag given as `rows` (instances of `dim` values): the
+    /// witness j* maximises max_u w_u·x_j − mean_v w_v·x_j, and the bag goes to
+    /// argmax_p w_p·x_j* (the first index on ties).
+    pub fn assign_bag(&self, rows: &[f64]) -> usize {
+        let mut x = vec![0.0; self.dim];
+        let mut s = vec![0.0; self.k];
+        let mut best = (f64::NEG_INFINITY, 0);
+        for row in rows.chunks_exact(self.dim) {
+            for (j, v) in x.iter_mut().enumerate() {
+                *v = match (&self.mean, &self.std) {
+                    (Some(m), Some(sd)) if sd[j] > 0.0 => (row[j] - m[j]) / sd[j],
+                    (Some(_), Some(_)) => 0.0,
+                    _ => row[j],
+                };
+            }
+            for (p, sp) in s.iter_mut().enumerate() {
+                *sp = self.weights[p * self.dim..(p + 1) * self.dim]
+                    .iter()
+                    .zip(&x)
+                    .map(|(a, b)| a * b)
+                    .sum();
+            }
+            let (top, max) = m3ic::argmax(&s);
+            let margin = max - s.iter().sum::<f64>() / self.k as f64;
+            if margin > best.0 {
+                best = (margin, top);
+            }
+        }
+        best.1
+    }
+}
+
+/// A fitted BAMIC clustering: the medoid bags and the bag distance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BamicModel {
+    /// The bag distance.
+    pub distance: BagDistance,
+    /// Feature dimension.
+    pub dim: usize,
+    /// Instances of each medoid bag, row-major.
+    pub medoids: Vec<Vec<f64>>,
+}
+
+/// A saved clustering (`mil cluster -o MODEL`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ClusterModel {
+    /// M³IC-MBM weights.
+    M3ic(M3icModel),
+    /// BAMIC medoids.
+    Bamic(BamicModel),
+}
+
+impl ClusterModel {
+    /// Feature dimension the model expects.
+    pub fn dim(&self) -> usize {
+        match self {
+            ClusterModel::M3ic(m) => m.dim,
+            ClusterModel::Bamic(m) => m.dim,
+        }
+    }
+
+    /// Assigns every bag of `data` to a cluster.
+    pub fn assign(&self, data: &Dataset) -> Result<Vec<usize>> {
+        match self {
+            ClusterModel::M3ic(m) => m.assign(data),
+            ClusterModel::Bamic(m) => m.assign(data),
+        }
+    }
+
+    /// Writes the model as JSON.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let text = serde_json::to_string(self).map_err(|e| Error::Numerical {
+            method: "saving a clustering model",
+            reason: e.to_string(),
+        })?;
+        std::fs::write(path, text).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// Reads a model written by [`ClusterModel::save`], checking its shapes.
+    pub fn load(path: &Path) -> Result<ClusterModel> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let file = path.display().to_string();
+        let model: ClusterModel = serde_json::from_str(&text).map_err(|e| Error::Parse {
+            file: file.clone(),
+            line: e.line(),
+            field: format!("column {}", e.column()),
+            problem: e.to_string(),
+        })?;
+        model.check().map_err(|problem| Error::Parse {
+            file,
+            line: 1,
+            field: "model".into(),
+            problem,
+        })?;
+        Ok(model)
+    }
+
+    /// Shape checks, so assignment never indexes out of bounds.
+    fn check(&self) -> std::result::Result<(), String> {
+        let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
+        match self {
+            ClusterModel::M3ic(m) => {
+                if m.k < 2 || m.dim == 0 || m.weights.len() != m.k * m.dim {
+                    return Err(format!(
+                        "weights hold {} values, expected k·dim = {}·{}",
+                        m.weights.len(),
+                        m.k,
+                        m.dim
+                    ));
+                }
+                let scaling_ok = match (&m.mean, &m.std) {
+                    (None, None) => true,
+                    (Some(a), Some(b)) => {
+                        a.len() == m.dim && b.len() == m.dim && finite(a) && finite(b)
+                    }
+                    _ => false,
+                };
+                if !scaling_ok || !finite(&m.weights) {
+                    return Err("non-finite weights or inconsistent mean/std".into());
+                }
+            }
+            ClusterModel::Bamic(m) => {
+                if m.dim == 0 || m.medoids.is_empty() {
+                    return Err("no medoids".into());
+                }
+                if m.medoids
+                    .iter()
+                    .any(|b| b.is_empty() || b.len() % m.dim != 0 || !finite(b))
+                {
+                    return Err(format!(
+                        "a medoid bag is not a whole number of {}-value rows",
+                        m.dim
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl M3icModel {
+    /// Assigns every bag of `data` (step 14 of Table 1).
+    pub fn assign(&self, data: &Dataset) -> Result<Vec<usize>> {
+        check_dim(data, self.dim)?;
+        Ok((0..data.n_bags())
+            .map(|b| self.assign_bag(data.bag(b).as_slice()))
+            .collect())
+    }
+}
+
+impl BamicModel {
+    /// Assigns every bag of `data` to its nearest medoid (the first on ties).
+    pub fn assign(&self, data: &Dataset) -> Result<Vec<usize>> {
+        check_dim(data, self.dim)?;
+        let mut starts = vec![0];
+        for m in &self.medoids {
+            starts.push(starts.last().unwrap_or(&0) + m.len() / self.dim);
+        }
+        let medoids = Dataset::new(
+            "medoids",
+            self.dim,
+            self.medoids.concat(),
+            starts,
+            (0..self.medoids.len()).map(|i| i.to_string()).collect(),
+            None,
+            vec![],
+        )?;
+        let kind = self.distance.hausdorff();
+        Ok((0..data.n_bags())
+            .map(|b| {
+                (0..medoids.n_bags())
+                    .map(|m| bag_distance(data.bag(b), medoids.bag(m), kind))
+                    .enumerate()
+                    .fold(
+                        (0, f64::INFINITY),
+                        |best, x| if x.1 < best.1 { x } else { best },
+                    )
+                    .0
+            })
+            .collect())
+    }
+}
+
+fn check_dim(data: &Dataset, dim: usize) -> Result<()> {
+    if data.dim() != dim {
+        return Err(Error::data(
+            data.name(),
+            format!("has {} features but the model expects {dim}", data.dim()),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,74 @@
+//! Models shared by the deployment tests (`parity`, `firmware`): host models trained with
+//! the toolkit's own algorithms, and the firmware's bag file.
+
+use mil::classifier::citation_knn::{CitationKnn, Scaling};
+use mil::classifier::milr::{Milr, Pooling};
+use mil::classifier::ClassifierSpec;
+use mil::model::HostModel;
+use mil::projection::{self, ProjectionKind, ProjectionSpec};
+use mil::Dataset;
+
+/// Fits an optional projection (α = 1, seed 1) and a classifier on every bag of `data`.
+pub fn train(
+    data: &Dataset,
+    projection: Option<(ProjectionKind, usize)>,
+    classifier: ClassifierSpec,
+) -> HostModel {
+    let all: Vec<usize> = (0..data.n_bags()).collect();
+    let projection = projection.map(|(kind, dim)| {
+        let spec = ProjectionSpec {
+            kind,
+            dim,
+            alpha: 1.0,
+            seed: 1,
+        };
+        projection::fit(&spec, data, &all).unwrap()
+    });
+    let inner = match &projection {
+        Some(p) => p.transform(data).unwrap(),
+        None => data.clone(),
+    };
+    let classifier = classifier.fit(&inner, &all).unwrap();
+    HostModel::new(
+        data.class_names().to_vec(),
+        data.dim(),
+        projection,
+        classifier,
+    )
+}
+
+/// MILR with the given pooling and the host's defaults otherwise.
+pub fn milr(pooling: Pooling) -> ClassifierSpec {
+    ClassifierSpec::Milr(Milr {
+        pooling,
+        ..Milr::default()
+    })
+}
+
+/// Citation-kNN with R = 2, C = 4 and the given scaling.
+pub fn citation_knn(scaling: Scaling) -> ClassifierSpec {
+    ClassifierSpec::CitationKnn(CitationKnn {
+        scaling,
+        ..CitationKnn::default()
+    })
+}
+
+/// The musk1 model the firmware runs: B-MIDA (d = 10) and MILR with max pooling.
+pub fn musk1_firmware_model(musk1: &Dataset) -> HostModel {
+    train(musk1, Some((ProjectionKind::Bmida, 10)), milr(Pooling::Max))
+}
+
+/// Every bag of `data` in the firmware's `bags.bin` layout.
+pub fn bags_bin(data: &Dataset) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend((data.n_bags() as u32).to_le_bytes());
+    out.extend((data.dim() as u32).to_le_bytes());
+    for b in 0..data.n_bags() {
+        let bag = data.bag(b);
+        out.extend((bag.len() as u32).to_le_bytes());
+        for &v in bag.as_slice() {
+            out.extend((v as f32).to_le_bytes());
+        }
+    }
+    out
+}

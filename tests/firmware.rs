@@ -1,0 +1,127 @@
+//! The on-target check: exports a musk1 model in Q15, embeds it with every musk1 bag in
+//! the firmware crate `tests/qemu`, builds it for `thumbv7em-none-eabihf`, runs it under
+//! `qemu-system-arm -machine mps2-an386` and compares the labels and scores it prints with
+//! the host's. Needs `qemu-system-arm` (`.ci/run` installs it); fails, never skips,
+//! without it.
+
+#[allow(dead_code)] // each test binary uses part of the shared helpers
+mod deploy;
+
+use std::path::Path;
+use std::process::Command;
+
+use mil::export::{core_classify, export, Compact};
+use mil_core::{Encoding, Model};
+
+/// One line of the firmware's report on a bag.
+struct BagLine {
+    label: usize,
+    ticks: u64,
+    quantise_ticks: u64,
+    scores: Vec<f32>,
+}
+
+fn parse_bag_line(line: &str) -> BagLine {
+    // "bag {b} n {n} label {l} ticks {t} quantise_ticks {q} scores [a, b]"
+    let field = |name: &str| -> &str {
+        let at = line
+            .find(&format!(" {name} "))
+            .unwrap_or_else(|| panic!("no {name} in {line}"));
+        line[at + name.len() + 2..].split(' ').next().unwrap()
+    };
+    let scores = line[line.find('[').unwrap() + 1..line.rfind(']').unwrap()]
+        .split(", ")
+        .map(|s| s.parse().unwrap())
+        .collect();
+    BagLine {
+        label: field("label").parse().unwrap(),
+        ticks: field("ticks").parse().unwrap(),
+        quantise_ticks: field("quantise_ticks").parse().unwrap(),
+        scores,
+    }
+}
+
+#[test]
+fn q15_musk1_model_runs_on_an_emulated_cortex_m4_and_matches_the_host() {
+    let qemu = Command::new("qemu-system-arm").arg("--version").output();
+    assert!(
+        qemu.as_ref().is_ok_and(|o| o.status.success()),
+        "qemu-system-arm is not installed: `apt-get install -y qemu-system-arm` (.ci/run does it)"
+    );
+    let musk1 = mil::data::load("musk1").unwrap();
+    let model = deploy::musk1_firmware_model(&musk1);
+    let all: Vec<usize> = (0..musk1.n_bags()).collect();
+    let host = model.scores(&musk1, &all).unwrap();
+    let (compact, _) = Compact::from_host(&model).unwrap();
+    let bytes = export(&compact, Encoding::Q15, &musk1).unwrap();
+    let model = Model::parse(&bytes).unwrap();
+
+    let dir = std::env::temp_dir().join(format!("mil-firmware-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("model.milm"), &bytes).unwrap();
+    std::fs::write(dir.join("bags.bin"), deploy::bags_bin(&musk1)).unwrap();
+
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/qemu");
+    let run = Command::new(env!("CARGO"))
+        .args(["run", "--release", "--quiet"])
+        .current_dir(&crate_dir)
+        .env("MIL_FIRMWARE_DATA", &dir)
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET")
+        .output()
+        .expect("cargo runs");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success() && stdout.contains("done"),
+        "firmware failed ({}):\n{stdout}\n{stderr}",
+        run.status
+    );
+    std::fs::remove_dir_all(&dir).ok();
+
+    let lines: Vec<BagLine> = stdout
+        .lines()
+        .filter(|l| l.starts_with("bag "))
+        .map(parse_bag_line)
+        .collect();
+    assert_eq!(lines.len(), musk1.n_bags(), "{stdout}");
+    let (mut total_ticks, mut total_quantise) = (0, 0);
+    for (b, line) in lines.iter().enumerate() {
+        // The same core code on the same bytes: labels identical, scores equal to f32
+        // rounding (the target and the host both compute in IEEE f32).
+        let (decision, scores) = core_classify(&model, musk1.bag(b)).unwrap();
+        assert_eq!(line.label, decision.label, "bag {b}");
+        for (t, h) in line.scores.iter().zip(&scores) {
+            assert!(
+                (t - h).abs() <= 1e-6 * h.abs().max(1.0),
+                "bag {b}: {t} vs {h}"
+            );
+        }
+        // And the host model's own prediction.
+        assert_eq!(line.label, host.label(b), "bag {b} vs the host model");
+        total_ticks += line.ticks;
+        total_quantise += line.quantise_ticks;
+    }
+    let stack_line = stdout.lines().find(|l| l.starts_with("stack ")).unwrap();
+    let model_line = stdout.lines().find(|l| l.starts_with("model ")).unwrap();
+    let instances = musk1.n_instances() as u64;
+    println!("{model_line}");
+    // Instructions per SysTick tick, from the firmware's calibration loop.
+    let cal: Vec<f64> = stdout
+        .lines()
+        .find(|l| l.starts_with("calibration "))
+        .unwrap()
+        .split(' ')
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let per_tick = cal[1] / cal[0];
+    println!("{stack_line}; instructions per SysTick tick {per_tick:.2}");
+    let per = |t: u64, n: usize| t as f64 * per_tick / n as f64;
+    println!(
+        "classify: instructions per bag (mean) {:.0}, per instance {:.0}; quantising the f32 input: per instance {:.0}",
+        per(total_ticks, lines.len()),
+        per(total_ticks, instances as usize),
+        per(total_quantise, instances as usize)
+    );
+}

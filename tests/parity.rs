@@ -1,0 +1,387 @@
+//! Host prediction vs core prediction on the exported bytes, for every model kind the
+//! host trains, on musk1 and elephant: f32 scores within 1e-5 (relative, floor 1), labels
+//! identical; quantised scores within the stated bound (linear models) and labels
+//! identical.
+
+#[allow(dead_code)] // each test binary uses part of the shared helpers
+mod deploy;
+
+use mil::classifier::citation_knn::Scaling;
+use mil::classifier::milr::Pooling;
+use mil::distance::{bag_distance, Hausdorff};
+use mil::export::{core_classify, export, Compact, CoreBag, Head};
+use mil::model::HostModel;
+use mil::projection::ProjectionKind;
+use mil::Dataset;
+use mil_core::score::bag_score_bound;
+use mil_core::{Encoding, Model};
+
+/// How closely the core's labels must follow the host's.
+#[derive(Clone, Copy, PartialEq)]
+enum Labels {
+    /// Identical on every bag.
+    Identical,
+    /// Identical on every bag whose host decision is farther from a tie than the
+    /// quantisation can move it (the error bound): a decision within reach of the
+    /// bound is not determined by the quantised model.
+    Certified,
+}
+
+/// The largest amount the quantised core can move a Citation-kNN distance of bag `b`:
+/// the query's projection error plus the references' rounding, per coordinate, in the
+/// Euclidean norm (the minimum over instance pairs moves at most as much as any pair).
+fn distance_error(core: &Model<'_>, data: &Dataset, b: usize) -> f64 {
+    let (CoreBag::I16(q), Some(p), Some(knn)) = (
+        CoreBag::new(core, data.bag(b)).unwrap(),
+        core.projection(),
+        core.citation(),
+    ) else {
+        return 0.0;
+    };
+    let d_in = core.input_dim();
+    let per_coord: Vec<f64> = (0..core.projected_dim())
+        .map(|k| {
+            let query = q
+                .chunks_exact(d_in)
+                .map(|x| p.error_bound(k, x) as f64)
+                .fold(0.0, f64::max);
+            query + knn.coordinate_error(k) as f64
+        })
+        .collect();
+    per_coord.iter().map(|e| e * e).sum::<f64>().sqrt()
+}
+
+/// Whether the host's Citation-kNN decision on bag `b` could change if every distance
+/// moved by up to `delta`: some distance is within 2δ of the reference cut-off or of a
+/// citer radius (the radius being a distance too).
+fn knn_decision_fragile(
+    compact: &Compact,
+    core: &Model<'_>,
+    data: &Dataset,
+    b: usize,
+    delta: f64,
+) -> bool {
+    let Head::CitationKnn { references, r, .. } = &compact.head else {
+        return false;
+    };
+    let query = match &compact.stage {
+        Some(s) => s.transform(&data.select(&[b])).unwrap(),
+        None => data.select(&[b]),
+    };
+    let dist: Vec<f64> = (0..references.n_bags())
+        .map(|u| bag_distance(query.bag(0), references.bag(u), Hausdorff::Min))
+        .collect();
+    let mut sorted = dist.clone();
+    sorted.sort_by(f64::total_cmp);
+    let cut = if *r > 0 {
+        sorted[r - 1]
+    } else {
+        f64::NEG_INFINITY
+    };
+    let knn = core.citation().unwrap();
+    dist.iter().enumerate().any(|(u, &d)| {
+        (d - cut).abs() <= 2.0 * delta || (d - knn.radius(u) as f64).abs() <= 2.0 * delta
+    })
+}
+
+/// Exports `model` in `encoding` and checks the core against the host on every bag.
+/// Returns the model's size in bytes and the number of bags whose labels agree.
+fn check(model: &HostModel, data: &Dataset, encoding: Encoding, what: &str) -> usize {
+    check_labels(model, data, encoding, what, Labels::Identical).0
+}
+
+fn check_labels(
+    model: &HostModel,
+    data: &Dataset,
+    encoding: Encoding,
+    what: &str,
+    labels: Labels,
+) -> (usize, usize) {
+    let (compact, _) = Compact::from_host(model).unwrap();
+    let bytes = export(&compact, encoding, data).unwrap();
+    let core = Model::parse(&bytes).unwrap();
+    let all: Vec<usize> = (0..data.n_bags()).collect();
+    let host = model.scores(data, &all).unwrap();
+    let linear = matches!(compact.head, Head::Linear { .. });
+    let mut agree = 0;
+    for b in 0..data.n_bags() {
+        let (decision, scores) = core_classify(&core, data.bag(b)).unwrap();
+        let tolerance = match (encoding, CoreBag::new(&core, data.bag(b)).unwrap()) {
+            (Encoding::F32, _) => None,
+            (_, CoreBag::I16(q)) if linear => {
+                let mut scratch = vec![0.0f32; 2 * core.projected_dim()];
+                Some(bag_score_bound(&core, &q, &mut scratch).unwrap() as f64)
+            }
+            _ => Some(f64::INFINITY), // Citation-kNN votes: only the labels are compared
+        };
+        for (c, (&got, &want)) in scores.iter().zip(host.row(b)).enumerate() {
+            let err = (got as f64 - want).abs();
+            let allowed = tolerance.unwrap_or(1e-5 * want.abs().max(1.0));
+            assert!(
+                err <= allowed,
+                "{what} {encoding:?} bag {b} class {c}: core {got} host {want} (allowed {allowed:e})"
+            );
+        }
+        agree += usize::from(decision.label == host.label(b));
+        if labels == Labels::Certified {
+            let fragile = if linear {
+                // Binary: the decision flips only if P can cross ½.
+                let p = host.row(b);
+                let bound = tolerance.unwrap_or(0.0);
+                p.len() == 2 && (p[1] - 0.5).abs() <= bound
+                    || p.len() > 2 && {
+                        let top = p[host.label(b)];
+                        p.iter()
+                            .enumerate()
+                            .any(|(c, &v)| c != host.label(b) && top - v <= 2.0 * bound)
+                    }
+            } else {
+                let delta = distance_error(&core, data, b);
+                knn_decision_fragile(&compact, &core, data, b, delta)
+            };
+            if fragile {
+                continue;
+            }
+        }
+        assert_eq!(
+            decision.label,
+            host.label(b),
+            "{what} {encoding:?} bag {b}: scores {scores:?} vs {:?}",
+            host.row(b)
+        );
+    }
+    (bytes.len(), agree)
+}
+
+fn datasets() -> [Dataset; 2] {
+    [
+        mil::data::load("musk1").unwrap(),
+        mil::data::load("elephant").unwrap(),
+    ]
+}
+
+#[test]
+fn milr_without_projection_every_pooling() {
+    for data in datasets() {
+        for pooling in [
+            Pooling::NoisyOr,
+            Pooling::Mean,
+            Pooling::Geometric,
+            Pooling::Softmax,
+            Pooling::Max,
+        ] {
+            let model = deploy::train(&data, None, deploy::milr(pooling));
+            let what = format!("{} milr {pooling:?}", data.name());
+            for encoding in [Encoding::F32, Encoding::Q15] {
+                check(&model, &data, encoding, &what);
+            }
+        }
+    }
+}
+
+#[test]
+fn bmida_milr_in_q15_fits_in_4_kib_with_the_f32_labels() {
+    let musk1 = mil::data::load("musk1").unwrap();
+    let model = deploy::musk1_firmware_model(&musk1);
+    check(&model, &musk1, Encoding::F32, "musk1 bmida+milr");
+    let bytes = check(&model, &musk1, Encoding::Q15, "musk1 bmida+milr");
+    assert!(bytes <= 4096, "{bytes} bytes");
+    let (_, agree) = check_labels(
+        &model,
+        &musk1,
+        Encoding::Q7,
+        "musk1 bmida+milr",
+        Labels::Certified,
+    );
+    println!(
+        "musk1 bmida+milr q7: labels agree on {agree}/{}",
+        musk1.n_bags()
+    );
+    let elephant = mil::data::load("elephant").unwrap();
+    let model = deploy::train(
+        &elephant,
+        Some((ProjectionKind::Bmida, 10)),
+        deploy::milr(Pooling::NoisyOr),
+    );
+    for encoding in [Encoding::F32, Encoding::Q15] {
+        check(&model, &elephant, encoding, "elephant bmida+milr");
+    }
+}
+
+#[test]
+fn citation_knn_with_and_without_projection() {
+    for data in datasets() {
+        for scaling in [Scaling::Zscore, Scaling::Weka, Scaling::None] {
+            let model = deploy::train(&data, None, deploy::citation_knn(scaling));
+            let what = format!("{} citation-knn {scaling:?}", data.name());
+            check(&model, &data, Encoding::F32, &what);
+        }
+        let model = deploy::train(
+            &data,
+            Some((ProjectionKind::Bmida, 10)),
+            deploy::citation_knn(Scaling::Zscore),
+        );
+        let what = format!("{} bmida+citation-knn", data.name());
+        check(&model, &data, Encoding::F32, &what);
+        let (_, agree) = check_labels(&model, &data, Encoding::Q15, &what, Labels::Certified);
+        println!("{what} q15: labels agree on {agree}/{}", data.n_bags());
+    }
+}
+
+#[test]
+fn export_and_inspect_on_the_command_line() {
+    use mil_suite::{run_mil, temp_dir};
+    let dir = temp_dir("export-cli");
+    let musk1 = mil::data::load("musk1").unwrap();
+    let model_path = dir.join("model.json");
+    let milm = dir.join("model.milm");
+    let (m, out) = (model_path.to_str().unwrap(), milm.to_str().unwrap());
+    deploy::musk1_firmware_model(&musk1)
+        .save(&model_path)
+        .unwrap();
+    let json = |o: &std::process::Output| -> serde_json::Value {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    // A MILR model does not carry its training data: without --data, a clear error.
+    let o = run_mil(&["export", m, "--format", "q15", "-o", out, "--json"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--data"));
+    let e = json(&run_mil(&[
+        "export", m, "--format", "q15", "-o", out, "--data", "musk1", "--json",
+    ]));
+    let bytes = e["bytes"].as_u64().unwrap();
+    assert!(bytes <= 4096, "{e}");
+    assert_eq!(bytes, std::fs::metadata(&milm).unwrap().len());
+    let err = e["max_abs_error"].as_f64().unwrap();
+    assert!(
+        err > 0.0 && err <= e["error_bound"].as_f64().unwrap(),
+        "{e}"
+    );
+    assert_eq!(e["labels_agree"], 92);
+    let i = json(&run_mil(&["inspect", out, "--json"]));
+    assert_eq!(i["kind"], "linear-mil");
+    assert_eq!(i["format"], "q15");
+    assert_eq!(i["bytes"].as_u64(), Some(bytes));
+    assert_eq!(i["input_dim"], 166);
+    assert_eq!(i["output_dim"], 2);
+    // A corrupted byte is caught by the checksum and named with the file.
+    let mut b = std::fs::read(&milm).unwrap();
+    b[100] ^= 0x40;
+    std::fs::write(&milm, &b).unwrap();
+    let o = run_mil(&["inspect", out]);
+    assert_eq!(o.status.code(), Some(2));
+    let msg = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        msg.contains("model.milm") && msg.contains("checksum"),
+        "{msg}"
+    );
+    // The check: `mil train` records its data, so export needs no --data.
+    let t = json(&run_mil(&[
+        "train",
+        "musk1",
+        "--classifier",
+        "milr",
+        "--pooling",
+        "max",
+        "--projection",
+        "bmida",
+        "--dim",
+        "10",
+        "-o",
+        m,
+        "--json",
+    ]));
+    assert_eq!(t["model"], m);
+    let e = json(&run_mil(&[
+        "export", m, "--format", "q15", "-o", out, "--json",
+    ]));
+    assert!(e["bytes"].as_u64().unwrap() <= 4096, "{e}");
+    assert_eq!(e["labels_agree"], 92);
+    // Citation-kNN without a projection stores its training bags: no --data needed.
+    let knn = deploy::train(&musk1, None, deploy::citation_knn(Scaling::Zscore));
+    knn.save(&model_path).unwrap();
+    let e = json(&run_mil(&[
+        "export", m, "--format", "f32", "-o", out, "--json",
+    ]));
+    assert_eq!(e["labels_agree"], 92);
+    assert!(e["max_abs_error"].as_f64().unwrap() <= 1e-5, "{e}");
+    let i = json(&run_mil(&["inspect", out, "--json"]));
+    assert_eq!(i["kind"], "citation-knn");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Step 14 of M³IC's Table 1 in f64, written from the paper: the witness instance j*
+/// maximises max_u s_ju − mean_v s_jv, the bag goes to argmax_p s_j*p (first on ties).
+fn m3ic_step14(weights: &[f64], k: usize, z: &[Vec<f64>]) -> usize {
+    let mut best = (f64::NEG_INFINITY, 0);
+    for x in z {
+        let s: Vec<f64> = (0..k)
+            .map(|p| {
+                weights[p * x.len()..(p + 1) * x.len()]
+                    .iter()
+                    .zip(x)
+                    .map(|(a, b)| a * b)
+                    .sum()
+            })
+            .collect();
+        let (arg, top) =
+            s.iter().enumerate().fold(
+                (0, f64::NEG_INFINITY),
+                |b, (p, &v)| {
+                    if v > b.1 {
+                        (p, v)
+                    } else {
+                        b
+                    }
+                },
+            );
+        let margin = top - s.iter().sum::<f64>() / k as f64;
+        if margin > best.0 {
+            best = (margin, arg);
+        }
+    }
+    best.1
+}
+
+#[test]
+fn m3ic_assignment_matches_step_14() {
+    use mil::data::standardize::ZScore;
+    let musk1 = mil::data::load("musk1").unwrap();
+    let all: Vec<usize> = (0..musk1.n_bags()).collect();
+    let z = ZScore::fit(&musk1, &all);
+    let (k, dim) = (3, musk1.dim());
+    // Fixed pseudo-random cluster weights: the assignment rule is what is checked.
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let weights: Vec<f64> = (0..k * dim)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        })
+        .collect();
+    let compact =
+        mil::export::Compact::from_m3ic(k, dim, &weights, Some((&z.mean, &z.std))).unwrap();
+    for encoding in [Encoding::F32, Encoding::Q15] {
+        let bytes = export(&compact, encoding, &musk1).unwrap();
+        let core = Model::parse(&bytes).unwrap();
+        assert_eq!(core.output_dim(), k);
+        let mut agree = 0;
+        for b in 0..musk1.n_bags() {
+            let rows: Vec<Vec<f64>> = musk1
+                .bag(b)
+                .instances()
+                .map(|x| {
+                    let mut out = vec![0.0; dim];
+                    z.apply_row(x, &mut out);
+                    out
+                })
+                .collect();
+            let want = m3ic_step14(&weights, k, &rows);
+            let (got, _) = core_classify(&core, musk1.bag(b)).unwrap();
+            agree += usize::from(got.label == want);
+        }
+        assert_eq!(agree, musk1.n_bags(), "{encoding:?}");
+    }
+}

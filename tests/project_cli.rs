@@ -1,0 +1,154 @@
+//! End-to-end tests of `mil project`: CSV output layout, JSON keys, the SVG plot, and
+//! clear errors for bad arguments.
+
+use mil_suite::{run_mil, temp_dir};
+
+fn json_of(out: &std::process::Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "mil failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
+}
+
+/// A small two-class set with 6 bags of 3 instances in 4 features.
+fn small_csv(dir: &std::path::Path) -> String {
+    let mut text = String::new();
+    for b in 0..6 {
+        let label = b % 2;
+        for i in 0..3 {
+            let v = |j: usize| {
+                ((b * 7 + i * 3 + j * 5) % 11) as f64 / 3.0
+                    + (label * (i == 0) as usize) as f64 * 4.0
+            };
+            text.push_str(&format!(
+                "{label},bag{b},{},{},{},{}\n",
+                v(0),
+                v(1),
+                v(2),
+                v(3)
+            ));
+        }
+    }
+    let path = dir.join("small.csv");
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn writes_projected_instances_json_and_a_plot_with_one_point_per_instance() {
+    let dir = temp_dir("project-musk1");
+    let out_csv = dir.join("p.csv");
+    let out_svg = dir.join("p.svg");
+    for (projection, dim) in [
+        ("pca", "3"),
+        ("lda", "1"),
+        ("lfda", "2"),
+        ("clfda", "2"),
+        ("bmida", "2"),
+        ("mmida", "2"),
+    ] {
+        let out = run_mil(&[
+            "project",
+            "musk1",
+            "--projection",
+            projection,
+            "--dim",
+            dim,
+            "-o",
+            out_csv.to_str().unwrap(),
+            "--plot",
+            out_svg.to_str().unwrap(),
+            "--json",
+        ]);
+        let json = json_of(&out);
+        assert_eq!(json["dim"], dim.parse::<u64>().unwrap(), "{projection}");
+        assert!(json["seconds"].as_f64().unwrap() >= 0.0);
+        let text = std::fs::read_to_string(&out_csv).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines.len(),
+            476,
+            "{projection}: one line per musk1 instance"
+        );
+        let dim: usize = dim.parse().unwrap();
+        assert!(lines.iter().all(|l| l.split(',').count() == 2 + dim));
+        // musk1's first bag is positive and the label/bag columns are kept.
+        assert!(lines[0].starts_with("1,"));
+        let svg = std::fs::read_to_string(&out_svg).unwrap();
+        assert!(svg.trim_start().starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert_eq!(svg.matches("<circle").count(), 476, "{projection}");
+        // Both classes' colours appear.
+        assert!(
+            svg.contains("#1F77B4") && svg.contains("#D62728"),
+            "{projection}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn mida_reports_its_optimisation_diagnostics() {
+    let dir = temp_dir("project-mida");
+    let data = small_csv(&dir);
+    let out_csv = dir.join("p.csv");
+    let out = run_mil(&[
+        "project",
+        &data,
+        "--projection",
+        "bmida",
+        "--dim",
+        "2",
+        "--alpha",
+        "0.5",
+        "-o",
+        out_csv.to_str().unwrap(),
+        "--json",
+    ]);
+    let json = json_of(&out);
+    for key in ["objective", "objective_initial", "rounds", "sigma"] {
+        assert!(json[key].is_number(), "missing {key}: {json}");
+    }
+    assert!(json["objective"].as_f64() >= json["objective_initial"].as_f64());
+    assert_eq!(json["alpha"], 0.5);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn bad_arguments_exit_2_with_a_message_naming_the_parameter() {
+    let dir = temp_dir("project-errors");
+    let data = small_csv(&dir);
+    let out_csv = dir.join("p.csv");
+    let o = out_csv.to_str().unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (&["--projection", "pca", "--dim", "9"], "--dim"),
+        (&["--projection", "pca", "--dim", "1,2"], "--dim"),
+        (&["--projection", "lda", "--dim", "2"], "--dim"),
+        (&["--projection", "none", "--dim", "2"], "--projection"),
+        (
+            &["--projection", "bmida", "--dim", "2", "--alpha=-1"],
+            "--alpha",
+        ),
+    ];
+    for (flags, named) in cases {
+        let mut args = vec!["project", data.as_str(), "-o", o];
+        args.extend_from_slice(flags);
+        let out = run_mil(&args);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(named), "{flags:?}: {err}");
+    }
+    let missing = run_mil(&[
+        "project",
+        "no-such-file.csv",
+        "--projection",
+        "pca",
+        "--dim",
+        "1",
+        "-o",
+        o,
+    ]);
+    assert_eq!(missing.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(dir);
+}
