@@ -13,7 +13,9 @@ use crate::error::{Error, Result};
 
 pub mod lda;
 pub mod lfda;
+pub mod mi_alm;
 pub mod mida;
+pub mod midr;
 pub mod pca;
 
 /// The projection algorithms.
@@ -158,7 +160,10 @@ pub fn fit(spec: &ProjectionSpec, data: &Dataset, train: &[usize]) -> Result<Lin
         ProjectionKind::Clfda => lfda::Clfda::new(spec.dim).fit(data, train),
         ProjectionKind::Bmida => mida::Bmida::new(spec.dim, spec.alpha).fit(data, train),
         ProjectionKind::Mmida => mida::Mmida::new(spec.dim, spec.alpha).fit(data, train),
-        other => Err(Error::NotAvailable(format!("projection {other:?}"))),
+        ProjectionKind::MiAlm => {
+            mi_alm::MiAlm::new(spec.dim, spec.alpha, spec.seed).fit(data, train)
+        }
+        ProjectionKind::Midr => midr::Midr::new(spec.dim, spec.alpha, spec.seed).fit(data, train),
     }
 }
 
