@@ -131,7 +131,7 @@ pub(super) fn pipeline(
                 kind,
                 dims: projection.dim.clone(),
                 alphas: if projection.alpha.is_empty() {
-                    vec![1.0]
+                    vec![kind.default_alpha()]
                 } else {
                     projection.alpha.clone()
                 },

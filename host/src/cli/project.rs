@@ -12,9 +12,6 @@ use crate::data::{self, csv::to_csv, Dataset};
 use crate::error::{Error, Result};
 use crate::projection::{self, ProjectionKind, ProjectionSpec};
 
-/// α when `--alpha` is not given (B-MIDA, M-MIDA, MI-ALM).
-const DEFAULT_ALPHA: f64 = 1.0;
-
 /// The algorithm a CLI projection name selects, or `None` for `none`.
 pub fn projection_kind(name: ProjectionName) -> Option<ProjectionKind> {
     Some(match name {
@@ -52,7 +49,7 @@ pub fn run(args: &ProjectArgs) -> Result<Report> {
         }
     };
     let alpha = match args.projection.alpha.as_slice() {
-        [] => DEFAULT_ALPHA,
+        [] => kind.default_alpha(),
         [a] => *a,
         many => {
             return Err(Error::parameter(

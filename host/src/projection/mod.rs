@@ -40,6 +40,19 @@ pub enum ProjectionKind {
     Midr,
 }
 
+impl ProjectionKind {
+    /// α when the user gives none: the MI-ALM paper's benchmark settings for MI-ALM
+    /// (α = 0.3) and MIDR (c₁ = 0.1, §3.2); 1 for B-MIDA and M-MIDA, whose papers choose α
+    /// by cross-validation over {10⁻³, …, 10²}; unused by the others.
+    pub fn default_alpha(self) -> f64 {
+        match self {
+            ProjectionKind::MiAlm => 0.3,
+            ProjectionKind::Midr => 0.1,
+            _ => 1.0,
+        }
+    }
+}
+
 /// What to fit: the algorithm and its hyper-parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ProjectionSpec {
