@@ -288,7 +288,14 @@ pub(crate) fn training_labels(
     min_classes: usize,
 ) -> Result<Vec<usize>> {
     let labels = data.require_labels(1)?;
-    let chosen: Vec<usize> = train.iter().map(|&b| labels[b]).collect();
+    let chosen: Vec<usize> = train
+        .iter()
+        .map(|&b| {
+            labels.get(b).copied().ok_or_else(|| {
+                Error::data(data.name(), format!("training bag index {b} out of range"))
+            })
+        })
+        .collect::<Result<_>>()?;
     let mut present = vec![false; data.n_classes()];
     chosen.iter().for_each(|&l| present[l] = true);
     let count = present.iter().filter(|&&p| p).count();
