@@ -65,20 +65,22 @@ pub(super) fn classifier_spec(
 fn svm_spec(args: &ClassifierArgs, seed: u64) -> Result<SetKernelSvm> {
     let boxed = |kernel| SetKernel::Box {
         kernel,
-        paper_estimator: args.estimator == Estimator::Paper,
-        epsilon: args.epsilon,
-        delta: args.delta,
-        precision: args.precision,
+        paper_estimator: args.set_kernel.estimator == Estimator::Paper,
+        epsilon: args.set_kernel.epsilon,
+        delta: args.set_kernel.delta,
+        precision: args.set_kernel.precision,
     };
     Ok(SetKernelSvm {
         kernel: match args.kernel {
             KernelName::Kand => boxed(BoxKernelName::And),
             KernelName::Kandor => boxed(BoxKernelName::AndOr),
             KernelName::Kmin => boxed(BoxKernelName::Min),
-            KernelName::Nsk => SetKernel::Nsk { gamma: args.gamma },
+            KernelName::Nsk => SetKernel::Nsk {
+                gamma: args.set_kernel.gamma,
+            },
         },
         settings: BagSvmSettings {
-            rho: args.rho,
+            rho: args.set_kernel.rho,
             map: match args.map {
                 KernelMap::None => EmpiricalMap::None,
                 KernelMap::Emp => EmpiricalMap::Training,

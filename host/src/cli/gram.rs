@@ -42,14 +42,18 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
             }
         },
     };
-    if !(args.rho > 0.0 && args.rho <= 1.0) {
-        return Err(Error::parameter("--rho", args.rho, "must be in (0, 1]"));
+    if !(args.set_kernel.rho > 0.0 && args.set_kernel.rho <= 1.0) {
+        return Err(Error::parameter(
+            "--rho",
+            args.set_kernel.rho,
+            "must be in (0, 1]",
+        ));
     }
-    let accuracy = Accuracy::new(args.epsilon, args.delta).map_err(|_| {
-        let (name, value) = if args.epsilon > 0.0 && args.epsilon < 1.0 {
-            ("--delta", args.delta)
+    let accuracy = Accuracy::new(args.set_kernel.epsilon, args.set_kernel.delta).map_err(|_| {
+        let (name, value) = if args.set_kernel.epsilon > 0.0 && args.set_kernel.epsilon < 1.0 {
+            ("--delta", args.set_kernel.delta)
         } else {
-            ("--epsilon", args.epsilon)
+            ("--epsilon", args.set_kernel.epsilon)
         };
         Error::parameter(name, value, "must be in (0, 1)")
     })?;
@@ -59,7 +63,7 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
         KernelName::Kmin => Some(BoxKernel::Min),
         KernelName::Nsk => None,
     };
-    let method = match args.estimator {
+    let method = match args.set_kernel.estimator {
         Estimator::Fast => Method::Fast,
         Estimator::Paper => Method::Paper,
     };
@@ -76,7 +80,7 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
     let mut nsk_gamma = None;
     let (gram, precision) = match kernel {
         Some(kernel) => {
-            let grid = GridData::fit(&data, args.precision)?;
+            let grid = GridData::fit(&data, args.set_kernel.precision)?;
             let spec = BoxGramSpec {
                 kernel,
                 method,
@@ -89,7 +93,7 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
             let all: Vec<usize> = (0..data.n_bags()).collect();
             let zscore = ZScore::fit(&data, &all);
             let active = zscore.std.iter().filter(|&&s| s > 0.0).count().max(1);
-            let gamma = args.gamma.unwrap_or(1.0 / active as f64);
+            let gamma = args.set_kernel.gamma.unwrap_or(1.0 / active as f64);
             if !(gamma.is_finite() && gamma > 0.0) {
                 return Err(Error::parameter(
                     "--gamma",
@@ -109,7 +113,7 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
         write(&gram, path, format)?;
     }
     let normalised = spectrum(gram.normalised());
-    let mapped = spectrum(gram.powered(args.rho));
+    let mapped = spectrum(gram.powered(args.set_kernel.rho));
     let n = gram.n;
     let (lo, hi) = gram
         .ln
@@ -118,20 +122,20 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
             (lo.min(v), hi.max(v))
         });
     let kernel_name = format!("{:?}", args.kernel).to_lowercase();
-    let estimator_name = format!("{:?}", args.estimator).to_lowercase();
+    let estimator_name = format!("{:?}", args.set_kernel.estimator).to_lowercase();
     let ns_per_sample = seconds * 1e9 / gram.samples.max(1) as f64;
     let human = format!(
         "{}: {n}×{n} ln {kernel_name} Gram ({estimator_name}, ε = {}, δ = {}, precision 10^{}) in {seconds:.2} s → {}\n\
          ln k in [{lo:.2}, {hi:.2}]; {:.1}% negative eigenvalues of the normalised matrix (smallest {:.3e}), {:.1}% of k^ρ (ρ = {}); {} samples, {ns_per_sample:.0} ns of wall time each",
         data.name(),
-        args.epsilon,
-        args.delta,
+        args.set_kernel.epsilon,
+        args.set_kernel.delta,
         precision.map_or("-".to_string(), |p| p.to_string()),
         args.output.as_deref().unwrap_or("(no file)"),
         100.0 * normalised.negative_fraction,
         normalised.smallest,
         100.0 * mapped.negative_fraction,
-        args.rho,
+        args.set_kernel.rho,
         gram.samples,
     );
     let json = json!({
@@ -141,13 +145,13 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
         "negative_eigenvalues_of": "k(P,Q)/sqrt(k(P,P)k(Q,Q)), formed in log space",
         "smallest_eigenvalue": normalised.smallest,
         "largest_eigenvalue": normalised.largest,
-        "rho": args.rho,
+        "rho": args.set_kernel.rho,
         "negative_eigenvalues_svm": mapped.negative_fraction,
         "negative_eigenvalues_svm_of": "phi(k) = k^rho (GMIL §5.3, §8.4), the matrix the SVM sees with --map none",
         "kernel": kernel_name,
         "estimator": estimator_name,
-        "epsilon": args.epsilon,
-        "delta": args.delta,
+        "epsilon": args.set_kernel.epsilon,
+        "delta": args.set_kernel.delta,
         "precision": precision,
         "gamma": nsk_gamma,
         "seed": args.seed,

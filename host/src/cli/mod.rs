@@ -262,16 +262,20 @@ pub struct ClassifierArgs {
     /// SVM: empirical kernel map.
     #[arg(long, value_enum, default_value = "none")]
     pub map: KernelMap,
-    /// SVM: exponent ρ of the subpolynomial map sign(x)|x|^ρ.
-    #[arg(long, default_value_t = 0.02)]
-    pub rho: f64,
     /// SVM: misclassification cost C.
     #[arg(long = "cost", default_value_t = 1e10)]
     pub cost: f64,
-    /// Box kernels: relative error ε of the estimates.
+    #[command(flatten)]
+    pub set_kernel: SetKernelArgs,
+}
+
+/// How a set kernel is computed: shared by `mil gram` and the SVM.
+#[derive(Args, Debug, Clone)]
+pub struct SetKernelArgs {
+    /// Box kernels: relative error ε of each estimate.
     #[arg(long, default_value_t = 0.1)]
     pub epsilon: f64,
-    /// Box kernels: failure probability δ.
+    /// Box kernels: failure probability δ of each estimate.
     #[arg(long, default_value_t = 0.01)]
     pub delta: f64,
     /// Box kernels: power of ten of the discretisation (0 for integer data); default:
@@ -285,6 +289,10 @@ pub struct ClassifierArgs {
     /// 1 / (number of non-constant features).
     #[arg(long)]
     pub gamma: Option<f64>,
+    /// ρ of the subpolynomial map φ(k) = k^ρ before the SVM (the paper: 1/50); `mil
+    /// gram` reports the negative eigenvalues of φ(K) too.
+    #[arg(long, default_value_t = 0.02)]
+    pub rho: f64,
 }
 
 /// Projection choice; lists are tuned by inner cross-validation.
@@ -383,31 +391,14 @@ pub struct GramArgs {
     /// The set kernel.
     #[arg(long, value_enum)]
     pub kernel: KernelName,
-    /// Relative error ε of each estimate.
-    #[arg(long, default_value_t = 0.1)]
-    pub epsilon: f64,
-    /// Failure probability δ of each estimate.
-    #[arg(long, default_value_t = 0.01)]
-    pub delta: f64,
-    /// Power of ten of the discretisation (0 for integer data); default: from the data.
-    #[arg(long, allow_negative_numbers = true)]
-    pub precision: Option<i32>,
-    /// Which estimator.
-    #[arg(long, value_enum, default_value = "fast")]
-    pub estimator: Estimator,
+    #[command(flatten)]
+    pub set_kernel: SetKernelArgs,
     /// Output: .csv (bags × bags) or .npy (float64); without it only the summary.
     #[arg(short, long)]
     pub output: Option<String>,
-    /// ρ of the subpolynomial map φ(k) = k^ρ applied before the SVM (the paper: 1/50);
-    /// the JSON reports the negative eigenvalues of φ(K) too.
-    #[arg(long, default_value_t = 0.02)]
-    pub rho: f64,
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// nsk: RBF width γ of the instance kernel on z-scored features (default 1/D).
-    #[arg(long)]
-    pub gamma: Option<f64>,
     /// Keep only bags with at least this many instances.
     #[arg(long)]
     pub min_bag_size: Option<usize>,
