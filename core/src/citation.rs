@@ -14,7 +14,9 @@
 //! instance is `scale_k · q`, off by at most `scale_k/2` from the host's value.
 
 use crate::error::Error;
-use crate::model::{tag, Decision, Elem, Encoding, Instances, Model, Section, Sections};
+use crate::model::{
+    argmax_first, tag, Decision, Elem, Encoding, Instances, Model, Section, Sections,
+};
 
 /// Largest R (number of nearest references) the core supports.
 pub const MAX_REFERENCES: usize = 32;
@@ -205,17 +207,7 @@ impl<'a> CitationKnn<'a> {
         }
         let total: f32 = scores.iter().sum();
         scores.iter_mut().for_each(|s| *s /= total);
-        let (label, score) =
-            scores
-                .iter()
-                .enumerate()
-                .fold((0, f32::NEG_INFINITY), |(bi, bv), (i, &v)| {
-                    if v > bv {
-                        (i, v)
-                    } else {
-                        (bi, bv)
-                    }
-                });
+        let (label, score) = argmax_first(scores);
         Ok(Decision { label, score })
     }
 }

@@ -4,7 +4,9 @@
 //! argmax_p s_j*p. One pass over the instances; scratch d + k values.
 
 use crate::error::Error;
-use crate::model::{tag, Decision, Encoding, Instances, Model, Section, Sections, Weights};
+use crate::model::{
+    argmax_first, tag, Decision, Encoding, Instances, Model, Section, Sections, Weights,
+};
 
 /// The per-cluster weights of an M³IC model (`SCORE_WEIGHTS` k × d, `SCORE_BIAS` 1 × k).
 #[derive(Debug, Clone, Copy)]
@@ -64,16 +66,7 @@ impl<'a> M3ic<'a> {
             for (u, su) in s.iter_mut().enumerate() {
                 *su = self.weights.dot_f32(u, y) + self.bias.f32_at(u);
             }
-            let (arg, top) =
-                s.iter()
-                    .enumerate()
-                    .fold((0, f32::NEG_INFINITY), |(bi, bv), (u, &v)| {
-                        if v > bv {
-                            (u, v)
-                        } else {
-                            (bi, bv)
-                        }
-                    });
+            let (arg, top) = argmax_first(s);
             let margin = top - s.iter().sum::<f32>() / k as f32;
             if margin > best_margin {
                 best_margin = margin;

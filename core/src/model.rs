@@ -514,6 +514,21 @@ pub struct Decision {
     pub score: f32,
 }
 
+/// The first index of the largest value and that value (ties go to the lower index, as
+/// the host's argmax does); `(0, −∞)` for an empty slice.
+pub(crate) fn argmax_first(values: &[f32]) -> (usize, f32) {
+    values
+        .iter()
+        .enumerate()
+        .fold((0, f32::NEG_INFINITY), |(bi, bv), (i, &v)| {
+            if v > bv {
+                (i, v)
+            } else {
+                (bi, bv)
+            }
+        })
+}
+
 /// A parsed model borrowing its bytes.
 #[derive(Debug, Clone, Copy)]
 pub struct Model<'a> {

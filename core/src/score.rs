@@ -17,7 +17,9 @@
 //! softmax is (1+β)-Lipschitz in the probabilities, noisy-OR n-Lipschitz.
 
 use crate::error::Error;
-use crate::model::{tag, Decision, Elem, Encoding, Instances, Model, Section, Sections, Weights};
+use crate::model::{
+    argmax_first, tag, Decision, Elem, Encoding, Instances, Model, Section, Sections, Weights,
+};
 
 /// How instance probabilities become a bag probability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,17 +201,7 @@ impl<'a> LinearScorer<'a> {
         for (c, s) in scores.iter_mut().enumerate() {
             *s = pooled(c);
         }
-        let (label, score) =
-            scores
-                .iter()
-                .enumerate()
-                .fold((0, f32::NEG_INFINITY), |(bi, bv), (i, &v)| {
-                    if v > bv {
-                        (i, v)
-                    } else {
-                        (bi, bv)
-                    }
-                });
+        let (label, score) = argmax_first(scores);
         Ok(Decision { label, score })
     }
 
