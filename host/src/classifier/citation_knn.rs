@@ -20,7 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_dim, training_labels, BagModel, BagScores, Classifier};
+use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::standardize::ZScore;
 use crate::data::Dataset;
 use crate::distance::{pairwise, ranked_cross, Hausdorff};
@@ -216,7 +216,7 @@ impl CitationKnn {
         train: &[usize],
         test: &[usize],
     ) -> Result<BagScores> {
-        let labels = training_labels(data, train)?;
+        let labels = data.training_labels(train, 2)?;
         self.validate(train.len())?;
         let n = data.n_bags();
         let tt: Vec<f64> = train
@@ -238,7 +238,7 @@ impl Classifier for CitationKnn {
     type Model = CitationKnnModel;
 
     fn fit(&self, data: &Dataset, train: &[usize]) -> Result<CitationKnnModel> {
-        let labels = training_labels(data, train)?;
+        let labels = data.training_labels(train, 2)?;
         self.validate(train.len())?;
         let scaler = Scaler::fit(self.scaling, data, train);
         let scaled = scaler.apply(data, train)?;

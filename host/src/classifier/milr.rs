@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{check_dim, training_labels, BagModel, BagScores, Classifier};
+use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::lbfgs::Lbfgs;
@@ -401,7 +401,7 @@ impl Classifier for Milr {
 
     fn fit(&self, data: &Dataset, train: &[usize]) -> Result<MilrModel> {
         self.validate()?;
-        let labels = training_labels(data, train)?;
+        let labels = data.training_labels(train, 2)?;
         let dim = data.dim();
         let (mean, sd) = bag_standardisation(data, train);
         let picked = data.select(train);

@@ -125,27 +125,6 @@ impl ClassifierSpec {
     }
 }
 
-/// The labels of the training bags, checked: labelled data, at least two classes among
-/// the training bags, every index in range.
-pub(crate) fn training_labels(data: &Dataset, train: &[usize]) -> Result<Vec<usize>> {
-    let labels = data.require_labels(2)?;
-    if let Some(&b) = train.iter().find(|&&b| b >= data.n_bags()) {
-        return Err(Error::data(
-            data.name(),
-            format!("training bag index {b} out of range"),
-        ));
-    }
-    let picked: Vec<usize> = train.iter().map(|&b| labels[b]).collect();
-    let first = picked.first().copied();
-    if picked.iter().all(|&l| Some(l) == first) {
-        return Err(Error::data(
-            data.name(),
-            "the training bags hold fewer than two classes",
-        ));
-    }
-    Ok(picked)
-}
-
 /// The error for bags of the wrong dimension.
 pub(crate) fn check_dim(data: &Dataset, expected: usize) -> Result<()> {
     if data.dim() != expected {

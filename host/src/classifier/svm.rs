@@ -14,7 +14,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::{check_dim, training_labels, BagModel, BagScores, Classifier};
+use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::standardize::ZScore;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -255,7 +255,7 @@ impl Classifier for SetKernelSvm {
     type Model = SvmModel;
 
     fn fit(&self, data: &Dataset, train: &[usize]) -> Result<SvmModel> {
-        training_labels(data, train)?;
+        data.training_labels(train, 2)?;
         let positive_all = positive_flags(data)?;
         if self.settings.map == EmpiricalMap::Transductive {
             return Err(Error::parameter(

@@ -232,6 +232,30 @@ impl Dataset {
         Ok(labels)
     }
 
+    /// The labels of the training bags `train`, checked: every index in range and at
+    /// least `min_classes` classes among those bags. What every fit starts with.
+    pub fn training_labels(&self, train: &[usize], min_classes: usize) -> Result<Vec<usize>> {
+        let labels = self.require_labels(1)?;
+        let chosen: Vec<usize> = train
+            .iter()
+            .map(|&b| {
+                labels.get(b).copied().ok_or_else(|| {
+                    Error::data(&self.name, format!("training bag index {b} out of range"))
+                })
+            })
+            .collect::<Result<_>>()?;
+        let mut present = vec![false; self.n_classes()];
+        chosen.iter().for_each(|&l| present[l] = true);
+        let count = present.iter().filter(|&&p| p).count();
+        if count < min_classes {
+            return Err(Error::data(
+                &self.name,
+                format!("{count} class(es) among the training bags, at least {min_classes} needed"),
+            ));
+        }
+        Ok(chosen)
+    }
+
     /// A new data set with the chosen bags, in the given order (features are copied).
     pub fn select(&self, bags: &[usize]) -> Dataset {
         let mut features = Vec::new();

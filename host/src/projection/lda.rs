@@ -5,8 +5,8 @@
 use nalgebra::DMatrix;
 
 use super::{
-    generalized_top_eigenvectors, training_labels, weight_by_eigenvalues, InputScaling,
-    LinearProjection, ProjectionKind, Projector, TrainingInstances,
+    generalized_top_eigenvectors, weight_by_eigenvalues, InputScaling, LinearProjection,
+    ProjectionKind, Projector, TrainingInstances,
 };
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -51,7 +51,7 @@ pub(crate) fn fisher_scatters(
 
 impl Projector for Lda {
     fn fit(&self, data: &Dataset, train: &[usize]) -> Result<LinearProjection> {
-        let bag_labels = training_labels(data, train, 2)?;
+        let bag_labels = data.training_labels(train, 2)?;
         let classes = data.n_classes();
         if self.dim + 1 > classes {
             return Err(Error::parameter(

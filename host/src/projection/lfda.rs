@@ -14,8 +14,8 @@ use nalgebra::DMatrix;
 use rayon::prelude::*;
 
 use super::{
-    generalized_top_eigenvectors, training_labels, weight_by_eigenvalues, InputScaling,
-    LinearProjection, ProjectionKind, Projector, TrainingInstances,
+    generalized_top_eigenvectors, weight_by_eigenvalues, InputScaling, LinearProjection,
+    ProjectionKind, Projector, TrainingInstances,
 };
 use crate::data::Dataset;
 use crate::distance::squared_euclidean;
@@ -71,7 +71,7 @@ impl Projector for Lfda {
                 "LFDA needs at least one neighbour",
             ));
         }
-        let bag_labels = training_labels(data, train, 2)?;
+        let bag_labels = data.training_labels(train, 2)?;
         let t = TrainingInstances::new(data, train, InputScaling::ZScore)?;
         let labels: Vec<usize> = t.bag_of.iter().map(|&k| bag_labels[k]).collect();
         let rows = row_major(&t.x);
@@ -107,7 +107,7 @@ impl Projector for Clfda {
                 "must be finite and > 0",
             ));
         }
-        let bag_labels = training_labels(data, train, 2)?;
+        let bag_labels = data.training_labels(train, 2)?;
         let t = TrainingInstances::new(data, train, InputScaling::ZScore)?;
         let mut labels: Vec<usize> = t.bag_of.iter().map(|&k| bag_labels[k]).collect();
         let rows = row_major(&t.x);

@@ -34,9 +34,7 @@ use rand_distr::StandardNormal;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
-use super::{
-    training_labels, InputScaling, LinearProjection, ProjectionKind, Projector, TrainingInstances,
-};
+use super::{InputScaling, LinearProjection, ProjectionKind, Projector, TrainingInstances};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 
@@ -525,7 +523,7 @@ impl BagLoss {
         method: &str,
     ) -> Result<Self> {
         let instances = TrainingInstances::new(data, train, InputScaling::ZScore)?;
-        let labels = training_labels(data, train, 2)?;
+        let labels = data.training_labels(train, 2)?;
         if data.n_classes() != 2 {
             return Err(Error::data(
                 data.name(),

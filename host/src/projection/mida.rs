@@ -19,8 +19,7 @@ use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
 use super::{
-    top_eigenvectors, training_labels, InputScaling, LinearProjection, ProjectionKind, Projector,
-    TrainingInstances,
+    top_eigenvectors, InputScaling, LinearProjection, ProjectionKind, Projector, TrainingInstances,
 };
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -281,7 +280,7 @@ impl BmidaInit {
     /// every σ, keeping the σ whose mean positive prototype lies farthest from the mean
     /// negative prototype.
     pub fn new(data: &Dataset, train: &[usize], scaling: InputScaling) -> Result<Self> {
-        let labels = training_labels(data, train, 2)?;
+        let labels = data.training_labels(train, 2)?;
         if data.n_classes() != 2 {
             return Err(Error::data(
                 data.name(),
@@ -462,7 +461,7 @@ impl Mmida {
             self.max_rounds,
             self.max_prototype_passes,
         )?;
-        let labels = training_labels(data, train, 2)?;
+        let labels = data.training_labels(train, 2)?;
         let t = TrainingInstances::new(data, train, self.scaling)?;
         let dim = t.x.ncols();
         // Classes present among the training bags, and their bags.

@@ -280,34 +280,6 @@ impl TrainingInstances {
     }
 }
 
-/// Class index per training bag, or a clear error when the set is unlabelled or has
-/// fewer than `min_classes` classes among the training bags.
-pub(crate) fn training_labels(
-    data: &Dataset,
-    train: &[usize],
-    min_classes: usize,
-) -> Result<Vec<usize>> {
-    let labels = data.require_labels(1)?;
-    let chosen: Vec<usize> = train
-        .iter()
-        .map(|&b| {
-            labels.get(b).copied().ok_or_else(|| {
-                Error::data(data.name(), format!("training bag index {b} out of range"))
-            })
-        })
-        .collect::<Result<_>>()?;
-    let mut present = vec![false; data.n_classes()];
-    chosen.iter().for_each(|&l| present[l] = true);
-    let count = present.iter().filter(|&&p| p).count();
-    if count < min_classes {
-        return Err(Error::data(
-            data.name(),
-            format!("{count} class(es) among the training bags, at least {min_classes} needed"),
-        ));
-    }
-    Ok(chosen)
-}
-
 /// The eigenvectors of the `d` largest eigenvalues of a symmetric matrix, as the columns
 /// of a `D × d` matrix with orthonormal columns, and those eigenvalues (descending).
 /// Each column's sign is fixed (largest-magnitude entry positive) so that results do
