@@ -14,7 +14,8 @@ use divan::counter::ItemsCount;
 use divan::Bencher;
 use indicatif::ProgressBar;
 use mil::data::{self, Dataset};
-use mil::kernel::{box_gram, entry_seed, BoxGramSpec, GridData};
+use mil::kernel::{box_gram, BoxGramSpec, GridData};
+use mil_core::box_kernel::seeds::pair_seed;
 use mil_core::box_kernel::{estimate, scratch_len, Accuracy, BoxKernel, Estimate, Method, Scratch};
 use rand_core::{Rng, SeedableRng, TryRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -102,7 +103,7 @@ fn entry<R: Rng>(
 }
 
 fn seeded(i: usize, j: usize) -> Xoshiro256PlusPlus {
-    Xoshiro256PlusPlus::seed_from_u64(entry_seed(1, i, j))
+    Xoshiro256PlusPlus::seed_from_u64(pair_seed(1, i as u64, j as u64))
 }
 
 /// Pairs of Musk1 bags used for per-entry comparisons: every 7th pair i ≤ j.

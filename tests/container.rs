@@ -3,9 +3,12 @@
 //! seeded property test ("fuzz") over random and mutated byte strings: every input parses
 //! to a model or an error value, and inference on whatever parses never panics.
 
-use mil::export::{core_classify, export, Affine, Compact, CoreBag, Head};
+use mil::classifier::svm::SvmDeployment;
+use mil::export::{core_classify, core_svm_decide, export, Affine, Compact, CoreBag, Head};
+use mil::kernel::GridData;
 use mil::projection::{LinearProjection, ProjectionKind};
 use mil::Dataset;
+use mil_core::box_kernel::{count::exact_ln, BoxKernel, Grid, Method};
 use mil_core::model::{model_checksum, CHECKSUM_OFFSET};
 use mil_core::score::{bag_score_bound, Pooling};
 use mil_core::{Encoding, Error, Instances, Model};
@@ -281,6 +284,160 @@ fn quantised_linear_scores_stay_within_the_stated_bound() {
     }
 }
 
+/// A set-kernel SVM storing every bag of `data` (grid fitted on it at precision 0) with
+/// weights `weights`, bias 0.1, T = 0.
+fn svm_model(
+    data: &Dataset,
+    kernel: BoxKernel,
+    epsilon: f64,
+    delta: f64,
+    rho: f64,
+    weights: Vec<f64>,
+) -> SvmDeployment {
+    let grid = GridData::fit(data, Some(0)).unwrap();
+    SvmDeployment {
+        kernel,
+        method: Method::Fast,
+        epsilon,
+        delta,
+        precision: 0,
+        seed: 5,
+        rho,
+        log_offset: 0.0,
+        bias: 0.1,
+        grid_min: grid.min().to_vec(),
+        grid_size: grid.sizes().to_vec(),
+        points: grid.map(data).unwrap(),
+        bag_starts: data.bag_starts().to_vec(),
+        weights,
+    }
+}
+
+fn svm_compact(svm: SvmDeployment) -> Compact {
+    Compact {
+        stage: None,
+        head: Head::SetKernelSvm(Box::new(svm)),
+    }
+}
+
+/// Small integer bags in 2-D: a grid small enough for the exact kernels.
+fn small_integer_bags(rng: &mut Xoshiro256PlusPlus, n_bags: usize) -> Dataset {
+    let bags: Vec<Vec<Vec<f64>>> = (0..n_bags)
+        .map(|b| {
+            (0..1 + b % 3)
+                .map(|_| (0..2).map(|_| (rng.next_u32() % 5) as f64).collect())
+                .collect()
+        })
+        .collect();
+    let labels: Vec<usize> = (0..n_bags).map(|b| b % 2).collect();
+    dataset(2, &bags, &labels)
+}
+
+#[test]
+fn svm_decision_against_exact_kernels() {
+    // f(x) = Σ_r ω_r k(x, r)^ρ + b with every k estimated to (ε, δ): each k̂ lies in
+    // [(1−ε)k, (1+ε)k] except with probability δ, so |f − f_exact| ≤ Σ_r |ω_r| k^ρ ·
+    // (1 − (1−ε)^ρ) (ρ ≤ 1), with k from the exact counts of the core's Möbius inversion.
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+    let (epsilon, delta, rho) = (0.05, 1e-6, 0.5);
+    for kernel in [BoxKernel::And, BoxKernel::AndOr, BoxKernel::Min] {
+        for _ in 0..4 {
+            let train = small_integer_bags(&mut rng, 6);
+            let weights: Vec<f64> = (0..6)
+                .map(|r| if r % 2 == 0 { 0.3 } else { -0.2 } * (1.0 + r as f64))
+                .collect();
+            let svm = svm_model(&train, kernel, epsilon, delta, rho, weights.clone());
+            let queries = small_integer_bags(&mut rng, 5);
+            let bytes = export(&svm_compact(svm.clone()), Encoding::F32, &train).unwrap();
+            let core = Model::parse(&bytes).unwrap();
+            let q15 = export(&svm_compact(svm.clone()), Encoding::Q15, &train).unwrap();
+            let core_q15 = Model::parse(&q15).unwrap();
+            let grid = GridData::fit(&train, Some(0)).unwrap();
+            let points = grid.map(&queries).unwrap();
+            let g = Grid::new(grid.sizes()).unwrap();
+            for b in 0..queries.n_bags() {
+                let range = queries.bag_range(b);
+                let x = &points[range.start * 2..range.end * 2];
+                let (mut exact, mut slack) = (0.1, 0.0);
+                for (r, w) in weights.iter().enumerate() {
+                    let ln_k = exact_ln(kernel, &g, x, grid.bag(r)).unwrap();
+                    let e = (rho * ln_k).exp();
+                    exact += w * e;
+                    slack += w.abs() * e * (1.0 - (1.0 - epsilon).powf(rho));
+                }
+                let d = core_svm_decide(&core, queries.bag(b)).unwrap();
+                assert!(
+                    (d.value - exact).abs() <= slack + d.bound,
+                    "{kernel:?} bag {b}: {} vs exact {exact} (slack {slack})",
+                    d.value
+                );
+                assert_eq!(d.label, usize::from(d.value > 0.0));
+                // Quantised weights: within both stated bounds of the f32 model's value.
+                let dq = core_svm_decide(&core_q15, queries.bag(b)).unwrap();
+                assert!(
+                    (dq.value - d.value).abs() <= dq.bound + d.bound,
+                    "{kernel:?} q15"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn svm_model_rejects_bad_configuration() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(12);
+    let train = small_integer_bags(&mut rng, 4);
+    let mut svm = svm_model(&train, BoxKernel::And, 0.1, 0.01, 0.5, vec![1.0; 4]);
+    svm.rho = 1.5;
+    assert!(export(&svm_compact(svm.clone()), Encoding::F32, &train).is_err());
+    svm.rho = 0.5;
+    svm.epsilon = 1.0;
+    assert!(export(&svm_compact(svm.clone()), Encoding::F32, &train).is_err());
+    svm.epsilon = 0.1;
+    svm.grid_size[1] = 1;
+    assert!(export(&svm_compact(svm.clone()), Encoding::F32, &train).is_err());
+    // A bag of the wrong width and an empty bag are errors, not panics.
+    let mut svm = svm_model(&train, BoxKernel::And, 0.1, 0.01, 0.5, vec![1.0; 4]);
+    svm.precision = 0;
+    let bytes = export(&svm_compact(svm), Encoding::F32, &train).unwrap();
+    let core = Model::parse(&bytes).unwrap();
+    let s = core.svm().unwrap();
+    let len = s.scratch_len(4).unwrap();
+    let (mut g, mut q, mut r) = (
+        vec![0; len.grid],
+        vec![0; len.query],
+        vec![0; len.reference],
+    );
+    let (mut f, mut i) = (vec![0.0; len.floats], vec![0; len.ints]);
+    let mut scratch = mil_core::svm::SvmScratch {
+        grid: &mut g,
+        query: &mut q,
+        reference: &mut r,
+        floats: &mut f,
+        ints: &mut i,
+    };
+    assert_eq!(
+        s.decide(&[1.0, 2.0, 3.0], &mut scratch).unwrap_err(),
+        Error::DimensionMismatch {
+            expected: 4,
+            got: 3
+        }
+    );
+    assert_eq!(s.decide(&[], &mut scratch).unwrap_err(), Error::Empty);
+    assert!(matches!(
+        s.decide(&[0.0; 10], &mut scratch),
+        Err(Error::BufferTooSmall { .. })
+    ));
+    assert!(s.decide(&[f64::NAN, 1.0], &mut scratch).is_err());
+    // The classify entry point of the other kinds names the mismatch.
+    let mut out = [0.0f32; 2];
+    assert_eq!(
+        core.classify(Instances::F32(&[1.0, 2.0]), &mut [], &mut out)
+            .unwrap_err(),
+        Error::WrongModelKind
+    );
+}
+
 /// Small models of every kind, in every encoding, as seeds for mutation.
 fn seed_models() -> Vec<Vec<u8>> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
@@ -306,6 +463,18 @@ fn seed_models() -> Vec<Vec<u8>> {
         },
     ];
     let mut out = Vec::new();
+    let small = small_integer_bags(&mut rng, 4);
+    let svm = svm_model(
+        &small,
+        BoxKernel::AndOr,
+        0.2,
+        0.1,
+        0.5,
+        vec![0.5, -0.5, 0.25, 1.0],
+    );
+    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+        out.push(export(&svm_compact(svm.clone()), encoding, &small).unwrap());
+    }
     for head in heads {
         for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
             let compact = Compact {
@@ -339,8 +508,24 @@ fn exercise(bytes: &[u8], rng: &mut Xoshiro256PlusPlus) -> bool {
         let _ = model.project(Instances::I16(&q[..dim]), &mut y);
         let mut out = vec![0i16; dim];
         let _ = model.quantize_instance(&f[..dim], &mut out);
+        if let Some(svm) = model.svm() {
+            // A mutated ε can ask for arbitrarily many samples: the decision is run only
+            // at the seeds' accuracy, to bound the test's time (parsing is always run).
+            let len = svm.scratch_len(n);
+            if svm.estimator().1.epsilon() >= 0.1 && len.is_some_and(|l| l.floats < 1 << 16) {
+                let _ = core_svm_decide(&model, dataset_bag(&f, dim, n).bag(0));
+            }
+        }
     }
     true
+}
+
+fn dataset_bag(f: &[f32], dim: usize, n: usize) -> Dataset {
+    let bag: Vec<Vec<f64>> = f[..n * dim]
+        .chunks_exact(dim)
+        .map(|x| x.iter().map(|&v| f64::from(v)).collect())
+        .collect();
+    dataset(dim, &[bag], &[0])
 }
 
 fn fix_checksum(bytes: &mut [u8]) {

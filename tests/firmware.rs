@@ -10,7 +10,8 @@ mod deploy;
 use std::path::Path;
 use std::process::Command;
 
-use mil::export::{core_classify, export, Compact};
+use mil::export::{core_classify, core_svm_decide, export, Compact};
+use mil::svm::bags::EmpiricalMap;
 use mil_core::{Encoding, Model};
 
 /// One line of the firmware's report on a bag.
@@ -41,29 +42,32 @@ fn parse_bag_line(line: &str) -> BagLine {
     }
 }
 
-#[test]
-fn q15_musk1_model_runs_on_an_emulated_cortex_m4_and_matches_the_host() {
+/// One firmware build and run at a time: both tests rebuild the same crate with other
+/// embedded data.
+static FIRMWARE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Builds the firmware around `model` and `bags` (with the cargo `features`), runs it
+/// under QEMU and returns what it printed.
+fn run_firmware(model: &[u8], bags: &[u8], features: &[&str]) -> String {
     let qemu = Command::new("qemu-system-arm").arg("--version").output();
     assert!(
         qemu.as_ref().is_ok_and(|o| o.status.success()),
         "qemu-system-arm is not installed: `apt-get install -y qemu-system-arm` (.ci/run does it)"
     );
-    let musk1 = mil::data::load("musk1").unwrap();
-    let model = deploy::musk1_firmware_model(&musk1);
-    let all: Vec<usize> = (0..musk1.n_bags()).collect();
-    let host = model.scores(&musk1, &all).unwrap();
-    let (compact, _) = Compact::from_host(&model).unwrap();
-    let bytes = export(&compact, Encoding::Q15, &musk1).unwrap();
-    let model = Model::parse(&bytes).unwrap();
-
+    let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = std::env::temp_dir().join(format!("mil-firmware-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("model.milm"), &bytes).unwrap();
-    std::fs::write(dir.join("bags.bin"), deploy::bags_bin(&musk1)).unwrap();
+    std::fs::write(dir.join("model.milm"), model).unwrap();
+    std::fs::write(dir.join("bags.bin"), bags).unwrap();
 
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/qemu");
+    let mut args = vec!["run", "--release", "--quiet"];
+    if !features.is_empty() {
+        args.push("--features");
+        args.extend(features);
+    }
     let run = Command::new(env!("CARGO"))
-        .args(["run", "--release", "--quiet"])
+        .args(&args)
         .current_dir(&crate_dir)
         .env("MIL_FIRMWARE_DATA", &dir)
         .env_remove("RUSTFLAGS")
@@ -71,7 +75,7 @@ fn q15_musk1_model_runs_on_an_emulated_cortex_m4_and_matches_the_host() {
         .env_remove("CARGO_BUILD_TARGET")
         .output()
         .expect("cargo runs");
-    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
         run.status.success() && stdout.contains("done"),
@@ -79,6 +83,31 @@ fn q15_musk1_model_runs_on_an_emulated_cortex_m4_and_matches_the_host() {
         run.status
     );
     std::fs::remove_dir_all(&dir).ok();
+    stdout
+}
+
+/// Instructions per SysTick tick, from the firmware's calibration loop.
+fn instructions_per_tick(stdout: &str) -> f64 {
+    let cal: Vec<f64> = stdout
+        .lines()
+        .find(|l| l.starts_with("calibration "))
+        .unwrap()
+        .split(' ')
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    cal[1] / cal[0]
+}
+
+#[test]
+fn q15_musk1_model_runs_on_an_emulated_cortex_m4_and_matches_the_host() {
+    let musk1 = mil::data::load("musk1").unwrap();
+    let model = deploy::musk1_firmware_model(&musk1);
+    let all: Vec<usize> = (0..musk1.n_bags()).collect();
+    let host = model.scores(&musk1, &all).unwrap();
+    let (compact, _) = Compact::from_host(&model).unwrap();
+    let bytes = export(&compact, Encoding::Q15, &musk1).unwrap();
+    let model = Model::parse(&bytes).unwrap();
+    let stdout = run_firmware(&bytes, &deploy::bags_bin(&musk1), &[]);
 
     let lines: Vec<BagLine> = stdout
         .lines()
@@ -107,15 +136,7 @@ fn q15_musk1_model_runs_on_an_emulated_cortex_m4_and_matches_the_host() {
     let model_line = stdout.lines().find(|l| l.starts_with("model ")).unwrap();
     let instances = musk1.n_instances() as u64;
     println!("{model_line}");
-    // Instructions per SysTick tick, from the firmware's calibration loop.
-    let cal: Vec<f64> = stdout
-        .lines()
-        .find(|l| l.starts_with("calibration "))
-        .unwrap()
-        .split(' ')
-        .filter_map(|w| w.parse().ok())
-        .collect();
-    let per_tick = cal[1] / cal[0];
+    let per_tick = instructions_per_tick(&stdout);
     println!("{stack_line}; instructions per SysTick tick {per_tick:.2}");
     let per = |t: u64, n: usize| t as f64 * per_tick / n as f64;
     println!(
@@ -123,5 +144,55 @@ fn q15_musk1_model_runs_on_an_emulated_cortex_m4_and_matches_the_host() {
         per(total_ticks, lines.len()),
         per(total_ticks, instances as usize),
         per(total_quantise, instances as usize)
+    );
+}
+
+#[test]
+fn set_kernel_svm_estimates_its_kernel_on_an_emulated_cortex_m4() {
+    // The musk1 k∧ SVM (support bags stored, f32 weights) on the device: every decision
+    // estimates k∧ against the 55 stored bags with the core's estimator in soft f64.
+    let musk1 = mil::data::load("musk1").unwrap();
+    let model = deploy::train(&musk1, None, deploy::svm(EmpiricalMap::None));
+    let (compact, _) = Compact::from_host(&model).unwrap();
+    let bytes = export(&compact, Encoding::F32, &musk1).unwrap();
+    let core = Model::parse(&bytes).unwrap();
+    // The four smallest bags keep the emulated run short.
+    let mut order: Vec<usize> = (0..musk1.n_bags()).collect();
+    order.sort_by_key(|&b| (musk1.bag(b).len(), b));
+    let chosen: Vec<usize> = order[..4].to_vec();
+    let host = model.scores(&musk1, &chosen).unwrap();
+    let stdout = run_firmware(&bytes, &deploy::bags_bin(&musk1.select(&chosen)), &["svm"]);
+    let lines: Vec<BagLine> = stdout
+        .lines()
+        .filter(|l| l.starts_with("bag "))
+        .map(parse_bag_line)
+        .collect();
+    assert_eq!(lines.len(), chosen.len(), "{stdout}");
+    let per_tick = instructions_per_tick(&stdout);
+    for (i, (line, &b)) in lines.iter().zip(&chosen).enumerate() {
+        let d = core_svm_decide(&core, musk1.bag(b)).unwrap();
+        // The same estimates (same seeds, IEEE f64 on both): the printed f32 of f.
+        assert_eq!(line.label, d.label, "bag {b}");
+        let f = line.scores[1] as f64;
+        assert!(
+            (f - d.value).abs() <= 1e-6 * d.value.abs().max(1.0),
+            "bag {b}: {f} vs {}",
+            d.value
+        );
+        assert_eq!(line.label, host.label(i), "bag {b} vs the host model");
+        assert!((f - host.row(i)[1]).abs() <= d.bound + 1e-6 * f.abs().max(1.0));
+        println!(
+            "svm bag {b} ({} instances): {:.0} instructions",
+            musk1.bag(b).len(),
+            line.ticks as f64 * per_tick
+        );
+    }
+    println!(
+        "{}",
+        stdout.lines().find(|l| l.starts_with("model ")).unwrap()
+    );
+    println!(
+        "{}",
+        stdout.lines().find(|l| l.starts_with("stack ")).unwrap()
     );
 }

@@ -385,3 +385,81 @@ fn m3ic_assignment_matches_step_14() {
         assert_eq!(agree, musk1.n_bags(), "{encoding:?}");
     }
 }
+
+/// Core decisions of a set-kernel SVM model on the bags `bags` of `data`, on two threads
+/// (each decision estimates the kernel against every stored bag).
+fn svm_decisions(
+    bytes: &[u8],
+    data: &Dataset,
+    bags: &[usize],
+) -> Vec<(usize, mil_core::svm::SvmDecision)> {
+    let core = Model::parse(bytes).unwrap();
+    let run = |part: &[usize]| {
+        part.iter()
+            .map(|&b| (b, mil::export::core_svm_decide(&core, data.bag(b)).unwrap()))
+            .collect::<Vec<_>>()
+    };
+    let (first, second) = bags.split_at(bags.len() / 2);
+    std::thread::scope(|s| {
+        let head = s.spawn(|| run(first));
+        let mut rest = run(second);
+        let mut out = head.join().unwrap();
+        out.append(&mut rest);
+        out
+    })
+}
+
+#[test]
+fn set_kernel_svm_on_stored_bags() {
+    use mil::svm::bags::EmpiricalMap;
+    let [musk1, elephant] = datasets();
+    for (data, map) in [
+        (&musk1, EmpiricalMap::None),
+        (&musk1, EmpiricalMap::Training),
+        (&elephant, EmpiricalMap::None),
+    ] {
+        let model = deploy::train(data, None, deploy::svm(map));
+        let all: Vec<usize> = (0..data.n_bags()).collect();
+        let host = model.scores(data, &all).unwrap();
+        let (compact, _) = Compact::from_host(&model).unwrap();
+        for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+            let what = format!("{} svm {map:?} {encoding:?}", data.name());
+            let bytes = export(&compact, encoding, data).unwrap();
+            // Q7 has no label target; on elephant every fourth bag checks its bound.
+            let step = if encoding == Encoding::Q7 && data.n_bags() > 100 {
+                4
+            } else {
+                1
+            };
+            let bags: Vec<usize> = all.iter().copied().step_by(step).collect();
+            let mut agree = 0;
+            for &(b, d) in &svm_decisions(&bytes, data, &bags) {
+                let f = host.row(b)[1];
+                let err = (d.value - f).abs();
+                // The stated bound, and for f32 the parity criterion of every model kind.
+                assert!(
+                    err <= d.bound,
+                    "{what} bag {b}: {} vs {f}, bound {}",
+                    d.value,
+                    d.bound
+                );
+                if encoding == Encoding::F32 {
+                    assert!(err <= 1e-5 * f.abs().max(1.0), "{what} bag {b}: {err:e}");
+                }
+                agree += usize::from(d.label == host.label(b));
+                // A label may only differ where the bound reaches the decision boundary.
+                if f.abs() > d.bound {
+                    assert_eq!(d.label, host.label(b), "{what} bag {b}");
+                }
+            }
+            println!(
+                "{what}: {} bytes, labels agree on {agree}/{}",
+                bytes.len(),
+                bags.len()
+            );
+            if encoding != Encoding::Q7 {
+                assert_eq!(agree, data.n_bags(), "{what}");
+            }
+        }
+    }
+}

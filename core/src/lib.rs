@@ -15,6 +15,7 @@ pub mod fixed;
 pub mod model;
 pub mod project;
 pub mod score;
+pub mod svm;
 
 pub use error::Error;
 pub use model::{Decision, Encoding, Instances, Model, ModelKind};

@@ -30,6 +30,7 @@ use crate::error::Error;
 use crate::fixed;
 use crate::project::Projection;
 use crate::score::LinearScorer;
+use crate::svm::SetKernelSvm;
 
 /// First four bytes of every model.
 pub const MAGIC: [u8; 4] = *b"MILM";
@@ -59,6 +60,8 @@ pub enum ModelKind {
     CitationKnn = 3,
     /// Projection, M³IC cluster assignment.
     M3ic = 4,
+    /// SVM over stored bags with a box-counting set kernel (GMIL §8): see [`crate::svm`].
+    SetKernelSvm = 5,
 }
 
 impl ModelKind {
@@ -69,6 +72,7 @@ impl ModelKind {
             2 => Some(ModelKind::LinearMil),
             3 => Some(ModelKind::CitationKnn),
             4 => Some(ModelKind::M3ic),
+            5 => Some(ModelKind::SetKernelSvm),
             _ => None,
         }
     }
@@ -80,6 +84,7 @@ impl ModelKind {
             ModelKind::LinearMil => "linear-mil",
             ModelKind::CitationKnn => "citation-knn",
             ModelKind::M3ic => "m3ic",
+            ModelKind::SetKernelSvm => "set-kernel-svm",
         }
     }
 }
@@ -145,6 +150,10 @@ pub enum Elem {
     I8 = 2,
     /// `u32`.
     U32 = 3,
+    /// `f64`.
+    F64 = 4,
+    /// `u16`.
+    U16 = 5,
 }
 
 impl Elem {
@@ -155,6 +164,8 @@ impl Elem {
             1 => Some(Elem::I16),
             2 => Some(Elem::I8),
             3 => Some(Elem::U32),
+            4 => Some(Elem::F64),
+            5 => Some(Elem::U16),
             _ => None,
         }
     }
@@ -162,8 +173,9 @@ impl Elem {
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
+            Elem::F64 => 8,
             Elem::F32 | Elem::U32 => 4,
-            Elem::I16 => 2,
+            Elem::I16 | Elem::U16 => 2,
             Elem::I8 => 1,
         }
     }
@@ -200,8 +212,20 @@ pub mod tag {
     pub const REF_LABELS: u16 = 13;
     /// Citer radius of each reference bag, 1 × bags, `f32`.
     pub const CITER_RADII: u16 = 14;
+    /// Smallest rounded training value per feature of a box-kernel grid, 1 × D, `f64`
+    /// (integers below 2⁵³, exact).
+    pub const GRID_MIN: u16 = 15;
+    /// Grid size sᵢ per feature of a box-kernel grid, 1 × D, `u32`.
+    pub const GRID_SIZE: u16 = 16;
+    /// Grid points of the stored bags, n × D, `u16` (when every sᵢ fits) or `u32`.
+    pub const REF_POINTS: u16 = 17;
+    /// Integer settings of a set kernel, 1 × 5, `u32`: kernel, estimator, precision
+    /// (two's complement), seed low and high words (see [`crate::svm`]).
+    pub const KERNEL_CONFIG: u16 = 18;
+    /// Real settings of a set kernel SVM, 1 × 5, `f64`: ε, δ, ρ, log offset T, bias b.
+    pub const KERNEL_PARAMS: u16 = 19;
     /// Largest tag value.
-    pub const MAX: u16 = 14;
+    pub const MAX: u16 = 19;
 }
 
 /// One section of a parsed model: where its payload is and its shape.
@@ -218,32 +242,52 @@ pub struct Section<'a> {
 }
 
 impl<'a> Section<'a> {
-    /// Element `i` (row-major) as `f32`: floats as stored, integers converted; 0 out of range.
+    /// Element `i` (row-major) as `f32`: floats as stored (`f64` rounded), integers
+    /// converted; 0 out of range.
     pub fn f32_at(&self, i: usize) -> f32 {
         match self.elem {
             Elem::F32 => f32::from_le_bytes(self.word(i)),
-            Elem::U32 => u32::from_le_bytes(self.word(i)) as f32,
-            Elem::I16 => self.i32_at(i) as f32,
-            Elem::I8 => self.i32_at(i) as f32,
+            Elem::F64 => self.f64_at(i) as f32,
+            Elem::U32 | Elem::U16 => self.u32_at(i) as f32,
+            Elem::I16 | Elem::I8 => self.i32_at(i) as f32,
         }
     }
 
-    /// Element `i` as an integer (`i16`/`i8`/`u32` widened; floats truncated); 0 out of range.
+    /// Element `i` as `f64` (`f64` sections exactly; others through [`Section::f32_at`]);
+    /// 0 out of range.
+    pub fn f64_at(&self, i: usize) -> f64 {
+        match (self.elem, self.bytes.get(i * 8..i * 8 + 8)) {
+            (Elem::F64, Some(&[a, b, c, d, e, f, g, h])) => {
+                f64::from_le_bytes([a, b, c, d, e, f, g, h])
+            }
+            (Elem::F64, _) => 0.0,
+            _ => self.f32_at(i) as f64,
+        }
+    }
+
+    /// Element `i` as an integer (`i16`/`i8`/`u16`/`u32` widened; floats truncated); 0
+    /// out of range.
     pub fn i32_at(&self, i: usize) -> i32 {
         let s = self.elem.size();
         let b = self.bytes.get(i * s..i * s + s).unwrap_or(&[]);
         match (self.elem, b) {
             (Elem::I16, &[a, c]) => i16::from_le_bytes([a, c]) as i32,
             (Elem::I8, &[a]) => a as i8 as i32,
-            (Elem::U32, _) => u32::from_le_bytes(self.word(i)) as i32,
-            (Elem::F32, _) => f32::from_le_bytes(self.word(i)) as i32,
+            (Elem::U32 | Elem::U16, _) => self.u32_at(i) as i32,
+            (Elem::F32 | Elem::F64, _) => self.f64_at(i) as i32,
             _ => 0,
         }
     }
 
-    /// Element `i` as `u32` (for `u32` sections); 0 out of range.
+    /// Element `i` of a `u32` or `u16` section as `u32`; 0 out of range or for other types.
     pub fn u32_at(&self, i: usize) -> u32 {
-        u32::from_le_bytes(self.word(i))
+        match self.elem {
+            Elem::U16 => match self.bytes.get(i * 2..i * 2 + 2) {
+                Some(&[a, b]) => u32::from(u16::from_le_bytes([a, b])),
+                _ => 0,
+            },
+            _ => u32::from_le_bytes(self.word(i)),
+        }
     }
 
     fn word(&self, i: usize) -> [u8; 4] {
@@ -337,7 +381,7 @@ impl<'a> Weights<'a> {
                 .map(|(b, &v)| i16::from_le_bytes([b[0], b[1]]) as f32 * v)
                 .sum(),
             Elem::I8 => row.iter().zip(x).map(|(&b, &v)| b as i8 as f32 * v).sum(),
-            Elem::U32 => 0.0,
+            Elem::U32 | Elem::U16 | Elem::F64 => 0.0,
         };
         match &self.scale {
             Some(s) => sum * s.f32_at(r),
@@ -358,7 +402,7 @@ impl<'a> Weights<'a> {
                 shift,
             ),
             Elem::I8 => fixed::dot_shifted(row.iter().map(|&b| b as i8 as i16), x, shift),
-            Elem::F32 | Elem::U32 => 0,
+            Elem::F32 | Elem::U32 | Elem::U16 | Elem::F64 => 0,
         };
         let scale = self.scale.map_or(1.0, |s| s.f32_at(r));
         acc as f32 * scale * (1u64 << shift.min(40)) as f32
@@ -537,6 +581,7 @@ pub struct Model<'a> {
     scorer: Option<LinearScorer<'a>>,
     citation: Option<CitationKnn<'a>>,
     cluster: Option<M3ic<'a>>,
+    svm: Option<SetKernelSvm<'a>>,
     input_exp: Option<Section<'a>>,
 }
 
@@ -602,11 +647,13 @@ impl<'a> Model<'a> {
             scorer: None,
             citation: None,
             cluster: None,
+            svm: None,
             input_exp: None,
         };
         let enc = header.encoding;
         let d_in = header.input_dim;
-        if enc != Encoding::F32 {
+        // The SVM discretises raw f32 features; its encoding applies to its weights only.
+        if enc != Encoding::F32 && header.kind != ModelKind::SetKernelSvm {
             let s = sections.require(tag::INPUT_EXP)?;
             s.expect(Elem::I8, 1, d_in)?;
             if (0..d_in).any(|j| s.i32_at(j).abs() > MAX_INPUT_EXP) {
@@ -614,7 +661,9 @@ impl<'a> Model<'a> {
             }
             model.input_exp = Some(s);
         } else if sections.get(tag::INPUT_EXP).is_some() {
-            return Err(Error::BadModel("input exponents in an f32 model"));
+            return Err(Error::BadModel(
+                "input exponents in a model without quantised inputs",
+            ));
         }
         let projection = if sections.get(tag::PROJ_WEIGHTS).is_some() {
             Some(Projection::from_sections(&sections, enc, d_in)?)
@@ -660,6 +709,15 @@ impl<'a> Model<'a> {
                     return Err(Error::BadModel("cluster count disagrees with the header"));
                 }
                 model.cluster = Some(c);
+            }
+            ModelKind::SetKernelSvm => {
+                if projection.is_some() {
+                    return Err(Error::BadModel("a set-kernel SVM has no projection stage"));
+                }
+                if header.output_dim != 2 {
+                    return Err(Error::BadModel("a set-kernel SVM has two classes"));
+                }
+                model.svm = Some(SetKernelSvm::from_sections(&sections, enc, d_in)?);
             }
         }
         model.projection = projection;
@@ -833,6 +891,13 @@ impl<'a> Model<'a> {
         self.cluster.as_ref()
     }
 
+    /// The set-kernel SVM of a [`ModelKind::SetKernelSvm`] model: it works in its own
+    /// buffers ([`crate::svm::SvmScratch`]), so it has its own entry point,
+    /// [`SetKernelSvm::decide`], instead of [`Model::classify`].
+    pub fn svm(&self) -> Option<&SetKernelSvm<'a>> {
+        self.svm.as_ref()
+    }
+
     /// Quantises one raw instance into `out` with the model's input steps 2^e_j:
     /// `out[j] = round(x[j] · 2^−e_j)`, saturated to ±32767 (error ≤ 2^e_j / 2 unless
     /// saturated). Returns how many features saturated: the error bounds hold only for
@@ -886,6 +951,7 @@ impl<'a> Model<'a> {
             ModelKind::LinearMil => d + 3 * self.header.output_dim,
             ModelKind::CitationKnn => self.citation.map_or(0, |c| c.scratch_len(max_instances, d)),
             ModelKind::M3ic => d + self.header.output_dim,
+            ModelKind::SetKernelSvm => 0,
         }
     }
 
@@ -933,7 +999,8 @@ impl<'a> Model<'a> {
         Ok(n)
     }
 
-    /// Classifies (or, for M³IC, assigns to a cluster) one bag. `scratch` needs
+    /// Classifies (or, for M³IC, assigns to a cluster) one bag; a set-kernel SVM answers
+    /// [`Error::WrongModelKind`] here (use [`Model::svm`]). `scratch` needs
     /// [`Model::scratch_len`] elements; `scores` receives one value per class or cluster
     /// and must hold [`Model::output_dim`] elements.
     pub fn classify(
@@ -957,7 +1024,7 @@ impl<'a> Model<'a> {
             got,
         })?;
         match self.header.kind {
-            ModelKind::Projection => Err(Error::WrongModelKind),
+            ModelKind::Projection | ModelKind::SetKernelSvm => Err(Error::WrongModelKind),
             ModelKind::LinearMil => {
                 let s = self.scorer.ok_or(Error::WrongModelKind)?;
                 s.score_bag(self, bag, n, scratch, scores)

@@ -14,6 +14,7 @@ use mil_core::{fixed, Instances, Model};
 
 use crate::classifier::citation_knn::Scaler;
 use crate::classifier::milr;
+use crate::classifier::svm::SvmDeployment;
 use crate::data::{Bag, Dataset};
 use crate::error::{Error, Result};
 use crate::model::{ClassifierModel, HostModel};
@@ -53,6 +54,8 @@ pub enum Head {
         /// One bias per cluster.
         bias: Vec<f64>,
     },
+    /// A box-kernel SVM over stored bags, on raw features (no projection stage).
+    SetKernelSvm(Box<SvmDeployment>),
 }
 
 /// A host model in the shape the container stores.
@@ -195,6 +198,22 @@ impl Writer {
         self.sections.push((t, Elem::U32, 1, v.len(), bytes));
     }
 
+    fn f64s(&mut self, t: u16, v: &[f64]) {
+        let bytes = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        self.sections.push((t, Elem::F64, 1, v.len(), bytes));
+    }
+
+    /// Grid points, `rows × cols`: `u16` when every value fits, else `u32`.
+    fn points(&mut self, t: u16, rows: usize, cols: usize, v: &[u32]) {
+        if v.iter().all(|&p| p <= u32::from(u16::MAX)) {
+            let bytes = v.iter().flat_map(|&x| (x as u16).to_le_bytes()).collect();
+            self.sections.push((t, Elem::U16, rows, cols, bytes));
+        } else {
+            let bytes = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            self.sections.push((t, Elem::U32, rows, cols, bytes));
+        }
+    }
+
     /// Quantised integers, one element type per encoding.
     fn ints(&mut self, t: u16, encoding: Encoding, rows: usize, cols: usize, q: &[i32]) {
         let bytes = match encoding {
@@ -315,6 +334,15 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
     let mut w = Writer {
         sections: Vec::new(),
     };
+    if let Head::SetKernelSvm(svm) = &model.head {
+        if model.stage.is_some() {
+            return Err(Error::NotAvailable(
+                "exporting a set-kernel SVM after a projection (the core discretises raw features)"
+                    .into(),
+            ));
+        }
+        return export_svm(svm, encoding, dim_in, w);
+    }
     // The projection stage: the fitted projection, or the linear head's own rows.
     let mut head = model.head.clone();
     let stage = match (&model.stage, &mut head) {
@@ -450,6 +478,7 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
             w.f32s(tag::SCORE_BIAS, 1, k, bias.iter().copied());
             (ModelKind::M3ic, k)
         }
+        Head::SetKernelSvm(svm) => return export_svm(svm, encoding, dim_in, w),
     };
     if let Head::CitationKnn { citers, .. } = &head {
         // The citer radius of reference bag u is its C-th smallest distance to another
@@ -468,6 +497,79 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
     // Never hand out bytes the core would reject.
     Model::parse(&bytes)?;
     Ok(bytes)
+}
+
+/// Writes a set-kernel SVM ([`mil_core::svm`]): the grid, the stored bags' points, one
+/// weight per stored bag in `encoding` (one scale for all when quantised), the kernel's
+/// settings. Inputs stay raw f32 features in every encoding.
+fn export_svm(
+    svm: &SvmDeployment,
+    encoding: Encoding,
+    dim_in: usize,
+    mut w: Writer,
+) -> Result<Vec<u8>> {
+    if svm.grid_size.len() != dim_in {
+        return Err(Error::parameter(
+            "--data",
+            format!("{dim_in} features"),
+            format!("the SVM was trained on {} features", svm.grid_size.len()),
+        ));
+    }
+    let n = svm.bag_starts.len() - 1;
+    let rows = svm.points.len() / dim_in;
+    let seed = [svm.seed as u32, (svm.seed >> 32) as u32];
+    w.u32s(
+        tag::KERNEL_CONFIG,
+        &[
+            mil_core::svm::kernel_code(svm.kernel),
+            mil_core::svm::method_code(svm.method),
+            svm.precision as u32,
+            seed[0],
+            seed[1],
+        ],
+    );
+    w.f64s(
+        tag::KERNEL_PARAMS,
+        &[svm.epsilon, svm.delta, svm.rho, svm.log_offset, svm.bias],
+    );
+    let grid_min: Vec<f64> = svm.grid_min.iter().map(|&v| v as f64).collect();
+    w.f64s(tag::GRID_MIN, &grid_min);
+    w.u32s(tag::GRID_SIZE, &svm.grid_size);
+    w.points(tag::REF_POINTS, rows, dim_in, &svm.points);
+    let starts: Vec<u32> = svm.bag_starts.iter().map(|&v| v as u32).collect();
+    w.u32s(tag::REF_BAGS, &starts);
+    w.weights(
+        encoding,
+        (tag::SCORE_WEIGHTS, tag::SCORE_SCALE, None),
+        1,
+        n,
+        &svm.weights,
+    );
+    let bytes = w.finish(ModelKind::SetKernelSvm, encoding, (dim_in, 2))?;
+    Model::parse(&bytes)?;
+    Ok(bytes)
+}
+
+/// The decision of a set-kernel SVM model on one host bag, in buffers sized for it.
+pub fn core_svm_decide(model: &Model<'_>, bag: Bag<'_>) -> Result<mil_core::svm::SvmDecision> {
+    let svm = model.svm().ok_or(mil_core::Error::WrongModelKind)?;
+    let len = svm
+        .scratch_len(bag.len())
+        .ok_or_else(|| Error::data("bag", "too large to address"))?;
+    let (mut grid, mut query, mut reference) = (
+        vec![0u32; len.grid],
+        vec![0u32; len.query],
+        vec![0u32; len.reference],
+    );
+    let (mut floats, mut ints) = (vec![0.0f64; len.floats], vec![0u32; len.ints]);
+    let mut scratch = mil_core::svm::SvmScratch {
+        grid: &mut grid,
+        query: &mut query,
+        reference: &mut reference,
+        floats: &mut floats,
+        ints: &mut ints,
+    };
+    Ok(svm.decide(bag.as_slice(), &mut scratch)?)
 }
 
 /// Citer radii of a Citation-kNN model from the core's distances between the training
@@ -542,6 +644,15 @@ impl CoreBag {
 
 /// Core inference on one host bag: the decision and the per-class (or per-cluster) scores.
 pub fn core_classify(model: &Model<'_>, bag: Bag<'_>) -> Result<(mil_core::Decision, Vec<f32>)> {
+    if model.kind() == ModelKind::SetKernelSvm {
+        // Scores as the host's SVM gives them: (0, f) per bag.
+        let d = core_svm_decide(model, bag)?;
+        let decision = mil_core::Decision {
+            label: d.label,
+            score: d.value as f32,
+        };
+        return Ok((decision, vec![0.0, d.value as f32]));
+    }
     let b = CoreBag::new(model, bag)?;
     let mut scratch = vec![0.0f32; model.scratch_len(bag.len())];
     let mut scores = vec![0.0f32; model.output_dim()];
@@ -697,8 +808,12 @@ impl Compact {
                 let raw = model.projection.is_none().then_some(fitted);
                 Ok((Compact { stage, head }, raw))
             }
-            ClassifierModel::Svm(_) => Err(Error::NotAvailable(
-                "exporting set-kernel SVM models to the core (its decision needs the box-kernel estimators over stored support bags)".into(),
+            ClassifierModel::Svm(svm) => Ok((
+                Compact {
+                    stage: projection,
+                    head: Head::SetKernelSvm(Box::new(svm.deployment()?)),
+                },
+                None,
             )),
         }
     }

@@ -72,3 +72,24 @@ pub fn bags_bin(data: &Dataset) -> Vec<u8> {
     }
     out
 }
+
+/// The set-kernel SVM with the CLI's defaults (k∧, ε = 0.1, δ = 0.01, ρ = 1/50, C = 10¹⁰,
+/// seed 1) and the given empirical map.
+pub fn svm(map: mil::svm::bags::EmpiricalMap) -> ClassifierSpec {
+    use mil::classifier::svm::{BoxKernelName, SetKernel, SetKernelSvm};
+    ClassifierSpec::Svm(SetKernelSvm {
+        kernel: SetKernel::Box {
+            kernel: BoxKernelName::And,
+            paper_estimator: false,
+            epsilon: 0.1,
+            delta: 0.01,
+            precision: None,
+        },
+        settings: mil::svm::bags::BagSvmSettings {
+            rho: 0.02,
+            map,
+            cost: 1e10,
+        },
+        seed: 1,
+    })
+}

@@ -41,7 +41,8 @@ fn scaled(x: f64, precision: i32) -> Result<i64, Error> {
     Ok(v as i64)
 }
 
-fn check_precision(precision: i32) -> Result<(), Error> {
+/// Checks that `precision` lies in [`MIN_PRECISION`]..=[`MAX_PRECISION`].
+pub fn check_precision(precision: i32) -> Result<(), Error> {
     if (MIN_PRECISION..=MAX_PRECISION).contains(&precision) {
         Ok(())
     } else {
@@ -199,16 +200,23 @@ impl<'a> Discretizer<'a> {
             .zip(out)
             .zip(self.min.iter().zip(self.grid.upper()))
         {
-            let v = scaled(x, self.precision)?;
-            let hi = lo + i64::from(s) - 2;
-            *o = if v < lo {
-                0
-            } else if v > hi {
-                s
-            } else {
-                (v - lo + 1) as u32
-            };
+            *o = cell(x, self.precision, lo, s)?;
         }
         Ok(())
     }
+}
+
+/// The grid value of `x` in a dimension whose fitted smallest rounded value is `lo` and
+/// grid size `s` (see [`fit`]): 0 below the training range, `s` above it, otherwise
+/// round(x·10^precision) − lo + 1.
+pub fn cell(x: f64, precision: i32, lo: i64, s: u32) -> Result<u32, Error> {
+    let v = scaled(x, precision)?;
+    let hi = lo + i64::from(s) - 2;
+    Ok(if v < lo {
+        0
+    } else if v > hi {
+        s
+    } else {
+        (v - lo + 1) as u32
+    })
 }

@@ -64,6 +64,18 @@ use super::sets::{cumulative_sizes, pick_set, Bags, Count, LazyBox};
 use super::{Accuracy, Estimate, Scratch};
 use crate::Error;
 
+/// ln(a/δ) without overflow: a tiny δ (a hostile model's) makes a/δ infinite, and then
+/// the bound never shrinks and the loop never stops. The quotient is kept where finite,
+/// so ordinary estimates do not move by a rounding.
+pub(crate) fn ln_ratio(a: f64, delta: f64) -> f64 {
+    let q = a / delta;
+    if q.is_finite() {
+        libm::log(q)
+    } else {
+        libm::log(a) - libm::log(delta)
+    }
+}
+
 /// First checkpoint of the stopping rule.
 const FIRST_CHECKPOINT: u64 = 32;
 
@@ -159,7 +171,7 @@ impl EmpiricalBernstein {
         self.checkpoint += (self.checkpoint / 10).max(1);
         let t = self.samples as f64;
         let k = self.k as f64;
-        let log_term = libm::log(3.0 * k * (k + 1.0) / self.delta);
+        let log_term = ln_ratio(3.0 * k * (k + 1.0), self.delta);
         let mean = self.sum / t;
         let var = (self.sum_sq / t - mean * mean).max(0.0);
         let c = libm::sqrt(2.0 * var * log_term / t) + 3.0 * self.range * log_term / t;

@@ -20,7 +20,8 @@
 //!   Möbius inversion over point subsets (the test oracle);
 //! * [`fast`]: this crate's estimators — exact coverage counting plus an empirical
 //!   Bernstein stopping rule; their (ε, δ) guarantee is proved there;
-//! * [`paper`]: the paper's own algorithms (Tables 3, 4, 5), kept as the reference.
+//! * [`paper`]: the paper's own algorithms (Tables 3, 4, 5), kept as the reference;
+//! * [`seeds`]: the generator seed of each estimate, from the pair of bags it compares.
 //!
 //! Everything runs without a heap: the estimators work in a caller-provided [`Scratch`]
 //! whose required size [`scratch_len`] states, and report a too-small buffer as
@@ -31,6 +32,7 @@ pub mod discretize;
 pub mod fast;
 pub mod paper;
 mod sampling;
+pub mod seeds;
 mod sets;
 
 #[cfg(test)]

@@ -64,8 +64,9 @@ fn self_adjusting_coverage<R: Rng + ?Sized>(
     let ln_w = cumulative_sizes(count, bags, cum);
     let cum = &*cum;
     let eps = accuracy.epsilon();
-    let budget =
-        libm::ceil(8.0 * (1.0 + eps) * m as f64 * libm::log(2.0 / accuracy.delta()) / (eps * eps));
+    let budget = libm::ceil(
+        8.0 * (1.0 + eps) * m as f64 * super::fast::ln_ratio(2.0, accuracy.delta()) / (eps * eps),
+    );
     let budget = budget as u64;
     let d = bags.dim();
     let (lower, rest) = scratch.ints.split_at_mut(d);
@@ -112,7 +113,8 @@ fn hoeffding_min<R: Rng + ?Sized>(
     let m = (n_p * n_q) as f64;
     let eps = accuracy.epsilon();
     let per_pair = libm::ceil(
-        (n - 1.0) * (n - 1.0) * libm::log(2.0 * m / accuracy.delta()) / (2.0 * eps * eps),
+        (n - 1.0) * (n - 1.0) * super::fast::ln_ratio(2.0 * m, accuracy.delta())
+            / (2.0 * eps * eps),
     )
     .max(1.0) as u64;
     let d = bags.dim();

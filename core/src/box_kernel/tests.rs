@@ -546,3 +546,44 @@ fn precision_scales_then_rounds() {
     assert!(fit(&train, 1, 12, &mut min, &mut s).is_err());
     assert!(default_precision(&[1.0, f64::INFINITY], 1).is_err());
 }
+
+#[test]
+fn a_vanishing_delta_still_stops_within_epsilon() {
+    // δ = 10⁻³⁰⁵ makes 3k(k+1)/δ overflow after a few checkpoints; the stopping rule must
+    // still shrink its interval (ln(3/δ_k) ≈ 700) and return an estimate within ε.
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(21);
+    let accuracy = Accuracy::new(0.2, 1e-305).unwrap();
+    for _ in 0..20 {
+        let inst = Instance::random(&mut rng, 3, 5, 4);
+        let grid = inst.grid();
+        for (kernel, method) in [
+            (BoxKernel::And, Method::Fast),
+            (BoxKernel::AndOr, Method::Fast),
+            (BoxKernel::Min, Method::Paper),
+        ] {
+            let need = scratch_len(kernel, method, inst.n_p, inst.n_q, inst.d).unwrap();
+            let (mut floats, mut ints) = (vec![0.0; need.floats], vec![0; need.ints]);
+            let mut scratch = Scratch {
+                floats: &mut floats,
+                ints: &mut ints,
+            };
+            let est = estimate(
+                kernel,
+                method,
+                &grid,
+                inst.p(),
+                inst.q(),
+                accuracy,
+                &mut rng,
+                &mut scratch,
+            )
+            .unwrap();
+            let exact = exact_ln(kernel, &grid, inst.p(), inst.q()).unwrap();
+            let ratio = (est.ln_value - exact).exp();
+            assert!(
+                (0.8..=1.2).contains(&ratio),
+                "{kernel:?} {method:?}: ratio {ratio}"
+            );
+        }
+    }
+}

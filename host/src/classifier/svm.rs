@@ -18,9 +18,10 @@ use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::standardize::ZScore;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::kernel::boxes::{box_gram, entry_seed, BoxGramSpec, GridData};
+use crate::kernel::boxes::{box_gram, BoxGramSpec, GridData};
 use crate::kernel::nsk::log_set_kernel;
 use crate::svm::bags::{svm_kernel, BagSvm, BagSvmSettings, EmpiricalMap};
+use mil_core::box_kernel::seeds::{bag_hash, pair_seed};
 use mil_core::box_kernel::{estimate, scratch_len, Accuracy, BoxKernel, Method, Scratch};
 
 /// The set kernel of the SVM.
@@ -159,9 +160,10 @@ impl FittedKernel {
         }
     }
 
-    /// ln k between every bag of `data` (rows) and every training bag (columns). Box
-    /// estimates use generators seeded by (seed, m + row, column), distinct from the
-    /// training entries' seeds.
+    /// ln k between every bag of `data` (rows) and every training bag (columns). Each box
+    /// estimate's generator is seeded by the pair of the two bags' content hashes
+    /// ([`bag_hash`]), so a bag's score does not depend on the bags scored with it, and
+    /// the core, running the exported model, draws the same numbers.
     fn cross(&self, data: &Dataset, train: &Dataset) -> Result<Vec<f64>> {
         match self {
             FittedKernel::Box { grid, spec } => {
@@ -174,39 +176,42 @@ impl FittedKernel {
                     .max()
                     .unwrap_or(0);
                 let largest_train = (0..m).map(|b| grid.bag_len(b)).max().unwrap_or(0);
+                let train_hashes: Vec<u64> = (0..m).map(|t| bag_hash(grid.bag(t))).collect();
                 let need = scratch_len(spec.kernel, spec.method, largest_test, largest_train, d)
                     .ok_or_else(|| Error::data(data.name(), "bags too large to address"))?;
-                let rows: Vec<Vec<f64>> =
-                    (0..data.n_bags())
-                        .into_par_iter()
-                        .map_init(
-                            || (vec![0.0f64; need.floats], vec![0u32; need.ints]),
-                            |(floats, ints), b| {
-                                let r = data.bag_range(b);
-                                let bag = &points[r.start * d..r.end * d];
-                                (0..m)
-                                    .map(|t| {
-                                        let mut rng = Xoshiro256PlusPlus::seed_from_u64(
-                                            entry_seed(spec.seed, m + b, t),
-                                        );
-                                        let mut scratch = Scratch { floats, ints };
-                                        estimate(
-                                            spec.kernel,
-                                            spec.method,
-                                            &core_grid,
-                                            bag,
-                                            grid.bag(t),
-                                            spec.accuracy,
-                                            &mut rng,
-                                            &mut scratch,
-                                        )
-                                        .map(|e| e.ln_value)
-                                        .map_err(Error::from)
-                                    })
-                                    .collect::<Result<Vec<f64>>>()
-                            },
-                        )
-                        .collect::<Result<_>>()?;
+                let rows: Vec<Vec<f64>> = (0..data.n_bags())
+                    .into_par_iter()
+                    .map_init(
+                        || (vec![0.0f64; need.floats], vec![0u32; need.ints]),
+                        |(floats, ints), b| {
+                            let r = data.bag_range(b);
+                            let bag = &points[r.start * d..r.end * d];
+                            let hash = bag_hash(bag);
+                            (0..m)
+                                .map(|t| {
+                                    let mut rng = Xoshiro256PlusPlus::seed_from_u64(pair_seed(
+                                        spec.seed,
+                                        hash,
+                                        train_hashes[t],
+                                    ));
+                                    let mut scratch = Scratch { floats, ints };
+                                    estimate(
+                                        spec.kernel,
+                                        spec.method,
+                                        &core_grid,
+                                        bag,
+                                        grid.bag(t),
+                                        spec.accuracy,
+                                        &mut rng,
+                                        &mut scratch,
+                                    )
+                                    .map(|e| e.ln_value)
+                                    .map_err(Error::from)
+                                })
+                                .collect::<Result<Vec<f64>>>()
+                        },
+                    )
+                    .collect::<Result<_>>()?;
                 Ok(rows.concat())
             }
             FittedKernel::Nsk { zscore, gamma } => Ok(cross_nsk(
@@ -352,6 +357,126 @@ impl SvmModel {
             return Err("svm: training features do not match the bag offsets".into());
         }
         Ok(())
+    }
+}
+
+/// A trained box-kernel SVM in the form `mil-core` runs ([`mil_core::svm`]): the stored
+/// bags on the training grid and one weight each, f(x) = Σ_r ω_r exp(ρ ln k(x, r) − T) + b.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SvmDeployment {
+    /// The set kernel.
+    pub kernel: BoxKernel,
+    /// The estimator.
+    pub method: Method,
+    /// ε of every estimate.
+    pub epsilon: f64,
+    /// δ of every estimate.
+    pub delta: f64,
+    /// The grid's power of ten.
+    pub precision: i32,
+    /// Seed of the estimates.
+    pub seed: u64,
+    /// ρ of the subpolynomial map.
+    pub rho: f64,
+    /// T: ρ times the largest training ln k(t, t).
+    pub log_offset: f64,
+    /// b.
+    pub bias: f64,
+    /// The grid's smallest rounded value per dimension.
+    pub grid_min: Vec<i64>,
+    /// The grid size per dimension.
+    pub grid_size: Vec<u32>,
+    /// The stored bags' grid points, row-major.
+    pub points: Vec<u32>,
+    /// Bag offsets into `points` (in instances).
+    pub bag_starts: Vec<usize>,
+    /// ω_r per stored bag.
+    pub weights: Vec<f64>,
+}
+
+impl SvmModel {
+    /// The model as the core runs it. Plain φ keeps the support bags with
+    /// ω_t = α_t y_t e^T / c; the empirical map keeps every training bag r with
+    /// ω_r = Σ_t α_t y_t φ(k(t, r)) e^T / c (c: the kernel's conditioning constant), the
+    /// same decision regrouped. The NSK baseline has no core implementation.
+    pub fn deployment(&self) -> Result<SvmDeployment> {
+        let SetKernel::Box {
+            kernel,
+            paper_estimator,
+            epsilon,
+            delta,
+            precision,
+        } = self.kernel
+        else {
+            return Err(Error::NotAvailable(
+                "exporting NSK SVMs: the core estimates box-counting kernels only".into(),
+            ));
+        };
+        let train = self.train_set()?;
+        let grid = GridData::fit(&train, precision)?;
+        let m = train.n_bags();
+        let rho = self.svm.settings.rho;
+        let log_gram = &self.train_log_gram;
+        let log_offset = rho
+            * (0..m)
+                .map(|t| log_gram[t * m + t])
+                .fold(f64::NEG_INFINITY, f64::max);
+        // e^T / c, formed in log space.
+        let factor = |x: f64| (x + log_offset - self.svm.kernel_scale.ln()).exp();
+        let c = &self.svm.coefficients;
+        let (stored, weights): (Vec<usize>, Vec<f64>) = match self.svm.settings.map {
+            EmpiricalMap::None => (0..m)
+                .filter(|&t| c[t] != 0.0)
+                .map(|t| (t, c[t] * factor(0.0)))
+                .unzip(),
+            EmpiricalMap::Training => (0..m)
+                .map(|r| {
+                    let w = (0..m)
+                        .map(|t| c[t] * factor(rho * log_gram[t * m + r]))
+                        .sum::<f64>();
+                    (r, w)
+                })
+                .unzip(),
+            EmpiricalMap::Transductive => {
+                return Err(Error::parameter(
+                    "--map",
+                    "emp-trans",
+                    "a transductive SVM is not a model of new bags",
+                ))
+            }
+        };
+        if stored.is_empty() || !weights.iter().all(|w| w.is_finite()) {
+            return Err(Error::Numerical {
+                method: "SVM export",
+                reason: "no support bags, or weights beyond f64 (lower --rho)".into(),
+            });
+        }
+        let mut points = Vec::new();
+        let mut bag_starts = vec![0];
+        for &t in &stored {
+            points.extend_from_slice(grid.bag(t));
+            bag_starts.push(bag_starts.last().copied().unwrap_or(0) + grid.bag_len(t));
+        }
+        Ok(SvmDeployment {
+            kernel: kernel.core(),
+            method: if paper_estimator {
+                Method::Paper
+            } else {
+                Method::Fast
+            },
+            epsilon,
+            delta,
+            precision: grid.precision(),
+            seed: self.seed,
+            rho,
+            log_offset,
+            bias: self.svm.bias,
+            grid_min: grid.min().to_vec(),
+            grid_size: grid.sizes().to_vec(),
+            points,
+            bag_starts,
+            weights,
+        })
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use rayon::prelude::*;
 use serde_json::json;
 
 use super::{ExportArgs, ExportFormat, Report};
@@ -41,8 +42,11 @@ pub fn run(args: &ExportArgs) -> Result<Report> {
     let bytes = export::export(&compact, encoding, &train)?;
     let all: Vec<usize> = (0..train.n_bags()).collect();
     let host = model.scores(&train, &all)?;
-    let max_abs_error = export::max_abs_error(&bytes, &train, |b| host.row(b).to_vec())?;
     let core = Model::parse(&bytes)?;
+    if core.svm().is_some() {
+        return svm_report(args, &bytes, &train, &host);
+    }
+    let max_abs_error = export::max_abs_error(&bytes, &train, |b| host.row(b).to_vec())?;
     let mut agree = 0;
     let mut bound: Option<f64> = None;
     for b in 0..train.n_bags() {
@@ -79,6 +83,52 @@ pub fn run(args: &ExportArgs) -> Result<Report> {
         "kind": core.kind().name(),
         "format": encoding.name(),
         "bytes": bytes.len(),
+        "max_abs_error": max_abs_error,
+        "error_bound": bound,
+        "labels_agree": agree,
+        "bags": n,
+    });
+    Ok(Report { human, json })
+}
+
+/// The report of an exported set-kernel SVM: one core decision per training bag (each
+/// estimates the kernel against every stored bag), its deviation from the host's decision
+/// value and the bound the core states for it.
+fn svm_report(
+    args: &ExportArgs,
+    bytes: &[u8],
+    train: &Dataset,
+    host: &crate::classifier::BagScores,
+) -> Result<Report> {
+    let core = Model::parse(bytes)?;
+    let decisions: Vec<_> = (0..train.n_bags())
+        .into_par_iter()
+        .map(|b| export::core_svm_decide(&core, train.bag(b)))
+        .collect::<Result<_>>()?;
+    let (mut agree, mut max_abs_error, mut bound) = (0, 0.0f64, 0.0f64);
+    for (b, d) in decisions.iter().enumerate() {
+        let f = host.row(b)[1];
+        agree += usize::from(d.label == host.label(b));
+        max_abs_error = max_abs_error.max((d.value - f).abs());
+        bound = bound.max(d.bound);
+    }
+    write_bytes(&args.output, bytes)?;
+    let n = train.n_bags();
+    let stored = core.svm().map_or(0, |s| s.n_bags());
+    let encoding = core.encoding().name();
+    let human = format!(
+        "{} → {} (set-kernel-svm, {encoding}, {} bytes, {stored} stored bags)\nmax |core − host| decision value on {n} training bags of {}: {max_abs_error:.3e} (stated bound {bound:.3e}); labels agree on {agree}/{n}",
+        args.model,
+        args.output,
+        bytes.len(),
+        train.name(),
+    );
+    let json = json!({
+        "output": args.output,
+        "kind": core.kind().name(),
+        "format": encoding,
+        "bytes": bytes.len(),
+        "stored_bags": stored,
         "max_abs_error": max_abs_error,
         "error_bound": bound,
         "labels_agree": agree,

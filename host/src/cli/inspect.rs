@@ -59,6 +59,24 @@ pub fn run(args: &InspectArgs) -> Result<Report> {
                 model.output_dim()
             ));
         }
+        ModelKind::SetKernelSvm => {
+            if let Some(svm) = model.svm() {
+                let kernel = format!("{:?}", svm.kernel()).to_lowercase();
+                let (method, accuracy) = svm.estimator();
+                let method = format!("{method:?}").to_lowercase();
+                human.push_str(&format!(
+                    "\nSVM over {} stored bags, kernel {kernel} estimated by the {method} estimator to ε = {}, δ = {}",
+                    svm.n_bags(),
+                    accuracy.epsilon(),
+                    accuracy.delta()
+                ));
+                details.insert("stored_bags".into(), json!(svm.n_bags()));
+                details.insert("kernel".into(), json!(kernel));
+                details.insert("estimator".into(), json!(method));
+                details.insert("epsilon".into(), json!(accuracy.epsilon()));
+                details.insert("delta".into(), json!(accuracy.delta()));
+            }
+        }
     }
     let mut json = json!({
         "model": args.model,

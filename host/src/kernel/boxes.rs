@@ -1,9 +1,10 @@
 //! Gram matrices of the box-counting kernels, built in parallel from the core's
 //! estimators: discretise the bags onto the grid (§2, fitted on the data), then estimate
 //! ln k(Pᵢ, Pⱼ) for every i ≤ j with rayon, each entry from its own generator seeded by
-//! (seed, i, j) so the matrix is the same for any thread count, and mirror.
+//! (seed, i, j) ([`pair_seed`]) so the matrix is the same for any thread count, and mirror.
 
 use indicatif::ProgressBar;
+use mil_core::box_kernel::seeds::pair_seed;
 use mil_core::box_kernel::{
     discretize, estimate, scratch_len, Accuracy, BoxKernel, Grid, Method, Scratch,
 };
@@ -81,6 +82,16 @@ impl GridData {
         self.precision
     }
 
+    /// The smallest rounded training value of each dimension.
+    pub fn min(&self) -> &[i64] {
+        &self.min
+    }
+
+    /// The grid size sᵢ of each dimension.
+    pub fn sizes(&self) -> &[u32] {
+        &self.s
+    }
+
     /// The grid: upper value sᵢ per dimension.
     pub fn grid(&self) -> Grid<'_> {
         // `fit` only builds grids the core accepted.
@@ -117,19 +128,6 @@ pub struct BoxGramSpec {
     pub seed: u64,
 }
 
-/// The seed of entry (i, j), the same for (j, i): SplitMix64 finalisers chained over
-/// (seed, min(i, j), max(i, j)).
-pub fn entry_seed(seed: u64, i: usize, j: usize) -> u64 {
-    fn mix(mut z: u64) -> u64 {
-        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    let (a, b) = (i.min(j) as u64, i.max(j) as u64);
-    mix(mix(mix(seed) ^ a) ^ b)
-}
-
 /// The full Gram matrix of ln k over the bags of `data`, in parallel; `progress` (if
 /// any) advances once per estimated entry.
 pub fn box_gram(data: &GridData, spec: BoxGramSpec, progress: &ProgressBar) -> Result<LogGram> {
@@ -145,7 +143,8 @@ pub fn box_gram(data: &GridData, spec: BoxGramSpec, progress: &ProgressBar) -> R
         .map_init(
             || (vec![0.0f64; need.floats], vec![0u32; need.ints]),
             |(floats, ints), &(i, j)| {
-                let mut rng = Xoshiro256PlusPlus::seed_from_u64(entry_seed(spec.seed, i, j));
+                let mut rng =
+                    Xoshiro256PlusPlus::seed_from_u64(pair_seed(spec.seed, i as u64, j as u64));
                 let mut scratch = Scratch { floats, ints };
                 let est = estimate(
                     spec.kernel,

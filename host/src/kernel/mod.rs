@@ -7,7 +7,7 @@ pub mod boxes;
 pub mod npy;
 pub mod nsk;
 
-pub use boxes::{box_gram, entry_seed, BoxGramSpec, GridData};
+pub use boxes::{box_gram, BoxGramSpec, GridData};
 
 use nalgebra::{DMatrix, SymmetricEigen};
 

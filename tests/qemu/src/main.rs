@@ -1,5 +1,6 @@
-//! Runs `mil-core` inference on a Cortex-M4 (QEMU `mps2-an386`): parses the embedded model,
-//! classifies every embedded bag and prints, per bag, the label, the scores and the
+//! Runs `mil-core` inference on a Cortex-M4 (QEMU `mps2-an386`): parses the embedded model
+//! (any kind: pooled linear, Citation-kNN, M³IC, or a set-kernel SVM estimating its box
+//! kernel on the device), classifies every embedded bag and prints, per bag, the label, the scores and the
 //! instructions it took; then the stack high-water mark of inference. The host test
 //! `tests/firmware.rs` writes the data, builds this crate, runs it and checks the output.
 //!
@@ -13,8 +14,11 @@ use core::panic::PanicInfo;
 
 use cortex_m as _; // the critical-section implementation
 use cortex_m::peripheral::syst::SystClkSource;
+
 use cortex_m_rt::entry;
 use cortex_m_semihosting::{debug, hprintln};
+#[cfg(feature = "svm")]
+use mil_core::svm::{SetKernelSvm, SvmScratch};
 use mil_core::{Encoding, Instances, Model};
 
 static MODEL: &[u8] = include_bytes!(concat!(env!("MIL_FIRMWARE_DATA"), "/model.milm"));
@@ -26,6 +30,11 @@ const MAX_VALUES: usize = 16 * 1024;
 const MAX_SCRATCH: usize = 4 * 1024;
 /// Largest number of classes or clusters.
 const MAX_OUT: usize = 64;
+/// Set-kernel SVM buffers: largest feature count, and estimator floats (point pairs).
+#[cfg(feature = "svm")]
+const MAX_DIM: usize = 1024;
+#[cfg(feature = "svm")]
+const MAX_PAIRS: usize = 4 * 1024;
 /// Bytes of stack painted below the current stack pointer before each inference.
 const PAINT: usize = 64 * 1024;
 const PATTERN: u32 = 0xDEAD_BEEF;
@@ -78,6 +87,9 @@ fn main() -> ! {
         cortex_m::singleton!(: [i16; MAX_VALUES] = [0; MAX_VALUES]).unwrap_or_else(|| fail("q"));
     let scratch = cortex_m::singleton!(: [f32; MAX_SCRATCH] = [0.0; MAX_SCRATCH])
         .unwrap_or_else(|| fail("scratch"));
+    #[cfg(feature = "svm")]
+    let svm_buffers = cortex_m::singleton!(: SvmBuffers = SvmBuffers::new())
+        .unwrap_or_else(|| fail("svm buffers"));
     extern "C" {
         static __sheap: u32;
     }
@@ -93,6 +105,8 @@ fn main() -> ! {
     cp.SYST.set_reload(0x00FF_FFFF);
     cp.SYST.clear_current();
     cp.SYST.enable_counter();
+    // One SysTick period is 2²⁴ ticks (≈ 671 M instructions at the calibrated 40 per
+    // tick): longer inferences (a set-kernel SVM on large bags) cannot be timed this way.
     let ticks =
         |start: u32| start.wrapping_sub(cortex_m::peripheral::SYST::get_current()) & 0x00FF_FFFF;
 
@@ -175,6 +189,10 @@ fn main() -> ! {
         let (bottom, top) = paint_stack();
         let t0 = cortex_m::peripheral::SYST::get_current();
         let result = quantised.and_then(|_| {
+            #[cfg(feature = "svm")]
+            if let Some(svm) = model.svm() {
+                return svm_decide(svm, &f[..len], svm_buffers, &mut scores[..out]);
+            }
             let bag = if model.encoding() == Encoding::F32 {
                 Instances::F32(&f[..len])
             } else {
@@ -208,6 +226,62 @@ fn main() -> ! {
     loop {
         cortex_m::asm::wfi();
     }
+}
+
+#[cfg(feature = "svm")]
+/// Static buffers of the set-kernel SVM: the bag in f64 (the grid can be finer than f32),
+/// and the decision's scratch.
+struct SvmBuffers {
+    x: [f64; MAX_VALUES],
+    grid: [u32; MAX_DIM],
+    query: [u32; MAX_VALUES],
+    reference: [u32; MAX_VALUES],
+    floats: [f64; MAX_PAIRS],
+    ints: [u32; 4 * MAX_DIM],
+}
+
+#[cfg(feature = "svm")]
+impl SvmBuffers {
+    const fn new() -> Self {
+        SvmBuffers {
+            x: [0.0; MAX_VALUES],
+            grid: [0; MAX_DIM],
+            query: [0; MAX_VALUES],
+            reference: [0; MAX_VALUES],
+            floats: [0.0; MAX_PAIRS],
+            ints: [0; 4 * MAX_DIM],
+        }
+    }
+}
+
+#[cfg(feature = "svm")]
+/// The SVM's decision on one bag, reported like a two-class score vector (0, f).
+fn svm_decide(
+    svm: &SetKernelSvm<'_>,
+    bag: &[f32],
+    buffers: &mut SvmBuffers,
+    scores: &mut [f32],
+) -> Result<mil_core::Decision, mil_core::Error> {
+    let x = &mut buffers.x[..bag.len()];
+    for (y, &v) in x.iter_mut().zip(bag) {
+        *y = f64::from(v);
+    }
+    let mut scratch = SvmScratch {
+        grid: &mut buffers.grid,
+        query: &mut buffers.query,
+        reference: &mut buffers.reference,
+        floats: &mut buffers.floats,
+        ints: &mut buffers.ints,
+    };
+    let d = svm.decide(x, &mut scratch)?;
+    if let [zero, value, ..] = scores {
+        *zero = 0.0;
+        *value = d.value as f32;
+    }
+    Ok(mil_core::Decision {
+        label: d.label,
+        score: d.value as f32,
+    })
 }
 
 #[panic_handler]
