@@ -175,6 +175,7 @@ fn spec(kind: ProjectionKind, dim: usize, alpha: f64) -> ProjectionSpec {
         kind,
         dim,
         alpha,
+        midr_c2: mil::projection::midr::BENCHMARK_C2,
         seed: 1,
     }
 }

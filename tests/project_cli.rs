@@ -116,12 +116,50 @@ fn mida_reports_its_optimisation_diagnostics() {
 }
 
 #[test]
+fn midr_takes_c2_from_the_command_line() {
+    // `--midr-c2` reaches MIDR: the JSON echoes it, and a tighter coupling (larger c₂)
+    // brings the sparse H closer to the orthogonal A (smaller `error`).
+    let dir = temp_dir("project-midr");
+    let data = small_csv(&dir);
+    let out_csv = dir.join("p.csv");
+    let fit = |c2: Option<&str>| {
+        let mut args = vec![
+            "project",
+            data.as_str(),
+            "--projection",
+            "midr",
+            "--dim",
+            "2",
+            "--alpha",
+            "0.5",
+            "-o",
+            out_csv.to_str().unwrap(),
+            "--json",
+        ];
+        if let Some(c2) = c2 {
+            args.extend(["--midr-c2", c2]);
+        }
+        json_of(&run_mil(&args))
+    };
+    let default = fit(None);
+    assert_eq!(
+        default["midr_c2"], 10.0,
+        "the paper's benchmark c₂: {default}"
+    );
+    let tight = fit(Some("80"));
+    assert_eq!(tight["midr_c2"], 80.0);
+    let error = |j: &serde_json::Value| j["error"].as_f64().expect("MIDR reports error");
+    assert!(error(&tight) < error(&default), "{tight} vs {default}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn bad_arguments_exit_2_with_a_message_naming_the_parameter() {
     let dir = temp_dir("project-errors");
     let data = small_csv(&dir);
     let out_csv = dir.join("p.csv");
     let o = out_csv.to_str().unwrap();
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["--projection", "pca", "--dim", "9"], "--dim"),
         (&["--projection", "pca", "--dim", "1,2"], "--dim"),
         (&["--projection", "lda", "--dim", "2"], "--dim"),
@@ -129,6 +167,10 @@ fn bad_arguments_exit_2_with_a_message_naming_the_parameter() {
         (
             &["--projection", "bmida", "--dim", "2", "--alpha=-1"],
             "--alpha",
+        ),
+        (
+            &["--projection", "midr", "--dim", "2", "--midr-c2", "0"],
+            "--midr-c2",
         ),
     ];
     for (flags, named) in cases {

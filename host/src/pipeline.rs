@@ -36,6 +36,8 @@ pub struct ProjectionGrid {
     pub dims: Vec<usize>,
     /// Candidate trade-offs α.
     pub alphas: Vec<f64>,
+    /// MIDR's coupling weight c₂ (ignored by the other projections).
+    pub midr_c2: f64,
     /// Seed of randomised steps.
     pub seed: u64,
 }
@@ -50,6 +52,7 @@ impl ProjectionGrid {
                     kind: self.kind,
                     dim,
                     alpha,
+                    midr_c2: self.midr_c2,
                     seed: self.seed,
                 })
             })

@@ -20,6 +20,7 @@ pub fn train(
             kind,
             dim,
             alpha: 1.0,
+            midr_c2: mil::projection::midr::BENCHMARK_C2,
             seed: 1,
         };
         projection::fit(&spec, data, &all).unwrap()

@@ -137,6 +137,7 @@ pub(super) fn pipeline(
                 } else {
                     projection.alpha.clone()
                 },
+                midr_c2: projection.midr_c2,
                 seed,
             })
         }

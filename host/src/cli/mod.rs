@@ -304,9 +304,13 @@ pub struct ProjectionArgs {
     /// Output dimension(s); a list is chosen by inner CV.
     #[arg(long, value_delimiter = ',')]
     pub dim: Vec<usize>,
-    /// Trade-off α (B-MIDA / M-MIDA / MI-ALM); a list is chosen by inner CV.
+    /// Trade-off α (B-MIDA / M-MIDA / MI-ALM; MIDR's c₁); a list is chosen by inner CV.
     #[arg(long, value_delimiter = ',')]
     pub alpha: Vec<f64>,
+    /// MIDR: weight c₂ of the coupling ‖A − H‖²/2 (the MI-ALM paper: 10 on the
+    /// benchmarks, with c₁ = 0.1, the default --alpha; 20 on its synthetic data).
+    #[arg(long, default_value_t = crate::projection::midr::BENCHMARK_C2)]
+    pub midr_c2: f64,
 }
 
 /// `mil cv`.

@@ -64,6 +64,7 @@ pub fn run(args: &ProjectArgs) -> Result<Report> {
         kind,
         dim,
         alpha,
+        midr_c2: args.projection.midr_c2,
         seed: args.seed,
     };
     let start = Instant::now();
@@ -85,6 +86,9 @@ pub fn run(args: &ProjectArgs) -> Result<Report> {
         "instances": projected.n_instances(),
         "output": args.output,
     });
+    if kind == ProjectionKind::Midr {
+        json["midr_c2"] = json!(spec.midr_c2);
+    }
     let mut human = format!(
         "{} of {} ({} features → {dim}) fitted in {seconds:.3} s; {} instances written to {}",
         serde_json::to_value(kind)

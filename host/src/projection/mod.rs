@@ -60,8 +60,12 @@ pub struct ProjectionSpec {
     pub kind: ProjectionKind,
     /// Output dimension d.
     pub dim: usize,
-    /// Trade-off α where the algorithm has one (B-MIDA, M-MIDA, MI-ALM); ignored otherwise.
+    /// Trade-off α where the algorithm has one (B-MIDA, M-MIDA, MI-ALM; MIDR's c₁);
+    /// ignored otherwise.
     pub alpha: f64,
+    /// MIDR's coupling weight c₂ of ‖A − H‖²/2; ignored by the others (see
+    /// [`midr::BENCHMARK_C2`]).
+    pub midr_c2: f64,
     /// Seed of any randomised step.
     pub seed: u64,
 }
@@ -176,7 +180,11 @@ pub fn fit(spec: &ProjectionSpec, data: &Dataset, train: &[usize]) -> Result<Lin
         ProjectionKind::MiAlm => {
             mi_alm::MiAlm::new(spec.dim, spec.alpha, spec.seed).fit(data, train)
         }
-        ProjectionKind::Midr => midr::Midr::new(spec.dim, spec.alpha, spec.seed).fit(data, train),
+        ProjectionKind::Midr => midr::Midr {
+            c2: spec.midr_c2,
+            ..midr::Midr::new(spec.dim, spec.alpha, spec.seed)
+        }
+        .fit(data, train),
     }
 }
 
@@ -479,6 +487,7 @@ mod tests {
             kind,
             dim,
             alpha,
+            midr_c2: midr::BENCHMARK_C2,
             seed: 1,
         };
         assert!(fit(&spec(ProjectionKind::Pca, 3, 1.0), &d, &[0, 1]).is_err());
@@ -486,5 +495,13 @@ mod tests {
         assert!(fit(&spec(ProjectionKind::Bmida, 1, f64::NAN), &d, &[0, 1]).is_err());
         assert!(fit(&spec(ProjectionKind::Pca, 1, 1.0), &d, &[]).is_err());
         assert!(fit(&spec(ProjectionKind::Pca, 1, 1.0), &d, &[0, 7]).is_err());
+        let bad_c2 = ProjectionSpec {
+            midr_c2: 0.0,
+            ..spec(ProjectionKind::Midr, 1, 0.1)
+        };
+        assert!(matches!(
+            fit(&bad_c2, &d, &[0, 1]),
+            Err(Error::Parameter { .. })
+        ));
     }
 }
