@@ -1,5 +1,7 @@
-//! A clustering trained by `mil cluster` runs on the core: `mil export` writes the M³IC
-//! model, and the core's step-14 assignment agrees with the host's on every bag.
+//! A clustering trained by `mil cluster --no-instance-norm` runs on the core: `mil export`
+//! writes the M³IC model, and the core's step-14 assignment agrees with the host's on every
+//! bag. The default model scales instances to unit length, which the core cannot do, so its
+//! export is refused.
 
 use mil_suite::{run_mil, temp_dir};
 use serde_json::Value;
@@ -21,6 +23,24 @@ fn m3ic_exports_and_the_core_assigns_like_the_host() {
     let (model, milm) = (model.to_str().unwrap(), milm.to_str().unwrap());
     json_of(&run_mil(&[
         "cluster", "corel3", "--method", "m3ic", "--k", "3", "--seed", "1", "-o", model, "--quiet",
+        "--json",
+    ]));
+    let out = run_mil(&["export", model, "--data", "corel3", "-o", milm]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--no-instance-norm"));
+    json_of(&run_mil(&[
+        "cluster",
+        "corel3",
+        "--method",
+        "m3ic",
+        "--k",
+        "3",
+        "--seed",
+        "1",
+        "--no-instance-norm",
+        "-o",
+        model,
+        "--quiet",
         "--json",
     ]));
     for format in ["f32", "q15"] {

@@ -25,6 +25,7 @@ pub fn run(args: &ClusterArgs, _quiet: bool) -> Result<Report> {
                 eps2: args.epsilon2,
                 restarts: args.restarts,
                 standardize: !args.raw,
+                normalize: !args.no_instance_norm,
                 ..m3ic::M3icParams::default()
             };
             let fit = m3ic::fit(&data, args.k, &params, args.seed)?;
@@ -35,6 +36,7 @@ pub fn run(args: &ClusterArgs, _quiet: bool) -> Result<Report> {
                 "epsilon1": params.eps1,
                 "epsilon2": params.eps2,
                 "standardized": params.standardize,
+                "instance_norm": params.normalize,
                 "restart_objectives": fit.runs.iter().map(m3ic::M3icRun::objective).collect::<Vec<_>>(),
                 "cccp_iterations": best.history.len(),
                 "cutting_planes": best.planes,

@@ -158,6 +158,14 @@ fn run_cluster(args: &ExportArgs, path: &Path) -> Result<Report> {
                 "BAMIC clusterings (medoid bags) cannot be exported; the core runs M³IC assignment",
             )),
         };
+    if model.normalize {
+        return Err(Error::parameter(
+            "MODEL",
+            &args.model,
+            "this M³IC model scales each instance to unit length, which the core's linear input \
+             stage cannot do; cluster with --no-instance-norm to export",
+        ));
+    }
     let Some(spec) = &args.data else {
         return Err(Error::parameter(
             "--data",

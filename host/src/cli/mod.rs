@@ -432,10 +432,10 @@ pub struct ClusterArgs {
     #[arg(short, long)]
     pub output: Option<String>,
     /// M³IC: regularisation constant C of problem (6) (paper grid 2^[-4:4]).
-    #[arg(long = "cost", default_value_t = 0.125)]
+    #[arg(long = "cost", default_value_t = 4.0)]
     pub cost: f64,
     /// M³IC: cluster balance l of constraint (4) (paper grid 0, 0.001, 0.01, 0.1, 1..5, 10).
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 0.01)]
     pub balance: f64,
     /// M³IC: CCCP precision ε₁.
     #[arg(long, default_value_t = 0.01)]
@@ -446,6 +446,10 @@ pub struct ClusterArgs {
     /// M³IC: cluster the raw features instead of z-scored ones.
     #[arg(long)]
     pub raw: bool,
+    /// M³IC: keep the instances' lengths. By default every instance is scaled to unit
+    /// length after the z-score, which `mil export` cannot carry to the core.
+    #[arg(long)]
+    pub no_instance_norm: bool,
 }
 
 /// `mil export`.

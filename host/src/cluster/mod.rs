@@ -54,6 +54,10 @@ pub struct M3icModel {
     pub mean: Option<Vec<f64>>,
     /// Per-feature standard deviation (0 for a constant feature, which then counts as 0).
     pub std: Option<Vec<f64>>,
+    /// Whether each (standardised) instance is scaled to unit length before scoring
+    /// ([`m3ic::normalize_instances`]); absent in models saved before it existed.
+    #[serde(default)]
+    pub normalize: bool,
 }
 
 impl M3icModel {
@@ -77,6 +81,9 @@ impl M3icModel {
                     (Some(_), Some(_)) => 0.0,
                     _ => row[j],
                 };
+            }
+            if self.normalize {
+                m3ic::unit_length(&mut x);
             }
             for (p, sp) in s.iter_mut().enumerate() {
                 *sp = self.weights[p * self.dim..(p + 1) * self.dim]
