@@ -41,8 +41,18 @@
 //!   the length cap — an unbounded loop in Weka, capped here by
 //!   [`WekaBfgs::max_calls`].
 //!
+//! * **NaN.** Every test is kept as Weka's comparison, and `max` as Java's `Math.max`
+//!   (NaN wins), so NaNs flow as they do in Weka: where MILR's gradient overflows (e^z =
+//!   ∞ gives ∞/∞), neither the curvature test nor its negation holds, the line search
+//!   accepts its trial, the scaled-gradient test ignores the NaN components and the
+//!   method declares convergence — Weka's MILR ends that way on elephant with mean
+//!   pooling. As in Weka, a NaN objective or search direction, or an ascent direction,
+//!   is an error.
+//!
 //! Weka's bound constraints (an active-set method) are not reproduced: MILR passes none.
-//! Like Weka, a NaN objective or search direction, or an ascent direction, is an error.
+//! Results agree with Weka's to the last printed digit when the run is short; over
+//! ~1000 iterations the last-bit differences between Java's `Math.exp`/`Math.log` and
+//! the C library's can grow into visibly different coefficients on flat likelihoods.
 
 use crate::error::{Error, Result};
 
@@ -97,6 +107,15 @@ fn failure(reason: impl Into<String>) -> Error {
     Error::Numerical {
         method: "Weka BFGS",
         reason: reason.into(),
+    }
+}
+
+/// Java's `Math.max`: NaN if either argument is NaN (Rust's `f64::max` ignores a NaN).
+fn java_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
     }
 }
 
@@ -289,6 +308,7 @@ where
         }
         let slope = dot(g0, dir);
         self.slope = slope;
+
         let mut x = x0.to_vec();
         if slope.abs() <= zero() {
             return Ok(x);
@@ -305,8 +325,12 @@ where
             return Ok(x);
         }
         let step_min = TOLX / relative;
+        // Weka's tests, kept as its comparisons: with a NaN slope (the gradient overflows
+        // where e^z does) both `curved` and `flat` are false, and Weka then accepts the
+        // trial — its MILR relies on that on elephant.
         let sufficient = |f: f64, step: f64| f <= f0 + ALF * step * slope;
         let curved = |s: f64| s >= BETA * slope;
+        let flat = |s: f64| s < BETA * slope;
         let mut scratch = vec![0.0; n];
 
         let mut step = 1.0;
@@ -344,7 +368,10 @@ where
                     while !(step >= max_step || self.f > f0 + ALF * step * slope) {
                         lo = step;
                         f_lo = self.f;
-                        step = (2.0 * step).min(max_step);
+                        step *= 2.0;
+                        if step >= max_step {
+                            step = max_step;
+                        }
                         along(&mut x, x0, step, dir);
                         self.f = self.eval(&x)?;
                         new_slope = self.slope_at(&x, dir, &mut scratch);
@@ -381,25 +408,34 @@ where
                 let a = (r1 / (step * step) - r2 / (prev_step * prev_step)) / (step - prev_step);
                 let b = (-prev_step * r1 / (step * step) + step * r2 / (prev_step * prev_step))
                     / (step - prev_step);
-                let t = if a == 0.0 {
+                let mut t = if a == 0.0 {
                     -slope / (2.0 * b)
                 } else {
-                    let disc = (b * b - 3.0 * a * slope).max(0.0);
-                    let num = (-b + disc.sqrt()).min(f64::MAX);
+                    let mut disc = b * b - 3.0 * a * slope;
+                    if disc < 0.0 {
+                        disc = 0.0;
+                    }
+                    let mut num = -b + disc.sqrt();
+                    if num >= f64::MAX {
+                        num = f64::MAX;
+                    }
                     num / (3.0 * a)
                 };
-                t.min(0.5 * step)
+                if t > 0.5 * step {
+                    t = 0.5 * step;
+                }
+                t
             };
             prev_step = step;
             f_hi = f;
-            step = trial.max(0.1 * step);
+            step = java_max(trial, 0.1 * step);
             k += 1;
         }
 
         // Between lo (sufficient decrease, too little curvature) and hi (no sufficient
         // decrease): safeguarded quadratic interpolation for the curvature test.
         let mut width = hi - lo;
-        while !curved(new_slope) && width >= step_min {
+        while flat(new_slope) && width >= step_min {
             let mut incr = -0.5 * new_slope * width * width / (f_hi - f_lo - new_slope * width);
             if incr < 0.2 * width {
                 incr = 0.2 * width;
@@ -416,14 +452,14 @@ where
                 f_hi = self.f;
             } else {
                 new_slope = self.slope_at(&x, dir, &mut scratch);
-                if !curved(new_slope) {
+                if flat(new_slope) {
                     lo = step;
                     width -= incr;
                     f_lo = self.f;
                 }
             }
         }
-        if !curved(new_slope) {
+        if flat(new_slope) {
             along(&mut x, x0, lo, dir);
             self.f = f_lo;
         }
@@ -493,7 +529,7 @@ impl WekaBfgs {
         (search.gradient)(&x0, &mut g);
         let mut factors = Factors::identity(n);
         let mut dir: Vec<f64> = g.iter().map(|v| -v).collect();
-        let max_len = STPMX * dot(&g, &g).sqrt().max(n as f64);
+        let max_len = STPMX * java_max(dot(&g, &g).sqrt(), n as f64);
         let mut x = x0;
         let mut g_new = vec![0.0; n];
         for _ in 0..self.iterations_per_call {
@@ -521,7 +557,10 @@ impl WekaBfgs {
                 search.f = search.eval(&x_new)?;
                 return Ok(CallEnd::Converged(x_new));
             }
-            if curvature >= (zero() * dx_sq.sqrt() * dg_sq.sqrt()).max(zero()) {
+            // Weka skips the update only when yᵀs < max(…); a NaN curvature updates (and
+            // then fails on the NaN factors, as Weka does).
+            let skip = curvature < java_max(zero() * dx_sq.sqrt() * dg_sq.sqrt(), zero());
+            if !skip {
                 factors.rank_one(&dg, 1.0 / curvature)?;
                 factors.rank_one(&g, 1.0 / search.slope)?;
             }
