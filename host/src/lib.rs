@@ -19,6 +19,7 @@ pub mod model;
 pub mod pipeline;
 pub mod projection;
 pub mod svm;
+pub mod weka_bfgs;
 
 pub use data::Dataset;
 pub use error::{Error, Result};

@@ -7,8 +7,8 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::{
-    ClassifierArgs, ClassifierName, CvArgs, Estimator, KernelMap, KernelName, Pooling,
-    ProjectionArgs, ProjectionName, Report, Scaling,
+    ClassifierArgs, ClassifierName, CvArgs, Estimator, KernelMap, KernelName, MilrOptimizer,
+    Pooling, ProjectionArgs, ProjectionName, Report, Scaling,
 };
 use crate::classifier::citation_knn::{self, CitationKnn};
 use crate::classifier::milr::{self, Milr};
@@ -56,6 +56,10 @@ pub(super) fn classifier_spec(
             },
             ridge: args.ridge,
             beta: args.beta,
+            optimizer: match args.optimizer {
+                MilrOptimizer::Lbfgs => milr::Optimizer::Lbfgs,
+                MilrOptimizer::Weka => milr::Optimizer::Weka,
+            },
         }),
         ClassifierName::Svm => ClassifierSpec::Svm(svm_spec(args, seed)?),
     })
@@ -160,7 +164,11 @@ pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> St
             effective_scaling(args, projection.projection != ProjectionName::None)
         )
         .to_lowercase(),
-        ClassifierName::Milr => format!("milr ({:?} pooling)", args.pooling).to_lowercase(),
+        ClassifierName::Milr => format!(
+            "milr ({:?} pooling, {:?} optimizer)",
+            args.pooling, args.optimizer
+        )
+        .to_lowercase(),
         ClassifierName::Svm => "svm".into(),
     };
     match projection.projection {
