@@ -69,6 +69,7 @@ fn inner_ridge(setup: &Setup, data: &Dataset, train: &[usize], pooling: Pooling,
             pooling,
             ridge,
             beta: 3.0,
+            ..Milr::default()
         };
         let (mut s, mut p) = (Vec::new(), Vec::new());
         for fold in &inner {
@@ -184,6 +185,7 @@ fn main() {
                 pooling,
                 ridge,
                 beta: 3.0,
+                ..Milr::default()
             };
             s.extend(scores(&milr, data, &train, &test));
             p.extend(setup.positive(&test));
@@ -204,6 +206,7 @@ fn main() {
                 pooling,
                 ridge,
                 beta: 3.0,
+                ..Milr::default()
             };
             let (mut s, mut p, mut per_fold) = (Vec::new(), Vec::new(), Vec::new());
             for (f, data) in projected.iter().enumerate() {
