@@ -126,3 +126,63 @@ fn trained_svm_predicts_its_training_bags_and_rejects_transduction() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--map"));
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn trained_svm_exports_for_the_core_and_inspects() {
+    // `mil train` keeps the support bags; `mil export` writes them for the core, runs the
+    // core on every training bag and reports its distance from the host's decision
+    // values against the bound the core states.
+    let dir = temp_dir("svm-export");
+    let model = dir.join("svm.json");
+    let model = model.to_str().unwrap();
+    let trained = run_mil(&[
+        "train",
+        "musk1",
+        "--classifier",
+        "svm",
+        "--kernel",
+        "kand",
+        "--seed",
+        "1",
+        "-o",
+        model,
+        "--quiet",
+    ]);
+    assert!(
+        trained.status.success(),
+        "{}",
+        String::from_utf8_lossy(&trained.stderr)
+    );
+    let bytes = dir.join("svm.milm");
+    let bytes = bytes.to_str().unwrap();
+    let report = json_of(&run_mil(&[
+        "export", model, "--format", "q15", "-o", bytes, "--json",
+    ]));
+    assert_eq!(report["kind"], "set-kernel-svm");
+    assert_eq!(report["labels_agree"], report["bags"]);
+    let (err, bound) = (
+        report["max_abs_error"].as_f64().unwrap(),
+        report["error_bound"].as_f64().unwrap(),
+    );
+    assert!(err <= bound && bound > 0.0, "{report}");
+    let stored = report["stored_bags"].as_u64().unwrap();
+    assert!((1..=92).contains(&stored), "{report}");
+    let inspected = json_of(&run_mil(&["inspect", bytes, "--json"]));
+    assert_eq!(inspected["kind"], "set-kernel-svm");
+    assert_eq!(inspected["stored_bags"].as_u64(), Some(stored));
+    assert_eq!(inspected["bytes"], report["bytes"]);
+    // The transductive map is not a model of new bags: training refuses it by name.
+    let refused = run_mil(&[
+        "train",
+        "musk1",
+        "--classifier",
+        "svm",
+        "--map",
+        "emp-trans",
+        "-o",
+        model,
+        "--quiet",
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).ok();
+}

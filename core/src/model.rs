@@ -558,6 +558,22 @@ pub struct Decision {
     pub score: f32,
 }
 
+/// Number of instances in a row-major bag of `values` values with `dim` features each,
+/// checking that it is whole and non-empty.
+pub(crate) fn instance_count(values: usize, dim: usize) -> Result<usize, Error> {
+    let n = values.checked_div(dim).unwrap_or(0);
+    if n == 0 {
+        return Err(Error::Empty);
+    }
+    if n * dim != values {
+        return Err(Error::DimensionMismatch {
+            expected: (n + 1) * dim,
+            got: values,
+        });
+    }
+    Ok(n)
+}
+
 /// The first index of the largest value and that value (ties go to the lower index, as
 /// the host's argmax does); `(0, −∞)` for an empty slice.
 pub(crate) fn argmax_first(values: &[f32]) -> (usize, f32) {
@@ -985,18 +1001,7 @@ impl<'a> Model<'a> {
 
     /// Number of instances in a bag, checking that it is whole and non-empty.
     pub fn bag_len(&self, bag: Instances<'_>) -> Result<usize, Error> {
-        let d = self.header.input_dim;
-        let n = bag.len() / d;
-        if n == 0 {
-            return Err(Error::Empty);
-        }
-        if n * d != bag.len() {
-            return Err(Error::DimensionMismatch {
-                expected: (n + 1) * d,
-                got: bag.len(),
-            });
-        }
-        Ok(n)
+        instance_count(bag.len(), self.header.input_dim)
     }
 
     /// Classifies (or, for M³IC, assigns to a cluster) one bag; a set-kernel SVM answers

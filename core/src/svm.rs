@@ -29,7 +29,7 @@ use crate::box_kernel::discretize::{cell, check_precision};
 use crate::box_kernel::seeds::{bag_hash, pair_seed};
 use crate::box_kernel::{estimate, scratch_len, Accuracy, BoxKernel, Grid, Method, Scratch};
 use crate::error::Error;
-use crate::model::{tag, Elem, Encoding, Section, Sections};
+use crate::model::{instance_count, tag, Elem, Encoding, Section, Sections};
 
 /// Largest |T| and |b| a model may state (beyond them exp overflows f64 anyway).
 const MAX_OFFSET: f64 = 1e6;
@@ -288,16 +288,7 @@ impl<'a> SetKernelSvm<'a> {
     /// another cell than the host put it in.
     pub fn decide(&self, bag: &[f64], scratch: &mut SvmScratch<'_>) -> Result<SvmDecision, Error> {
         let d = self.dim();
-        let n = bag.len() / d;
-        if n == 0 {
-            return Err(Error::Empty);
-        }
-        if n * d != bag.len() {
-            return Err(Error::DimensionMismatch {
-                expected: (n + 1) * d,
-                got: bag.len(),
-            });
-        }
+        let n = instance_count(bag.len(), d)?;
         let need = self
             .scratch_len(n)
             .ok_or(Error::InvalidParameter("bag too large to address"))?;

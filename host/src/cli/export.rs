@@ -78,17 +78,29 @@ pub fn run(args: &ExportArgs) -> Result<Report> {
             "\nstated fixed-point bound on the scores: {b:.3e}"
         ));
     }
-    let json = json!({
+    let mut json = export_json(args, &core, max_abs_error, agree, n);
+    json["error_bound"] = json!(bound);
+    Ok(Report { human, json })
+}
+
+/// The JSON keys every export reports: where the bytes went, what they are, and how far
+/// core inference on them is from the host model on `bags` training bags.
+fn export_json(
+    args: &ExportArgs,
+    core: &Model<'_>,
+    max_abs_error: f64,
+    labels_agree: usize,
+    bags: usize,
+) -> serde_json::Value {
+    json!({
         "output": args.output,
         "kind": core.kind().name(),
-        "format": encoding.name(),
-        "bytes": bytes.len(),
+        "format": core.encoding().name(),
+        "bytes": core.header().total_len,
         "max_abs_error": max_abs_error,
-        "error_bound": bound,
-        "labels_agree": agree,
-        "bags": n,
-    });
-    Ok(Report { human, json })
+        "labels_agree": labels_agree,
+        "bags": bags,
+    })
 }
 
 /// The report of an exported set-kernel SVM: one core decision per training bag (each
@@ -123,17 +135,9 @@ fn svm_report(
         bytes.len(),
         train.name(),
     );
-    let json = json!({
-        "output": args.output,
-        "kind": core.kind().name(),
-        "format": encoding,
-        "bytes": bytes.len(),
-        "stored_bags": stored,
-        "max_abs_error": max_abs_error,
-        "error_bound": bound,
-        "labels_agree": agree,
-        "bags": n,
-    });
+    let mut json = export_json(args, &core, max_abs_error, agree, n);
+    json["stored_bags"] = json!(stored);
+    json["error_bound"] = json!(bound);
     Ok(Report { human, json })
 }
 
@@ -197,15 +201,7 @@ fn run_cluster(args: &ExportArgs, path: &Path) -> Result<Report> {
         bytes.len(),
         data.name(),
     );
-    let json = json!({
-        "output": args.output,
-        "kind": core.kind().name(),
-        "format": encoding.name(),
-        "bytes": bytes.len(),
-        "max_abs_error": max_abs_error,
-        "labels_agree": agree,
-        "bags": n,
-    });
+    let json = export_json(args, &core, max_abs_error, agree, n);
     Ok(Report { human, json })
 }
 
