@@ -460,6 +460,12 @@ fn seed_models() -> Vec<Vec<u8>> {
         Head::M3ic {
             weights: vec![1.0, 0.0, 0.0, 1.0, -1.0, -1.0],
             bias: vec![0.0, 0.1, 0.2],
+            instance_norm: None,
+        },
+        Head::M3ic {
+            weights: vec![1.0, 0.0, 0.0, 1.0, -1.0, -1.0],
+            bias: vec![0.0, 0.1, 0.2],
+            instance_norm: Some((vec![0.5, 2.0, 1.0, 0.25], vec![0.1, -0.2, 0.0, 3.0])),
         },
     ];
     let mut out = Vec::new();

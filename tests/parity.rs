@@ -344,6 +344,15 @@ fn m3ic_step14(weights: &[f64], k: usize, z: &[Vec<f64>]) -> usize {
     best.1
 }
 
+/// `x` scaled to unit length (an all-zero `x` left alone), as the host's M³IC does.
+fn unit(mut x: Vec<f64>) -> Vec<f64> {
+    let n = x.iter().map(|v| v * v).sum::<f64>().sqrt();
+    if n > 0.0 {
+        x.iter_mut().for_each(|v| *v /= n);
+    }
+    x
+}
+
 #[test]
 fn m3ic_assignment_matches_step_14() {
     use mil::data::standardize::ZScore;
@@ -361,28 +370,105 @@ fn m3ic_assignment_matches_step_14() {
             (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
         })
         .collect();
-    let compact =
-        mil::export::Compact::from_m3ic(k, dim, &weights, Some((&z.mean, &z.std))).unwrap();
-    for encoding in [Encoding::F32, Encoding::Q15] {
-        let bytes = export(&compact, encoding, &musk1).unwrap();
-        let core = Model::parse(&bytes).unwrap();
-        assert_eq!(core.output_dim(), k);
-        let mut agree = 0;
-        for b in 0..musk1.n_bags() {
-            let rows: Vec<Vec<f64>> = musk1
+    for unit_length in [false, true] {
+        let compact =
+            Compact::from_m3ic(k, dim, &weights, Some((&z.mean, &z.std)), unit_length).unwrap();
+        // The host's instances: z-scored, then (optionally) unit length.
+        let rows = |b: usize| -> Vec<Vec<f64>> {
+            musk1
                 .bag(b)
                 .instances()
                 .map(|x| {
                     let mut out = vec![0.0; dim];
                     z.apply_row(x, &mut out);
-                    out
+                    if unit_length {
+                        unit(out)
+                    } else {
+                        out
+                    }
                 })
-                .collect();
-            let want = m3ic_step14(&weights, k, &rows);
-            let (got, _) = core_classify(&core, musk1.bag(b)).unwrap();
-            agree += usize::from(got.label == want);
+                .collect()
+        };
+        for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+            let bytes = export(&compact, encoding, &musk1).unwrap();
+            let core = Model::parse(&bytes).unwrap();
+            let m = core.cluster().unwrap();
+            assert_eq!(core.output_dim(), k);
+            assert_eq!(m.scales_instances(), unit_length);
+            let mut agree = 0;
+            let (mut scratch, mut scores) = (vec![0.0f32; core.projected_dim()], vec![0.0f32; k]);
+            for b in 0..musk1.n_bags() {
+                let host_rows = rows(b);
+                let want = m3ic_step14(&weights, k, &host_rows);
+                let (got, _) = core_classify(&core, musk1.bag(b)).unwrap();
+                agree += usize::from(got.label == want);
+                let host_scores = |host: &Vec<f64>| -> Vec<f64> {
+                    (0..k)
+                        .map(|u| {
+                            let w = &weights[u * dim..(u + 1) * dim];
+                            w.iter().zip(host).map(|(a, b)| a * b).sum()
+                        })
+                        .collect()
+                };
+                // Every instance's scores within the stated bound (f32: to 1e-5 relative).
+                let CoreBag::I16(q) = CoreBag::new(&core, musk1.bag(b)).unwrap() else {
+                    assert_eq!(got.label, want, "f32 unit={unit_length} bag {b}");
+                    for (x, host) in musk1.bag(b).instances().zip(&host_rows) {
+                        let x: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+                        let x = mil_core::Instances::F32(&x);
+                        m.instance_scores(&core, x, &mut scratch, &mut scores)
+                            .unwrap();
+                        for (&got, want) in scores.iter().zip(host_scores(host)) {
+                            assert!((got as f64 - want).abs() <= 1e-5 * want.abs().max(1.0));
+                        }
+                    }
+                    continue;
+                };
+                // (host margin, host cluster, top-two gap, bound) of every instance.
+                let mut instances = Vec::new();
+                for (x, host) in q.chunks_exact(dim).zip(&host_rows) {
+                    let x_core = mil_core::Instances::I16(x);
+                    m.instance_scores(&core, x_core, &mut scratch, &mut scores)
+                        .unwrap();
+                    let want = host_scores(host);
+                    let mut e = 0.0f64;
+                    for (u, (&got, want)) in scores.iter().zip(&want).enumerate() {
+                        let bound = m.instance_score_bound(&core, x, u) as f64;
+                        assert!(
+                            (got as f64 - want).abs() <= bound,
+                            "{encoding:?} bag {b} cluster {u}: |{got} − {want}| > {bound}"
+                        );
+                        e = e.max(bound);
+                    }
+                    let mut sorted = want.clone();
+                    sorted.sort_by(|a, b| b.total_cmp(a));
+                    let top = want.iter().position(|&v| v == sorted[0]).unwrap();
+                    let margin = sorted[0] - want.iter().sum::<f64>() / k as f64;
+                    instances.push((margin, top, sorted[0] - sorted[1], e));
+                }
+                // A label may differ only where the bounds allow it: some instance j whose
+                // margin is within 2(e_j + e_j*) of the host witness j*'s and whose
+                // cluster differs from the host's or is within 2e_j of a tie.
+                if got.label != want {
+                    let star = instances
+                        .iter()
+                        .copied()
+                        .reduce(|a, b| if b.0 > a.0 { b } else { a })
+                        .unwrap();
+                    let ambiguous = instances.iter().any(|&(margin, top, gap, e)| {
+                        star.0 - margin <= 2.0 * (e + star.3) && (top != want || gap <= 2.0 * e)
+                    });
+                    assert!(ambiguous, "{encoding:?} unit={unit_length} bag {b}");
+                }
+            }
+            eprintln!(
+                "{encoding:?} unit={unit_length}: {agree}/{}",
+                musk1.n_bags()
+            );
+            if encoding == Encoding::Q15 {
+                assert_eq!(agree, musk1.n_bags(), "Q15 unit={unit_length}");
+            }
         }
-        assert_eq!(agree, musk1.n_bags(), "{encoding:?}");
     }
 }
 

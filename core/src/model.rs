@@ -224,8 +224,12 @@ pub mod tag {
     pub const KERNEL_CONFIG: u16 = 18;
     /// Real settings of a set kernel SVM, 1 × 5, `f64`: ε, δ, ρ, log offset T, bias b.
     pub const KERNEL_PARAMS: u16 = 19;
+    /// Per-feature affine map z_j = a_j·v_j + c_j of an M³IC model whose instances are
+    /// scaled to unit length: 2 × D, `f32`, row 0 the a_j, row 1 the c_j, where v_j is
+    /// feature j as the device receives it (f32, or the quantised integer).
+    pub const INSTANCE_NORM: u16 = 20;
     /// Largest tag value.
-    pub const MAX: u16 = 19;
+    pub const MAX: u16 = 20;
 }
 
 /// One section of a parsed model: where its payload is and its shape.
@@ -547,6 +551,15 @@ impl Instances<'_> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Instance `i` of a bag of `dim`-value instances.
+    pub fn instance(&self, i: usize, dim: usize) -> Result<Self, Error> {
+        let range = i * dim..(i + 1) * dim;
+        Ok(match self {
+            Instances::F32(x) => Instances::F32(x.get(range).ok_or(Error::Empty)?),
+            Instances::I16(x) => Instances::I16(x.get(range).ok_or(Error::Empty)?),
+        })
+    }
 }
 
 /// What a bag classifier decided: the label and the pooled score of each class.
@@ -720,7 +733,7 @@ impl<'a> Model<'a> {
                 if enc != Encoding::F32 && projection.is_none() {
                     return Err(Error::BadModel("quantised M3IC needs a projection"));
                 }
-                let c = M3ic::from_sections(&sections, enc, d)?;
+                let c = M3ic::from_sections(&sections, enc, d, header.input_dim)?;
                 if c.n_clusters() != header.output_dim {
                     return Err(Error::BadModel("cluster count disagrees with the header"));
                 }
@@ -980,12 +993,7 @@ impl<'a> Model<'a> {
         out: &mut [f32],
     ) -> Result<(), Error> {
         let d_in = self.header.input_dim;
-        let range = i * d_in..(i + 1) * d_in;
-        let x = match bag {
-            Instances::F32(x) => Instances::F32(x.get(range).ok_or(Error::Empty)?),
-            Instances::I16(x) => Instances::I16(x.get(range).ok_or(Error::Empty)?),
-        };
-        match (self.projection, x) {
+        match (self.projection, bag.instance(i, d_in)?) {
             (Some(p), x) => p.apply(x, out),
             (None, Instances::F32(x)) => {
                 let o = out.get_mut(..d_in).ok_or(Error::BufferTooSmall {

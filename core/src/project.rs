@@ -94,20 +94,31 @@ impl<'a> Projection<'a> {
         let out = out
             .get_mut(..d)
             .ok_or(Error::BufferTooSmall { needed: d, got })?;
-        let quantised = self.weights.scale.is_some();
         for (k, o) in out.iter_mut().enumerate() {
-            let dot = match x {
-                Instances::F32(x) if !quantised => self.weights.dot_f32(k, x),
-                Instances::I16(x) if quantised => self.weights.dot_q(k, x),
-                _ => {
-                    return Err(Error::InvalidParameter(
-                        "f32 models take f32 instances, quantised models quantised ones",
-                    ))
-                }
-            };
-            *o = dot + self.bias.f32_at(k);
+            *o = self.output(k, x)?;
         }
         Ok(())
+    }
+
+    /// Output `k` of one instance (`k < d`; `x` of length D, as [`Projection::apply`]).
+    pub fn output(&self, k: usize, x: Instances<'_>) -> Result<f32, Error> {
+        if k >= self.output_dim() || x.len() != self.input_dim() {
+            return Err(Error::DimensionMismatch {
+                expected: self.input_dim(),
+                got: x.len(),
+            });
+        }
+        let quantised = self.weights.scale.is_some();
+        let dot = match x {
+            Instances::F32(x) if !quantised => self.weights.dot_f32(k, x),
+            Instances::I16(x) if quantised => self.weights.dot_q(k, x),
+            _ => {
+                return Err(Error::InvalidParameter(
+                    "f32 models take f32 instances, quantised models quantised ones",
+                ))
+            }
+        };
+        Ok(dot + self.bias.f32_at(k))
     }
 
     /// The bound on |ŷ_k − y_k| stated in the module documentation, for output `k` of a

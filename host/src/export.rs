@@ -53,6 +53,9 @@ pub enum Head {
         weights: Vec<f64>,
         /// One bias per cluster.
         bias: Vec<f64>,
+        /// For instances scaled to unit length: the z-score as z_j = a_j·x_j + c_j on raw
+        /// features, `(a, c)` ([`mil_core::model::tag::INSTANCE_NORM`]).
+        instance_norm: Option<(Vec<f64>, Vec<f64>)>,
     },
     /// A box-kernel SVM over stored bags, on raw features (no projection stage).
     SetKernelSvm(Box<SvmDeployment>),
@@ -372,9 +375,12 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
             ));
         }
     }
+    // The step s_j of each quantised input feature (1: f32 inputs arrive as they are).
+    let mut input_steps = vec![1.0; dim_in];
     if encoding != Encoding::F32 {
         let exps = input_exponents(train);
         let scales: Vec<f64> = exps.iter().map(|&e| 2f64.powi(e)).collect();
+        input_steps.clone_from(&scales);
         let stage = stage.as_ref().ok_or_else(|| {
             Error::parameter(
                 "--format",
@@ -471,11 +477,26 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
             w.f32s(tag::PARAMS, 1, 2, [*r as f64, classes as f64]);
             (ModelKind::CitationKnn, classes)
         }
-        Head::M3ic { weights, bias } => {
+        Head::M3ic {
+            weights,
+            bias,
+            instance_norm,
+        } => {
             let k = bias.len();
             let tags = (tag::SCORE_WEIGHTS, tag::SCORE_SCALE, None);
             w.weights(encoding, tags, k, d, weights);
             w.f32s(tag::SCORE_BIAS, 1, k, bias.iter().copied());
+            if let Some((a, c)) = instance_norm {
+                if a.len() != dim_in || c.len() != dim_in {
+                    return Err(Error::data(
+                        train.name(),
+                        format!("{dim_in} features but an instance norm of {}", a.len()),
+                    ));
+                }
+                // Quantised inputs arrive as x_j / s_j: fold the step into a_j.
+                let a = a.iter().zip(&input_steps).map(|(a, s)| a * s);
+                w.f32s(tag::INSTANCE_NORM, 2, dim_in, a.chain(c.iter().copied()));
+            }
             (ModelKind::M3ic, k)
         }
         Head::SetKernelSvm(svm) => return export_svm(svm, encoding, dim_in, w),
@@ -642,6 +663,19 @@ impl CoreBag {
     }
 }
 
+/// The largest bound [`mil_core::cluster::M3ic::instance_score_bound`] states over the
+/// instances and clusters of one quantised bag.
+pub fn m3ic_score_bound(model: &Model<'_>, bag: &[i16]) -> Result<f64> {
+    let m = model
+        .cluster()
+        .ok_or_else(|| Error::NotAvailable("an M³IC bound for another model kind".into()))?;
+    let worst = bag
+        .chunks_exact(model.input_dim())
+        .flat_map(|x| (0..m.n_clusters()).map(move |u| m.instance_score_bound(model, x, u)))
+        .fold(0.0f32, f32::max);
+    Ok(worst as f64)
+}
+
 /// Core inference on one host bag: the decision and the per-class (or per-cluster) scores.
 pub fn core_classify(model: &Model<'_>, bag: Bag<'_>) -> Result<(mil_core::Decision, Vec<f32>)> {
     if model.kind() == ModelKind::SetKernelSvm {
@@ -698,14 +732,16 @@ pub fn max_abs_error(
 
 impl Compact {
     /// The container shape of an M³IC clustering: `k × dim` cluster weights (row-major)
-    /// applied to instances z-scored with `mean`/`std` when given. The z-score and the
-    /// weights fold into the stage (k outputs: the cluster scores w_p·z); the head is
-    /// the identity.
+    /// applied to instances z-scored with `mean`/`std` when given and, when `unit_length`,
+    /// then scaled to unit length. The z-score and the weights fold into the stage (k
+    /// outputs: the cluster scores w_p·z); the head is the identity, and divides the
+    /// scores by ‖z‖ when `unit_length` ([`mil_core::cluster`]).
     pub fn from_m3ic(
         k: usize,
         dim: usize,
         weights: &[f64],
         zscore: Option<(&[f64], &[f64])>,
+        unit_length: bool,
     ) -> Result<Compact> {
         if k < 2 || dim == 0 || weights.len() != k * dim {
             return Err(Error::parameter(
@@ -720,16 +756,22 @@ impl Compact {
             a: weights.to_vec(),
             b: vec![0.0; k],
         };
-        let stage = match zscore {
-            Some((mean, std)) => scores.after(&Affine::identity(dim).then_scale(mean, std)),
-            None => scores,
+        let standardise = match zscore {
+            Some((mean, std)) => Affine::identity(dim).then_scale(mean, std),
+            None => Affine::identity(dim),
         };
+        // The z-score is diagonal: z_j = a_j·x_j + c_j.
+        let instance_norm = unit_length.then(|| {
+            let a: Vec<f64> = (0..dim).map(|j| standardise.a[j * dim + j]).collect();
+            (a, standardise.b.clone())
+        });
         let identity = Affine::identity(k);
         Ok(Compact {
-            stage: Some(stage),
+            stage: Some(scores.after(&standardise)),
             head: Head::M3ic {
                 weights: identity.a,
                 bias: identity.b,
+                instance_norm,
             },
         })
     }

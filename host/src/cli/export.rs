@@ -162,14 +162,6 @@ fn run_cluster(args: &ExportArgs, path: &Path) -> Result<Report> {
                 "BAMIC clusterings (medoid bags) cannot be exported; the core runs M³IC assignment",
             )),
         };
-    if model.normalize {
-        return Err(Error::parameter(
-            "MODEL",
-            &args.model,
-            "this M³IC model scales each instance to unit length, which the core's linear input \
-             stage cannot do; cluster with --no-instance-norm to export",
-        ));
-    }
     let Some(spec) = &args.data else {
         return Err(Error::parameter(
             "--data",
@@ -179,7 +171,7 @@ fn run_cluster(args: &ExportArgs, path: &Path) -> Result<Report> {
     };
     let data = data::load(spec)?;
     let zscore = model.mean.as_deref().zip(model.std.as_deref());
-    let compact = Compact::from_m3ic(model.k, model.dim, &model.weights, zscore)?;
+    let compact = Compact::from_m3ic(model.k, model.dim, &model.weights, zscore, model.normalize)?;
     let encoding = encoding_of(args.format);
     let bytes = export::export(&compact, encoding, &data)?;
     let host: Vec<(usize, Vec<f64>)> = (0..data.n_bags())
@@ -188,12 +180,17 @@ fn run_cluster(args: &ExportArgs, path: &Path) -> Result<Report> {
     let max_abs_error = export::max_abs_error(&bytes, &data, |b| host[b].1.clone())?;
     let core = Model::parse(&bytes)?;
     let mut agree = 0;
+    let mut bound: Option<f64> = None;
     for (b, (label, _)) in host.iter().enumerate() {
         agree += usize::from(export::core_classify(&core, data.bag(b))?.0.label == *label);
+        if let CoreBag::I16(q) = CoreBag::new(&core, data.bag(b))? {
+            let e = export::m3ic_score_bound(&core, &q)?;
+            bound = Some(bound.map_or(e, |m: f64| m.max(e)));
+        }
     }
     write_bytes(&args.output, &bytes)?;
     let n = data.n_bags();
-    let human = format!(
+    let mut human = format!(
         "{} → {} (m3ic, {}, {} bytes)\nmax |core − host| witness score on {n} bags of {}: {max_abs_error:.3e}; clusters agree on {agree}/{n}",
         args.model,
         args.output,
@@ -201,7 +198,13 @@ fn run_cluster(args: &ExportArgs, path: &Path) -> Result<Report> {
         bytes.len(),
         data.name(),
     );
-    let json = export_json(args, &core, max_abs_error, agree, n);
+    if let Some(b) = bound {
+        human.push_str(&format!(
+            "\nstated fixed-point bound on every instance's cluster scores: {b:.3e}"
+        ));
+    }
+    let mut json = export_json(args, &core, max_abs_error, agree, n);
+    json["error_bound"] = json!(bound);
     Ok(Report { human, json })
 }
 

@@ -54,10 +54,17 @@ pub fn run(args: &InspectArgs) -> Result<Report> {
             }
         }
         ModelKind::M3ic => {
+            let unit = model.cluster().is_some_and(|c| c.scales_instances());
             human.push_str(&format!(
-                "\nM³IC assignment to {} clusters",
-                model.output_dim()
+                "\nM³IC assignment to {} clusters{}",
+                model.output_dim(),
+                if unit {
+                    ", instances scaled to unit length after the z-score"
+                } else {
+                    ""
+                }
             ));
+            details.insert("unit_length_instances".into(), json!(unit));
         }
         ModelKind::SetKernelSvm => {
             if let Some(svm) = model.svm() {
