@@ -178,3 +178,66 @@ fn predict_rejects_data_of_another_dimension() {
     assert_eq!(out.status.code(), Some(2));
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn citation_knn_on_the_maximal_hausdorff_distance() {
+    let dir = temp_dir("classifiers-hausdorff");
+    let model = dir.join("max.json");
+    let m = model.to_str().unwrap();
+    let min = json_of(&[
+        "cv",
+        "musk1",
+        "--classifier",
+        "citation-knn",
+        "--folds",
+        "5",
+        "--json",
+        "--quiet",
+    ]);
+    let max = json_of(&[
+        "cv",
+        "musk1",
+        "--classifier",
+        "citation-knn",
+        "--hausdorff",
+        "max",
+        "--folds",
+        "5",
+        "--json",
+        "--quiet",
+    ]);
+    assert_ne!(min["predictions"], max["predictions"]);
+    assert!(
+        max["accuracy"].as_f64().unwrap() > 0.6,
+        "{}",
+        max["accuracy"]
+    );
+    // A rank goes with the minimal distance only; the core runs the minimal distance only.
+    let out = run_mil(&[
+        "cv",
+        "musk1",
+        "--classifier",
+        "citation-knn",
+        "--hausdorff",
+        "max",
+        "--rank",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--rank"));
+    json_of(&[
+        "train",
+        "musk1",
+        "--classifier",
+        "citation-knn",
+        "--hausdorff",
+        "avg",
+        "-o",
+        m,
+        "--json",
+    ]);
+    let out = run_mil(&["export", m, "-o", dir.join("m.milm").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--hausdorff"));
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -806,6 +806,13 @@ impl Compact {
                 ))
             }
             ClassifierModel::CitationKnn(m) => {
+                if m.params.hausdorff != crate::distance::Hausdorff::Min {
+                    return Err(Error::parameter(
+                        "--hausdorff",
+                        format!("{:?}", m.params.hausdorff).to_lowercase(),
+                        "the core runs Citation-kNN with the minimal Hausdorff distance only",
+                    ));
+                }
                 if m.params.rank != 1 {
                     return Err(Error::parameter(
                         "--rank",

@@ -20,7 +20,6 @@ use serde::Serialize;
 use crate::classifier::citation_knn::Scaling;
 use crate::classifier::{BagModel, BagScores, ClassifierSpec};
 use crate::data::Dataset;
-use crate::distance::{pairwise, ranked_cross, Hausdorff};
 use crate::error::{Error, Result};
 use crate::eval::folds::{complement, derive_seed};
 use crate::eval::{accuracy, auroc, confusion_matrix, inner_folds, stratified_folds, Summary};
@@ -272,14 +271,9 @@ pub fn cross_validate(
         ProgressBar::hidden()
     };
     // Fold-independent distances, computed once for the whole run.
-    let shared = pipeline.shared_distances().map(|c| {
-        let dist = if c.rank == 1 {
-            pairwise(data, Hausdorff::Min)
-        } else {
-            ranked_cross(data, &all, &all, c.rank)
-        };
-        (c, dist)
-    });
+    let shared = pipeline
+        .shared_distances()
+        .map(|c| (c, c.all_distances(data)));
 
     // A set-kernel SVM without a projection: one Gram matrix over all bags, shared by
     // every fold and repetition (the kernel uses no labels).

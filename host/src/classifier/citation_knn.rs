@@ -2,7 +2,8 @@
 //! `weka.classifiers.mi.CitationKNN` so that its predictions can be reproduced exactly.
 //!
 //! - Bag distance: the minimal Hausdorff distance, or the H-th ranked one measured from
-//!   the query bag (`rank` = H, clamped to the query's size) — [`crate::distance`].
+//!   the query bag (`rank` = H, clamped to the query's size), or the maximal or average
+//!   Hausdorff distance (`hausdorff`) — [`crate::distance`].
 //! - Citers: each training bag keeps its C nearest *other* training bags plus every tie
 //!   at the C-th distance; it cites a query bag whose distance to it is ≤ the largest
 //!   distance in that list (its *radius*).
@@ -23,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::standardize::ZScore;
 use crate::data::Dataset;
-use crate::distance::{pairwise, ranked_cross, Hausdorff};
+use crate::distance::{cross, pairwise, ranked_cross, Hausdorff};
 use crate::error::{Error, Result};
 
 /// Attribute scaling before distances.
@@ -49,6 +50,9 @@ pub struct CitationKnn {
     pub rank: usize,
     /// Attribute scaling.
     pub scaling: Scaling,
+    /// The bag distance: minimal (with `rank`), maximal or average Hausdorff.
+    #[serde(default)]
+    pub hausdorff: Hausdorff,
 }
 
 impl Default for CitationKnn {
@@ -58,6 +62,7 @@ impl Default for CitationKnn {
             citers: 4,
             rank: 1,
             scaling: Scaling::Zscore,
+            hausdorff: Hausdorff::Min,
         }
     }
 }
@@ -197,13 +202,34 @@ impl CitationKnn {
         if self.rank == 0 {
             return Err(Error::parameter("--rank", 0, "must be at least 1"));
         }
+        if self.rank > 1 && self.hausdorff != Hausdorff::Min {
+            return Err(Error::parameter(
+                "--rank",
+                self.rank,
+                "a rank applies to the minimal Hausdorff distance only (--hausdorff min)",
+            ));
+        }
         Ok(())
+    }
+
+    /// Distances between all bags of `data` (row-major n × n, the row bag measured
+    /// first); symmetric distances are computed once per pair.
+    pub fn all_distances(&self, data: &Dataset) -> Vec<f64> {
+        if self.rank == 1 {
+            pairwise(data, self.hausdorff)
+        } else {
+            let all: Vec<usize> = (0..data.n_bags()).collect();
+            self.distances(data, &all, &all)
+        }
     }
 
     /// Distances from each of `rows` to each of `cols` (row-major), measured from the
     /// row bag.
-    fn distances(&self, data: &Dataset, rows: &[usize], cols: &[usize]) -> Vec<f64> {
-        ranked_cross(data, rows, cols, self.rank)
+    pub fn distances(&self, data: &Dataset, rows: &[usize], cols: &[usize]) -> Vec<f64> {
+        match self.hausdorff {
+            Hausdorff::Min => ranked_cross(data, rows, cols, self.rank),
+            kind => cross(data, rows, cols, kind),
+        }
     }
 
     /// Scores the bags `test` from a precomputed matrix `dist` of distances between all
@@ -242,12 +268,7 @@ impl Classifier for CitationKnn {
         self.validate(train.len())?;
         let scaler = Scaler::fit(self.scaling, data, train);
         let scaled = scaler.apply(data, train)?;
-        let all: Vec<usize> = (0..train.len()).collect();
-        let tt = if self.rank == 1 {
-            pairwise(&scaled, Hausdorff::Min)
-        } else {
-            self.distances(&scaled, &all, &all)
-        };
+        let tt = self.all_distances(&scaled);
         let raw = data.select(train);
         Ok(CitationKnnModel {
             params: *self,
@@ -460,6 +481,7 @@ mod tests {
             references: 1,
             citers: 1,
             rank: 1,
+            hausdorff: Hausdorff::Min,
             scaling: Scaling::None,
         };
         // Train on bags 0..=4, predict bag 5 (instance 9).
@@ -496,12 +518,51 @@ mod tests {
     }
 
     #[test]
+    fn maximal_and_average_hausdorff_match_brute_force_distances() {
+        // musk1 bags 0, 3, 6, …: continuous features, so no distance ties.
+        let musk1 = crate::data::load("musk1").unwrap();
+        let picked: Vec<usize> = (0..musk1.n_bags()).step_by(3).collect();
+        let d = musk1.select(&picked);
+        let n = d.n_bags();
+        let train: Vec<usize> = (0..n).filter(|b| b % 4 != 0).collect();
+        let test: Vec<usize> = (0..n).filter(|b| b % 4 == 0).collect();
+        for kind in [Hausdorff::Max, Hausdorff::Avg] {
+            let c = CitationKnn {
+                hausdorff: kind,
+                scaling: Scaling::None,
+                ..CitationKnn::default()
+            };
+            let brute: Vec<f64> = (0..n * n)
+                .map(|i| crate::distance::bag_distance(d.bag(i / n), d.bag(i % n), kind))
+                .collect();
+            let want = c.scores_from_distances(&d, &brute, &train, &test).unwrap();
+            let got = c.fit(&d, &train).unwrap().scores(&d, &test).unwrap();
+            assert_eq!(got, want, "{kind:?}");
+            // The distance matters: the minimal one votes differently on some bag.
+            let min = CitationKnn {
+                hausdorff: Hausdorff::Min,
+                ..c
+            };
+            let other = min.fit(&d, &train).unwrap().scores(&d, &test).unwrap();
+            assert_ne!(other, got, "{kind:?}");
+        }
+        // A rank only goes with the minimal distance.
+        let c = CitationKnn {
+            hausdorff: Hausdorff::Max,
+            rank: 2,
+            ..CitationKnn::default()
+        };
+        assert!(c.fit(&d, &train).is_err());
+    }
+
+    #[test]
     fn precomputed_distances_give_the_same_scores() {
         let d = line_bags();
         let c = CitationKnn {
             references: 2,
             citers: 2,
             rank: 1,
+            hausdorff: Hausdorff::Min,
             scaling: Scaling::None,
         };
         let dist = pairwise(&d, Hausdorff::Min);
@@ -692,6 +753,7 @@ mod tests {
             references: 2,
             citers: 4,
             rank: 1,
+            hausdorff: Hausdorff::Min,
             scaling: Scaling::Weka,
         }
         .fit(&d, &train)

@@ -7,14 +7,15 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::{
-    ClassifierArgs, ClassifierName, CvArgs, Estimator, KernelMap, KernelName, MilrOptimizer,
-    Pooling, ProjectionArgs, ProjectionName, Report, Scaling,
+    ClassifierArgs, ClassifierName, CvArgs, Estimator, HausdorffArg, KernelMap, KernelName,
+    MilrOptimizer, Pooling, ProjectionArgs, ProjectionName, Report, Scaling,
 };
 use crate::classifier::citation_knn::{self, CitationKnn};
 use crate::classifier::milr::{self, Milr};
 use crate::classifier::svm::{BoxKernelName, SetKernel, SetKernelSvm};
 use crate::classifier::ClassifierSpec;
 use crate::data;
+use crate::distance::Hausdorff;
 use crate::error::{Error, Result};
 use crate::pipeline::{cross_validate, read_folds_file, Folds, Pipeline, ProjectionGrid};
 use crate::svm::bags::{BagSvmSettings, EmpiricalMap};
@@ -40,6 +41,11 @@ pub(super) fn classifier_spec(
             references: args.references,
             citers: args.citers,
             rank: args.rank,
+            hausdorff: match args.hausdorff {
+                HausdorffArg::Min => Hausdorff::Min,
+                HausdorffArg::Max => Hausdorff::Max,
+                HausdorffArg::Avg => Hausdorff::Avg,
+            },
             scaling: match effective_scaling(args, projected) {
                 Scaling::Weka => citation_knn::Scaling::Weka,
                 Scaling::Zscore => citation_knn::Scaling::Zscore,
@@ -157,9 +163,10 @@ pub(super) fn pipeline(
 pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> String {
     let c = match args.classifier {
         ClassifierName::CitationKnn => format!(
-            "citation-knn (R={}, C={}, H={}, scaling {:?})",
+            "citation-knn (R={}, C={}, {:?} Hausdorff, H={}, scaling {:?})",
             args.references,
             args.citers,
+            args.hausdorff,
             args.rank,
             effective_scaling(args, projection.projection != ProjectionName::None)
         )

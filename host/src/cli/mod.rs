@@ -182,6 +182,17 @@ pub enum MilrOptimizer {
     Weka,
 }
 
+/// Bag distances for Citation-kNN.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HausdorffArg {
+    /// min over instance pairs (with `--rank`, the H-th ranked).
+    Min,
+    /// max of the two directed Hausdorff distances.
+    Max,
+    /// Mean of the nearest-instance distances both ways.
+    Avg,
+}
+
 /// Attribute scaling for Citation-kNN.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scaling {
@@ -257,6 +268,11 @@ pub struct ClassifierArgs {
     /// Citation-kNN: rank H of the Hausdorff distance (1 = minimal Hausdorff distance).
     #[arg(long, default_value_t = 1)]
     pub rank: usize,
+    /// Citation-kNN: the bag distance (`min`: Wang & Zucker's and Weka's minimal
+    /// Hausdorff distance; `max`: the classic Hausdorff distance; `avg`: the average
+    /// Hausdorff distance).
+    #[arg(long, value_enum, default_value = "min")]
+    pub hausdorff: HausdorffArg,
     /// MILR: ridge on the standardised coefficients (Weka's -R).
     #[arg(long, default_value_t = 1e-6)]
     pub ridge: f64,
