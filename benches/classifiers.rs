@@ -26,7 +26,7 @@ fn run(name: &str, classifier: ClassifierSpec) -> f64 {
     let folds = Folds::Given(read_folds_file(Path::new(&folds_path), &d).unwrap());
     let pipeline = Pipeline {
         projection: None,
-        classifier,
+        classifier: classifier.into(),
         inner_folds: 3,
     };
     cross_validate(&pipeline, &d, &folds, false)

@@ -241,3 +241,101 @@ fn citation_knn_on_the_maximal_hausdorff_distance() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--hausdorff"));
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn a_ridge_list_is_chosen_by_nested_cv_and_reported() {
+    // Ridge 10⁶ shrinks MILR to its intercept (one class for every bag), so every inner
+    // CV prefers ridge 1; the outer result is then that of `--ridge 1` exactly.
+    let listed = json_of(&[
+        "cv",
+        "musk1",
+        "--classifier",
+        "milr",
+        "--ridge",
+        "1e6,1",
+        "--json",
+        "--quiet",
+    ]);
+    let single = json_of(&[
+        "cv",
+        "musk1",
+        "--classifier",
+        "milr",
+        "--ridge",
+        "1",
+        "--json",
+        "--quiet",
+    ]);
+    let chosen = listed["chosen"].as_array().unwrap();
+    assert_eq!(chosen.len(), 10);
+    for c in chosen {
+        assert_eq!(c["ridge"], 1.0, "{c}");
+        assert!(c.get("dim").is_none(), "no projection: {c}");
+    }
+    // Without a list nothing is chosen and `chosen` stays null per fold.
+    assert!(single["chosen"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(Value::is_null));
+    for key in ["predictions", "per_fold", "accuracy", "auroc", "confusion"] {
+        assert_eq!(listed[key], single[key], "{key}");
+    }
+
+    // `mil train` chooses the same way, reports it and saves the chosen ridge.
+    let dir = temp_dir("ridge-list");
+    let model = dir.join("m.json");
+    let model = model.to_str().unwrap();
+    let t = json_of(&[
+        "train",
+        "musk1",
+        "--classifier",
+        "milr",
+        "--ridge",
+        "1e6,1",
+        "-o",
+        model,
+        "--json",
+    ]);
+    assert_eq!(t["chosen"]["ridge"], 1.0, "{t}");
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(model).unwrap()).unwrap();
+    assert_eq!(saved["classifier"]["params"]["ridge"], 1.0);
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn bad_ridge_lists_exit_2_naming_ridge() {
+    let cases: [&[&str]; 6] = [
+        &[
+            "cv",
+            "musk1",
+            "--classifier",
+            "citation-knn",
+            "--ridge",
+            "1,10",
+        ],
+        &[
+            "train",
+            "musk1",
+            "--classifier",
+            "svm",
+            "--ridge",
+            "1,10",
+            "-o",
+            "x.json",
+        ],
+        &["cv", "musk1", "--classifier", "milr", "--ridge", "-1"],
+        &["cv", "musk1", "--classifier", "milr", "--ridge", "1,-1"],
+        &["cv", "musk1", "--classifier", "milr", "--ridge", "0.1,NaN"],
+        &["cv", "musk1", "--classifier", "milr", "--ridge", "inf,1"],
+    ];
+    for args in cases {
+        let out = run_mil(args);
+        assert_eq!(out.status.code(), Some(2), "mil {args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("invalid --ridge"), "mil {args:?}: {err}");
+        assert!(out.stdout.is_empty(), "mil {args:?}");
+    }
+    let out = run_mil(cases[0]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("milr"));
+}

@@ -2,10 +2,11 @@
 //!
 //! A pipeline is an optional projection ([`crate::projection::fit`]) fitted on the
 //! training bags only, followed by a bag classifier fitted on the projected training
-//! bags. Hyper-parameter lists of the projection (`--dim`, `--alpha`) are chosen by an
-//! inner stratified cross-validation on the training bags of each outer fold (nested
-//! CV), so test bags never influence any choice. Out-of-fold scores are pooled over all
-//! folds of a repetition for AUROC, as Weka does.
+//! bags. Hyper-parameter lists of the projection (`--dim`, `--alpha`) and of the
+//! classifier (MILR's `--ridge`) are chosen jointly by an inner stratified
+//! cross-validation on the training bags of each outer fold (nested CV), so test bags
+//! never influence any choice. Out-of-fold scores are pooled over all folds of a
+//! repetition for AUROC, as Weka does.
 //!
 //! Citation-kNN without a projection and with raw features has fold-independent bag
 //! distances: they are computed once per run and shared by all folds and repetitions.
@@ -18,6 +19,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::classifier::citation_knn::Scaling;
+use crate::classifier::milr::Milr;
 use crate::classifier::{BagModel, BagScores, ClassifierSpec};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -59,15 +61,115 @@ impl ProjectionGrid {
     }
 }
 
-/// A pipeline: optional projection (with candidates) and a classifier.
+/// The classifier part of a pipeline with its hyper-parameter candidates: one
+/// classifier, or MILR with a list of ridges.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClassifierGrid {
+    /// The candidates in the order given (never empty).
+    candidates: Vec<ClassifierSpec>,
+}
+
+impl ClassifierGrid {
+    /// `spec` with MILR's ridge replaced by each of `ridges` in turn (an empty list
+    /// keeps the spec's own ridge). A ridge list is for MILR only: with another
+    /// classifier a single value is ignored, as before, and a longer list is an error.
+    /// Every MILR candidate is validated here, before any projection is fitted.
+    pub fn new(spec: ClassifierSpec, ridges: &[f64]) -> Result<Self> {
+        let candidates = match spec {
+            ClassifierSpec::Milr(milr) if !ridges.is_empty() => ridges
+                .iter()
+                .map(|&ridge| {
+                    let m = Milr { ridge, ..milr };
+                    m.validate().map(|()| ClassifierSpec::Milr(m))
+                })
+                .collect::<Result<Vec<_>>>()?,
+            ClassifierSpec::Milr(milr) => {
+                milr.validate()?;
+                vec![spec]
+            }
+            _ if ridges.len() > 1 => {
+                let list: Vec<String> = ridges.iter().map(f64::to_string).collect();
+                return Err(Error::parameter(
+                    "--ridge",
+                    list.join(","),
+                    "a list of ridges is chosen by inner CV for --classifier milr only",
+                ));
+            }
+            _ => vec![spec],
+        };
+        Ok(ClassifierGrid { candidates })
+    }
+
+    /// The candidates in the order they are tried (ties go to the first).
+    pub fn candidates(&self) -> &[ClassifierSpec] {
+        &self.candidates
+    }
+
+    /// The classifier when there is nothing to choose.
+    pub fn single(&self) -> Option<ClassifierSpec> {
+        match self.candidates.as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        }
+    }
+}
+
+impl From<ClassifierSpec> for ClassifierGrid {
+    fn from(spec: ClassifierSpec) -> Self {
+        ClassifierGrid {
+            candidates: vec![spec],
+        }
+    }
+}
+
+/// A pipeline: optional projection and a classifier, each with its candidates.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pipeline {
     /// The projection, if any.
     pub projection: Option<ProjectionGrid>,
     /// The classifier.
-    pub classifier: ClassifierSpec,
+    pub classifier: ClassifierGrid,
     /// Folds of the inner CV that picks among several candidates.
     pub inner_folds: usize,
+}
+
+/// One point of a pipeline's grid: a projection (if any) and a classifier.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Candidate {
+    /// The projection, if the pipeline has one.
+    pub projection: Option<ProjectionSpec>,
+    /// The classifier.
+    pub classifier: ClassifierSpec,
+}
+
+/// What a pipeline chose (or was given) in one fit, as `mil cv`/`mil train` report it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Chosen {
+    /// The projection's output dimension.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dim: Option<usize>,
+    /// The projection's α.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
+    /// MILR's ridge.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ridge: Option<f64>,
+}
+
+impl std::fmt::Display for Chosen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(d) = self.dim {
+            parts.push(format!("dim {d}"));
+        }
+        if let Some(a) = self.alpha {
+            parts.push(format!("alpha {a}"));
+        }
+        if let Some(r) = self.ridge {
+            parts.push(format!("ridge {r}"));
+        }
+        f.write_str(&parts.join(", "))
+    }
 }
 
 /// One pipeline configuration with a single projection candidate, fitted.
@@ -92,32 +194,67 @@ impl Fitted {
 }
 
 impl Pipeline {
-    fn candidates(&self) -> Vec<Option<ProjectionSpec>> {
+    fn projection_candidates(&self) -> Vec<Option<ProjectionSpec>> {
         match &self.projection {
             None => vec![None],
             Some(grid) => grid.candidates().into_iter().map(Some).collect(),
         }
     }
 
-    /// Fits one candidate on `train`; also returns the projected data set (all bags).
-    fn fit_candidate(
-        &self,
+    /// Number of candidates of the whole grid; with more than one, each fit runs an
+    /// inner CV.
+    pub fn n_candidates(&self) -> usize {
+        self.projection_candidates().len() * self.classifier.candidates().len()
+    }
+
+    /// What to report about a candidate: the projection's (dim, α) when there is a
+    /// projection and MILR's ridge when MILR is the classifier; nothing when there is
+    /// neither a projection nor a choice (the output of such runs is as it always was).
+    pub fn chosen(&self, c: &Candidate) -> Option<Chosen> {
+        if c.projection.is_none() && self.n_candidates() == 1 {
+            return None;
+        }
+        Some(Chosen {
+            dim: c.projection.map(|p| p.dim),
+            alpha: c.projection.map(|p| p.alpha),
+            ridge: match c.classifier {
+                ClassifierSpec::Milr(m) => Some(m.ridge),
+                _ => None,
+            },
+        })
+    }
+
+    /// Fits a projection candidate on `train` and projects all bags with it.
+    fn fit_projection(
         spec: Option<&ProjectionSpec>,
         data: &Dataset,
         train: &[usize],
+    ) -> Result<Option<(LinearProjection, Dataset)>> {
+        spec.map(|spec| {
+            let p = projection::fit(spec, data, train)?;
+            let projected = p.transform(data)?;
+            Ok((p, projected))
+        })
+        .transpose()
+    }
+
+    /// Fits one candidate on `train`; also returns the projected data set (all bags).
+    fn fit_candidate(
+        &self,
+        candidate: &Candidate,
+        data: &Dataset,
+        train: &[usize],
     ) -> Result<(Fitted, Option<Dataset>)> {
-        match spec {
+        match Self::fit_projection(candidate.projection.as_ref(), data, train)? {
             None => Ok((
                 Fitted {
                     projection: None,
-                    classifier: self.classifier.fit(data, train)?,
+                    classifier: candidate.classifier.fit(data, train)?,
                 },
                 None,
             )),
-            Some(spec) => {
-                let p = projection::fit(spec, data, train)?;
-                let projected = p.transform(data)?;
-                let classifier = self.classifier.fit(&projected, train)?;
+            Some((p, projected)) => {
+                let classifier = candidate.classifier.fit(&projected, train)?;
                 Ok((
                     Fitted {
                         projection: Some(p),
@@ -130,46 +267,63 @@ impl Pipeline {
     }
 
     /// Picks the candidate with the best inner-CV accuracy on `train` (the first on
-    /// ties); with a single candidate, no inner CV is run.
-    fn choose(&self, data: &Dataset, train: &[usize], seed: u64) -> Result<Option<ProjectionSpec>> {
-        let candidates = self.candidates();
-        if candidates.len() == 1 {
-            return Ok(candidates[0]);
+    /// ties, projection candidates outermost, then the classifier's in the order
+    /// given); with a single candidate, no inner CV is run. Within an inner fold each
+    /// projection candidate is fitted once and every classifier candidate is fitted
+    /// on its projected bags. The loop is sequential, so the choice does not depend
+    /// on the number of threads.
+    fn choose(&self, data: &Dataset, train: &[usize], seed: u64) -> Result<Candidate> {
+        let projections = self.projection_candidates();
+        let classifiers = self.classifier.candidates();
+        if projections.len() * classifiers.len() == 1 {
+            return Ok(Candidate {
+                projection: projections[0],
+                classifier: classifiers[0],
+            });
         }
         let labels = data.require_labels(2)?;
         let folds = inner_folds(labels, train, self.inner_folds.min(train.len()), seed)?;
-        let mut best = (f64::NEG_INFINITY, candidates[0]);
-        for spec in &candidates {
-            let mut hits = 0usize;
+        // Correct inner predictions per candidate, index p · classifiers + c.
+        let mut hits = vec![0usize; projections.len() * classifiers.len()];
+        for (p, spec) in projections.iter().enumerate() {
             for test in &folds {
                 let inner_train = complement(train, test);
-                let (fitted, projected) = self.fit_candidate(spec.as_ref(), data, &inner_train)?;
-                let s = fitted.scores(data, projected.as_ref(), test)?;
-                hits += s
-                    .labels()
-                    .iter()
-                    .zip(test)
-                    .filter(|(p, &b)| **p == labels[b])
-                    .count();
-            }
-            let acc = hits as f64 / train.len() as f64;
-            if acc > best.0 {
-                best = (acc, *spec);
+                let projected = Self::fit_projection(spec.as_ref(), data, &inner_train)?;
+                let on = projected.as_ref().map_or(data, |(_, d)| d);
+                for (c, classifier) in classifiers.iter().enumerate() {
+                    let s = classifier.fit(on, &inner_train)?.scores(on, test)?;
+                    hits[p * classifiers.len() + c] += s
+                        .labels()
+                        .iter()
+                        .zip(test)
+                        .filter(|(l, &b)| **l == labels[b])
+                        .count();
+                }
             }
         }
-        Ok(best.1)
+        // The first maximum.
+        let mut best = 0;
+        for (i, &h) in hits.iter().enumerate() {
+            if h > hits[best] {
+                best = i;
+            }
+        }
+        Ok(Candidate {
+            projection: projections[best / classifiers.len()],
+            classifier: classifiers[best % classifiers.len()],
+        })
     }
 
     /// Fits the pipeline on the bags `train` (choosing hyper-parameters by inner CV when
-    /// lists were given) and returns the saved-model form.
+    /// lists were given) and returns the saved-model form and the candidate fitted.
     pub fn fit(
         &self,
         data: &Dataset,
         train: &[usize],
         seed: u64,
-    ) -> Result<(HostModel, Option<ProjectionSpec>)> {
-        let spec = self.choose(data, train, seed)?;
-        let (fitted, _) = self.fit_candidate(spec.as_ref(), data, train)?;
+    ) -> Result<(HostModel, Candidate)> {
+        let candidate = self.choose(data, train, seed)?;
+        let (fitted, _) = self.fit_candidate(&candidate, data, train)?;
         Ok((
             HostModel::new(
                 data.class_names().to_vec(),
@@ -177,14 +331,14 @@ impl Pipeline {
                 fitted.projection,
                 fitted.classifier,
             ),
-            spec,
+            candidate,
         ))
     }
 
     /// Whether the bag distances of this pipeline are the same in every fold.
     fn shared_distances(&self) -> Option<crate::classifier::citation_knn::CitationKnn> {
-        match (&self.projection, self.classifier) {
-            (None, ClassifierSpec::CitationKnn(c)) if c.scaling == Scaling::None => Some(c),
+        match (&self.projection, self.classifier.single()) {
+            (None, Some(ClassifierSpec::CitationKnn(c))) if c.scaling == Scaling::None => Some(c),
             _ => None,
         }
     }
@@ -226,8 +380,10 @@ pub struct CvReport {
     pub per_repeat: Vec<f64>,
     /// Confusion matrix `[truth][predicted]` pooled over everything.
     pub confusion: Vec<Vec<usize>>,
-    /// The (dim, α) chosen in each fold when lists were given.
-    pub chosen: Vec<Option<(usize, f64)>>,
+    /// Per fold (all repetitions, in order), the projection's (dim, α) and MILR's ridge
+    /// fitted — chosen by inner CV when lists were given; `None` without a projection
+    /// and without a choice ([`Pipeline::chosen`]).
+    pub chosen: Vec<Option<Chosen>>,
     /// Out-of-fold predictions of the first repetition: (bag index, class, score).
     pub predictions: Vec<(usize, usize, f64)>,
 }
@@ -277,8 +433,8 @@ pub fn cross_validate(
 
     // A set-kernel SVM without a projection: one Gram matrix over all bags, shared by
     // every fold and repetition (the kernel uses no labels).
-    let shared_gram = match (&pipeline.projection, pipeline.classifier) {
-        (None, ClassifierSpec::Svm(svm)) => {
+    let shared_gram = match (&pipeline.projection, pipeline.classifier.single()) {
+        (None, Some(ClassifierSpec::Svm(svm))) => {
             let gram_bar = if progress {
                 ProgressBar::new(0).with_message("Gram matrix")
             } else {
@@ -307,7 +463,7 @@ pub fn cross_validate(
     let mut aurocs = Vec::new();
     let (mut hits, mut total) = (0usize, 0usize);
     for (repeat, (seed, test_sets)) in assignments.iter().enumerate() {
-        let outcomes: Vec<(BagScores, Option<ProjectionSpec>)> = test_sets
+        let outcomes: Vec<(BagScores, Option<Chosen>)> = test_sets
             .par_iter()
             .enumerate()
             .map(|(f, test)| {
@@ -323,10 +479,10 @@ pub fn cross_validate(
                         .map(|s| (s, None)),
                     (None, None) => {
                         let inner_seed = derive_seed(*seed, 1000 + f as u64);
-                        pipeline.choose(data, &train, inner_seed).and_then(|spec| {
-                            let (fitted, projected) =
-                                pipeline.fit_candidate(spec.as_ref(), data, &train)?;
-                            Ok((fitted.scores(data, projected.as_ref(), test)?, spec))
+                        pipeline.choose(data, &train, inner_seed).and_then(|c| {
+                            let (fitted, projected) = pipeline.fit_candidate(&c, data, &train)?;
+                            let scores = fitted.scores(data, projected.as_ref(), test)?;
+                            Ok((scores, pipeline.chosen(&c)))
                         })
                     }
                 };
@@ -338,7 +494,7 @@ pub fn cross_validate(
         let mut oof_positive = Vec::new();
         let mut rep_hits = 0usize;
         let mut rep_total = 0usize;
-        for (test, (scores, spec)) in test_sets.iter().zip(&outcomes) {
+        for (test, (scores, chosen)) in test_sets.iter().zip(&outcomes) {
             let predicted = scores.labels();
             let truth: Vec<usize> = test.iter().map(|&b| labels[b]).collect();
             report.per_fold.push(accuracy(&predicted, &truth));
@@ -357,7 +513,7 @@ pub fn cross_validate(
                         .push((b, predicted[i], scores.positive(i)));
                 }
             }
-            report.chosen.push(spec.map(|s| (s.dim, s.alpha)));
+            report.chosen.push(*chosen);
         }
         report.per_repeat.push(rep_hits as f64 / rep_total as f64);
         hits += rep_hits;
@@ -460,7 +616,6 @@ pub fn read_folds_file(path: &Path, data: &Dataset) -> Result<Vec<Vec<usize>>> {
 mod tests {
     use super::*;
     use crate::classifier::citation_knn::CitationKnn;
-    use crate::classifier::milr::Milr;
     use crate::data;
 
     #[test]
@@ -474,7 +629,7 @@ mod tests {
         };
         let fast = Pipeline {
             projection: None,
-            classifier: ClassifierSpec::CitationKnn(c),
+            classifier: ClassifierSpec::CitationKnn(c).into(),
             inner_folds: 3,
         };
         let folds = Folds::Stratified {
@@ -489,7 +644,7 @@ mod tests {
         let mut preds = Vec::new();
         for test in &f {
             let train = complement(&all, test);
-            let model = fast.classifier.fit(&d, &train).unwrap();
+            let model = fast.classifier.single().unwrap().fit(&d, &train).unwrap();
             let s = model.scores(&d, test).unwrap();
             preds.extend(test.iter().zip(s.labels()).map(|(&b, l)| (b, l)));
         }
@@ -498,12 +653,191 @@ mod tests {
         assert_eq!(got, preds);
     }
 
+    /// MILR with noisy-OR pooling and the given ridge.
+    fn milr(ridge: f64) -> ClassifierSpec {
+        ClassifierSpec::Milr(Milr {
+            ridge,
+            ..Milr::default()
+        })
+    }
+
+    /// Correct predictions of `classifier` fitted on `train` over `test`.
+    fn hits(classifier: &ClassifierSpec, d: &Dataset, train: &[usize], test: &[usize]) -> usize {
+        let labels = d.labels().unwrap();
+        let s = classifier.fit(d, train).unwrap().scores(d, test).unwrap();
+        s.labels()
+            .iter()
+            .zip(test)
+            .filter(|(l, &b)| **l == labels[b])
+            .count()
+    }
+
+    #[test]
+    fn ridge_list_choice_matches_a_brute_force_inner_cv() {
+        // No projection, MILR with four ridges: each fold's ridge must be the one an
+        // independent inner 3-fold CV picks (best accuracy, first on ties), and the
+        // fold's predictions those of MILR refitted with it on the fold's training bags.
+        let d = data::load("musk1").unwrap();
+        let ridges = [1e-6, 0.1, 1.0, 100.0];
+        let p = Pipeline {
+            projection: None,
+            classifier: ClassifierGrid::new(milr(1e-6), &ridges).unwrap(),
+            inner_folds: 3,
+        };
+        let seed = 5;
+        let r = cross_validate(
+            &p,
+            &d,
+            &Folds::Stratified {
+                k: 5,
+                repeats: 1,
+                seed,
+            },
+            false,
+        )
+        .unwrap();
+        let labels = d.labels().unwrap();
+        let all: Vec<usize> = (0..d.n_bags()).collect();
+        let outer_seed = derive_seed(seed, 0);
+        let outer = stratified_folds(labels, 5, outer_seed).unwrap();
+        let mut expected_predictions = Vec::new();
+        let mut chosen = Vec::new();
+        for (f, test) in outer.iter().enumerate() {
+            let mut test = test.clone();
+            test.sort_unstable();
+            let train = complement(&all, &test);
+            let inner =
+                inner_folds(labels, &train, 3, derive_seed(outer_seed, 1000 + f as u64)).unwrap();
+            let mut best = (0, ridges[0]);
+            for &ridge in &ridges {
+                let h: usize = inner
+                    .iter()
+                    .map(|v| hits(&milr(ridge), &d, &complement(&train, v), v))
+                    .sum();
+                if h > best.0 {
+                    best = (h, ridge);
+                }
+            }
+            chosen.push(best.1);
+            let model = milr(best.1).fit(&d, &train).unwrap();
+            let s = model.scores(&d, &test).unwrap();
+            expected_predictions
+                .extend((0..test.len()).map(|i| (test[i], s.label(i), s.positive(i))));
+        }
+        let got: Vec<f64> = r.chosen.iter().map(|c| c.unwrap().ridge.unwrap()).collect();
+        assert_eq!(got, chosen);
+        assert!(r.chosen.iter().all(|c| c.unwrap().dim.is_none()));
+        expected_predictions.sort_by_key(|p| p.0);
+        assert_eq!(r.predictions, expected_predictions);
+    }
+
+    /// PCA with dims {2, 4} × MILR with ridges {10⁻⁶, 1, 100}.
+    fn pca_ridge_pipeline() -> Pipeline {
+        Pipeline {
+            projection: Some(ProjectionGrid {
+                kind: ProjectionKind::Pca,
+                dims: vec![2, 4],
+                alphas: vec![ProjectionKind::Pca.default_alpha()],
+                midr_c2: 10.0,
+                seed: 1,
+            }),
+            classifier: ClassifierGrid::new(milr(1e-6), &[1e-6, 1.0, 100.0]).unwrap(),
+            inner_folds: 3,
+        }
+    }
+
+    #[test]
+    fn joint_projection_and_ridge_choice_matches_the_candidate_by_candidate_loop() {
+        // The inner CV fits each projection once per inner fold and scores every ridge
+        // on it; the choice must be that of refitting projection and MILR for every
+        // (dim, ridge) pair, dims outermost.
+        let d = data::load("musk1").unwrap();
+        let p = pca_ridge_pipeline();
+        let labels = d.labels().unwrap();
+        let train: Vec<usize> = (0..d.n_bags()).filter(|b| b % 4 != 0).collect();
+        let seed = 11;
+        let (model, c) = p.fit(&d, &train, seed).unwrap();
+        let inner = inner_folds(labels, &train, 3, seed).unwrap();
+        let mut best: Option<(usize, usize, f64)> = None;
+        for spec in p.projection.as_ref().unwrap().candidates() {
+            for &ridge in &[1e-6, 1.0, 100.0] {
+                let mut h = 0;
+                for v in &inner {
+                    let inner_train = complement(&train, v);
+                    let proj = projection::fit(&spec, &d, &inner_train).unwrap();
+                    let projected = proj.transform(&d).unwrap();
+                    h += hits(&milr(ridge), &projected, &inner_train, v);
+                }
+                if best.is_none_or(|b| h > b.0) {
+                    best = Some((h, spec.dim, ridge));
+                }
+            }
+        }
+        let (_, dim, ridge) = best.unwrap();
+        let chosen = p.chosen(&c).unwrap();
+        assert_eq!((chosen.dim, chosen.ridge), (Some(dim), Some(ridge)));
+        // The saved model records the chosen ridge.
+        match &model.classifier {
+            crate::model::ClassifierModel::Milr(m) => assert_eq!(m.params.ridge, ridge),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn joint_choice_does_not_depend_on_the_thread_count() {
+        let d = data::load("musk1").unwrap();
+        let p = pca_ridge_pipeline();
+        let folds = Folds::Stratified {
+            k: 4,
+            repeats: 1,
+            seed: 2,
+        };
+        let run = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| cross_validate(&p, &d, &folds, false).unwrap())
+        };
+        let (one, three) = (run(1), run(3));
+        assert_eq!(one.chosen, three.chosen);
+        assert_eq!(one.predictions, three.predictions);
+        assert_eq!(one.per_fold, three.per_fold);
+        assert!(one.chosen.iter().all(|c| c.unwrap().dim.is_some()));
+    }
+
+    #[test]
+    fn ridge_lists_are_for_valid_milr_ridges_only() {
+        let knn = ClassifierSpec::CitationKnn(CitationKnn::default());
+        let err = ClassifierGrid::new(knn, &[1.0, 2.0]).unwrap_err();
+        assert!(err.to_string().contains("--ridge"), "{err}");
+        assert!(err.to_string().contains("milr"), "{err}");
+        assert_eq!(err.exit_code(), 2);
+        // A single value is ignored by the other classifiers, as it always was.
+        assert_eq!(
+            ClassifierGrid::new(knn, &[-1.0]).unwrap().single(),
+            Some(knn)
+        );
+        for bad in [-1.0, f64::NAN, f64::INFINITY] {
+            let err = ClassifierGrid::new(milr(1e-6), &[1.0, bad]).unwrap_err();
+            assert!(err.to_string().contains("--ridge"), "{bad}: {err}");
+            assert_eq!(err.exit_code(), 2);
+        }
+        let grid = ClassifierGrid::new(milr(1e-6), &[0.5, 2.0]).unwrap();
+        assert_eq!(grid.candidates(), &[milr(0.5), milr(2.0)]);
+        assert_eq!(grid.single(), None);
+        assert_eq!(
+            ClassifierGrid::new(milr(1e-6), &[3.0]).unwrap().single(),
+            Some(milr(3.0))
+        );
+    }
+
     #[test]
     fn milr_cross_validation_runs_and_pools() {
         let d = data::load("musk1").unwrap();
         let p = Pipeline {
             projection: None,
-            classifier: ClassifierSpec::Milr(Milr::default()),
+            classifier: ClassifierSpec::Milr(Milr::default()).into(),
             inner_folds: 3,
         };
         let r = cross_validate(

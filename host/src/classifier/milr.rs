@@ -520,7 +520,9 @@ fn bag_standardisation(data: &Dataset, train: &[usize], exact: bool) -> (Vec<f64
 }
 
 impl Milr {
-    fn validate(&self) -> Result<()> {
+    /// Checks the hyper-parameters (ridge finite and ≥ 0, β finite, the Weka optimiser
+    /// only with its own poolings); errors name the CLI flag.
+    pub fn validate(&self) -> Result<()> {
         if !(self.ridge >= 0.0 && self.ridge.is_finite()) {
             return Err(Error::parameter(
                 "--ridge",

@@ -17,7 +17,9 @@ use crate::classifier::ClassifierSpec;
 use crate::data;
 use crate::distance::Hausdorff;
 use crate::error::{Error, Result};
-use crate::pipeline::{cross_validate, read_folds_file, Folds, Pipeline, ProjectionGrid};
+use crate::pipeline::{
+    cross_validate, read_folds_file, ClassifierGrid, Folds, Pipeline, ProjectionGrid,
+};
 use crate::svm::bags::{BagSvmSettings, EmpiricalMap};
 
 /// Citation-kNN's scaling: as given, else z-score on raw features and none after a
@@ -60,7 +62,8 @@ pub(super) fn classifier_spec(
                 Pooling::Softmax => milr::Pooling::Softmax,
                 Pooling::Max => milr::Pooling::Max,
             },
-            ridge: args.ridge,
+            // The first of a list; the pipeline's grid tries every one.
+            ridge: args.ridge.first().copied().unwrap_or(1e-6),
             beta: args.beta,
             optimizer: match args.optimizer {
                 MilrOptimizer::Lbfgs => milr::Optimizer::Lbfgs,
@@ -153,7 +156,10 @@ pub(super) fn pipeline(
         }
     };
     Ok(Pipeline {
-        classifier: classifier_spec(classifier, seed, projection.is_some())?,
+        classifier: ClassifierGrid::new(
+            classifier_spec(classifier, seed, projection.is_some())?,
+            &classifier.ridge,
+        )?,
         projection,
         inner_folds,
     })
@@ -227,6 +233,14 @@ pub fn run(args: &CvArgs, quiet: bool) -> Result<Report> {
         let cells: Vec<String> = row.iter().map(|c| format!("{c:>5}")).collect();
         human.push_str(&format!("\n  {name:>6} {}", cells.join("")));
     }
+    if pipeline.n_candidates() > 1 {
+        human.push_str("\nchosen by inner CV, per fold:");
+        for (f, c) in r.chosen.iter().enumerate() {
+            if let Some(c) = c {
+                human.push_str(&format!("\n  {:>3}: {c}", f + 1));
+            }
+        }
+    }
     human.push_str(&format!("\n{seconds:.2} s"));
     let json = json!({
         "data": d.name(),
@@ -238,7 +252,7 @@ pub fn run(args: &CvArgs, quiet: bool) -> Result<Report> {
         "per_repeat": r.per_repeat,
         "fold_summary": r.fold_summary,
         "confusion": r.confusion,
-        "chosen": r.chosen.iter().map(|c| c.map(|(dim, alpha)| json!({"dim": dim, "alpha": alpha}))).collect::<Vec<_>>(),
+        "chosen": r.chosen,
         "predictions": r.predictions.iter().map(|(b, l, s)| json!({
             "bag": d.bag_id(*b), "label": d.class_names()[*l], "score": s
         })).collect::<Vec<_>>(),

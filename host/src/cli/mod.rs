@@ -273,9 +273,10 @@ pub struct ClassifierArgs {
     /// Hausdorff distance).
     #[arg(long, value_enum, default_value = "min")]
     pub hausdorff: HausdorffArg,
-    /// MILR: ridge on the standardised coefficients (Weka's -R).
-    #[arg(long, default_value_t = 1e-6)]
-    pub ridge: f64,
+    /// MILR: ridge(s) on the standardised coefficients (Weka's -R); a list is chosen by
+    /// inner CV, jointly with --dim/--alpha lists.
+    #[arg(long, value_delimiter = ',', default_values_t = [1e-6], allow_negative_numbers = true)]
+    pub ridge: Vec<f64>,
     /// MILR: β of the softmax pooling.
     #[arg(long, default_value_t = 3.0)]
     pub beta: f64,

@@ -22,7 +22,8 @@ pub fn run(args: &TrainArgs) -> Result<Report> {
         args.inner_folds,
     )?;
     let all: Vec<usize> = (0..d.n_bags()).collect();
-    let (mut model, chosen) = pipeline.fit(&d, &all, args.seed)?;
+    let (mut model, candidate) = pipeline.fit(&d, &all, args.seed)?;
+    let chosen = pipeline.chosen(&candidate);
     model.training_data = Some(args.data.clone());
     model.save(Path::new(&args.output))?;
     let seconds = start.elapsed().as_secs_f64();
@@ -33,18 +34,19 @@ pub fn run(args: &TrainArgs) -> Result<Report> {
         d.n_bags(),
         args.output
     );
-    if let Some(s) = &chosen {
-        human.push_str(&format!(
-            "\nchosen by inner CV: dim {}, alpha {}",
-            s.dim, s.alpha
-        ));
+    if let Some(c) = &chosen {
+        if pipeline.n_candidates() > 1 {
+            human.push_str(&format!("\nchosen by inner CV: {c}"));
+        } else {
+            human.push_str(&format!("\nfitted with {c}"));
+        }
     }
     human.push_str(&format!("\n{seconds:.2} s"));
     let json = json!({
         "model": args.output,
         "classifier": model.classifier.name(),
         "bags": d.n_bags(),
-        "chosen": chosen.map(|s| json!({"dim": s.dim, "alpha": s.alpha})),
+        "chosen": chosen,
         "seconds": seconds,
     });
     Ok(Report { human, json })
