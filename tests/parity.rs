@@ -98,6 +98,18 @@ fn check_labels(
     labels: Labels,
 ) -> (usize, usize) {
     let (compact, _) = Compact::from_host(model).unwrap();
+    check_compact(model, compact, data, encoding, what, labels)
+}
+
+/// [`check_labels`] for the container shape `compact` of `model`.
+fn check_compact(
+    model: &HostModel,
+    compact: Compact,
+    data: &Dataset,
+    encoding: Encoding,
+    what: &str,
+    labels: Labels,
+) -> (usize, usize) {
     let bytes = export(&compact, encoding, data).unwrap();
     let core = Model::parse(&bytes).unwrap();
     let all: Vec<usize> = (0..data.n_bags()).collect();
@@ -209,6 +221,47 @@ fn bmida_milr_in_q15_fits_in_4_kib_with_the_f32_labels() {
 }
 
 #[test]
+fn a_folded_projection_scores_like_the_host_in_fewer_bytes() {
+    let musk1 = mil::data::load("musk1").unwrap();
+    let elephant = mil::data::load("elephant").unwrap();
+    let models = [
+        (deploy::musk1_firmware_model(&musk1), &musk1),
+        (
+            deploy::train(
+                &elephant,
+                Some((ProjectionKind::Bmida, 10)),
+                deploy::milr(Pooling::NoisyOr),
+            ),
+            &elephant,
+        ),
+    ];
+    for (model, data) in &models {
+        let what = format!("{} bmida+milr folded", data.name());
+        let (compact, _) = Compact::from_host(model).unwrap();
+        let folded = compact.clone().fold_projection().unwrap();
+        assert!(folded.stage.is_none());
+        for encoding in [Encoding::F32, Encoding::Q15] {
+            let (bytes, agree) = check_compact(
+                model,
+                folded.clone(),
+                data,
+                encoding,
+                &what,
+                Labels::Identical,
+            );
+            assert_eq!(agree, data.n_bags());
+            let unfolded = export(&compact, encoding, data).unwrap().len();
+            assert!(
+                bytes * 3 < unfolded,
+                "{what} {encoding:?}: {bytes} vs {unfolded}"
+            );
+        }
+        // Only a linear head after a projection folds.
+        assert!(folded.fold_projection().is_err());
+    }
+}
+
+#[test]
 fn citation_knn_with_and_without_projection() {
     for data in datasets() {
         for scaling in [Scaling::Zscore, Scaling::Weka, Scaling::None] {
@@ -265,6 +318,24 @@ fn export_and_inspect_on_the_command_line() {
     assert_eq!(i["bytes"].as_u64(), Some(bytes));
     assert_eq!(i["input_dim"], 166);
     assert_eq!(i["output_dim"], 2);
+    assert_eq!(i["projected_dim"], 10);
+    // Folded, the 166 × 10 stage and the scorer become one row of 166 weights.
+    let f = json(&run_mil(&[
+        "export",
+        m,
+        "--format",
+        "q15",
+        "-o",
+        out,
+        "--data",
+        "musk1",
+        "--fold-projection",
+        "--json",
+    ]));
+    assert!(f["bytes"].as_u64().unwrap() * 3 < bytes, "{f}");
+    assert_eq!(f["labels_agree"], 92);
+    let i = json(&run_mil(&["inspect", out, "--json"]));
+    assert_eq!(i["projected_dim"], 1);
     // A corrupted byte is caught by the checksum and named with the file.
     let mut b = std::fs::read(&milm).unwrap();
     b[100] ^= 0x40;

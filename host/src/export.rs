@@ -731,6 +731,45 @@ pub fn max_abs_error(
 }
 
 impl Compact {
+    /// A linear model with its projection stage folded into the score rows: instance
+    /// scores w_c·(A x + b) + c_c = (w_c A)·x + (w_c·b + c_c) are linear in x, so the rows
+    /// w_c A become the stage and the projection disappears from the device (C × D
+    /// weights instead of d × D + C × d). Errors for any other model.
+    pub fn fold_projection(self) -> Result<Compact> {
+        let (
+            Some(stage),
+            Head::Linear {
+                weights,
+                bias,
+                pooling,
+                beta,
+            },
+        ) = (self.stage, self.head)
+        else {
+            return Err(Error::parameter(
+                "--fold-projection",
+                "given",
+                "only a linear (MILR) model after a projection can be folded",
+            ));
+        };
+        let scores = Affine {
+            rows: bias.len(),
+            cols: stage.rows,
+            a: weights,
+            b: bias,
+        };
+        let folded = scores.after(&stage);
+        Ok(Compact {
+            stage: None,
+            head: Head::Linear {
+                weights: folded.a,
+                bias: folded.b,
+                pooling,
+                beta,
+            },
+        })
+    }
+
     /// The container shape of an M³IC clustering: `k × dim` cluster weights (row-major)
     /// applied to instances z-scored with `mean`/`std` when given and, when `unit_length`,
     /// then scaled to unit length. The z-score and the weights fold into the stage (k

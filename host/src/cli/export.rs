@@ -22,7 +22,10 @@ pub fn run(args: &ExportArgs) -> Result<Report> {
         return run_cluster(args, path);
     }
     let model = HostModel::load(path)?;
-    let (compact, own) = Compact::from_host(&model)?;
+    let (mut compact, own) = Compact::from_host(&model)?;
+    if args.fold_projection {
+        compact = compact.fold_projection()?;
+    }
     let spec = args.data.clone().or_else(|| model.training_data.clone());
     let train: Dataset = match (spec, own) {
         (Some(spec), _) => data::load(&spec)?,

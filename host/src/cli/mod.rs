@@ -497,6 +497,12 @@ pub struct ExportArgs {
     /// `max_abs_error` is measured); default: the model's own record of it.
     #[arg(long)]
     pub data: Option<String>,
+    /// Linear models after a projection: fold the projection into the instance scorer
+    /// (one D-vector per score row instead of d × D + d weights; same scores up to
+    /// rounding, fewer bytes and multiply-adds; the device no longer sees the projected
+    /// coordinates).
+    #[arg(long)]
+    pub fold_projection: bool,
 }
 
 /// `mil inspect`.
