@@ -201,6 +201,30 @@ fn line(name: &str, paper: &str, values: &[f64]) {
     );
 }
 
+/// One column of a synthetic table with classifier `clf`: the accuracy of every entry
+/// of `specs`, the last (the MIDA projection) re-chosen among `candidates` by inner CV
+/// with `clf`; pushed onto `column`, one row per spec. Returns the chosen candidate.
+fn column(
+    clf: Clf,
+    data: &Dataset,
+    (train, test): (&[usize], &[usize]),
+    specs: &[Option<ProjectionSpec>],
+    candidates: &[ProjectionSpec],
+    seed: u64,
+    column: &mut [Vec<f64>],
+) -> Result<ProjectionSpec> {
+    let chosen = select_with(clf, data, train, candidates, seed)?;
+    for (k, s) in specs.iter().enumerate() {
+        let s = if k == specs.len() - 1 {
+            Some(chosen)
+        } else {
+            *s
+        };
+        column[k].push(accuracy_with(clf, data, train, test, s.as_ref())?);
+    }
+    Ok(chosen)
+}
+
 fn synthetic(seeds: u64) -> Result<()> {
     let start = Instant::now();
     // Table 1: positive prototypes identified by the kernel-density initialisation.
@@ -257,37 +281,25 @@ fn synthetic(seeds: u64) -> Result<()> {
         for (k, s) in specs.iter().enumerate() {
             acc_one[k].push(accuracy(&one.data, &train, &test, s.as_ref())?);
         }
-        let chosen = select_with(Clf::Milr, &one.data, &train, &mida, seed)?;
-        for (k, s) in specs.iter().enumerate() {
-            let s = if k == specs.len() - 1 {
-                Some(chosen)
-            } else {
-                *s
-            };
-            milr_one[k].push(accuracy_with(
-                Clf::Milr,
-                &one.data,
-                &train,
-                &test,
-                s.as_ref(),
-            )?);
-        }
-        let chosen = select_with(Clf::CknnMax, &one.data, &train, &mida, seed)?;
+        column(
+            Clf::Milr,
+            &one.data,
+            (&train, &test),
+            &specs,
+            &mida,
+            seed,
+            &mut milr_one,
+        )?;
+        let chosen = column(
+            Clf::CknnMax,
+            &one.data,
+            (&train, &test),
+            &specs,
+            &mida,
+            seed,
+            &mut maxh_one,
+        )?;
         alphas_maxh.push(chosen.alpha);
-        for (k, s) in specs.iter().enumerate() {
-            let s = if k == specs.len() - 1 {
-                Some(chosen)
-            } else {
-                *s
-            };
-            maxh_one[k].push(accuracy_with(
-                Clf::CknnMax,
-                &one.data,
-                &train,
-                &test,
-                s.as_ref(),
-            )?);
-        }
 
         let two = mida_two(seed);
         let (train, test) = two.paper_split();
@@ -313,21 +325,15 @@ fn synthetic(seeds: u64) -> Result<()> {
         for (k, s) in specs.iter().enumerate() {
             acc_two[k].push(accuracy(&two.data, &train, &test, s.as_ref())?);
         }
-        let chosen = select_with(Clf::Milr, &two.data, &train, &mida, seed)?;
-        for (k, s) in specs.iter().enumerate() {
-            let s = if k == specs.len() - 1 {
-                Some(chosen)
-            } else {
-                *s
-            };
-            milr_two[k].push(accuracy_with(
-                Clf::Milr,
-                &two.data,
-                &train,
-                &test,
-                s.as_ref(),
-            )?);
-        }
+        column(
+            Clf::Milr,
+            &two.data,
+            (&train, &test),
+            &specs,
+            &mida,
+            seed,
+            &mut milr_two,
+        )?;
         eprintln!("seed {seed} done ({:.0} s)", start.elapsed().as_secs_f64());
     }
     println!("Table 1 (KDE identification, {seeds} seeds)\n");
