@@ -466,6 +466,12 @@ fn m3ic_assignment_matches_step_14() {
             let m = core.cluster().unwrap();
             assert_eq!(core.output_dim(), k);
             assert_eq!(m.scales_instances(), unit_length);
+            // An instance of the wrong length is an error, not a panic.
+            let short = vec![0.0f32; dim - 1];
+            let (mut y, mut sc) = (vec![0.0f32; k], vec![0.0f32; k]);
+            assert!(m
+                .instance_scores(&core, mil_core::Instances::F32(&short), &mut y, &mut sc)
+                .is_err());
             let mut agree = 0;
             let (mut scratch, mut scores) = (vec![0.0f32; core.projected_dim()], vec![0.0f32; k]);
             for b in 0..musk1.n_bags() {

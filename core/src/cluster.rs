@@ -106,6 +106,12 @@ impl<'a> M3ic<'a> {
     ) -> Result<(), Error> {
         let k = self.n_clusters();
         let d = self.weights.cols();
+        if x.len() != model.input_dim() {
+            return Err(Error::DimensionMismatch {
+                expected: model.input_dim(),
+                got: x.len(),
+            });
+        }
         if scratch.len() < d || scores.len() < k {
             return Err(Error::BufferTooSmall {
                 needed: d.max(k),
