@@ -173,6 +173,20 @@ fn bad_arguments_exit_2_with_a_message() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.starts_with("mil: "), "{args:?}: {err}");
     }
+    // Bad M³IC parameters are named by their flags.
+    for (flag, value) in [
+        ("--cost", "-1"),
+        ("--balance", "-0.5"),
+        ("--balance", "nan"),
+        ("--epsilon1", "0"),
+    ] {
+        let out = run_mil(&[
+            "cluster", "corel3", "--method", "m3ic", "--k", "3", flag, value,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(flag), "{flag} {value}: {err}");
+    }
 }
 
 #[test]

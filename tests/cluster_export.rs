@@ -48,6 +48,18 @@ fn m3ic_exports_and_the_core_assigns_like_the_host() {
             assert_eq!(info["unit_length_instances"], norm.is_empty());
         }
     }
+    // Folding is for linear models.
+    let out = run_mil(&[
+        "export",
+        model,
+        "--data",
+        "corel3",
+        "--fold-projection",
+        "-o",
+        milm,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--fold-projection"));
     // Without the data the export cannot measure itself: a clear error, exit 2.
     let out = run_mil(&["export", model, "--format", "f32", "-o", milm]);
     assert_eq!(out.status.code(), Some(2));

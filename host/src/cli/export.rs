@@ -172,6 +172,13 @@ fn run_cluster(args: &ExportArgs, path: &Path) -> Result<Report> {
             "a clustering model does not record its data; name the clustered data with --data",
         ));
     };
+    if args.fold_projection {
+        return Err(Error::parameter(
+            "--fold-projection",
+            "given",
+            "only a linear (MILR) model after a projection can be folded; this is an M³IC clustering",
+        ));
+    }
     let data = data::load(spec)?;
     let zscore = model.mean.as_deref().zip(model.std.as_deref());
     let compact = Compact::from_m3ic(model.k, model.dim, &model.weights, zscore, model.normalize)?;

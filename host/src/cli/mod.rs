@@ -462,10 +462,10 @@ pub struct ClusterArgs {
     #[arg(short, long)]
     pub output: Option<String>,
     /// M³IC: regularisation constant C of problem (6) (paper grid 2^[-4:4]).
-    #[arg(long = "cost", default_value_t = 4.0)]
+    #[arg(long = "cost", default_value_t = 4.0, allow_negative_numbers = true)]
     pub cost: f64,
     /// M³IC: cluster balance l of constraint (4) (paper grid 0, 0.001, 0.01, 0.1, 1..5, 10).
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
     pub balance: f64,
     /// M³IC: CCCP precision ε₁.
     #[arg(long, default_value_t = 0.01)]

@@ -81,11 +81,15 @@ impl M3icParams {
                 Err(Error::parameter(name, v, "must be positive and finite"))
             }
         };
-        positive("C", self.c)?;
-        positive("epsilon1", self.eps1)?;
-        positive("epsilon2", self.eps2)?;
+        positive("--cost (C)", self.c)?;
+        positive("--epsilon1", self.eps1)?;
+        positive("--epsilon2", self.eps2)?;
         if !(self.l >= 0.0 && self.l.is_finite()) {
-            return Err(Error::parameter("l", self.l, "must be ≥ 0 and finite"));
+            return Err(Error::parameter(
+                "--balance (l)",
+                self.l,
+                "must be ≥ 0 and finite",
+            ));
         }
         if self.restarts == 0 {
             return Err(Error::parameter("--restarts", 0, "must be at least 1"));
