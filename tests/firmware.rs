@@ -2,7 +2,8 @@
 //! the firmware crate `tests/qemu`, builds it for `thumbv7em-none-eabihf`, runs it under
 //! `qemu-system-arm -machine mps2-an386` and compares the labels and scores it prints with
 //! the host's. Needs `qemu-system-arm` (`.ci/run` installs it); fails, never skips,
-//! without it.
+//! without it. Two more runs put a set-kernel SVM and the default M³IC clustering (its
+//! unit-length instances included) on the same target.
 
 #[allow(dead_code)] // each test binary uses part of the shared helpers
 mod deploy;
@@ -144,6 +145,47 @@ fn q15_musk1_model_runs_on_an_emulated_cortex_m4_and_matches_the_host() {
         per(total_ticks, lines.len()),
         per(total_ticks, instances as usize),
         per(total_quantise, instances as usize)
+    );
+}
+
+#[test]
+fn default_m3ic_clustering_assigns_bags_on_an_emulated_cortex_m4() {
+    // corel3's default clustering (z-score, then unit-length instances) in Q15: the device
+    // divides each instance's scores by its length with its own sqrt.
+    let corel = mil::data::load("corel3").unwrap();
+    let params = mil::cluster::m3ic::M3icParams::default();
+    let fit = mil::cluster::m3ic::fit(&corel, 3, &params, 1).unwrap();
+    let m = &fit.model;
+    assert!(m.normalize);
+    let zscore = m.mean.as_deref().zip(m.std.as_deref());
+    let compact = Compact::from_m3ic(m.k, m.dim, &m.weights, zscore, m.normalize).unwrap();
+    let bytes = export(&compact, Encoding::Q15, &corel).unwrap();
+    let core = Model::parse(&bytes).unwrap();
+    // Four bags of each class keep the embedded data small.
+    let labels = corel.labels().unwrap();
+    let chosen: Vec<usize> = (0..3)
+        .flat_map(|c| (0..corel.n_bags()).filter(move |&b| labels[b] == c).take(4))
+        .collect();
+    let stdout = run_firmware(&bytes, &deploy::bags_bin(&corel.select(&chosen)), &[]);
+    let lines: Vec<BagLine> = stdout
+        .lines()
+        .filter(|l| l.starts_with("bag "))
+        .map(parse_bag_line)
+        .collect();
+    assert_eq!(lines.len(), chosen.len(), "{stdout}");
+    for (line, &b) in lines.iter().zip(&chosen) {
+        let (host_cluster, _) = m.witness_scores(corel.bag(b).as_slice());
+        assert_eq!(line.label, host_cluster, "bag {b} vs the host model");
+        assert_eq!(line.label, fit.assignments[b], "bag {b} vs the clustering");
+        let (d, scores) = core_classify(&core, corel.bag(b)).unwrap();
+        assert_eq!(line.label, d.label, "bag {b} vs the host-side core");
+        for (got, want) in line.scores.iter().zip(&scores) {
+            assert!((got - want).abs() <= 1e-6 * want.abs().max(1.0), "bag {b}");
+        }
+    }
+    println!(
+        "{}",
+        stdout.lines().find(|l| l.starts_with("model ")).unwrap()
     );
 }
 
