@@ -151,7 +151,7 @@ impl<'a> CitationKnn<'a> {
         libm::sqrtf(best)
     }
 
-    /// Scratch values [`CitationKnn::classify`] needs for an `n`-instance bag.
+    /// Scratch values [`crate::Model::classify`] needs for an `n`-instance bag.
     pub fn scratch_len(&self, n: usize, d: usize) -> usize {
         n.saturating_mul(d).saturating_add(self.n_bags())
     }

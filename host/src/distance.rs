@@ -6,12 +6,12 @@
 //! The fast path computes squared instance distances in blocks as ‖a‖² + ‖b‖² − 2a·b,
 //! the a·b part as a matrix product (`matrixmultiply`'s SIMD kernels), on features
 //! centred by the data set's mean to keep the norms (and with them the round-off)
-//! small. No instance-level matrix larger than one [`ROW_BLOCK`] × [`COL_BLOCK`] block
+//! small. No instance-level matrix larger than one `ROW_BLOCK` × `COL_BLOCK` block
 //! is materialised. Minimal and ranked distances are then made *exact*: every instance
 //! pair whose block value lies within the round-off bound of the minimum is recomputed
 //! as Σ(aₖ − bₖ)² in feature order, so the result equals [`bag_distance`] bit for bit
 //! (which the tie rules of Citation-kNN rely on). Maximal and average distances keep the
-//! block values, whose error is at most [`ROUNDOFF`]·(‖a‖² + ‖b‖²) per squared distance.
+//! block values, whose error is at most `ROUNDOFF`·(‖a‖² + ‖b‖²) per squared distance.
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};

@@ -17,7 +17,7 @@
 //!
 //! and the per-sample value X lies in [x_min, 1] with x_min = 1/(|P||Q|),
 //! 1/max(|P|, |Q|) and 1/(|P|+|Q|) respectively. The estimate is W·μ̂ for an estimate μ̂
-//! of μ = E[X]. Drawing the number of failed trials of the paper's Table 3 from its
+//! of μ = E\[X\]. Drawing the number of failed trials of the paper's Table 3 from its
 //! geometric law would reproduce the paper's estimator exactly; knowing the coverage
 //! exactly lets us do better and average 1/coverage itself, whose variance on real data
 //! is small (most sampled boxes hold only their own pair).
