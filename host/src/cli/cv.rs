@@ -165,6 +165,13 @@ pub(super) fn pipeline(
     })
 }
 
+/// The command-line spelling of a flag's value.
+fn cli_name(value: impl clap::ValueEnum) -> String {
+    value
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_owned())
+}
+
 /// A short description of the pipeline for human output.
 pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> String {
     let c = match args.classifier {
@@ -178,8 +185,14 @@ pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> St
         )
         .to_lowercase(),
         ClassifierName::Milr => format!(
-            "milr ({:?} pooling, {:?} optimizer)",
-            args.pooling, args.optimizer
+            "milr ({} pooling, {} optimizer, ridge {})",
+            cli_name(args.pooling),
+            cli_name(args.optimizer),
+            args.ridge
+                .iter()
+                .map(|r| r.to_string())
+                .collect::<Vec<_>>()
+                .join("/")
         )
         .to_lowercase(),
         ClassifierName::Svm => "svm".into(),
