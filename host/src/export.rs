@@ -5,8 +5,10 @@
 //! Every model is a *projection stage* (standardisation folded in: G'_kj = G_jk/σ_j,
 //! b_k = −Σ_j G'_kj μ_j) followed by a *head*: a linear scorer with pooling, Citation-kNN
 //! reference bags, or M³IC cluster weights. Quantised models also fold the input
-//! quantisation step s_j = 2·max|x_j|/32767 (training instances; twice the range as
-//! headroom) into the weights, so the device multiplies integers only in the D × d stage.
+//! quantisation step s_j (a power of two: at least 2·max|x_j|/32767 over the training
+//! instances, twice the range as headroom, and coarser for features that contribute
+//! little, see [`balance_exponents`]) into the weights, so the device multiplies integers
+//! only in the D × d stage.
 
 use mil_core::model::{self as container, tag, Elem, Encoding, ModelKind};
 use mil_core::score::Pooling;
@@ -305,10 +307,66 @@ impl Writer {
     }
 }
 
-/// Input quantisation exponents: the smallest e_j with 32767·2^e_j ≥ 2·max|x_j| over the
-/// training instances (twice the range as headroom; e = 0 for an all-zero feature). A
-/// power-of-two step makes quantisation a shift on devices without an FPU.
-fn input_exponents(train: &Dataset) -> Vec<i32> {
+/// Input quantisation exponents for `stage` in `encoding`: the finest steps the training
+/// range allows ([`range_exponents`]), coarsened by [`balance_exponents`] unless the head
+/// also measures each instance's length (M³IC on unit-length instances), which weighs
+/// every feature alike whatever the stage's weights. A power-of-two step makes
+/// quantisation a shift on devices without an FPU.
+fn input_exponents(train: &Dataset, stage: &Affine, head: &Head, encoding: Encoding) -> Vec<i32> {
+    let mut exps = range_exponents(train);
+    let measures_length = matches!(
+        head,
+        Head::M3ic {
+            instance_norm: Some(_),
+            ..
+        }
+    );
+    if !measures_length {
+        balance_exponents(&mut exps, train, stage, encoding);
+    }
+    exps
+}
+
+/// Coarsens the input step of features that contribute little to the stage. With the
+/// finest step s_j, feature j's largest contribution to an output is c_j = max_k |A_kj|·
+/// max|x_j|, and a row's weight scale t_k is set by its largest folded weight |A_kj|·s_j
+/// (the feature of largest c_j, c_max). Coarsening s_j by m_j costs input rounding
+/// ≈ c_j·m_j/32766 and saves weight rounding ≈ c_max/(2·q_max·m_j) (the module's bound,
+/// per feature); the sum is least at m_j = √(16383·c_max/(q_max·c_j)), capped at
+/// c_max/c_j so that no folded weight outgrows the row's scale. m_j is rounded down to a
+/// power of two (Q15: features below c_max/8; Q7: nearly every feature).
+fn balance_exponents(exps: &mut [i32], train: &Dataset, stage: &Affine, encoding: Encoding) {
+    let dim = train.dim();
+    let mut max_abs = vec![0.0f64; dim];
+    for x in train.features().chunks_exact(dim) {
+        max_abs
+            .iter_mut()
+            .zip(x)
+            .for_each(|(m, v)| *m = m.max(v.abs()));
+    }
+    let contribution: Vec<f64> = (0..dim)
+        .map(|j| {
+            let g = (0..stage.rows)
+                .map(|k| stage.a[k * dim + j].abs())
+                .fold(0.0, f64::max);
+            g * max_abs[j]
+        })
+        .collect();
+    let c_max = contribution.iter().copied().fold(0.0, f64::max);
+    let q_max = encoding.q_max() as f64;
+    for (e, &c) in exps.iter_mut().zip(&contribution) {
+        if c <= 0.0 || c_max <= 0.0 {
+            continue;
+        }
+        let m = (16383.0 * c_max / (q_max * c)).sqrt().min(c_max / c);
+        let extra = m.log2().floor().max(0.0) as i32;
+        *e = (*e + extra).min(container::MAX_INPUT_EXP);
+    }
+}
+
+/// The smallest e_j with 32767·2^e_j ≥ 2·max|x_j| over the training instances (twice the
+/// range as headroom; e = 0 for an all-zero feature).
+fn range_exponents(train: &Dataset) -> Vec<i32> {
     let dim = train.dim();
     let mut max_abs = vec![0.0f64; dim];
     for x in train.features().chunks_exact(dim) {
@@ -378,9 +436,6 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
     // The step s_j of each quantised input feature (1: f32 inputs arrive as they are).
     let mut input_steps = vec![1.0; dim_in];
     if encoding != Encoding::F32 {
-        let exps = input_exponents(train);
-        let scales: Vec<f64> = exps.iter().map(|&e| 2f64.powi(e)).collect();
-        input_steps.clone_from(&scales);
         let stage = stage.as_ref().ok_or_else(|| {
             Error::parameter(
                 "--format",
@@ -388,6 +443,9 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
                 "a quantised model needs a projection stage; export this model as f32",
             )
         })?;
+        let exps = input_exponents(train, stage, &head, encoding);
+        let scales: Vec<f64> = exps.iter().map(|&e| 2f64.powi(e)).collect();
+        input_steps.clone_from(&scales);
         let a: Vec<f64> = stage
             .a
             .chunks_exact(dim_in)
@@ -903,6 +961,98 @@ impl Compact {
                 },
                 None,
             )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two features with equal ranges; feature 0's weight is 2¹⁰ times feature 1's.
+    fn skewed() -> (Dataset, Affine) {
+        let x = vec![1.0, -1.0, -0.5, 0.5, 0.25, 1.0];
+        let data = Dataset::new(
+            "t",
+            2,
+            x,
+            vec![0, 1, 3],
+            vec!["a".into(), "b".into()],
+            None,
+            vec![],
+        )
+        .unwrap();
+        let stage = Affine {
+            rows: 1,
+            cols: 2,
+            a: vec![1.0, 1.0 / 1024.0],
+            b: vec![0.0],
+        };
+        (data, stage)
+    }
+
+    #[test]
+    fn small_contributions_get_coarser_input_steps() {
+        let (data, stage) = skewed();
+        let range = range_exponents(&data);
+        assert_eq!(range[0], range[1]);
+        // Q15: m₁ = min(√(16383·1024/32767), 1024) = 22.6 → 2⁴ coarser; feature 0 stays.
+        let q15 = input_exponents(&data, &stage, &Head::None, Encoding::Q15);
+        assert_eq!(q15, vec![range[0], range[1] + 4]);
+        // Q7: m₀ is capped at c_max/c₀ = 1; m₁ = min(√(16383·1024/127), 1024) = 363 → 2⁸.
+        let q7 = input_exponents(&data, &stage, &Head::None, Encoding::Q7);
+        assert_eq!(q7, vec![range[0], range[1] + 8]);
+        // A head that measures instance lengths keeps the finest steps.
+        let m3ic = Head::M3ic {
+            weights: vec![1.0],
+            bias: vec![0.0],
+            instance_norm: Some((vec![1.0, 1.0], vec![0.0, 0.0])),
+        };
+        assert_eq!(input_exponents(&data, &stage, &m3ic, Encoding::Q7), range);
+    }
+
+    #[test]
+    fn coarser_steps_lower_the_stated_bound() {
+        // The device's bound on the stage output, with and without the balancing, for
+        // every training instance: never larger, and smaller somewhere.
+        let (data, stage) = skewed();
+        let compact = Compact {
+            stage: Some(stage),
+            head: Head::None,
+        };
+        for encoding in [Encoding::Q15, Encoding::Q7] {
+            let bytes = export(&compact, encoding, &data).unwrap();
+            let balanced = Model::parse(&bytes).unwrap();
+            let p = balanced.projection().unwrap();
+            let mut q = vec![0i16; 2];
+            let mut plain = 0.0f32;
+            let mut ours = 0.0f32;
+            for x in data.features().chunks_exact(2) {
+                let x: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+                assert_eq!(balanced.quantize_instance(&x, &mut q).unwrap(), 0);
+                ours = ours.max(p.error_bound(0, &q));
+                // The same weights at the finest steps: the bound the module states.
+                let range = range_exponents(&data);
+                let steps: Vec<f64> = range.iter().map(|&e| 2f64.powi(e)).collect();
+                let w: Vec<f64> = compact
+                    .stage
+                    .as_ref()
+                    .unwrap()
+                    .a
+                    .iter()
+                    .zip(&steps)
+                    .map(|(a, s)| a * s)
+                    .collect();
+                let t = w.iter().fold(0.0f64, |m, v| m.max(v.abs())) / encoding.q_max() as f64;
+                let qx: Vec<f64> = x
+                    .iter()
+                    .zip(&steps)
+                    .map(|(&v, s)| (v as f64 / s).round().abs())
+                    .collect();
+                let qw: f64 = w.iter().map(|v| (v / t).round().abs()).sum();
+                plain = plain.max((0.5 * t * (qw + 1.0 + qx.iter().sum::<f64>())) as f32);
+            }
+            assert!(ours < plain, "{encoding:?}: {ours} vs {plain}");
         }
     }
 }
