@@ -7,7 +7,7 @@
 //! reference bags, or M³IC cluster weights. Quantised models also fold the input
 //! quantisation step s_j (a power of two: at least 2·max|x_j|/32767 over the training
 //! instances, twice the range as headroom, and coarser for features that contribute
-//! little, see [`balance_exponents`]) into the weights, so the device multiplies integers
+//! little, see `balance_exponents`) into the weights, so the device multiplies integers
 //! only in the D × d stage.
 
 use mil_core::model::{self as container, tag, Elem, Encoding, ModelKind};
