@@ -43,6 +43,15 @@ fn parse_bag_line(line: &str) -> BagLine {
     }
 }
 
+/// Every bag line of a firmware run.
+fn bag_lines(stdout: &str) -> Vec<BagLine> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with("bag "))
+        .map(parse_bag_line)
+        .collect()
+}
+
 /// One firmware build and run at a time: both tests rebuild the same crate with other
 /// embedded data.
 static FIRMWARE: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -110,11 +119,7 @@ fn q15_musk1_model_runs_on_an_emulated_cortex_m4_and_matches_the_host() {
     let model = Model::parse(&bytes).unwrap();
     let stdout = run_firmware(&bytes, &deploy::bags_bin(&musk1), &[]);
 
-    let lines: Vec<BagLine> = stdout
-        .lines()
-        .filter(|l| l.starts_with("bag "))
-        .map(parse_bag_line)
-        .collect();
+    let lines = bag_lines(&stdout);
     assert_eq!(lines.len(), musk1.n_bags(), "{stdout}");
     let (mut total_ticks, mut total_quantise) = (0, 0);
     for (b, line) in lines.iter().enumerate() {
@@ -167,11 +172,7 @@ fn default_m3ic_clustering_assigns_bags_on_an_emulated_cortex_m4() {
         .flat_map(|c| (0..corel.n_bags()).filter(move |&b| labels[b] == c).take(4))
         .collect();
     let stdout = run_firmware(&bytes, &deploy::bags_bin(&corel.select(&chosen)), &[]);
-    let lines: Vec<BagLine> = stdout
-        .lines()
-        .filter(|l| l.starts_with("bag "))
-        .map(parse_bag_line)
-        .collect();
+    let lines = bag_lines(&stdout);
     assert_eq!(lines.len(), chosen.len(), "{stdout}");
     for (line, &b) in lines.iter().zip(&chosen) {
         let (host_cluster, _) = m.witness_scores(corel.bag(b).as_slice());
@@ -204,11 +205,7 @@ fn set_kernel_svm_estimates_its_kernel_on_an_emulated_cortex_m4() {
     let chosen: Vec<usize> = order[..4].to_vec();
     let host = model.scores(&musk1, &chosen).unwrap();
     let stdout = run_firmware(&bytes, &deploy::bags_bin(&musk1.select(&chosen)), &["svm"]);
-    let lines: Vec<BagLine> = stdout
-        .lines()
-        .filter(|l| l.starts_with("bag "))
-        .map(parse_bag_line)
-        .collect();
+    let lines = bag_lines(&stdout);
     assert_eq!(lines.len(), chosen.len(), "{stdout}");
     let per_tick = instructions_per_tick(&stdout);
     for (i, (line, &b)) in lines.iter().zip(&chosen).enumerate() {

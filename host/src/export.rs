@@ -337,13 +337,7 @@ fn input_exponents(train: &Dataset, stage: &Affine, head: &Head, encoding: Encod
 /// power of two (Q15: features below c_max/8; Q7: nearly every feature).
 fn balance_exponents(exps: &mut [i32], train: &Dataset, stage: &Affine, encoding: Encoding) {
     let dim = train.dim();
-    let mut max_abs = vec![0.0f64; dim];
-    for x in train.features().chunks_exact(dim) {
-        max_abs
-            .iter_mut()
-            .zip(x)
-            .for_each(|(m, v)| *m = m.max(v.abs()));
-    }
+    let max_abs = feature_max_abs(train);
     let contribution: Vec<f64> = (0..dim)
         .map(|j| {
             let g = (0..stage.rows)
@@ -364,9 +358,8 @@ fn balance_exponents(exps: &mut [i32], train: &Dataset, stage: &Affine, encoding
     }
 }
 
-/// The smallest e_j with 32767·2^e_j ≥ 2·max|x_j| over the training instances (twice the
-/// range as headroom; e = 0 for an all-zero feature).
-fn range_exponents(train: &Dataset) -> Vec<i32> {
+/// max|x_j| of each feature over the training instances.
+fn feature_max_abs(train: &Dataset) -> Vec<f64> {
     let dim = train.dim();
     let mut max_abs = vec![0.0f64; dim];
     for x in train.features().chunks_exact(dim) {
@@ -375,6 +368,13 @@ fn range_exponents(train: &Dataset) -> Vec<i32> {
             .zip(x)
             .for_each(|(m, v)| *m = m.max(v.abs()));
     }
+    max_abs
+}
+
+/// The smallest e_j with 32767·2^e_j ≥ 2·max|x_j| over the training instances (twice the
+/// range as headroom; e = 0 for an all-zero feature).
+fn range_exponents(train: &Dataset) -> Vec<i32> {
+    let max_abs = feature_max_abs(train);
     let limit = container::MAX_INPUT_EXP;
     max_abs
         .iter()
