@@ -202,7 +202,7 @@ pub mod tag {
     pub const SCORE_BIAS: u16 = 8;
     /// Scalar parameters of the model kind, `f32` (see each kind).
     pub const PARAMS: u16 = 9;
-    /// Projected instances of the reference bags, n × d, in the model's encoding.
+    /// Projected instances of the reference bags, n × d: `f32`, or `i16` in Q15 and Q7.
     pub const REF_INSTANCES: u16 = 10;
     /// Per-column scale of quantised reference instances, 1 × d, `f32`.
     pub const REF_SCALE: u16 = 11;

@@ -508,7 +508,8 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
                         .zip(x)
                         .for_each(|(m, v)| *m = m.max(v.abs()));
                 }
-                let q_max = encoding.q_max();
+                // 16 bits in Q7 too: see `mil_core::citation` for why.
+                let q_max = fixed::Q15_MAX;
                 let s: Vec<f32> = max_abs
                     .iter()
                     .map(|&m| fixed::scale_for(m as f32, q_max))
@@ -521,7 +522,7 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
                             .map(|(&v, &sk)| fixed::quantize(v as f32, sk, q_max))
                     })
                     .collect();
-                w.ints(tag::REF_INSTANCES, encoding, n, d, &q);
+                w.ints(tag::REF_INSTANCES, Encoding::Q15, n, d, &q);
                 w.f32s(tag::REF_SCALE, 1, d, s.iter().map(|&v| v as f64));
             }
             let starts: Vec<u32> = references.bag_starts().iter().map(|&v| v as u32).collect();
