@@ -28,6 +28,7 @@ fn run(name: &str, classifier: ClassifierSpec) -> f64 {
         projection: None,
         classifier: classifier.into(),
         inner_folds: 3,
+        select: mil::pipeline::Selection::Accuracy,
     };
     cross_validate(&pipeline, &d, &folds, false)
         .unwrap()

@@ -281,6 +281,35 @@ fn a_ridge_list_is_chosen_by_nested_cv_and_reported() {
     for key in ["predictions", "per_fold", "accuracy", "auroc", "confusion"] {
         assert_eq!(listed[key], single[key], "{key}");
     }
+    // Ridge 10⁶ ties every bag's score, AUROC ½: choosing by AUROC picks ridge 1 too.
+    let by_auroc = json_of(&[
+        "cv",
+        "musk1",
+        "--classifier",
+        "milr",
+        "--ridge",
+        "1e6,1",
+        "--select",
+        "auroc",
+        "--json",
+        "--quiet",
+    ]);
+    assert_eq!(by_auroc["chosen"], listed["chosen"]);
+    assert_eq!(by_auroc["predictions"], single["predictions"]);
+    // AUROC needs two classes.
+    let out = run_mil(&[
+        "cv",
+        "corel3",
+        "--classifier",
+        "milr",
+        "--ridge",
+        "0.1,1",
+        "--select",
+        "auroc",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--select"));
 
     // `mil train` chooses the same way, reports it and saves the chosen ridge.
     let dir = temp_dir("ridge-list");

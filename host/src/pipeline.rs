@@ -122,6 +122,17 @@ impl From<ClassifierSpec> for ClassifierGrid {
     }
 }
 
+/// What the inner CV maximises when it picks among candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Selection {
+    /// Correct predictions on the inner test folds.
+    #[default]
+    Accuracy,
+    /// AUROC of the inner out-of-fold scores, pooled over the inner folds (binary data;
+    /// the MI-ALM paper's criterion).
+    Auroc,
+}
+
 /// A pipeline: optional projection and a classifier, each with its candidates.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pipeline {
@@ -131,6 +142,8 @@ pub struct Pipeline {
     pub classifier: ClassifierGrid,
     /// Folds of the inner CV that picks among several candidates.
     pub inner_folds: usize,
+    /// What that inner CV maximises.
+    pub select: Selection,
 }
 
 /// One point of a pipeline's grid: a projection (if any) and a classifier.
@@ -266,9 +279,10 @@ impl Pipeline {
         }
     }
 
-    /// Picks the candidate with the best inner-CV accuracy on `train` (the first on
-    /// ties, projection candidates outermost, then the classifier's in the order
-    /// given); with a single candidate, no inner CV is run. Within an inner fold each
+    /// Picks the candidate with the best inner-CV accuracy (or pooled AUROC, per
+    /// [`Pipeline::select`]) on `train` (the first on ties, projection candidates
+    /// outermost, then the classifier's in the order given); with a single candidate,
+    /// no inner CV is run. Within an inner fold each
     /// projection candidate is fitted once and every classifier candidate is fitted
     /// on its projected bags. The loop is sequential, so the choice does not depend
     /// on the number of threads.
@@ -282,9 +296,17 @@ impl Pipeline {
             });
         }
         let labels = data.require_labels(2)?;
+        if self.select == Selection::Auroc && data.n_classes() != 2 {
+            return Err(Error::parameter(
+                "--select",
+                "auroc",
+                "AUROC selection needs two classes; use accuracy",
+            ));
+        }
         let folds = inner_folds(labels, train, self.inner_folds.min(train.len()), seed)?;
-        // Correct inner predictions per candidate, index p · classifiers + c.
-        let mut hits = vec![0usize; projections.len() * classifiers.len()];
+        // Inner out-of-fold predictions per candidate, index p · classifiers + c:
+        // (predicted label, positive score, true label) of every inner test bag.
+        let mut oof = vec![Vec::new(); projections.len() * classifiers.len()];
         for (p, spec) in projections.iter().enumerate() {
             for test in &folds {
                 let inner_train = complement(train, test);
@@ -292,19 +314,28 @@ impl Pipeline {
                 let on = projected.as_ref().map_or(data, |(_, d)| d);
                 for (c, classifier) in classifiers.iter().enumerate() {
                     let s = classifier.fit(on, &inner_train)?.scores(on, test)?;
-                    hits[p * classifiers.len() + c] += s
-                        .labels()
-                        .iter()
-                        .zip(test)
-                        .filter(|(l, &b)| **l == labels[b])
-                        .count();
+                    oof[p * classifiers.len() + c].extend(
+                        test.iter()
+                            .enumerate()
+                            .map(|(i, &b)| (s.label(i), s.positive(i), labels[b])),
+                    );
                 }
             }
         }
+        let merit = |o: &[(usize, f64, usize)]| match self.select {
+            Selection::Accuracy => o.iter().filter(|(l, _, t)| l == t).count() as f64,
+            Selection::Auroc => {
+                let scores: Vec<f64> = o.iter().map(|x| x.1).collect();
+                let positive: Vec<bool> = o.iter().map(|x| x.2 == 1).collect();
+                // NaN scores or a one-class inner sample rank a candidate last.
+                auroc(&scores, &positive).unwrap_or(f64::NEG_INFINITY)
+            }
+        };
+        let merits: Vec<f64> = oof.iter().map(|o| merit(o)).collect();
         // The first maximum.
         let mut best = 0;
-        for (i, &h) in hits.iter().enumerate() {
-            if h > hits[best] {
+        for (i, &m) in merits.iter().enumerate() {
+            if m > merits[best] {
                 best = i;
             }
         }
@@ -631,6 +662,7 @@ mod tests {
             projection: None,
             classifier: ClassifierSpec::CitationKnn(c).into(),
             inner_folds: 3,
+            select: Selection::Accuracy,
         };
         let folds = Folds::Stratified {
             k: 5,
@@ -672,17 +704,18 @@ mod tests {
             .count()
     }
 
-    #[test]
-    fn ridge_list_choice_matches_a_brute_force_inner_cv() {
-        // No projection, MILR with four ridges: each fold's ridge must be the one an
-        // independent inner 3-fold CV picks (best accuracy, first on ties), and the
-        // fold's predictions those of MILR refitted with it on the fold's training bags.
+    /// Runs a 5-fold CV of MILR over four ridges on musk1, choosing by `select`, and
+    /// checks that each fold's ridge is the one an independent inner 3-fold CV picks
+    /// (best accuracy or pooled AUROC, first on ties), and the fold's predictions those
+    /// of MILR refitted with it on the fold's training bags.
+    fn check_ridge_choice(select: Selection) -> Vec<f64> {
         let d = data::load("musk1").unwrap();
         let ridges = [1e-6, 0.1, 1.0, 100.0];
         let p = Pipeline {
             projection: None,
             classifier: ClassifierGrid::new(milr(1e-6), &ridges).unwrap(),
             inner_folds: 3,
+            select,
         };
         let seed = 5;
         let r = cross_validate(
@@ -708,14 +741,26 @@ mod tests {
             let train = complement(&all, &test);
             let inner =
                 inner_folds(labels, &train, 3, derive_seed(outer_seed, 1000 + f as u64)).unwrap();
-            let mut best = (0, ridges[0]);
+            let mut best = (f64::NEG_INFINITY, ridges[0]);
             for &ridge in &ridges {
-                let h: usize = inner
-                    .iter()
-                    .map(|v| hits(&milr(ridge), &d, &complement(&train, v), v))
-                    .sum();
-                if h > best.0 {
-                    best = (h, ridge);
+                let merit = match select {
+                    Selection::Accuracy => inner
+                        .iter()
+                        .map(|v| hits(&milr(ridge), &d, &complement(&train, v), v))
+                        .sum::<usize>() as f64,
+                    Selection::Auroc => {
+                        let (mut scores, mut positive) = (Vec::new(), Vec::new());
+                        for v in &inner {
+                            let model = milr(ridge).fit(&d, &complement(&train, v)).unwrap();
+                            let s = model.scores(&d, v).unwrap();
+                            scores.extend((0..v.len()).map(|i| s.row(i)[1]));
+                            positive.extend(v.iter().map(|&b| labels[b] == 1));
+                        }
+                        auroc(&scores, &positive).unwrap()
+                    }
+                };
+                if merit > best.0 {
+                    best = (merit, ridge);
                 }
             }
             chosen.push(best.1);
@@ -729,6 +774,14 @@ mod tests {
         assert!(r.chosen.iter().all(|c| c.unwrap().dim.is_none()));
         expected_predictions.sort_by_key(|p| p.0);
         assert_eq!(r.predictions, expected_predictions);
+        chosen
+    }
+
+    #[test]
+    fn ridge_list_choice_matches_a_brute_force_inner_cv() {
+        let by_accuracy = check_ridge_choice(Selection::Accuracy);
+        let by_auroc = check_ridge_choice(Selection::Auroc);
+        println!("ridges chosen by accuracy {by_accuracy:?}, by AUROC {by_auroc:?}");
     }
 
     /// PCA with dims {2, 4} × MILR with ridges {10⁻⁶, 1, 100}.
@@ -743,6 +796,7 @@ mod tests {
             }),
             classifier: ClassifierGrid::new(milr(1e-6), &[1e-6, 1.0, 100.0]).unwrap(),
             inner_folds: 3,
+            select: Selection::Accuracy,
         }
     }
 
@@ -839,6 +893,7 @@ mod tests {
             projection: None,
             classifier: ClassifierSpec::Milr(Milr::default()).into(),
             inner_folds: 3,
+            select: Selection::Accuracy,
         };
         let r = cross_validate(
             &p,

@@ -7,8 +7,9 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::{
-    ClassifierArgs, ClassifierName, CvArgs, Estimator, HausdorffArg, KernelMap, KernelName,
-    MilrOptimizer, Pooling, ProjectionArgs, ProjectionName, Report, Scaling,
+    ClassifierArgs, ClassifierName, CvArgs, Estimator, HausdorffArg, InnerCvArgs, KernelMap,
+    KernelName, MilrOptimizer, Pooling, ProjectionArgs, ProjectionName, Report, Scaling,
+    SelectName,
 };
 use crate::classifier::citation_knn::{self, CitationKnn};
 use crate::classifier::milr::{self, Milr};
@@ -18,7 +19,7 @@ use crate::data;
 use crate::distance::Hausdorff;
 use crate::error::{Error, Result};
 use crate::pipeline::{
-    cross_validate, read_folds_file, ClassifierGrid, Folds, Pipeline, ProjectionGrid,
+    cross_validate, read_folds_file, ClassifierGrid, Folds, Pipeline, ProjectionGrid, Selection,
 };
 use crate::svm::bags::{BagSvmSettings, EmpiricalMap};
 
@@ -110,12 +111,12 @@ pub(super) fn pipeline(
     classifier: &ClassifierArgs,
     projection: &ProjectionArgs,
     seed: u64,
-    inner_folds: usize,
+    inner: &InnerCvArgs,
 ) -> Result<Pipeline> {
-    if inner_folds < 2 {
+    if inner.inner_folds < 2 {
         return Err(Error::parameter(
             "--inner-folds",
-            inner_folds,
+            inner.inner_folds,
             "must be at least 2",
         ));
     }
@@ -161,7 +162,11 @@ pub(super) fn pipeline(
             &classifier.ridge,
         )?,
         projection,
-        inner_folds,
+        inner_folds: inner.inner_folds,
+        select: match inner.select {
+            SelectName::Accuracy => Selection::Accuracy,
+            SelectName::Auroc => Selection::Auroc,
+        },
     })
 }
 
@@ -207,12 +212,7 @@ pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> St
 pub fn run(args: &CvArgs, quiet: bool) -> Result<Report> {
     let start = Instant::now();
     let d = data::load(&args.data)?;
-    let pipeline = pipeline(
-        &args.classifier,
-        &args.projection,
-        args.seed,
-        args.inner_folds,
-    )?;
+    let pipeline = pipeline(&args.classifier, &args.projection, args.seed, &args.inner)?;
     let folds = match &args.folds_file {
         Some(path) => Folds::Given(read_folds_file(Path::new(path), &d)?),
         None => Folds::Stratified {

@@ -361,9 +361,8 @@ pub struct CvArgs {
     /// Random seed for fold assignment and randomised steps.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Folds of the inner CV that chooses among hyper-parameter lists.
-    #[arg(long, default_value_t = 3)]
-    pub inner_folds: usize,
+    #[command(flatten)]
+    pub inner: InnerCvArgs,
     /// Use these folds instead (CSV `bag_id,label,fold`, e.g. data/weka-folds/); test
     /// bags are predicted in file order. Overrides --folds, --repeats and --seed.
     #[arg(long)]
@@ -385,9 +384,29 @@ pub struct TrainArgs {
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    #[command(flatten)]
+    pub inner: InnerCvArgs,
+}
+
+/// What the inner CV maximises when it picks among hyper-parameter lists.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SelectName {
+    /// Correct predictions on the inner test folds.
+    Accuracy,
+    /// AUROC of the pooled inner out-of-fold scores (two classes only; the MI-ALM
+    /// paper's criterion).
+    Auroc,
+}
+
+/// The inner CV of `mil cv` and `mil train`.
+#[derive(Args, Debug)]
+pub struct InnerCvArgs {
     /// Folds of the inner CV that chooses among hyper-parameter lists.
     #[arg(long, default_value_t = 3)]
     pub inner_folds: usize,
+    /// What that inner CV maximises.
+    #[arg(long, value_enum, default_value_t = SelectName::Accuracy)]
+    pub select: SelectName,
 }
 
 /// `mil predict`.

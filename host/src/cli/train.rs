@@ -15,12 +15,7 @@ pub fn run(args: &TrainArgs) -> Result<Report> {
     let start = Instant::now();
     let d = data::load(&args.data)?;
     d.require_labels(2)?;
-    let pipeline = pipeline(
-        &args.classifier,
-        &args.projection,
-        args.seed,
-        args.inner_folds,
-    )?;
+    let pipeline = pipeline(&args.classifier, &args.projection, args.seed, &args.inner)?;
     let all: Vec<usize> = (0..d.n_bags()).collect();
     let (mut model, candidate) = pipeline.fit(&d, &all, args.seed)?;
     let chosen = pipeline.chosen(&candidate);
