@@ -95,6 +95,72 @@ fn q15_projection_exact_value() {
         .is_err());
 }
 
+#[test]
+fn a_diagonal_stage_is_stored_as_two_rows_and_scales_each_feature() {
+    // z = ((x0 − 1)/2, 0, (x2 + 4)/0.5): the z-score of Citation-kNN on raw features,
+    // with a constant second feature. f32: exact; Q15/Q7 (steps 2^e): within the bound.
+    let stage = Affine::identity(3).then_scale(&[1.0, 2.0, -4.0], &[2.0, 0.0, 0.5]);
+    let diagonal = stage.diagonal().unwrap();
+    assert_eq!(diagonal, vec![0.5, 0.0, 2.0]);
+    let train = dataset(
+        3,
+        &[vec![vec![5.0, 2.0, -3.0], vec![-7.25, 2.0, 10.5]]],
+        &[0],
+    );
+    let compact = Compact {
+        stage: Some(stage.clone()),
+        head: Head::None,
+    };
+    let dense = export(
+        &Compact {
+            stage: Some(Affine::from_projection(&projection(
+                vec![0.0; 3],
+                vec![1.0; 3],
+                vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0],
+                2,
+            ))),
+            head: Head::None,
+        },
+        Encoding::F32,
+        &train,
+    )
+    .unwrap();
+    let mut y = [0.0f32; 3];
+    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+        let bytes = export(&compact, encoding, &train).unwrap();
+        let model = Model::parse(&bytes).unwrap();
+        let proj = model.projection().unwrap();
+        assert!(proj.weights().is_none(), "{encoding:?}: stored densely");
+        assert_eq!(model.projected_dim(), 3);
+        for x in [[5.0f32, 2.0, -3.0], [-7.25, 2.0, 10.5], [0.3, 2.0, -4.1]] {
+            let mut want = [0.0f64; 3];
+            stage.apply(&x.map(f64::from), &mut want);
+            if encoding == Encoding::F32 {
+                model.project(Instances::F32(&x), &mut y).unwrap();
+                assert_eq!(y.map(f64::from), want, "{x:?}");
+                continue;
+            }
+            let mut q = [0i16; 3];
+            assert_eq!(model.quantize_instance(&x, &mut q).unwrap(), 0);
+            model.project(Instances::I16(&q), &mut y).unwrap();
+            for k in 0..3 {
+                let err = (y[k] as f64 - want[k]).abs();
+                let bound = proj.error_bound(k, &q) as f64;
+                assert!(err <= bound, "{encoding:?} {x:?} k {k}: {err} > {bound}");
+            }
+            // The steps are the finest the range allows: the bound is tiny.
+            assert!(proj.error_bound(2, &q) < 1e-3, "{encoding:?}");
+        }
+    }
+    // A non-diagonal (here: not square) stage keeps the dense layout.
+    assert!(Model::parse(&dense)
+        .unwrap()
+        .projection()
+        .unwrap()
+        .weights()
+        .is_some());
+}
+
 /// A binary linear model on one feature whose instance logit is the feature itself.
 fn identity_logit_model(pooling: Pooling, beta: f64, train: &Dataset) -> Vec<u8> {
     let p = projection(vec![0.0], vec![1.0], vec![1.0], 1);
@@ -489,6 +555,19 @@ fn seed_models() -> Vec<Vec<u8>> {
             };
             out.push(export(&compact, encoding, &data).unwrap());
         }
+    }
+    // Citation-kNN on z-scored raw features: a diagonal stage.
+    let zscore = Affine::identity(4).then_scale(&[1.0, -2.0, 0.0, 3.0], &[2.0, 0.5, 0.0, 4.0]);
+    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+        let compact = Compact {
+            head: Head::CitationKnn {
+                references: zscore.transform(&data).unwrap(),
+                citers: 2,
+                r: 2,
+            },
+            stage: Some(zscore.clone()),
+        };
+        out.push(export(&compact, encoding, &data).unwrap());
     }
     out
 }

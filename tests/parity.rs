@@ -320,6 +320,7 @@ fn export_and_inspect_on_the_command_line() {
     assert_eq!(i["input_dim"], 166);
     assert_eq!(i["output_dim"], 2);
     assert_eq!(i["projected_dim"], 10);
+    assert_eq!(i["stage"], "dense");
     // Folded, the 166 × 10 stage and the scorer become one row of 166 weights.
     let f = json(&run_mil(&[
         "export",
@@ -380,6 +381,9 @@ fn export_and_inspect_on_the_command_line() {
     assert!(e["max_abs_error"].as_f64().unwrap() <= 1e-5, "{e}");
     let i = json(&run_mil(&["inspect", out, "--json"]));
     assert_eq!(i["kind"], "citation-knn");
+    // Its z-score is stored as one scale and offset per feature, not a 166 × 166 matrix.
+    assert_eq!(i["stage"], "diagonal");
+    assert_eq!(i["projected_dim"], 166);
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -228,8 +228,12 @@ pub mod tag {
     /// scaled to unit length: 2 × D, `f32`, row 0 the a_j, row 1 the c_j, where v_j is
     /// feature j as the device receives it (f32, or the quantised integer).
     pub const INSTANCE_NORM: u16 = 20;
+    /// A diagonal projection stage y_j = a_j·v_j + c_j in place of `PROJ_WEIGHTS` …
+    /// `PROJ_BIAS`: 2 × D, `f32`, row 0 the a_j, row 1 the c_j, with v_j as in
+    /// [`INSTANCE_NORM`] ([`crate::project`]).
+    pub const PROJ_DIAGONAL: u16 = 21;
     /// Largest tag value.
-    pub const MAX: u16 = 20;
+    pub const MAX: u16 = 21;
 }
 
 /// One section of a parsed model: where its payload is and its shape.
@@ -694,7 +698,9 @@ impl<'a> Model<'a> {
                 "input exponents in a model without quantised inputs",
             ));
         }
-        let projection = if sections.get(tag::PROJ_WEIGHTS).is_some() {
+        let projection = if sections.get(tag::PROJ_WEIGHTS).is_some()
+            || sections.get(tag::PROJ_DIAGONAL).is_some()
+        {
             Some(Projection::from_sections(&sections, enc, d_in)?)
         } else {
             None

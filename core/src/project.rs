@@ -17,23 +17,69 @@
 //!             + (t_k/2)·Σ_j |qx_j|             weight rounding, |W_kj − t_k q_kj| ≤ t_k/2
 //!             + t_k·2^(h_k−1)·D  (if h_k > 0)  product rounding of the shift
 //!             + 4ε·(|t_k 2^h_k acc| + |b_k|)   `f32` rounding of the final rescale, ε = 2⁻²³.
+//!
+//! **Diagonal stages** (`PROJ_DIAGONAL`, d = D) scale and shift each feature on its own,
+//! y_j = a_j·v_j + c_j, with v_j the feature as the device receives it (`f32`, or the
+//! quantised integer, whose step a_j folds in): Citation-kNN on z-scored (or min–max
+//! scaled) raw features. Stored as 2 × D `f32` in every encoding, they cost 2D values and
+//! one multiply-add per feature instead of a D × D matrix. Quantised, the only errors are
+//! the input rounding (|v_j − x_j/s_j| ≤ ½) and the `f32` multiply-add:
+//! |ŷ_j − y_j| ≤ |a_j|/2 + 4ε·(|a_j v_j| + |c_j|).
 
 use crate::error::Error;
-use crate::model::{tag, Encoding, Instances, Section, Sections, Weights};
+use crate::model::{tag, Elem, Encoding, Instances, Section, Sections, Weights};
 
-/// The projection stage of a model: d × D weights (row k = output k) and d biases.
+/// How a projection stage is stored.
+#[derive(Debug, Clone, Copy)]
+enum Stage<'a> {
+    /// d × D weights (row k = output k) and d biases.
+    Dense {
+        weights: Weights<'a>,
+        bias: Section<'a>,
+    },
+    /// 2 × D `f32`: row 0 the scales a_j, row 1 the offsets c_j.
+    Diagonal(Section<'a>),
+}
+
+/// The projection stage of a model: y = A x + b, dense or diagonal (module docs).
 #[derive(Debug, Clone, Copy)]
 pub struct Projection<'a> {
-    weights: Weights<'a>,
-    bias: Section<'a>,
+    stage: Stage<'a>,
+    input_dim: usize,
+    quantised: bool,
 }
 
 impl<'a> Projection<'a> {
+    /// Reads the stage: `PROJ_DIAGONAL`, or `PROJ_WEIGHTS` with its companions.
     pub(crate) fn from_sections(
         sections: &Sections<'a>,
         encoding: Encoding,
         input_dim: usize,
     ) -> Result<Self, Error> {
+        let quantised = encoding != Encoding::F32;
+        if let Some(diagonal) = sections.get(tag::PROJ_DIAGONAL) {
+            if [
+                tag::PROJ_WEIGHTS,
+                tag::PROJ_SCALE,
+                tag::PROJ_SHIFT,
+                tag::PROJ_BIAS,
+            ]
+            .iter()
+            .any(|&t| sections.get(t).is_some())
+            {
+                return Err(Error::BadModel("both a diagonal and a dense projection"));
+            }
+            if input_dim == 0 {
+                return Err(Error::BadModel("projection with no outputs"));
+            }
+            diagonal.expect(Elem::F32, 2, input_dim)?;
+            diagonal.expect_finite()?;
+            return Ok(Projection {
+                stage: Stage::Diagonal(diagonal),
+                input_dim,
+                quantised,
+            });
+        }
         let w = sections.require(tag::PROJ_WEIGHTS)?;
         let d = w.rows;
         if d == 0 {
@@ -47,7 +93,7 @@ impl<'a> Projection<'a> {
             d,
             input_dim,
         )?;
-        if encoding != Encoding::F32 {
+        if quantised {
             // The shift must keep the accumulator out of saturation for every input.
             for k in 0..d {
                 let sum: u64 = (0..input_dim)
@@ -62,22 +108,32 @@ impl<'a> Projection<'a> {
             }
         }
         let bias = sections.f32_vec(tag::PROJ_BIAS, d)?;
-        Ok(Projection { weights, bias })
+        Ok(Projection {
+            stage: Stage::Dense { weights, bias },
+            input_dim,
+            quantised,
+        })
     }
 
     /// Input dimension D.
     pub fn input_dim(&self) -> usize {
-        self.weights.cols()
+        self.input_dim
     }
 
-    /// Output dimension d.
+    /// Output dimension d (D for a diagonal stage).
     pub fn output_dim(&self) -> usize {
-        self.weights.rows()
+        match &self.stage {
+            Stage::Dense { weights, .. } => weights.rows(),
+            Stage::Diagonal(_) => self.input_dim,
+        }
     }
 
-    /// The weights (d × D, row k = output k).
-    pub fn weights(&self) -> &Weights<'a> {
-        &self.weights
+    /// The weights of a dense stage (d × D, row k = output k); `None` when diagonal.
+    pub fn weights(&self) -> Option<&Weights<'a>> {
+        match &self.stage {
+            Stage::Dense { weights, .. } => Some(weights),
+            Stage::Diagonal(_) => None,
+        }
     }
 
     /// Projects one instance into `out[..d]`: f32 models take `Instances::F32`, quantised
@@ -108,31 +164,48 @@ impl<'a> Projection<'a> {
                 got: x.len(),
             });
         }
-        let quantised = self.weights.scale.is_some();
-        let dot = match x {
-            Instances::F32(x) if !quantised => self.weights.dot_f32(k, x),
-            Instances::I16(x) if quantised => self.weights.dot_q(k, x),
-            _ => {
-                return Err(Error::InvalidParameter(
-                    "f32 models take f32 instances, quantised models quantised ones",
-                ))
+        match (&self.stage, x) {
+            (Stage::Dense { weights, bias }, Instances::F32(x)) if !self.quantised => {
+                Ok(weights.dot_f32(k, x) + bias.f32_at(k))
             }
-        };
-        Ok(dot + self.bias.f32_at(k))
+            (Stage::Dense { weights, bias }, Instances::I16(x)) if self.quantised => {
+                Ok(weights.dot_q(k, x) + bias.f32_at(k))
+            }
+            (Stage::Diagonal(s), Instances::F32(x)) if !self.quantised => {
+                Ok(s.f32_at(k) * x[k] + s.f32_at(self.input_dim + k))
+            }
+            (Stage::Diagonal(s), Instances::I16(x)) if self.quantised => {
+                Ok(s.f32_at(k) * x[k] as f32 + s.f32_at(self.input_dim + k))
+            }
+            _ => Err(Error::InvalidParameter(
+                "f32 models take f32 instances, quantised models quantised ones",
+            )),
+        }
     }
 
     /// The bound on |ŷ_k − y_k| stated in the module documentation, for output `k` of a
     /// quantised model and the quantised instance `qx` (0 for f32 models, whose only
     /// error is `f32` rounding).
     pub fn error_bound(&self, k: usize, qx: &[i16]) -> f32 {
-        let (Some(scale), true) = (self.weights.scale, k < self.output_dim()) else {
+        if !self.quantised || k >= self.output_dim() {
+            return 0.0;
+        }
+        let (weights, bias) = match &self.stage {
+            Stage::Dense { weights, bias } => (weights, bias),
+            Stage::Diagonal(s) => {
+                let (a, c) = (s.f32_at(k), s.f32_at(self.input_dim + k));
+                let v = qx.get(k).map_or(0.0, |&v| v as f32);
+                return 0.5 * a.abs() + 4.0 * f32::EPSILON * ((a * v).abs() + c.abs());
+            }
+        };
+        let Some(scale) = weights.scale else {
             return 0.0;
         };
         let d_in = self.input_dim();
         let t = scale.f32_at(k);
-        let h = self.weights.shift.map_or(0, |s| s.u32_at(k));
+        let h = weights.shift.map_or(0, |s| s.u32_at(k));
         let q_sum: f32 = (0..d_in)
-            .map(|j| self.weights.values.i32_at(k * d_in + j).abs() as f32)
+            .map(|j| weights.values.i32_at(k * d_in + j).abs() as f32)
             .sum();
         let x_sum: f32 = qx.iter().map(|&v| (v as i32).abs() as f32).sum();
         let n = d_in as f32;
@@ -141,8 +214,8 @@ impl<'a> Projection<'a> {
         } else {
             0.0
         };
-        let acc = self.weights.dot_q(k, qx).abs();
-        let rounding = 4.0 * f32::EPSILON * (acc + self.bias.f32_at(k).abs());
+        let acc = weights.dot_q(k, qx).abs();
+        let rounding = 4.0 * f32::EPSILON * (acc + bias.f32_at(k).abs());
         0.5 * t * (q_sum + 0.5 * n + x_sum) + shift_term + rounding
     }
 }

@@ -8,7 +8,9 @@
 //! quantisation step s_j (a power of two: at least 2·max|x_j|/32767 over the training
 //! instances, twice the range as headroom, and coarser for features that contribute
 //! little, see `balance_exponents`) into the weights, so the device multiplies integers
-//! only in the D × d stage.
+//! only in the D × d stage. A stage that scales each feature on its own (Citation-kNN on
+//! raw features) is stored as a diagonal ([`mil_core::project`]): 2D `f32` values
+//! instead of a D × D matrix.
 
 use mil_core::model::{self as container, tag, Elem, Encoding, ModelKind};
 use mil_core::score::Pooling;
@@ -136,6 +138,18 @@ impl Affine {
             a,
             b,
         }
+    }
+
+    /// The diagonal a_jj of a square map that scales each coordinate on its own (every
+    /// off-diagonal entry zero), which the container stores as a diagonal stage.
+    pub fn diagonal(&self) -> Option<Vec<f64>> {
+        let n = self.cols;
+        let off_zero = self
+            .a
+            .iter()
+            .enumerate()
+            .all(|(i, &v)| i / n == i % n || v == 0.0);
+        (self.rows == n && off_zero).then(|| (0..n).map(|j| self.a[j * n + j]).collect())
     }
 
     /// Applies the map to one instance.
@@ -310,8 +324,9 @@ impl Writer {
 /// Input quantisation exponents for `stage` in `encoding`: the finest steps the training
 /// range allows ([`range_exponents`]), coarsened by [`balance_exponents`] unless the head
 /// also measures each instance's length (M³IC on unit-length instances), which weighs
-/// every feature alike whatever the stage's weights. A power-of-two step makes
-/// quantisation a shift on devices without an FPU.
+/// every feature alike whatever the stage's weights, or the stage is diagonal (stored in
+/// `f32`: no weight rounding to balance against). A power-of-two step makes quantisation
+/// a shift on devices without an FPU.
 fn input_exponents(train: &Dataset, stage: &Affine, head: &Head, encoding: Encoding) -> Vec<i32> {
     let mut exps = range_exponents(train);
     let measures_length = matches!(
@@ -321,7 +336,7 @@ fn input_exponents(train: &Dataset, stage: &Affine, head: &Head, encoding: Encod
             ..
         }
     );
-    if !measures_length {
+    if !measures_length && stage.diagonal().is_none() {
         balance_exponents(&mut exps, train, stage, encoding);
     }
     exps
@@ -444,26 +459,25 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
             )
         })?;
         let exps = input_exponents(train, stage, &head, encoding);
-        let scales: Vec<f64> = exps.iter().map(|&e| 2f64.powi(e)).collect();
-        input_steps.clone_from(&scales);
-        let a: Vec<f64> = stage
-            .a
-            .chunks_exact(dim_in)
-            .flat_map(|row| row.iter().zip(&scales).map(|(g, s)| g * s))
-            .collect();
+        input_steps = exps.iter().map(|&e| 2f64.powi(e)).collect();
         w.ints(tag::INPUT_EXP, Encoding::Q7, 1, dim_in, &exps);
-        let tags = (tag::PROJ_WEIGHTS, tag::PROJ_SCALE, Some(tag::PROJ_SHIFT));
-        w.weights(encoding, tags, stage.rows, dim_in, &a);
-    } else if let Some(stage) = &stage {
-        w.f32s(
-            tag::PROJ_WEIGHTS,
-            stage.rows,
-            stage.cols,
-            stage.a.iter().copied(),
-        );
     }
     if let Some(stage) = &stage {
-        w.f32s(tag::PROJ_BIAS, 1, stage.rows, stage.b.iter().copied());
+        // The stage acts on the values the device receives: fold each input step in.
+        if let Some(diagonal) = stage.diagonal() {
+            let scales = diagonal.iter().zip(&input_steps).map(|(g, s)| g * s);
+            let offsets = stage.b.iter().copied();
+            w.f32s(tag::PROJ_DIAGONAL, 2, dim_in, scales.chain(offsets));
+        } else {
+            let a: Vec<f64> = stage
+                .a
+                .chunks_exact(dim_in)
+                .flat_map(|row| row.iter().zip(&input_steps).map(|(g, s)| g * s))
+                .collect();
+            let tags = (tag::PROJ_WEIGHTS, tag::PROJ_SCALE, Some(tag::PROJ_SHIFT));
+            w.weights(encoding, tags, stage.rows, dim_in, &a);
+            w.f32s(tag::PROJ_BIAS, 1, stage.rows, stage.b.iter().copied());
+        }
     }
     let d = stage.as_ref().map_or(dim_in, |s| s.rows);
     let (kind, out_dim) = match &head {

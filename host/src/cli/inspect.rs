@@ -17,8 +17,14 @@ pub fn run(args: &InspectArgs) -> Result<Report> {
         .map_err(|e| Error::data(&args.model, format!("not a valid compact model: {e}")))?;
     let h = model.header();
     let mut details = serde_json::Map::new();
+    // How the stage is stored: a d × D matrix, one scale and offset per feature, or none.
+    let stage = match model.projection() {
+        Some(p) if p.weights().is_none() => "diagonal",
+        Some(_) => "dense",
+        None => "none",
+    };
     let mut human = format!(
-        "{}: {} model, {}, format version {}, {} bytes, checksum {:#010x}\ninput {} features → {} after the projection stage → output {}",
+        "{}: {} model, {}, format version {}, {} bytes, checksum {:#010x}\ninput {} features → {} after the projection stage ({stage}) → output {}",
         args.model,
         model.kind().name(),
         model.encoding().name(),
@@ -93,6 +99,7 @@ pub fn run(args: &InspectArgs) -> Result<Report> {
         "bytes": h.total_len,
         "input_dim": model.input_dim(),
         "projected_dim": model.projected_dim(),
+        "stage": stage,
         "output_dim": model.output_dim(),
         "sections": h.n_sections,
         "checksum": format!("{:#010x}", h.checksum),
