@@ -13,6 +13,14 @@ fn json_of(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
 }
 
+/// Runs `mil args`, which must exit with status 2 and name `flag` on stderr.
+fn exits_2_naming(args: &[&str], flag: &str) {
+    let out = run_mil(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "mil {args:?}: {err}");
+    assert!(err.contains(flag), "mil {args:?}: {err}");
+}
+
 #[test]
 fn cv_reports_the_contract_keys_for_both_classifiers() {
     for classifier in ["citation-knn", "milr"] {
@@ -213,18 +221,19 @@ fn citation_knn_on_the_maximal_hausdorff_distance() {
         max["accuracy"]
     );
     // A rank goes with the minimal distance only; the core runs the minimal distance only.
-    let out = run_mil(&[
-        "cv",
-        "musk1",
-        "--classifier",
-        "citation-knn",
-        "--hausdorff",
-        "max",
+    exits_2_naming(
+        &[
+            "cv",
+            "musk1",
+            "--classifier",
+            "citation-knn",
+            "--hausdorff",
+            "max",
+            "--rank",
+            "2",
+        ],
         "--rank",
-        "2",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--rank"));
+    );
     json_of(&[
         "train",
         "musk1",
@@ -297,19 +306,20 @@ fn a_ridge_list_is_chosen_by_nested_cv_and_reported() {
     assert_eq!(by_auroc["chosen"], listed["chosen"]);
     assert_eq!(by_auroc["predictions"], single["predictions"]);
     // AUROC needs two classes.
-    let out = run_mil(&[
-        "cv",
-        "corel3",
-        "--classifier",
-        "milr",
-        "--ridge",
-        "0.1,1",
+    exits_2_naming(
+        &[
+            "cv",
+            "corel3",
+            "--classifier",
+            "milr",
+            "--ridge",
+            "0.1,1",
+            "--select",
+            "auroc",
+            "--quiet",
+        ],
         "--select",
-        "auroc",
-        "--quiet",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--select"));
+    );
 
     // `mil train` chooses the same way, reports it and saves the chosen ridge.
     let dir = temp_dir("ridge-list");
