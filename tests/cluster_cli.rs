@@ -46,6 +46,17 @@ fn m3ic_on_corel3_reports_the_contract_keys() {
     assert!(v["seconds"].as_f64().unwrap() >= 0.0);
     assert!((0.0..=1.0).contains(&v["nmi"].as_f64().unwrap()));
     assert!(v["ari"].as_f64().unwrap() <= 1.0);
+    // `empty_clusters` lists exactly the clusters no bag was assigned to.
+    let used: std::collections::BTreeSet<u64> =
+        assignments.iter().map(|a| a.as_u64().unwrap()).collect();
+    let empty: Vec<u64> = (0..3).filter(|c| !used.contains(c)).collect();
+    let reported: Vec<u64> = v["empty_clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
+    assert_eq!(reported, empty);
 }
 
 #[test]

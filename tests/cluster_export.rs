@@ -46,6 +46,21 @@ fn m3ic_exports_and_the_core_assigns_like_the_host() {
             assert_eq!(info["input_dim"], 230);
             assert_eq!(info["output_dim"], 3);
             assert_eq!(info["unit_length_instances"], norm.is_empty());
+            assert_eq!(json["warnings"], serde_json::json!([]), "{format} {norm:?}");
+        }
+        // Q7 may move bags near a tie to another cluster; the export then warns, naming
+        // how many.
+        let json = json_of(&run_mil(&[
+            "export", model, "--data", "corel3", "--format", "q7", "-o", milm, "--json",
+        ]));
+        let moved = 300 - json["labels_agree"].as_u64().unwrap();
+        let warnings = json["warnings"].as_array().unwrap();
+        assert_eq!(warnings.len(), usize::from(moved > 0), "{json}");
+        if let Some(w) = warnings.first() {
+            assert!(w
+                .as_str()
+                .unwrap()
+                .contains(&format!("q7 model gives {moved} of 300")));
         }
     }
     // Folding is for linear models.

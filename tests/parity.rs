@@ -371,6 +371,7 @@ fn export_and_inspect_on_the_command_line() {
     ]));
     assert!(e["bytes"].as_u64().unwrap() <= 4096, "{e}");
     assert_eq!(e["labels_agree"], 92);
+    assert_eq!(e["warnings"], serde_json::json!([]), "{e}");
     // Citation-kNN without a projection stores its training bags: no --data needed.
     let knn = deploy::train(&musk1, None, deploy::citation_knn(Scaling::Zscore));
     knn.save(&model_path).unwrap();

@@ -96,6 +96,16 @@ pub fn run(args: &ClusterArgs, _quiet: bool) -> Result<Report> {
         "seconds": seconds,
         "detail": detail,
     });
+    // Say so when the clustering used fewer clusters than asked for.
+    let empty: Vec<usize> = (0..args.k).filter(|&c| sizes[c] == 0).collect();
+    json["empty_clusters"] = json!(empty);
+    if !empty.is_empty() {
+        human.push_str(&format!(
+            "\nwarning: cluster(s) {empty:?} received no bag: {} of the {} clusters are used",
+            args.k - empty.len(),
+            args.k
+        ));
+    }
     if let Some(labels) = data.labels() {
         let accuracy = eval::clustering_accuracy(&assignments, labels);
         let nmi = eval::nmi(&assignments, labels);

@@ -83,6 +83,7 @@ pub fn run(args: &ExportArgs) -> Result<Report> {
     }
     let mut json = export_json(args, &core, max_abs_error, agree, n);
     json["error_bound"] = json!(bound);
+    human.push_str(&warning_line(&json));
     Ok(Report { human, json })
 }
 
@@ -103,7 +104,32 @@ fn export_json(
         "max_abs_error": max_abs_error,
         "labels_agree": labels_agree,
         "bags": bags,
+        "warnings": disagreement_warning(core, labels_agree, bags).into_iter().collect::<Vec<_>>(),
     })
+}
+
+/// A warning when the core's label differs from the host's on some training bags (the
+/// quantisation error moved those decisions).
+fn disagreement_warning(core: &Model<'_>, agree: usize, bags: usize) -> Option<String> {
+    (agree < bags).then(|| {
+        format!(
+            "the {} model gives {} of {bags} training bags a different label (or cluster) from \
+             the host model's; a finer --format keeps more",
+            core.encoding().name(),
+            bags - agree
+        )
+    })
+}
+
+/// The human summary's warning line, if any.
+fn warning_line(json: &serde_json::Value) -> String {
+    json["warnings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|w| w.as_str())
+        .map(|w| format!("\nwarning: {w}"))
+        .collect()
 }
 
 /// The report of an exported set-kernel SVM: one core decision per training bag (each
@@ -131,7 +157,7 @@ fn svm_report(
     let n = train.n_bags();
     let stored = core.svm().map_or(0, |s| s.n_bags());
     let encoding = core.encoding().name();
-    let human = format!(
+    let mut human = format!(
         "{} → {} (set-kernel-svm, {encoding}, {} bytes, {stored} stored bags)\nmax |core − host| decision value on {n} training bags of {}: {max_abs_error:.3e} (stated bound {bound:.3e}); labels agree on {agree}/{n}",
         args.model,
         args.output,
@@ -141,6 +167,7 @@ fn svm_report(
     let mut json = export_json(args, &core, max_abs_error, agree, n);
     json["stored_bags"] = json!(stored);
     json["error_bound"] = json!(bound);
+    human.push_str(&warning_line(&json));
     Ok(Report { human, json })
 }
 
@@ -215,6 +242,7 @@ fn run_cluster(args: &ExportArgs, path: &Path) -> Result<Report> {
     }
     let mut json = export_json(args, &core, max_abs_error, agree, n);
     json["error_bound"] = json!(bound);
+    human.push_str(&warning_line(&json));
     Ok(Report { human, json })
 }
 
