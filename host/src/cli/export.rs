@@ -83,8 +83,7 @@ pub fn run(args: &ExportArgs) -> Result<Report> {
     }
     let mut json = export_json(args, &core, max_abs_error, agree, n);
     json["error_bound"] = json!(bound);
-    human.push_str(&warning_line(&json));
-    Ok(Report { human, json })
+    Ok(with_warnings(human, json))
 }
 
 /// The JSON keys every export reports: where the bytes went, what they are, and how far
@@ -121,15 +120,12 @@ fn disagreement_warning(core: &Model<'_>, agree: usize, bags: usize) -> Option<S
     })
 }
 
-/// The human summary's warning line, if any.
-fn warning_line(json: &serde_json::Value) -> String {
-    json["warnings"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|w| w.as_str())
-        .map(|w| format!("\nwarning: {w}"))
-        .collect()
+/// The report, its human summary ending with the JSON's warnings.
+fn with_warnings(mut human: String, json: serde_json::Value) -> Report {
+    for w in json["warnings"].as_array().into_iter().flatten() {
+        human.push_str(&format!("\nwarning: {}", w.as_str().unwrap_or_default()));
+    }
+    Report { human, json }
 }
 
 /// The report of an exported set-kernel SVM: one core decision per training bag (each
@@ -157,7 +153,7 @@ fn svm_report(
     let n = train.n_bags();
     let stored = core.svm().map_or(0, |s| s.n_bags());
     let encoding = core.encoding().name();
-    let mut human = format!(
+    let human = format!(
         "{} → {} (set-kernel-svm, {encoding}, {} bytes, {stored} stored bags)\nmax |core − host| decision value on {n} training bags of {}: {max_abs_error:.3e} (stated bound {bound:.3e}); labels agree on {agree}/{n}",
         args.model,
         args.output,
@@ -167,8 +163,7 @@ fn svm_report(
     let mut json = export_json(args, &core, max_abs_error, agree, n);
     json["stored_bags"] = json!(stored);
     json["error_bound"] = json!(bound);
-    human.push_str(&warning_line(&json));
-    Ok(Report { human, json })
+    Ok(with_warnings(human, json))
 }
 
 /// Whether the file is a clustering model written by `mil cluster -o` (tagged by its
@@ -242,8 +237,7 @@ fn run_cluster(args: &ExportArgs, path: &Path) -> Result<Report> {
     }
     let mut json = export_json(args, &core, max_abs_error, agree, n);
     json["error_bound"] = json!(bound);
-    human.push_str(&warning_line(&json));
-    Ok(Report { human, json })
+    Ok(with_warnings(human, json))
 }
 
 fn encoding_of(format: ExportFormat) -> Encoding {
