@@ -184,8 +184,15 @@ impl<'a> SetKernelSvm<'a> {
             return Err(bad("a stored point lies outside the grid"));
         }
 
+        // ω is 16-bit in Q7 too: a hard-margin SVM's decisions cancel weights spanning
+        // four orders of magnitude, which an 8-bit step cannot hold (all bags' ω share
+        // one scale). The stored points dominate the size, so this costs n bytes.
+        let weight_encoding = match encoding {
+            Encoding::F32 => Encoding::F32,
+            Encoding::Q15 | Encoding::Q7 => Encoding::Q15,
+        };
         let weights = sections.require(tag::SCORE_WEIGHTS)?;
-        weights.expect(encoding.elem(), 1, n_bags)?;
+        weights.expect(weight_encoding.elem(), 1, n_bags)?;
         let weight_scale = match encoding {
             Encoding::F32 => {
                 weights.expect_finite()?;
@@ -195,7 +202,7 @@ impl<'a> SetKernelSvm<'a> {
                 None
             }
             _ => {
-                if (0..n_bags).any(|r| weights.i32_at(r).abs() > encoding.q_max()) {
+                if (0..n_bags).any(|r| weights.i32_at(r).abs() > weight_encoding.q_max()) {
                     return Err(bad("quantised value outside the symmetric range"));
                 }
                 let s = sections.f32_vec(tag::SCORE_SCALE, 1)?.f64_at(0);

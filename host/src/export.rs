@@ -632,8 +632,13 @@ fn export_svm(
     w.points(tag::REF_POINTS, rows, dim_in, &svm.points);
     let starts: Vec<u32> = svm.bag_starts.iter().map(|&v| v as u32).collect();
     w.u32s(tag::REF_BAGS, &starts);
+    // ω is 16-bit in Q7 as well (see `mil_core::svm`).
+    let weight_encoding = match encoding {
+        Encoding::F32 => Encoding::F32,
+        Encoding::Q15 | Encoding::Q7 => Encoding::Q15,
+    };
     w.weights(
-        encoding,
+        weight_encoding,
         (tag::SCORE_WEIGHTS, tag::SCORE_SCALE, None),
         1,
         n,
