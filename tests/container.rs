@@ -4,12 +4,14 @@
 //! to a model or an error value, and inference on whatever parses never panics.
 
 use mil::classifier::svm::SvmDeployment;
-use mil::export::{core_classify, core_svm_decide, export, Affine, Compact, CoreBag, Head};
+use mil::export::{
+    core_classify, core_svm_decide, export, export_with, Affine, Compact, CoreBag, Head, Rounding,
+};
 use mil::kernel::GridData;
 use mil::projection::{LinearProjection, ProjectionKind};
 use mil::Dataset;
 use mil_core::box_kernel::{count::exact_ln, BoxKernel, Grid, Method};
-use mil_core::model::{model_checksum, CHECKSUM_OFFSET};
+use mil_core::model::{model_checksum, tag, CHECKSUM_OFFSET, ENTRY_LEN, HEADER_LEN};
 use mil_core::score::{bag_score_bound, Pooling};
 use mil_core::{Encoding, Error, Instances, Model};
 use rand_core::{Rng, SeedableRng};
@@ -268,14 +270,24 @@ fn quantised_projection_error_stays_within_the_stated_bound() {
         let d = 1 + trial % 6;
         let p = random_projection(&mut rng, dim, d);
         let data = random_bags(&mut rng, dim, 6);
-        for encoding in [Encoding::Q15, Encoding::Q7] {
+        let roundings = [Rounding::Nearest, Rounding::Feedback];
+        for (encoding, rounding) in [Encoding::Q15, Encoding::Q7]
+            .into_iter()
+            .flat_map(|e| roundings.map(|r| (e, r)))
+        {
             let compact = Compact {
                 stage: Some(Affine::from_projection(&p)),
                 head: Head::None,
             };
-            let bytes = export(&compact, encoding, &data).unwrap();
+            let bytes = export_with(&compact, encoding, &data, rounding).unwrap();
             let model = Model::parse(&bytes).unwrap();
             let proj = model.projection().unwrap();
+            // (A 1 × 1 stage is diagonal: it has no weights to round.)
+            match (proj.rounding_radius(0), rounding) {
+                (None, _) => assert!(proj.weights().is_none()),
+                (Some(r), Rounding::Nearest) => assert_eq!(r, 0.5),
+                (Some(r), Rounding::Feedback) => assert!(r <= 1.0),
+            }
             let mut exact = vec![0.0; d];
             let mut y = vec![0.0f32; d];
             for x in data.features().chunks_exact(dim) {
@@ -289,7 +301,7 @@ fn quantised_projection_error_stays_within_the_stated_bound() {
                     let bound = proj.error_bound(k, &q) as f64;
                     assert!(
                         err <= bound,
-                        "trial {trial} {encoding:?} k {k}: {err} > {bound}"
+                        "trial {trial} {encoding:?} {rounding:?} k {k}: {err} > {bound}"
                     );
                     worst_ratio = worst_ratio.max(err / bound);
                 }
@@ -298,6 +310,40 @@ fn quantised_projection_error_stays_within_the_stated_bound() {
     }
     // The bound is not vacuous: somewhere the error uses a noticeable part of it.
     assert!(worst_ratio > 0.05, "bound never approached: {worst_ratio}");
+}
+
+/// The payload offset of section `t` in a model's bytes.
+fn section_offset(bytes: &[u8], t: u16) -> Option<usize> {
+    let n = u16::from_le_bytes([bytes[20], bytes[21]]) as usize;
+    (0..n).find_map(|i| {
+        let e = HEADER_LEN + i * ENTRY_LEN;
+        (u16::from_le_bytes([bytes[e], bytes[e + 1]]) == t)
+            .then(|| u32::from_le_bytes(bytes[e + 4..e + 8].try_into().unwrap()) as usize)
+    })
+}
+
+#[test]
+fn rounding_radii_outside_one_step_are_rejected() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+    let p = random_projection(&mut rng, 9, 2);
+    let data = random_bags(&mut rng, 9, 6);
+    let compact = Compact {
+        stage: Some(Affine::from_projection(&p)),
+        head: Head::None,
+    };
+    let nearest = export_with(&compact, Encoding::Q7, &data, Rounding::Nearest).unwrap();
+    assert_eq!(section_offset(&nearest, tag::PROJ_ROUNDING), None);
+    let bytes = export(&compact, Encoding::Q7, &data).unwrap();
+    let at = section_offset(&bytes, tag::PROJ_ROUNDING).unwrap();
+    for bad in [1.5f32, -0.25, f32::NAN] {
+        let mut b = bytes.clone();
+        b[at + 4..at + 8].copy_from_slice(&bad.to_le_bytes());
+        fix_checksum(&mut b);
+        assert!(
+            matches!(Model::parse(&b), Err(Error::BadModel(_))),
+            "radius {bad}"
+        );
+    }
 }
 
 #[test]

@@ -321,19 +321,24 @@ fn export_and_inspect_on_the_command_line() {
     assert_eq!(i["output_dim"], 2);
     assert_eq!(i["projected_dim"], 10);
     assert_eq!(i["stage"], "dense");
+    assert_eq!(e["rounding"], "feedback");
+    assert_eq!(i["rounding"], "feedback");
+    // Rounded to nearest, the model has no rounding radii: 10 f32 and a table entry fewer.
+    let export_q15 = |extra: &str| {
+        json(&run_mil(&[
+            "export", m, "--format", "q15", "-o", out, "--data", "musk1", extra, "--json",
+        ]))
+    };
+    let n = export_q15("--rounding=nearest");
+    assert_eq!(n["rounding"], "nearest");
+    assert_eq!(n["bytes"].as_u64(), Some(bytes - 10 * 4 - 16), "{n}");
+    assert_eq!(n["labels_agree"], 92);
+    assert_eq!(
+        json(&run_mil(&["inspect", out, "--json"]))["rounding"],
+        "nearest"
+    );
     // Folded, the 166 × 10 stage and the scorer become one row of 166 weights.
-    let f = json(&run_mil(&[
-        "export",
-        m,
-        "--format",
-        "q15",
-        "-o",
-        out,
-        "--data",
-        "musk1",
-        "--fold-projection",
-        "--json",
-    ]));
+    let f = export_q15("--fold-projection");
     assert!(f["bytes"].as_u64().unwrap() * 3 < bytes, "{f}");
     assert_eq!(f["labels_agree"], 92);
     let i = json(&run_mil(&["inspect", out, "--json"]));

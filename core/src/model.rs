@@ -232,8 +232,12 @@ pub mod tag {
     /// `PROJ_BIAS`: 2 × D, `f32`, row 0 the a_j, row 1 the c_j, with v_j as in
     /// [`INSTANCE_NORM`] ([`crate::project`]).
     pub const PROJ_DIAGONAL: u16 = 21;
+    /// Rounding radius δ_k of each row of quantised projection weights: the largest
+    /// |W_kj − t_k q_kj| / t_k, 1 × d, `f32` in [0, 1]. Absent: ½ (nearest rounding);
+    /// present when the weights were rounded with error feedback ([`crate::project`]).
+    pub const PROJ_ROUNDING: u16 = 22;
     /// Largest tag value.
-    pub const MAX: u16 = 21;
+    pub const MAX: u16 = 22;
 }
 
 /// One section of a parsed model: where its payload is and its shape.

@@ -11,10 +11,15 @@
 //!
 //! ŷ_k = t_k · 2^h_k · Σ_j round_shift(q_kj · qx_j, h_k) + b_k.
 //!
-//! Error bound (see [`Projection::error_bound`]), for inputs that did not saturate:
+//! Each weight lies within δ_k steps of its grid point, |W_kj − t_k q_kj| ≤ δ_k t_k: δ_k = ½
+//! for nearest rounding, or the row's radius stored in `PROJ_ROUNDING` when the host
+//! rounded with error feedback (at most 1: each weight goes to one of its two
+//! neighbouring grid points, chosen to cancel the output error the earlier weights of
+//! the row made on the training instances). Error bound (see [`Projection::error_bound`]),
+//! for inputs that did not saturate:
 //!
-//! |ŷ_k − y_k| ≤ (t_k/2)·(Σ_j |q_kj| + D/2)     input rounding, |W_kj|·s_j/2/s_j ≤ t_k(|q_kj|+½)/2
-//!             + (t_k/2)·Σ_j |qx_j|             weight rounding, |W_kj − t_k q_kj| ≤ t_k/2
+//! |ŷ_k − y_k| ≤ (t_k/2)·(Σ_j |q_kj| + δ_k D)   input rounding, ½·Σ_j |W_kj| with |W_kj| ≤ t_k(|q_kj| + δ_k)
+//!             + t_k δ_k·Σ_j |qx_j|            weight rounding
 //!             + t_k·2^(h_k−1)·D  (if h_k > 0)  product rounding of the shift
 //!             + 4ε·(|t_k 2^h_k acc| + |b_k|)   `f32` rounding of the final rescale, ε = 2⁻²³.
 //!
@@ -32,10 +37,12 @@ use crate::model::{tag, Elem, Encoding, Instances, Section, Sections, Weights};
 /// How a projection stage is stored.
 #[derive(Debug, Clone, Copy)]
 enum Stage<'a> {
-    /// d × D weights (row k = output k) and d biases.
+    /// d × D weights (row k = output k), d biases, and for quantised weights rounded
+    /// with error feedback the d rounding radii δ_k.
     Dense {
         weights: Weights<'a>,
         bias: Section<'a>,
+        rounding: Option<Section<'a>>,
     },
     /// 2 × D `f32`: row 0 the scales a_j, row 1 the offsets c_j.
     Diagonal(Section<'a>),
@@ -63,6 +70,7 @@ impl<'a> Projection<'a> {
                 tag::PROJ_SCALE,
                 tag::PROJ_SHIFT,
                 tag::PROJ_BIAS,
+                tag::PROJ_ROUNDING,
             ]
             .iter()
             .any(|&t| sections.get(t).is_some())
@@ -108,8 +116,26 @@ impl<'a> Projection<'a> {
             }
         }
         let bias = sections.f32_vec(tag::PROJ_BIAS, d)?;
+        let rounding = match sections.get(tag::PROJ_ROUNDING) {
+            None => None,
+            Some(_) if !quantised => {
+                return Err(Error::BadModel("rounding radii for f32 weights"));
+            }
+            Some(_) => {
+                let r = sections.f32_vec(tag::PROJ_ROUNDING, d)?;
+                // Error feedback picks one of the two neighbouring grid points: δ ≤ 1.
+                if (0..d).any(|k| !(0.0..=1.0).contains(&r.f32_at(k))) {
+                    return Err(Error::BadModel("rounding radius outside [0, 1]"));
+                }
+                Some(r)
+            }
+        };
         Ok(Projection {
-            stage: Stage::Dense { weights, bias },
+            stage: Stage::Dense {
+                weights,
+                bias,
+                rounding,
+            },
             input_dim,
             quantised,
         })
@@ -165,10 +191,10 @@ impl<'a> Projection<'a> {
             });
         }
         match (&self.stage, x) {
-            (Stage::Dense { weights, bias }, Instances::F32(x)) if !self.quantised => {
+            (Stage::Dense { weights, bias, .. }, Instances::F32(x)) if !self.quantised => {
                 Ok(weights.dot_f32(k, x) + bias.f32_at(k))
             }
-            (Stage::Dense { weights, bias }, Instances::I16(x)) if self.quantised => {
+            (Stage::Dense { weights, bias, .. }, Instances::I16(x)) if self.quantised => {
                 Ok(weights.dot_q(k, x) + bias.f32_at(k))
             }
             (Stage::Diagonal(s), Instances::F32(x)) if !self.quantised => {
@@ -190,8 +216,12 @@ impl<'a> Projection<'a> {
         if !self.quantised || k >= self.output_dim() {
             return 0.0;
         }
-        let (weights, bias) = match &self.stage {
-            Stage::Dense { weights, bias } => (weights, bias),
+        let (weights, bias, rounding) = match &self.stage {
+            Stage::Dense {
+                weights,
+                bias,
+                rounding,
+            } => (weights, bias, rounding),
             Stage::Diagonal(s) => {
                 let (a, c) = (s.f32_at(k), s.f32_at(self.input_dim + k));
                 let v = qx.get(k).map_or(0.0, |&v| v as f32);
@@ -215,7 +245,32 @@ impl<'a> Projection<'a> {
             0.0
         };
         let acc = weights.dot_q(k, qx).abs();
-        let rounding = 4.0 * f32::EPSILON * (acc + bias.f32_at(k).abs());
-        0.5 * t * (q_sum + 0.5 * n + x_sum) + shift_term + rounding
+        let delta = rounding.map_or(0.5, |r| r.f32_at(k));
+        let rescale = 4.0 * f32::EPSILON * (acc + bias.f32_at(k).abs());
+        0.5 * t * (q_sum + delta * n) + t * delta * x_sum + shift_term + rescale
+    }
+
+    /// Whether the stage stores rounding radii (`PROJ_ROUNDING`: weights rounded with
+    /// error feedback) rather than being rounded to nearest.
+    pub fn has_rounding_radii(&self) -> bool {
+        matches!(
+            self.stage,
+            Stage::Dense {
+                rounding: Some(_),
+                ..
+            }
+        )
+    }
+
+    /// The rounding radius δ_k of a quantised dense stage's row `k` (module docs): ½ for
+    /// nearest rounding, the stored radius for error feedback; `None` for f32 or
+    /// diagonal stages.
+    pub fn rounding_radius(&self, k: usize) -> Option<f32> {
+        match &self.stage {
+            Stage::Dense { rounding, .. } if self.quantised && k < self.output_dim() => {
+                Some(rounding.map_or(0.5, |r| r.f32_at(k)))
+            }
+            _ => None,
+        }
     }
 }

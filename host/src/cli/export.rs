@@ -7,11 +7,11 @@ use std::path::Path;
 use rayon::prelude::*;
 use serde_json::json;
 
-use super::{ExportArgs, ExportFormat, Report};
+use super::{ExportArgs, ExportFormat, ExportRounding, Report};
 use crate::cluster::ClusterModel;
 use crate::data::{self, Dataset};
 use crate::error::{Error, Result};
-use crate::export::{self, Compact, CoreBag, Head};
+use crate::export::{self, Compact, CoreBag, Head, Rounding};
 use crate::model::HostModel;
 use mil_core::{Encoding, Model};
 
@@ -42,7 +42,7 @@ pub fn run(args: &ExportArgs) -> Result<Report> {
         }
     };
     let encoding = encoding_of(args.format);
-    let bytes = export::export(&compact, encoding, &train)?;
+    let bytes = export::export_with(&compact, encoding, &train, rounding_of(args.rounding))?;
     let all: Vec<usize> = (0..train.n_bags()).collect();
     let host = model.scores(&train, &all)?;
     let core = Model::parse(&bytes)?;
@@ -100,6 +100,7 @@ fn export_json(
         "kind": core.kind().name(),
         "format": core.encoding().name(),
         "bytes": core.header().total_len,
+        "rounding": export::stored_rounding(core).map(Rounding::name),
         "max_abs_error": max_abs_error,
         "labels_agree": labels_agree,
         "bags": bags,
@@ -205,7 +206,7 @@ fn run_cluster(args: &ExportArgs, path: &Path) -> Result<Report> {
     let zscore = model.mean.as_deref().zip(model.std.as_deref());
     let compact = Compact::from_m3ic(model.k, model.dim, &model.weights, zscore, model.normalize)?;
     let encoding = encoding_of(args.format);
-    let bytes = export::export(&compact, encoding, &data)?;
+    let bytes = export::export_with(&compact, encoding, &data, rounding_of(args.rounding))?;
     let host: Vec<(usize, Vec<f64>)> = (0..data.n_bags())
         .map(|b| model.witness_scores(data.bag(b).as_slice()))
         .collect();
@@ -253,4 +254,11 @@ fn write_bytes(path: &str, bytes: &[u8]) -> Result<()> {
         path: path.into(),
         source,
     })
+}
+
+fn rounding_of(rounding: ExportRounding) -> Rounding {
+    match rounding {
+        ExportRounding::Nearest => Rounding::Nearest,
+        ExportRounding::Feedback => Rounding::Feedback,
+    }
 }

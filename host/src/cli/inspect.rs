@@ -23,8 +23,12 @@ pub fn run(args: &InspectArgs) -> Result<Report> {
         Some(_) => "dense",
         None => "none",
     };
+    let rounding = match crate::export::stored_rounding(&model) {
+        Some(r) => format!(", {} rounding", r.name()),
+        None => String::new(),
+    };
     let mut human = format!(
-        "{}: {} model, {}, format version {}, {} bytes, checksum {:#010x}\ninput {} features → {} after the projection stage ({stage}) → output {}",
+        "{}: {} model, {}, format version {}, {} bytes, checksum {:#010x}\ninput {} features → {} after the projection stage ({stage}{rounding}) → output {}",
         args.model,
         model.kind().name(),
         model.encoding().name(),
@@ -100,6 +104,7 @@ pub fn run(args: &InspectArgs) -> Result<Report> {
         "input_dim": model.input_dim(),
         "projected_dim": model.projected_dim(),
         "stage": stage,
+        "rounding": crate::export::stored_rounding(&model).map(crate::export::Rounding::name),
         "output_dim": model.output_dim(),
         "sections": h.n_sections,
         "checksum": format!("{:#010x}", h.checksum),

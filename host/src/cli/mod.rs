@@ -248,6 +248,16 @@ pub enum ExportFormat {
     Q7,
 }
 
+/// How quantised projection weights round to their grid.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportRounding {
+    /// Each weight to its nearest grid point (error ≤ half a step).
+    Nearest,
+    /// Error feedback over the training instances (GPTQ): each weight to one of its two
+    /// neighbouring grid points, cancelling the output error of the weights before it.
+    Feedback,
+}
+
 /// Classifier choice and its hyper-parameters.
 #[derive(Args, Debug, Clone)]
 pub struct ClassifierArgs {
@@ -522,6 +532,11 @@ pub struct ExportArgs {
     /// coordinates).
     #[arg(long)]
     pub fold_projection: bool,
+    /// Q15/Q7: how the projection weights round to their 16- or 8-bit grid. `feedback`
+    /// lowers the error on the training data; the stated worst-case bound uses each row's
+    /// largest rounding (at most one step, against half a step for `nearest`).
+    #[arg(long, value_enum, default_value = "feedback")]
+    pub rounding: ExportRounding,
 }
 
 /// `mil inspect`.

@@ -24,6 +24,21 @@ use crate::error::{Error, Result};
 use crate::model::{ClassifierModel, HostModel};
 use crate::projection::LinearProjection;
 
+pub mod rounding;
+
+use rounding::Feedback;
+pub use rounding::Rounding;
+
+/// The smallest `f32` not below `v` (v ≥ 0, finite).
+fn f32_at_least(v: f64) -> f32 {
+    let f = v as f32;
+    if f64::from(f) < v {
+        f32::from_bits(f.to_bits() + 1)
+    } else {
+        f
+    }
+}
+
 /// What follows the projection stage.
 #[derive(Debug, Clone)]
 pub enum Head {
@@ -243,7 +258,9 @@ impl Writer {
     }
 
     /// Weights with a per-row scale (quantised) or as floats; `shift` adds the
-    /// accumulator shift that keeps integer dot products out of saturation.
+    /// accumulator shift that keeps integer dot products out of saturation. Quantised
+    /// weights round to nearest, or with `feedback` ([`rounding`]); then the rows' radii
+    /// δ_k are returned for `PROJ_ROUNDING`.
     fn weights(
         &mut self,
         encoding: Encoding,
@@ -251,20 +268,29 @@ impl Writer {
         rows: usize,
         cols: usize,
         w: &[f64],
-    ) {
+        feedback: Option<&Feedback>,
+    ) -> Option<Vec<f64>> {
         if encoding == Encoding::F32 {
             self.f32s(tags.0, rows, cols, w.iter().copied());
-            return;
+            return None;
         }
         let q_max = encoding.q_max();
         let mut q = Vec::with_capacity(w.len());
         let mut scales = Vec::with_capacity(rows);
         let mut shifts = Vec::with_capacity(rows);
+        let mut radii = Vec::with_capacity(rows);
         for row in w.chunks_exact(cols) {
             let max_abs = row.iter().fold(0.0f64, |m, v| m.max(v.abs()));
             let s = fixed::scale_for(max_abs as f32, q_max);
             let start = q.len();
-            q.extend(row.iter().map(|&v| fixed::quantize(v as f32, s, q_max)));
+            match feedback {
+                Some(f) => {
+                    let (row_q, radius) = f.round_row(row, s, q_max);
+                    q.extend(row_q);
+                    radii.push(radius);
+                }
+                None => q.extend(row.iter().map(|&v| fixed::quantize(v as f32, s, q_max))),
+            }
             let abs_sum = q[start..].iter().map(|v| v.unsigned_abs() as u64).sum();
             scales.push(s as f64);
             shifts.push(fixed::safe_shift(abs_sum));
@@ -274,6 +300,7 @@ impl Writer {
         if let Some(t) = tags.2 {
             self.u32s(t, &shifts);
         }
+        feedback.map(|_| radii)
     }
 
     /// Lays the sections out (aligned, ascending) behind the header and table.
@@ -404,8 +431,31 @@ fn range_exponents(train: &Dataset) -> Vec<i32> {
 }
 
 /// Writes `model` in `encoding`. `train` is the data the model was fitted on: it sets the
-/// input quantisation of Q15/Q7 models.
+/// input quantisation of Q15/Q7 models and, with the default [`Rounding::Feedback`], how
+/// their projection weights round.
 pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Vec<u8>> {
+    export_with(model, encoding, train, Rounding::default())
+}
+
+/// How the quantised dense projection stage of a parsed model was rounded (`None` for
+/// f32 models and models without a dense stage).
+pub fn stored_rounding(model: &Model<'_>) -> Option<Rounding> {
+    let p = model.projection()?;
+    p.rounding_radius(0)?;
+    Some(if p.has_rounding_radii() {
+        Rounding::Feedback
+    } else {
+        Rounding::Nearest
+    })
+}
+
+/// [`export`] with the rounding of quantised projection weights chosen.
+pub fn export_with(
+    model: &Compact,
+    encoding: Encoding,
+    train: &Dataset,
+    rounding: Rounding,
+) -> Result<Vec<u8>> {
     let dim_in = train.dim();
     let mut w = Writer {
         sections: Vec::new(),
@@ -475,7 +525,19 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
                 .flat_map(|row| row.iter().zip(&input_steps).map(|(g, s)| g * s))
                 .collect();
             let tags = (tag::PROJ_WEIGHTS, tag::PROJ_SCALE, Some(tag::PROJ_SHIFT));
-            w.weights(encoding, tags, stage.rows, dim_in, &a);
+            let feedback = match rounding {
+                Rounding::Feedback if encoding != Encoding::F32 => {
+                    Feedback::new(train, &input_steps)
+                }
+                _ => None,
+            };
+            if let Some(radii) =
+                w.weights(encoding, tags, stage.rows, dim_in, &a, feedback.as_ref())
+            {
+                // Rounded up to f32 so that the core's bound still covers every weight.
+                let radii = radii.iter().map(|&r| f64::from(f32_at_least(r).min(1.0)));
+                w.f32s(tag::PROJ_ROUNDING, 1, stage.rows, radii);
+            }
             w.f32s(tag::PROJ_BIAS, 1, stage.rows, stage.b.iter().copied());
         }
     }
@@ -490,7 +552,7 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
         } => {
             let rows = bias.len();
             let tags = (tag::SCORE_WEIGHTS, tag::SCORE_SCALE, None);
-            w.weights(encoding, tags, rows, d, weights);
+            w.weights(encoding, tags, rows, d, weights, None);
             w.f32s(tag::SCORE_BIAS, 1, rows, bias.iter().copied());
             w.f32s(tag::PARAMS, 1, 2, [*pooling as u8 as f64, *beta]);
             (ModelKind::LinearMil, rows.max(2))
@@ -557,7 +619,7 @@ pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Ve
         } => {
             let k = bias.len();
             let tags = (tag::SCORE_WEIGHTS, tag::SCORE_SCALE, None);
-            w.weights(encoding, tags, k, d, weights);
+            w.weights(encoding, tags, k, d, weights, None);
             w.f32s(tag::SCORE_BIAS, 1, k, bias.iter().copied());
             if let Some((a, c)) = instance_norm {
                 if a.len() != dim_in || c.len() != dim_in {
@@ -643,6 +705,7 @@ fn export_svm(
         1,
         n,
         &svm.weights,
+        None,
     );
     let bytes = w.finish(ModelKind::SetKernelSvm, encoding, (dim_in, 2))?;
     Model::parse(&bytes)?;
