@@ -1,7 +1,9 @@
 //! Host prediction vs core prediction on the exported bytes, for every model kind the
 //! host trains, on musk1 and elephant: f32 scores within 1e-5 (relative, floor 1), labels
-//! identical; quantised scores within the stated bound (linear models) and labels
-//! identical.
+//! identical; quantised scores within the stated bound and labels identical, except for
+//! quantised B-MIDA + Citation-kNN and Q7 M³IC, whose labels may differ only on bags whose
+//! host decision lies within the stated bound of a tie ([`Labels::Certified`]; the
+//! agreement counts are printed).
 
 #[allow(dead_code)] // each test binary uses part of the shared helpers
 mod deploy;
