@@ -5,9 +5,9 @@
 //! - **Error feedback**, the default: the OBQ/GPTQ update (Frantar et al., "GPTQ:
 //!   accurate post-training quantization for generative pre-trained transformers",
 //!   ICLR 2023, Algorithm 1, with its act order: features of largest E(v_j²) first). A
-//!   row is rounded one weight at a time; after weight i, the
-//!   row's later weights move to cancel, in least squares over the training instances v
-//!   (as the device receives them), the output error e_i·v_i just made. With H = E(v vᵀ) +
+//!   row is rounded one weight at a time; after weight i, the row's later weights move to
+//!   cancel, in least squares over the training instances v (as the device receives
+//!   them), the output error e_i·v_i just made. With H = E(v vᵀ) +
 //!   λI and H⁻¹ = UᵀU (U upper triangular), that move is W_j −= (e_i / U_ii)·U_ij for
 //!   j > i, e_i = W_i − t q_i. Unlike GPTQ we keep each q_i at one of the two grid points
 //!   around the *original* W_i, so every weight stays within one step (δ_k ≤ 1) and the
@@ -85,14 +85,14 @@ impl Feedback {
         for i in 0..d {
             h[(i, i)] += lambda;
         }
-        // H = R Rᵀ with R upper triangular: the Cholesky factor of H with rows and columns
-        // reversed, reversed back. Then U = R⁻¹ (H⁻¹ = R⁻ᵀR⁻¹ = UᵀU) by back substitution,
-        // without forming H⁻¹.
         // GPTQ's "act order": the features with the largest E(v_j²) first, while the
         // most later weights are left to absorb their error (ties keep feature order).
         let mut order: Vec<usize> = (0..d).collect();
         order.sort_by(|&a, &b| h[(b, b)].total_cmp(&h[(a, a)]));
         let h = DMatrix::from_fn(d, d, |i, j| h[(order[i], order[j])]);
+        // H = R Rᵀ with R upper triangular: the Cholesky factor of H with rows and columns
+        // reversed, reversed back. Then U = R⁻¹ (H⁻¹ = R⁻ᵀR⁻¹ = UᵀU) by back substitution,
+        // without forming H⁻¹.
         let reversed = DMatrix::from_fn(d, d, |i, j| h[(d - 1 - i, d - 1 - j)]);
         let l = reversed.cholesky()?.l();
         let r = DMatrix::from_fn(d, d, |i, j| l[(d - 1 - i, d - 1 - j)]);
@@ -100,9 +100,11 @@ impl Feedback {
         Some(Feedback { u, order })
     }
 
-    /// Rounds one row of weights to the grid `scale`·q, |q| ≤ `q_max`. Returns q and the
-    /// row's radius δ = max_j |W_j − scale·q_j| / scale (below 1).
+    /// Rounds one row of weights (one per feature of the data the factor was built
+    /// from) to the grid `scale`·q, |q| ≤ `q_max`. Returns q and the row's radius
+    /// δ = max_j |W_j − scale·q_j| / scale (below 1).
     pub fn round_row(&self, row: &[f64], scale: f32, q_max: i32) -> (Vec<i32>, f64) {
+        assert_eq!(row.len(), self.order.len(), "one weight per feature");
         let t = f64::from(scale);
         let ordered: Vec<f64> = self.order.iter().map(|&j| row[j]).collect();
         let row = &ordered[..];
