@@ -1,7 +1,6 @@
-//! The `mil` executable as built for this package. Besides checking the help, having an
-//! integration test here makes `cargo test --workspace` build `target/<profile>/mil`,
-//! which the workspace's end-to-end tests in `tests/` run (Cargo builds a package's
-//! binaries only for that package's own integration tests).
+//! The `mil` executable as built for this package: its help lists the CLI contract's
+//! subcommands. (The end-to-end tests in `tests/` run the same `main` as the root
+//! package's `mil-under-test` binary, which cargo rebuilds with them.)
 
 use std::process::Command;
 

@@ -3,14 +3,16 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-/// Path of the `mil` binary built by cargo for this test run.
+/// Path of the `mil` program built by cargo for this test run: this package's
+/// `mil-under-test` binary (the same `main`), which cargo builds with the tests, so it is
+/// never older than the code under test.
 pub fn mil_binary() -> PathBuf {
     let mut path = std::env::current_exe().expect("test executable path");
     path.pop();
     if path.ends_with("deps") {
         path.pop();
     }
-    path.join(format!("mil{}", std::env::consts::EXE_SUFFIX))
+    path.join(format!("mil-under-test{}", std::env::consts::EXE_SUFFIX))
 }
 
 /// Runs `mil` with the given arguments and returns its output.

@@ -546,6 +546,31 @@ pub struct InspectArgs {
     pub model: String,
 }
 
+/// The `mil` program: parses the command line, runs it, prints the report (JSON with
+/// `--json`) or the error, and returns the exit code.
+pub fn main() -> std::process::ExitCode {
+    use clap::Parser;
+    use std::io::Write;
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(report) => {
+            let mut out = std::io::stdout().lock();
+            let text = if cli.json {
+                report.json.to_string()
+            } else {
+                report.human
+            };
+            // A closed pipe (e.g. `| head`) is not an error worth a panic.
+            let _ = writeln!(out, "{text}");
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("mil: {e}");
+            std::process::ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
+
 /// Runs one parsed command line.
 pub fn run(cli: &Cli) -> Result<Report> {
     match &cli.command {
