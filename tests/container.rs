@@ -323,6 +323,26 @@ fn section_offset(bytes: &[u8], t: u16) -> Option<usize> {
 }
 
 #[test]
+fn error_feedback_falls_back_to_nearest_above_its_feature_cap() {
+    use mil::export::rounding::MAX_FEEDBACK_DIM;
+    use mil::export::stored_rounding;
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
+    for (dim, want) in [
+        (MAX_FEEDBACK_DIM, Rounding::Feedback),
+        (MAX_FEEDBACK_DIM + 1, Rounding::Nearest),
+    ] {
+        let p = random_projection(&mut rng, dim, 2);
+        let data = random_bags(&mut rng, dim, 3);
+        let compact = Compact {
+            stage: Some(Affine::from_projection(&p)),
+            head: Head::None,
+        };
+        let bytes = export(&compact, Encoding::Q7, &data).unwrap();
+        assert_eq!(stored_rounding(&Model::parse(&bytes).unwrap()), Some(want));
+    }
+}
+
+#[test]
 fn rounding_radii_outside_one_step_are_rejected() {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
     let p = random_projection(&mut rng, 9, 2);

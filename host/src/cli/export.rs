@@ -104,7 +104,24 @@ fn export_json(
         "max_abs_error": max_abs_error,
         "labels_agree": labels_agree,
         "bags": bags,
-        "warnings": disagreement_warning(core, labels_agree, bags).into_iter().collect::<Vec<_>>(),
+        "warnings": rounding_warning(args, core)
+            .into_iter()
+            .chain(disagreement_warning(core, labels_agree, bags))
+            .collect::<Vec<_>>(),
+    })
+}
+
+/// A warning when error-feedback rounding was asked for (the default) but the quantised
+/// stage had to be rounded to nearest.
+fn rounding_warning(args: &ExportArgs, core: &Model<'_>) -> Option<String> {
+    (args.rounding == ExportRounding::Feedback
+        && export::stored_rounding(core) == Some(Rounding::Nearest))
+    .then(|| {
+        format!(
+            "the projection weights were rounded to nearest: error feedback needs at most {} \
+             features and some non-zero input",
+            export::rounding::MAX_FEEDBACK_DIM
+        )
     })
 }
 
@@ -260,5 +277,47 @@ fn rounding_of(rounding: ExportRounding) -> Rounding {
     match rounding {
         ExportRounding::Nearest => Rounding::Nearest,
         ExportRounding::Feedback => Rounding::Feedback,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use crate::export::{export_with, Affine};
+    use crate::projection::test_support::single_instance_bags;
+    use clap::Parser;
+
+    fn export_args(extra: &[&str]) -> ExportArgs {
+        let mut argv = vec!["mil", "export", "m.json", "-o", "m.milm", "--format", "q7"];
+        argv.extend_from_slice(extra);
+        match Cli::parse_from(argv).command {
+            Command::Export(args) => args,
+            _ => unreachable!("an export command line"),
+        }
+    }
+
+    #[test]
+    fn warns_when_feedback_rounding_could_not_be_applied() {
+        let data = single_instance_bags(2, &[vec![1.0, -2.0], vec![3.0, 0.5]], &[0, 1]);
+        let compact = Compact {
+            stage: Some(Affine {
+                rows: 2,
+                cols: 2,
+                a: vec![0.3, -0.7, 0.2, 0.9],
+                b: vec![0.0, 0.1],
+            }),
+            head: Head::None,
+        };
+        for (rounding, cli_rounding, warned) in [
+            (Rounding::Feedback, &[][..], false),
+            (Rounding::Nearest, &["--rounding", "nearest"][..], false),
+            (Rounding::Nearest, &[][..], true),
+        ] {
+            let bytes = export_with(&compact, Encoding::Q7, &data, rounding).unwrap();
+            let core = Model::parse(&bytes).unwrap();
+            let warning = rounding_warning(&export_args(cli_rounding), &core);
+            assert_eq!(warning.is_some(), warned, "{rounding:?} {cli_rounding:?}");
+        }
     }
 }
