@@ -24,6 +24,8 @@
 //! (`u32`) in companion sections. Every field is checked by [`Model::parse`]: a
 //! truncated, corrupted or hostile input gives an [`Error`], never a panic.
 
+use core::ops::Range;
+
 use crate::citation::CitationKnn;
 use crate::cluster::M3ic;
 use crate::error::Error;
@@ -278,16 +280,18 @@ impl<'a> Section<'a> {
     }
 
     /// Element `i` as an integer (`i16`/`i8`/`u16`/`u32` widened; floats truncated); 0
-    /// out of range.
+    /// out of range. Each arm checks its own bounds, so the integer arms stay a few
+    /// instructions and the `f64` arm's soft-float conversion does not burden them.
     pub fn i32_at(&self, i: usize) -> i32 {
-        let s = self.elem.size();
-        let b = self.bytes.get(i * s..i * s + s).unwrap_or(&[]);
-        match (self.elem, b) {
-            (Elem::I16, &[a, c]) => i16::from_le_bytes([a, c]) as i32,
-            (Elem::I8, &[a]) => a as i8 as i32,
-            (Elem::U32 | Elem::U16, _) => self.u32_at(i) as i32,
-            (Elem::F32 | Elem::F64, _) => self.f64_at(i) as i32,
-            _ => 0,
+        match self.elem {
+            Elem::I16 => match self.bytes.get(i * 2..i * 2 + 2) {
+                Some(&[a, c]) => i16::from_le_bytes([a, c]) as i32,
+                _ => 0,
+            },
+            Elem::I8 => self.bytes.get(i).map_or(0, |&a| a as i8 as i32),
+            Elem::U32 | Elem::U16 => self.u32_at(i) as i32,
+            Elem::F32 => f32::from_le_bytes(self.word(i)) as i32,
+            Elem::F64 => self.f64_at(i) as i32,
         }
     }
 
@@ -299,6 +303,44 @@ impl<'a> Section<'a> {
                 _ => 0,
             },
             _ => u32::from_le_bytes(self.word(i)),
+        }
+    }
+
+    /// The largest |element| among elements `elements` (row-major) of an integer
+    /// section, as [`Section::i32_at`] reads them (so elements past the end count as 0);
+    /// 0 for an empty range.
+    pub fn max_abs(&self, elements: Range<usize>) -> u32 {
+        self.fold_abs(elements, 0, u32::max)
+    }
+
+    /// The sum of |element| over elements `elements` (row-major) of an integer section,
+    /// as [`Section::i32_at`] reads them (so elements past the end count as 0).
+    pub fn abs_sum(&self, elements: Range<usize>) -> u64 {
+        self.fold_abs(elements, 0, |sum, a| sum + u64::from(a))
+    }
+
+    /// Folds `f` over |element| for elements `elements`. `i16` and `i8` sections (every
+    /// quantised weight of a model) are decoded straight from their bytes, without
+    /// [`Section::i32_at`]'s per-element dispatch on the element type and its bounds
+    /// arithmetic: the validation loops of [`Model::parse`] read each weight this way.
+    fn fold_abs<B>(&self, elements: Range<usize>, init: B, f: impl FnMut(B, u32) -> B) -> B {
+        let size = self.elem.size();
+        let n = self.bytes.len() / size;
+        let end = elements.end.min(n);
+        let start = elements.start.min(end);
+        let bytes = self.bytes.get(start * size..end * size).unwrap_or(&[]);
+        match self.elem {
+            Elem::I16 => bytes
+                .chunks_exact(2)
+                .map(|b| u32::from(i16::from_le_bytes([b[0], b[1]]).unsigned_abs()))
+                .fold(init, f),
+            Elem::I8 => bytes
+                .iter()
+                .map(|&b| u32::from((b as i8).unsigned_abs()))
+                .fold(init, f),
+            Elem::F32 | Elem::U32 | Elem::F64 | Elem::U16 => (start..end)
+                .map(|i| self.i32_at(i).unsigned_abs())
+                .fold(init, f),
         }
     }
 
@@ -444,7 +486,7 @@ impl<'a> Weights<'a> {
             });
         }
         let q_max = encoding.q_max();
-        if (0..v.len()).any(|i| v.i32_at(i).abs() > q_max) {
+        if v.max_abs(0..v.len()) > q_max.unsigned_abs() {
             return Err(Error::BadModel(
                 "quantised value outside the symmetric range",
             ));
@@ -693,7 +735,7 @@ impl<'a> Model<'a> {
         if enc != Encoding::F32 && header.kind != ModelKind::SetKernelSvm {
             let s = sections.require(tag::INPUT_EXP)?;
             s.expect(Elem::I8, 1, d_in)?;
-            if (0..d_in).any(|j| s.i32_at(j).abs() > MAX_INPUT_EXP) {
+            if s.max_abs(0..d_in) > MAX_INPUT_EXP.unsigned_abs() {
                 return Err(Error::BadModel("input exponent out of range"));
             }
             model.input_exp = Some(s);
@@ -1072,6 +1114,37 @@ mod tests {
     fn crc32_matches_the_standard_check_value() {
         // The CRC-32/ISO-HDLC check value of "123456789".
         assert_eq!(!crc32_update(0xFFFF_FFFF, b"123456789"), 0xCBF4_3926);
+    }
+
+    #[test]
+    fn abs_folds_read_what_i32_at_reads() {
+        let i16s: [i16; 5] = [-32768, 32767, -5, 0, 300];
+        let i16_bytes: [u8; 10] = core::array::from_fn(|b| i16s[b / 2].to_le_bytes()[b % 2]);
+        let i8_bytes = [0x80u8, 0x7F, 0xFB, 0, 9];
+        let u32_bytes: [u8; 8] = [7, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF];
+        let sections = [
+            (Elem::I16, &i16_bytes[..]),
+            (Elem::I8, &i8_bytes[..]),
+            (Elem::U32, &u32_bytes[..]),
+        ];
+        for (elem, bytes) in sections {
+            let n = bytes.len() / elem.size();
+            let s = Section {
+                elem,
+                rows: 1,
+                cols: n,
+                bytes,
+            };
+            for start in 0..=n + 1 {
+                for end in start..=n + 2 {
+                    let abs = |i| s.i32_at(i).unsigned_abs();
+                    let max = (start..end).map(abs).max().unwrap_or(0);
+                    let sum: u64 = (start..end).map(|i| u64::from(abs(i))).sum();
+                    assert_eq!(s.max_abs(start..end), max, "{elem:?} {start}..{end}");
+                    assert_eq!(s.abs_sum(start..end), sum, "{elem:?} {start}..{end}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -104,9 +104,7 @@ impl<'a> Projection<'a> {
         if quantised {
             // The shift must keep the accumulator out of saturation for every input.
             for k in 0..d {
-                let sum: u64 = (0..input_dim)
-                    .map(|j| weights.values.i32_at(k * input_dim + j).unsigned_abs() as u64)
-                    .sum();
+                let sum = weights.values.abs_sum(k * input_dim..(k + 1) * input_dim);
                 let shift = weights.shift.map_or(0, |s| s.u32_at(k));
                 if shift < crate::fixed::safe_shift(sum) {
                     return Err(Error::BadModel(
