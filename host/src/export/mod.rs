@@ -10,7 +10,8 @@
 //! little, see `balance_exponents`) into the weights, so the device multiplies integers
 //! only in the D × d stage. A stage that scales each feature on its own (Citation-kNN on
 //! raw features) is stored as a diagonal ([`mil_core::project`]): 2D `f32` values
-//! instead of a D × D matrix.
+//! instead of a D × D matrix. A quantised dense stage rounds its weights with error
+//! feedback over the training instances unless asked for nearest rounding ([`rounding`]).
 
 use mil_core::model::{self as container, tag, Elem, Encoding, ModelKind};
 use mil_core::score::Pooling;
@@ -28,16 +29,6 @@ pub mod rounding;
 
 use rounding::Feedback;
 pub use rounding::Rounding;
-
-/// The smallest `f32` not below `v` (v ≥ 0, finite).
-fn f32_at_least(v: f64) -> f32 {
-    let f = v as f32;
-    if f64::from(f) < v {
-        f32::from_bits(f.to_bits() + 1)
-    } else {
-        f
-    }
-}
 
 /// What follows the projection stage.
 #[derive(Debug, Clone)]
@@ -435,6 +426,16 @@ fn range_exponents(train: &Dataset) -> Vec<i32> {
 /// their projection weights round.
 pub fn export(model: &Compact, encoding: Encoding, train: &Dataset) -> Result<Vec<u8>> {
     export_with(model, encoding, train, Rounding::default())
+}
+
+/// The smallest `f32` not below `v` (v ≥ 0, finite).
+fn f32_at_least(v: f64) -> f32 {
+    let f = v as f32;
+    if f64::from(f) < v {
+        f32::from_bits(f.to_bits() + 1)
+    } else {
+        f
+    }
 }
 
 /// How the quantised dense projection stage of a parsed model was rounded (`None` for
