@@ -12,11 +12,10 @@ use std::sync::OnceLock;
 
 use divan::counter::ItemsCount;
 use divan::Bencher;
-use indicatif::ProgressBar;
-use mil::data::{self, Dataset};
-use mil::kernel::{box_gram, BoxGramSpec, GridData};
 use mil_core::box_kernel::seeds::pair_seed;
 use mil_core::box_kernel::{estimate, scratch_len, Accuracy, BoxKernel, Estimate, Method, Scratch};
+use mil_toolkit::data::{self, Dataset};
+use mil_toolkit::kernel::{box_gram, BoxGramSpec, GridData};
 use rand_core::{Rng, SeedableRng, TryRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -253,12 +252,12 @@ fn gram_bench(bencher: Bencher, name: &str, kernel: &str, method: Method) {
         accuracy: accuracy(),
         seed: 1,
     };
-    let samples = box_gram(data, spec, &ProgressBar::hidden())
+    let samples = box_gram(data, spec, &mil_toolkit::progress::Silent)
         .unwrap()
         .samples;
     bencher
         .counter(ItemsCount::new(samples))
-        .bench(|| box_gram(data, spec, &ProgressBar::hidden()).unwrap());
+        .bench(|| box_gram(data, spec, &mil_toolkit::progress::Silent).unwrap());
 }
 
 /// Musk1 entries one at a time (every 7th pair), fast against the paper's Tables 3 and 4.

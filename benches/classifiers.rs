@@ -4,12 +4,12 @@
 
 use std::path::Path;
 
-use mil::classifier::citation_knn::{CitationKnn, Scaling};
-use mil::classifier::milr::{Milr, Pooling};
-use mil::classifier::ClassifierSpec;
-use mil::data;
-use mil::distance::{pairwise, Hausdorff};
-use mil::pipeline::{cross_validate, read_folds_file, Folds, Pipeline};
+use mil_toolkit::classifier::citation_knn::{CitationKnn, Scaling};
+use mil_toolkit::classifier::milr::{Milr, Pooling};
+use mil_toolkit::classifier::ClassifierParams;
+use mil_toolkit::data;
+use mil_toolkit::distance::{pairwise, Hausdorff};
+use mil_toolkit::pipeline::{cross_validate, read_folds_file, Folds, Pipeline};
 
 fn main() {
     divan::main();
@@ -17,7 +17,7 @@ fn main() {
 
 const SETS: [&str; 3] = ["musk1", "elephant", "musk2"];
 
-fn run(name: &str, classifier: ClassifierSpec) -> f64 {
+fn run(name: &str, classifier: ClassifierParams) -> f64 {
     let d = data::load(name).unwrap();
     let folds_path = format!(
         "{}/data/weka-folds/folds_{name}_weka_seed1.csv",
@@ -28,9 +28,9 @@ fn run(name: &str, classifier: ClassifierSpec) -> f64 {
         projection: None,
         classifier: classifier.into(),
         inner_folds: 3,
-        select: mil::pipeline::Selection::Accuracy,
+        select: mil_toolkit::pipeline::Selection::Accuracy,
     };
-    cross_validate(&pipeline, &d, &folds, false)
+    cross_validate(&pipeline, &d, &folds, &mil_toolkit::progress::Silent)
         .unwrap()
         .accuracy
 }
@@ -40,7 +40,7 @@ fn run(name: &str, classifier: ClassifierSpec) -> f64 {
 fn citation_knn_weka(name: &str) -> f64 {
     run(
         name,
-        ClassifierSpec::CitationKnn(CitationKnn {
+        ClassifierParams::CitationKnn(CitationKnn {
             scaling: Scaling::Weka,
             ..CitationKnn::default()
         }),
@@ -50,7 +50,7 @@ fn citation_knn_weka(name: &str) -> f64 {
 /// Citation-kNN R = 2, C = 4 with the default z-score scaling.
 #[divan::bench(args = SETS, sample_count = 3, sample_size = 1)]
 fn citation_knn_zscore(name: &str) -> f64 {
-    run(name, ClassifierSpec::CitationKnn(CitationKnn::default()))
+    run(name, ClassifierParams::CitationKnn(CitationKnn::default()))
 }
 
 /// MILR with Weka's default noisy-OR combiner.
@@ -58,7 +58,7 @@ fn citation_knn_zscore(name: &str) -> f64 {
 fn milr_noisy_or(name: &str) -> f64 {
     run(
         name,
-        ClassifierSpec::Milr(Milr {
+        ClassifierParams::Milr(Milr {
             pooling: Pooling::NoisyOr,
             ..Milr::default()
         }),

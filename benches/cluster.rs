@@ -3,8 +3,9 @@
 //! BAMIC with 5 starts per bag distance (pairwise Hausdorff distances included).
 //! Run: `cargo bench --bench cluster`.
 
-use mil::cluster::{bamic, m3ic, BagDistance};
-use mil::data;
+use mil_toolkit::cluster::{bamic, m3ic};
+use mil_toolkit::data;
+use mil_toolkit::distance::Hausdorff;
 
 fn main() {
     divan::main();
@@ -31,9 +32,9 @@ fn m3ic_five_starts(bencher: divan::Bencher) {
 fn bamic_five_starts(bencher: divan::Bencher, distance: &str) {
     let corel = data::load("corel3").unwrap();
     let distance = match distance {
-        "min" => BagDistance::Min,
-        "max" => BagDistance::Max,
-        _ => BagDistance::Avg,
+        "min" => Hausdorff::Min,
+        "max" => Hausdorff::Max,
+        _ => Hausdorff::Avg,
     };
     bencher.bench(|| bamic::fit(&corel, 3, distance, 5, 1).unwrap());
 }

@@ -6,11 +6,12 @@
 //! `cargo bench --bench export`.
 
 use divan::Bencher;
-use mil::export::rounding::{Feedback, MAX_FEEDBACK_DIM};
-use mil::export::{export_with, Affine, Compact, Head, Rounding};
-use mil::projection::{self, ProjectionKind, ProjectionSpec};
-use mil::Dataset;
 use mil_core::Encoding;
+use mil_toolkit::export::rounding::{Feedback, MAX_FEEDBACK_DIM};
+use mil_toolkit::export::{export_with, Affine, Compact, Head, Rounding};
+use mil_toolkit::projection::mida::Bmida;
+use mil_toolkit::projection::Projector;
+use mil_toolkit::Dataset;
 use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -38,7 +39,7 @@ fn uniform_data(dim: usize, n: usize) -> Dataset {
 
 #[divan::bench(sample_count = 10)]
 fn feedback_factor_musk1(bencher: Bencher) {
-    let musk1 = mil::data::load("musk1").unwrap();
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
     let steps = vec![1.0; musk1.dim()];
     bencher.bench(|| Feedback::new(&musk1, &steps).unwrap());
 }
@@ -52,16 +53,13 @@ fn feedback_factor_at_the_cap(bencher: Bencher) {
 
 #[divan::bench(args = ["nearest", "feedback"], sample_count = 10)]
 fn export_q7_musk1_bmida(bencher: Bencher, rounding: &str) {
-    let musk1 = mil::data::load("musk1").unwrap();
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
     let all: Vec<usize> = (0..musk1.n_bags()).collect();
-    let spec = ProjectionSpec {
-        kind: ProjectionKind::Bmida,
-        dim: 10,
-        alpha: 1.0,
-        midr_c2: mil::projection::midr::BENCHMARK_C2,
-        seed: 1,
-    };
-    let p = projection::fit(&spec, &musk1, &all).unwrap();
+    let p = Bmida::default()
+        .dim(10)
+        .alpha(1.0)
+        .fit(&musk1, &all)
+        .unwrap();
     let compact = Compact {
         stage: Some(Affine::from_projection(&p)),
         head: Head::None,

@@ -12,13 +12,13 @@
 //! half; prints mean (sd) of AUROC, sparsity, orthogonality and MIDR's ‖A − H‖_F/d.
 
 use divan::Bencher;
-use mil::classifier::milr::Milr;
-use mil::classifier::{BagModel, Classifier};
-use mil::data::synth::{mialm_ii, Synthetic};
-use mil::eval::metrics::auroc;
-use mil::projection::mi_alm::MiAlm;
-use mil::projection::midr::Midr;
-use mil::projection::{LinearProjection, Projector};
+use mil_toolkit::classifier::milr::Milr;
+use mil_toolkit::classifier::{BagModel, Classifier};
+use mil_toolkit::data::synth::{mialm_ii, Synthetic};
+use mil_toolkit::eval::metrics::auroc;
+use mil_toolkit::projection::mi_alm::MiAlm;
+use mil_toolkit::projection::midr::Midr;
+use mil_toolkit::projection::{LinearProjection, Projector};
 
 fn main() {
     match std::env::var("MI_ALM_TABLES") {

@@ -11,15 +11,15 @@
 
 use std::path::PathBuf;
 
-use mil::classifier::milr::{Milr, Pooling};
-use mil::classifier::{BagModel, Classifier};
-use mil::data::Dataset;
-use mil::eval::folds::{complement, derive_seed};
-use mil::eval::metrics::auroc;
-use mil::eval::{inner_folds, stratified_folds};
-use mil::projection::mi_alm::MiAlm;
-use mil::projection::midr::Midr;
-use mil::projection::{LinearProjection, Projector};
+use mil_toolkit::classifier::milr::{Milr, Pooling};
+use mil_toolkit::classifier::{BagModel, Classifier};
+use mil_toolkit::data::Dataset;
+use mil_toolkit::eval::folds::{complement, derive_seed};
+use mil_toolkit::eval::metrics::auroc;
+use mil_toolkit::eval::{inner_folds, stratified_folds};
+use mil_toolkit::projection::mi_alm::MiAlm;
+use mil_toolkit::projection::midr::Midr;
+use mil_toolkit::projection::{LinearProjection, Projector};
 
 const FOLDS: usize = 10;
 const SEED: u64 = 1;
@@ -93,7 +93,7 @@ fn main() {
     let alpha: f64 = args.get(2).map_or(0.3, |s| s.parse().expect("ALPHA"));
     let method = args.get(3).map_or("mi-alm", String::as_str);
     let c2: f64 = args.get(4).map_or(10.0, |s| s.parse().expect("C2"));
-    let data = mil::data::load(name).expect("data set");
+    let data = mil_toolkit::data::load(name).expect("data set");
     let labels = data.labels().expect("labelled").to_vec();
     let folds = stratified_folds(&labels, FOLDS, derive_seed(SEED, 0)).expect("folds");
     let setup = Setup {

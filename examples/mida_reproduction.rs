@@ -20,18 +20,18 @@
 
 use std::time::Instant;
 
-use mil::classifier::citation_knn::{CitationKnn, Scaling};
-use mil::classifier::milr::Milr;
-use mil::classifier::{BagModel, Classifier};
-use mil::data::synth::{mida_one, mida_two, Synthetic};
-use mil::data::{self, Dataset};
-use mil::distance::Hausdorff;
-use mil::eval::folds::{complement, derive_seed};
-use mil::eval::{inner_folds, stratified_folds, Summary};
-use mil::projection::mida::{Bmida, BmidaInit, Mmida};
-use mil::projection::InputScaling;
-use mil::projection::{self, ProjectionKind, ProjectionSpec};
-use mil::Result;
+use mil_toolkit::classifier::citation_knn::{CitationKnn, Scaling};
+use mil_toolkit::classifier::milr::Milr;
+use mil_toolkit::classifier::{BagModel, Classifier};
+use mil_toolkit::data::synth::{mida_one, mida_two, Synthetic};
+use mil_toolkit::data::{self, Dataset};
+use mil_toolkit::distance::Hausdorff;
+use mil_toolkit::eval::folds::{complement, derive_seed};
+use mil_toolkit::eval::{inner_folds, stratified_folds, Summary};
+use mil_toolkit::projection::mida::{Bmida, BmidaInit, Mmida};
+use mil_toolkit::projection::InputScaling;
+use mil_toolkit::projection::{ProjectionKind, ProjectionParams};
+use mil_toolkit::Result;
 
 const ALPHAS_SYNTHETIC: [f64; 6] = [0.001, 0.01, 0.1, 1.0, 10.0, 100.0];
 const ALPHAS_BENCH: [f64; 3] = [0.1, 1.0, 10.0];
@@ -62,7 +62,7 @@ fn accuracy(
     data: &Dataset,
     train: &[usize],
     test: &[usize],
-    spec: Option<&ProjectionSpec>,
+    spec: Option<&ProjectionParams>,
 ) -> Result<f64> {
     accuracy_with(Clf::Cknn, data, train, test, spec)
 }
@@ -72,13 +72,10 @@ fn accuracy_with(
     data: &Dataset,
     train: &[usize],
     test: &[usize],
-    spec: Option<&ProjectionSpec>,
+    spec: Option<&ProjectionParams>,
 ) -> Result<f64> {
     let (data, scaling) = match spec {
-        Some(s) => (
-            projection::fit(s, data, train)?.transform(data)?,
-            Scaling::None,
-        ),
+        Some(s) => (s.fit(data, train)?.transform(data)?, Scaling::None),
         None => (data.clone(), Scaling::Zscore),
     };
     let predicted = match clf {
@@ -111,9 +108,9 @@ fn accuracy_with(
 fn select(
     data: &Dataset,
     train: &[usize],
-    candidates: &[ProjectionSpec],
+    candidates: &[ProjectionParams],
     seed: u64,
-) -> Result<ProjectionSpec> {
+) -> Result<ProjectionParams> {
     select_with(Clf::Cknn, data, train, candidates, seed)
 }
 
@@ -121,9 +118,9 @@ fn select_with(
     clf: Clf,
     data: &Dataset,
     train: &[usize],
-    candidates: &[ProjectionSpec],
+    candidates: &[ProjectionParams],
     seed: u64,
-) -> Result<ProjectionSpec> {
+) -> Result<ProjectionParams> {
     if candidates.len() == 1 {
         return Ok(candidates[0]);
     }
@@ -145,7 +142,7 @@ fn select_with(
 
 /// B-MIDA's (d, α) with the best mean inner-CV accuracy; the kernel-density
 /// initialisation, which depends on neither, is computed once per inner fold.
-fn select_bmida(data: &Dataset, train: &[usize], seed: u64) -> Result<ProjectionSpec> {
+fn select_bmida(data: &Dataset, train: &[usize], seed: u64) -> Result<ProjectionParams> {
     let labels = data.labels().unwrap_or_default();
     let folds = inner_folds(labels, train, INNER_FOLDS, seed)?;
     let grid: Vec<(usize, f64)> = DIMS_BENCH
@@ -180,14 +177,9 @@ fn select_bmida(data: &Dataset, train: &[usize], seed: u64) -> Result<Projection
     Ok(spec(ProjectionKind::Bmida, grid[best].0, grid[best].1))
 }
 
-fn spec(kind: ProjectionKind, dim: usize, alpha: f64) -> ProjectionSpec {
-    ProjectionSpec {
-        kind,
-        dim,
-        alpha,
-        midr_c2: mil::projection::midr::BENCHMARK_C2,
-        seed: 1,
-    }
+fn spec(kind: ProjectionKind, dim: usize, alpha: f64) -> ProjectionParams {
+    let params = ProjectionParams::new(kind).with_dim(dim);
+    params.with_alpha(alpha).unwrap_or(params)
 }
 
 fn line(name: &str, paper: &str, values: &[f64]) {
@@ -208,11 +200,11 @@ fn column(
     clf: Clf,
     data: &Dataset,
     (train, test): (&[usize], &[usize]),
-    specs: &[Option<ProjectionSpec>],
-    candidates: &[ProjectionSpec],
+    specs: &[Option<ProjectionParams>],
+    candidates: &[ProjectionParams],
     seed: u64,
     column: &mut [Vec<f64>],
-) -> Result<ProjectionSpec> {
+) -> Result<ProjectionParams> {
     let chosen = select_with(clf, data, train, candidates, seed)?;
     for (k, s) in specs.iter().enumerate() {
         let s = if k == specs.len() - 1 {
@@ -264,12 +256,12 @@ fn synthetic(seeds: u64) -> Result<()> {
             hits(&one, &fit.initial_prototypes),
             fit.prototype_bags.len(),
         ));
-        let mida: Vec<ProjectionSpec> = ALPHAS_SYNTHETIC
+        let mida: Vec<ProjectionParams> = ALPHAS_SYNTHETIC
             .iter()
             .map(|&a| spec(ProjectionKind::Bmida, 2, a))
             .collect();
         let chosen = select(&one.data, &train, &mida, seed)?;
-        alphas_one.push(chosen.alpha);
+        alphas_one.push(chosen.alpha().unwrap_or(f64::NAN));
         let specs = [
             None,
             Some(spec(ProjectionKind::Pca, 2, 0.0)),
@@ -299,7 +291,7 @@ fn synthetic(seeds: u64) -> Result<()> {
             seed,
             &mut maxh_one,
         )?;
-        alphas_maxh.push(chosen.alpha);
+        alphas_maxh.push(chosen.alpha().unwrap_or(f64::NAN));
 
         let two = mida_two(seed);
         let (train, test) = two.paper_split();
@@ -308,12 +300,12 @@ fn synthetic(seeds: u64) -> Result<()> {
             hits(&two, &fit.initial_prototypes),
             fit.prototype_bags.len(),
         ));
-        let mida: Vec<ProjectionSpec> = ALPHAS_SYNTHETIC
+        let mida: Vec<ProjectionParams> = ALPHAS_SYNTHETIC
             .iter()
             .map(|&a| spec(ProjectionKind::Mmida, 2, a))
             .collect();
         let chosen = select(&two.data, &train, &mida, seed)?;
-        alphas_two.push(chosen.alpha);
+        alphas_two.push(chosen.alpha().unwrap_or(f64::NAN));
         let specs = [
             None,
             Some(spec(ProjectionKind::Pca, 2, 0.0)),
@@ -430,7 +422,7 @@ fn benchmarks(repeats: u64, names: &[&str]) -> Result<()> {
                 let train = complement(&all, test);
                 right_raw += accuracy(&data, &train, test, None)? * test.len() as f64;
                 let best = select_bmida(&data, &train, derive_seed(seed, f as u64))?;
-                chosen.push((best.dim, best.alpha));
+                chosen.push((best.dim(), best.alpha().unwrap_or(f64::NAN)));
                 right_mida += accuracy(&data, &train, test, Some(&best))? * test.len() as f64;
             }
             raw.push(right_raw / data.n_bags() as f64);

@@ -247,7 +247,7 @@ fn citation_knn_on_the_maximal_hausdorff_distance() {
     ]);
     let out = run_mil(&["export", m, "-o", dir.join("m.milm").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--hausdorff"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hausdorff = avg"));
     std::fs::remove_dir_all(dir).ok();
 }
 

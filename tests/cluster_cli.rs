@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use mil::cluster::ClusterModel;
 use mil_suite::{mil_binary, run_mil, temp_dir};
+use mil_toolkit::cluster::ClusterModel;
 use serde_json::Value;
 
 fn json_of(args: &[&str]) -> Value {
@@ -112,7 +112,9 @@ fn bamic_variants_recover_obvious_groups_and_save_a_model() {
         }
         // The saved model assigns the bags exactly as the run did.
         let saved = ClusterModel::load(&model).unwrap();
-        let again = saved.assign(&mil::data::load(data).unwrap()).unwrap();
+        let again = saved
+            .assign(&mil_toolkit::data::load(data).unwrap())
+            .unwrap();
         let reported: Vec<usize> = v["assignments"]
             .as_array()
             .unwrap()

@@ -3,17 +3,17 @@
 //! seeded property test ("fuzz") over random and mutated byte strings: every input parses
 //! to a model or an error value, and inference on whatever parses never panics.
 
-use mil::classifier::svm::SvmDeployment;
-use mil::export::{
-    core_classify, core_svm_decide, export, export_with, Affine, Compact, CoreBag, Head, Rounding,
-};
-use mil::kernel::GridData;
-use mil::projection::{LinearProjection, ProjectionKind};
-use mil::Dataset;
 use mil_core::box_kernel::{count::exact_ln, BoxKernel, Grid, Method};
 use mil_core::model::{model_checksum, tag, CHECKSUM_OFFSET, ENTRY_LEN, HEADER_LEN};
 use mil_core::score::{bag_score_bound, Pooling};
 use mil_core::{Encoding, Error, Instances, Model};
+use mil_toolkit::classifier::svm::SvmDeployment;
+use mil_toolkit::export::{
+    core_classify, core_svm_decide, export, export_with, Affine, Compact, CoreBag, Head, Rounding,
+};
+use mil_toolkit::kernel::GridData;
+use mil_toolkit::projection::{LinearProjection, ProjectionKind};
+use mil_toolkit::Dataset;
 use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -324,8 +324,8 @@ fn section_offset(bytes: &[u8], t: u16) -> Option<usize> {
 
 #[test]
 fn error_feedback_falls_back_to_nearest_above_its_feature_cap() {
-    use mil::export::rounding::MAX_FEEDBACK_DIM;
-    use mil::export::stored_rounding;
+    use mil_toolkit::export::rounding::MAX_FEEDBACK_DIM;
+    use mil_toolkit::export::stored_rounding;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
     for (dim, want) in [
         (MAX_FEEDBACK_DIM, Rounding::Feedback),

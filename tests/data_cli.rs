@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 /// A shipped CSV file, located from the repository root (never from `/work/shared`).
 fn shipped(file: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("host")
         .join("data")
         .join(file)
 }
@@ -88,14 +89,14 @@ fn info_reports_the_published_counts() {
 fn arff_written_and_read_back_is_the_same_data_set() {
     let dir = temp_dir("arff-round-trip");
     for name in ["musk1", "elephant"] {
-        let original = mil::data::load(name).unwrap();
+        let original = mil_toolkit::data::load(name).unwrap();
         let path = write(
             &dir,
             &format!("{name}.arff"),
-            mil::data::arff::to_arff(&original),
+            mil_toolkit::data::arff::to_arff(&original),
         );
         assert_eq!(counts(&path), counts(name), "{name}");
-        let back = mil::data::load(&path).unwrap();
+        let back = mil_toolkit::data::load(&path).unwrap();
         assert_eq!(back.features(), original.features(), "{name}");
         assert_eq!(back.bag_starts(), original.bag_starts(), "{name}");
         assert_eq!(back.bag_ids(), original.bag_ids(), "{name}");
@@ -109,8 +110,10 @@ fn arff_written_and_read_back_is_the_same_data_set() {
 fn reads_the_arff_weka_writes() {
     // Weka's own output (single-quoted bags, its header layout), not our writer's.
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/weka_musk1_5bags.arff");
-    let from_weka = mil::data::load(&path.display().to_string()).unwrap();
-    let musk1 = mil::data::load("musk1").unwrap().select(&[0, 1, 2, 90, 91]);
+    let from_weka = mil_toolkit::data::load(&path.display().to_string()).unwrap();
+    let musk1 = mil_toolkit::data::load("musk1")
+        .unwrap()
+        .select(&[0, 1, 2, 90, 91]);
     assert_eq!(from_weka.features(), musk1.features());
     assert_eq!(from_weka.bag_starts(), musk1.bag_starts());
     assert_eq!(from_weka.bag_ids(), musk1.bag_ids());
@@ -223,7 +226,7 @@ fn malformed_arff_is_rejected_naming_the_line() {
 fn one_class_where_two_are_needed_is_a_clear_error() {
     let dir = temp_dir("one-class");
     let path = write(&dir, "one.csv", "1,a,1,2\n1,b,3,4\n");
-    let data = mil::data::load(&path).unwrap();
+    let data = mil_toolkit::data::load(&path).unwrap();
     let err = data.require_labels(2).unwrap_err();
     assert_eq!(err.exit_code(), 2);
     let msg = err.to_string();
@@ -249,7 +252,7 @@ fn one_class_where_two_are_needed_is_a_clear_error() {
         }
     }
     let unlabelled = write(&dir, "none.csv", "?,a,1,2\n?,b,3,4\n");
-    let msg = mil::data::load(&unlabelled)
+    let msg = mil_toolkit::data::load(&unlabelled)
         .unwrap()
         .require_labels(1)
         .unwrap_err()
@@ -310,9 +313,9 @@ fn corrupt(text: &[u8], rng: &mut Xoshiro256PlusPlus) -> Vec<u8> {
 #[test]
 fn truncated_and_garbled_files_never_panic() {
     let dir = temp_dir("fuzz");
-    let musk1 = mil::data::load("musk1").unwrap();
-    let csv = mil::data::csv::to_csv(&musk1).into_bytes();
-    let arff = mil::data::arff::to_arff(&musk1).into_bytes();
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    let csv = mil_toolkit::data::csv::to_csv(&musk1).into_bytes();
+    let arff = mil_toolkit::data::arff::to_arff(&musk1).into_bytes();
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(2026);
     let mut rejected = 0;
     for round in 0..250 {
@@ -436,8 +439,8 @@ fn synth_reports_and_writes_the_papers_sizes() {
         assert_eq!(json_of(&args)["format"], "arff");
         assert_eq!(counts(&arff), info, "{set}");
         let (from_csv, from_arff) = (
-            mil::data::load(&csv).unwrap(),
-            mil::data::load(&arff).unwrap(),
+            mil_toolkit::data::load(&csv).unwrap(),
+            mil_toolkit::data::load(&arff).unwrap(),
         );
         assert_eq!(
             from_arff.features(),

@@ -11,9 +11,9 @@ mod deploy;
 use std::path::Path;
 use std::process::Command;
 
-use mil::export::{core_classify, core_svm_decide, export, Compact};
-use mil::svm::bags::EmpiricalMap;
 use mil_core::{Encoding, Model};
+use mil_toolkit::export::{core_classify, core_svm_decide, export, Compact};
+use mil_toolkit::svm::bags::EmpiricalMap;
 
 /// One line of the firmware's report on a bag.
 struct BagLine {
@@ -110,7 +110,7 @@ fn instructions_per_tick(stdout: &str) -> f64 {
 
 #[test]
 fn q15_musk1_model_runs_on_an_emulated_cortex_m4_and_matches_the_host() {
-    let musk1 = mil::data::load("musk1").unwrap();
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
     let model = deploy::musk1_firmware_model(&musk1);
     let all: Vec<usize> = (0..musk1.n_bags()).collect();
     let host = model.scores(&musk1, &all).unwrap();
@@ -157,9 +157,9 @@ fn q15_musk1_model_runs_on_an_emulated_cortex_m4_and_matches_the_host() {
 fn default_m3ic_clustering_assigns_bags_on_an_emulated_cortex_m4() {
     // corel3's default clustering (z-score, then unit-length instances) in Q15: the device
     // divides each instance's scores by its length with its own sqrt.
-    let corel = mil::data::load("corel3").unwrap();
-    let params = mil::cluster::m3ic::M3icParams::default();
-    let fit = mil::cluster::m3ic::fit(&corel, 3, &params, 1).unwrap();
+    let corel = mil_toolkit::data::load("corel3").unwrap();
+    let params = mil_toolkit::cluster::m3ic::M3icParams::default();
+    let fit = mil_toolkit::cluster::m3ic::fit(&corel, 3, &params, 1).unwrap();
     let m = &fit.model;
     assert!(m.normalize);
     let zscore = m.mean.as_deref().zip(m.std.as_deref());
@@ -194,7 +194,7 @@ fn default_m3ic_clustering_assigns_bags_on_an_emulated_cortex_m4() {
 fn set_kernel_svm_estimates_its_kernel_on_an_emulated_cortex_m4() {
     // The musk1 k∧ SVM (support bags stored, f32 weights) on the device: every decision
     // estimates k∧ against the 55 stored bags with the core's estimator in soft f64.
-    let musk1 = mil::data::load("musk1").unwrap();
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
     let model = deploy::train(&musk1, None, deploy::svm(EmpiricalMap::None));
     let (compact, _) = Compact::from_host(&model).unwrap();
     let bytes = export(&compact, Encoding::F32, &musk1).unwrap();

@@ -8,15 +8,15 @@
 #[allow(dead_code)] // each test binary uses part of the shared helpers
 mod deploy;
 
-use mil::classifier::citation_knn::Scaling;
-use mil::classifier::milr::Pooling;
-use mil::distance::{bag_distance, Hausdorff};
-use mil::export::{core_classify, export, Compact, CoreBag, Head};
-use mil::model::HostModel;
-use mil::projection::ProjectionKind;
-use mil::Dataset;
 use mil_core::score::bag_score_bound;
 use mil_core::{Encoding, Model};
+use mil_toolkit::classifier::citation_knn::Scaling;
+use mil_toolkit::classifier::milr::Pooling;
+use mil_toolkit::distance::{bag_distance, Hausdorff};
+use mil_toolkit::export::{core_classify, export, Compact, CoreBag, Head};
+use mil_toolkit::model::HostModel;
+use mil_toolkit::projection::ProjectionKind;
+use mil_toolkit::Dataset;
 
 /// How closely the core's labels must follow the host's.
 #[derive(Clone, Copy, PartialEq)]
@@ -169,8 +169,8 @@ fn check_compact(
 
 fn datasets() -> [Dataset; 2] {
     [
-        mil::data::load("musk1").unwrap(),
-        mil::data::load("elephant").unwrap(),
+        mil_toolkit::data::load("musk1").unwrap(),
+        mil_toolkit::data::load("elephant").unwrap(),
     ]
 }
 
@@ -195,14 +195,14 @@ fn milr_without_projection_every_pooling() {
 
 #[test]
 fn bmida_milr_in_q15_fits_in_4_kib_with_the_f32_labels() {
-    let musk1 = mil::data::load("musk1").unwrap();
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
     let model = deploy::musk1_firmware_model(&musk1);
     check(&model, &musk1, Encoding::F32, "musk1 bmida+milr");
     let bytes = check(&model, &musk1, Encoding::Q15, "musk1 bmida+milr");
     assert!(bytes <= 4096, "{bytes} bytes");
     // Q7 too, with input steps balanced against the weights (`export::balance_exponents`).
     check(&model, &musk1, Encoding::Q7, "musk1 bmida+milr");
-    let elephant = mil::data::load("elephant").unwrap();
+    let elephant = mil_toolkit::data::load("elephant").unwrap();
     let model = deploy::train(
         &elephant,
         Some((ProjectionKind::Bmida, 10)),
@@ -215,8 +215,8 @@ fn bmida_milr_in_q15_fits_in_4_kib_with_the_f32_labels() {
 
 #[test]
 fn a_folded_projection_scores_like_the_host_in_fewer_bytes() {
-    let musk1 = mil::data::load("musk1").unwrap();
-    let elephant = mil::data::load("elephant").unwrap();
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    let elephant = mil_toolkit::data::load("elephant").unwrap();
     let models = [
         (deploy::musk1_firmware_model(&musk1), &musk1),
         (
@@ -288,7 +288,7 @@ fn citation_knn_with_and_without_projection() {
 fn export_and_inspect_on_the_command_line() {
     use mil_suite::{run_mil, temp_dir};
     let dir = temp_dir("export-cli");
-    let musk1 = mil::data::load("musk1").unwrap();
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
     let model_path = dir.join("model.json");
     let milm = dir.join("model.milm");
     let (m, out) = (model_path.to_str().unwrap(), milm.to_str().unwrap());
@@ -439,8 +439,8 @@ fn unit(mut x: Vec<f64>) -> Vec<f64> {
 
 #[test]
 fn m3ic_assignment_matches_step_14() {
-    use mil::data::standardize::ZScore;
-    let musk1 = mil::data::load("musk1").unwrap();
+    use mil_toolkit::data::standardize::ZScore;
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
     let all: Vec<usize> = (0..musk1.n_bags()).collect();
     let z = ZScore::fit(&musk1, &all);
     let (k, dim) = (3, musk1.dim());
@@ -572,7 +572,12 @@ fn svm_decisions(
     let core = Model::parse(bytes).unwrap();
     let run = |part: &[usize]| {
         part.iter()
-            .map(|&b| (b, mil::export::core_svm_decide(&core, data.bag(b)).unwrap()))
+            .map(|&b| {
+                (
+                    b,
+                    mil_toolkit::export::core_svm_decide(&core, data.bag(b)).unwrap(),
+                )
+            })
             .collect::<Vec<_>>()
     };
     let (first, second) = bags.split_at(bags.len() / 2);
@@ -587,7 +592,7 @@ fn svm_decisions(
 
 #[test]
 fn set_kernel_svm_on_stored_bags() {
-    use mil::svm::bags::EmpiricalMap;
+    use mil_toolkit::svm::bags::EmpiricalMap;
     let [musk1, elephant] = datasets();
     for (data, map) in [
         (&musk1, EmpiricalMap::None),

@@ -78,7 +78,12 @@ fn writes_projected_instances_json_and_a_plot_with_one_point_per_instance() {
         assert!(lines[0].starts_with("1,"));
         let svg = std::fs::read_to_string(&out_svg).unwrap();
         assert!(svg.trim_start().starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-        assert_eq!(svg.matches("<circle").count(), 476, "{projection}");
+        // One circle per instance and one per legend entry (the two classes).
+        assert_eq!(svg.matches("<circle").count(), 476 + 2, "{projection}");
+        assert!(
+            svg.contains("class 0") && svg.contains("class 1"),
+            "{projection}"
+        );
         // Both classes' colours appear.
         assert!(
             svg.contains("#1F77B4") && svg.contains("#D62728"),

@@ -12,6 +12,7 @@ pub mod citation;
 pub mod cluster;
 pub mod error;
 pub mod fixed;
+pub mod keyword;
 pub mod model;
 pub mod project;
 pub mod score;

@@ -93,6 +93,11 @@ impl ModelKind {
 
 /// How the weights of a model are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
 pub enum Encoding {
     /// 32-bit IEEE floats.
     F32 = 0,

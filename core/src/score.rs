@@ -23,6 +23,11 @@ use crate::model::{
 
 /// How instance probabilities become a bag probability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
 pub enum Pooling {
     /// Largest instance probability.
     Max = 0,

@@ -31,6 +31,12 @@ pub enum Hausdorff {
     Avg,
 }
 
+mil_core::keywords!(Hausdorff {
+    Hausdorff::Min => "min": "minimal Hausdorff distance: the closest instance pair (Wang & Zucker)",
+    Hausdorff::Max => "max": "maximal (classic) Hausdorff distance",
+    Hausdorff::Avg => "avg": "average Hausdorff distance: mean of the nearest-instance distances both ways",
+});
+
 /// Rows of one block of the Gram product (instances of the row bags).
 const ROW_BLOCK: usize = 256;
 /// Columns of one block of the Gram product (instances of the column bags).

@@ -3,5 +3,5 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    mil::cli::main()
+    mil_toolkit::cli::main()
 }

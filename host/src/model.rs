@@ -7,9 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::classifier::citation_knn::CitationKnnModel;
-use crate::classifier::milr::MilrModel;
-use crate::classifier::svm::SvmModel;
+pub use crate::classifier::ClassifierModel;
 use crate::classifier::{BagModel, BagScores};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -19,63 +17,6 @@ use crate::projection::LinearProjection;
 pub const FORMAT: &str = "mil-host-model";
 /// The current format version.
 pub const VERSION: u32 = 1;
-
-/// A fitted classifier, one variant per algorithm.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum ClassifierModel {
-    /// Citation-kNN.
-    CitationKnn(CitationKnnModel),
-    /// MILR.
-    Milr(MilrModel),
-    /// SVM over bags.
-    Svm(SvmModel),
-}
-
-impl ClassifierModel {
-    /// The classifier's name as the CLI spells it.
-    pub fn name(&self) -> &'static str {
-        match self {
-            ClassifierModel::CitationKnn(_) => "citation-knn",
-            ClassifierModel::Milr(_) => "milr",
-            ClassifierModel::Svm(_) => "svm",
-        }
-    }
-
-    fn validate(&self) -> std::result::Result<(), String> {
-        match self {
-            ClassifierModel::CitationKnn(m) => m.validate(),
-            ClassifierModel::Milr(m) => m.validate(),
-            ClassifierModel::Svm(m) => m.validate(),
-        }
-    }
-}
-
-impl BagModel for ClassifierModel {
-    fn n_classes(&self) -> usize {
-        match self {
-            ClassifierModel::CitationKnn(m) => m.n_classes(),
-            ClassifierModel::Milr(m) => m.n_classes(),
-            ClassifierModel::Svm(m) => m.n_classes(),
-        }
-    }
-
-    fn input_dim(&self) -> usize {
-        match self {
-            ClassifierModel::CitationKnn(m) => m.input_dim(),
-            ClassifierModel::Milr(m) => m.input_dim(),
-            ClassifierModel::Svm(m) => m.input_dim(),
-        }
-    }
-
-    fn scores(&self, data: &Dataset, bags: &[usize]) -> Result<BagScores> {
-        match self {
-            ClassifierModel::CitationKnn(m) => m.scores(data, bags),
-            ClassifierModel::Milr(m) => m.scores(data, bags),
-            ClassifierModel::Svm(m) => m.scores(data, bags),
-        }
-    }
-}
 
 /// A complete saved model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -134,6 +75,11 @@ impl HostModel {
             Some(p) => self.classifier.scores(&p.transform(data)?, bags),
             None => self.classifier.scores(data, bags),
         }
+    }
+
+    /// The predicted class index of each of the bags `bags` of raw data.
+    pub fn predict(&self, data: &Dataset, bags: &[usize]) -> Result<Vec<usize>> {
+        Ok(self.scores(data, bags)?.labels())
     }
 
     /// Writes the model as JSON.

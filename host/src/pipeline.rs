@@ -14,50 +14,61 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::classifier::citation_knn::Scaling;
 use crate::classifier::milr::Milr;
-use crate::classifier::{BagModel, BagScores, ClassifierSpec};
+use crate::classifier::{BagModel, BagScores, ClassifierKind, ClassifierParams};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::eval::folds::{complement, derive_seed};
 use crate::eval::{accuracy, auroc, confusion_matrix, inner_folds, stratified_folds, Summary};
 use crate::model::HostModel;
-use crate::projection::{self, LinearProjection, ProjectionKind, ProjectionSpec};
+use crate::progress::Progress;
+use crate::projection::{LinearProjection, ProjectionParams};
 
 /// The projection part of a pipeline with its hyper-parameter candidates.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProjectionGrid {
-    /// The algorithm.
-    pub kind: ProjectionKind,
-    /// Candidate output dimensions.
+    /// The algorithm and every setting that is not searched.
+    pub params: ProjectionParams,
+    /// Candidate output dimensions (empty: the parameters' own).
     pub dims: Vec<usize>,
-    /// Candidate trade-offs α.
+    /// Candidate trade-offs α (empty: the parameters' own).
     pub alphas: Vec<f64>,
-    /// MIDR's coupling weight c₂ (ignored by the other projections).
-    pub midr_c2: f64,
-    /// Seed of randomised steps.
-    pub seed: u64,
 }
 
 impl ProjectionGrid {
-    /// Every (dim, α) combination, dims outermost.
-    pub fn candidates(&self) -> Vec<ProjectionSpec> {
-        self.dims
-            .iter()
-            .flat_map(|&dim| {
-                self.alphas.iter().map(move |&alpha| ProjectionSpec {
-                    kind: self.kind,
-                    dim,
-                    alpha,
-                    midr_c2: self.midr_c2,
-                    seed: self.seed,
-                })
-            })
-            .collect()
+    /// Every (dim, α) combination, dims outermost; α only for algorithms that have one.
+    pub fn candidates(&self) -> Result<Vec<ProjectionParams>> {
+        let dims = if self.dims.is_empty() {
+            vec![self.params.dim()]
+        } else {
+            self.dims.clone()
+        };
+        let mut out = Vec::new();
+        for dim in dims {
+            let p = self.params.with_dim(dim);
+            if self.alphas.is_empty() {
+                out.push(p);
+            } else {
+                for &alpha in &self.alphas {
+                    out.push(p.with_alpha(alpha)?);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl<P: Into<ProjectionParams>> From<P> for ProjectionGrid {
+    fn from(params: P) -> Self {
+        ProjectionGrid {
+            params: params.into(),
+            dims: Vec::new(),
+            alphas: Vec::new(),
+        }
     }
 }
 
@@ -66,7 +77,7 @@ impl ProjectionGrid {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClassifierGrid {
     /// The candidates in the order given (never empty).
-    candidates: Vec<ClassifierSpec>,
+    candidates: Vec<ClassifierParams>,
 }
 
 impl ClassifierGrid {
@@ -74,25 +85,28 @@ impl ClassifierGrid {
     /// keeps the spec's own ridge). A ridge list is for MILR only: with another
     /// classifier a single value is ignored, as before, and a longer list is an error.
     /// Every MILR candidate is validated here, before any projection is fitted.
-    pub fn new(spec: ClassifierSpec, ridges: &[f64]) -> Result<Self> {
+    pub fn new(spec: ClassifierParams, ridges: &[f64]) -> Result<Self> {
         let candidates = match spec {
-            ClassifierSpec::Milr(milr) if !ridges.is_empty() => ridges
+            ClassifierParams::Milr(milr) if !ridges.is_empty() => ridges
                 .iter()
                 .map(|&ridge| {
                     let m = Milr { ridge, ..milr };
-                    m.validate().map(|()| ClassifierSpec::Milr(m))
+                    m.validate().map(|()| ClassifierParams::Milr(m))
                 })
                 .collect::<Result<Vec<_>>>()?,
-            ClassifierSpec::Milr(milr) => {
+            ClassifierParams::Milr(milr) => {
                 milr.validate()?;
                 vec![spec]
             }
             _ if ridges.len() > 1 => {
                 let list: Vec<String> = ridges.iter().map(f64::to_string).collect();
                 return Err(Error::parameter(
-                    "--ridge",
+                    "ridge",
                     list.join(","),
-                    "a list of ridges is chosen by inner CV for --classifier milr only",
+                    format!(
+                        "a list of ridges is chosen by inner CV for {} only",
+                        ClassifierKind::Milr
+                    ),
                 ));
             }
             _ => vec![spec],
@@ -101,12 +115,12 @@ impl ClassifierGrid {
     }
 
     /// The candidates in the order they are tried (ties go to the first).
-    pub fn candidates(&self) -> &[ClassifierSpec] {
+    pub fn candidates(&self) -> &[ClassifierParams] {
         &self.candidates
     }
 
     /// The classifier when there is nothing to choose.
-    pub fn single(&self) -> Option<ClassifierSpec> {
+    pub fn single(&self) -> Option<ClassifierParams> {
         match self.candidates.as_slice() {
             [one] => Some(*one),
             _ => None,
@@ -114,10 +128,10 @@ impl ClassifierGrid {
     }
 }
 
-impl From<ClassifierSpec> for ClassifierGrid {
-    fn from(spec: ClassifierSpec) -> Self {
+impl<C: Into<ClassifierParams>> From<C> for ClassifierGrid {
+    fn from(spec: C) -> Self {
         ClassifierGrid {
-            candidates: vec![spec],
+            candidates: vec![spec.into()],
         }
     }
 }
@@ -133,6 +147,11 @@ pub enum Selection {
     Auroc,
 }
 
+mil_core::keywords!(Selection {
+    Selection::Accuracy => "accuracy": "correct predictions on the inner test folds",
+    Selection::Auroc => "auroc": "AUROC of the pooled inner out-of-fold scores (two classes; the MI-ALM paper's criterion)",
+});
+
 /// A pipeline: optional projection and a classifier, each with its candidates.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pipeline {
@@ -146,13 +165,87 @@ pub struct Pipeline {
     pub select: Selection,
 }
 
+/// Folds of the inner CV that chooses among candidates, unless set.
+pub const DEFAULT_INNER_FOLDS: usize = 3;
+
+impl Pipeline {
+    /// A classifier alone, on the raw features.
+    ///
+    /// ```
+    /// use mil_toolkit::classifier::citation_knn::CitationKnn;
+    /// use mil_toolkit::pipeline::Pipeline;
+    /// use mil_toolkit::projection::mida::Bmida;
+    ///
+    /// let data = mil_toolkit::data::load("musk1")?;
+    /// let train: Vec<usize> = (0..data.n_bags()).step_by(2).collect();
+    /// let test: Vec<usize> = (1..data.n_bags()).step_by(2).collect();
+    /// let pipeline = Pipeline::new(CitationKnn::default()).projection(Bmida::default().dim(10));
+    /// let model = pipeline.fit_model(&data, &train)?;
+    /// let labels = model.predict(&data, &test)?;
+    /// assert_eq!(labels.len(), test.len());
+    /// # Ok::<(), mil_toolkit::Error>(())
+    /// ```
+    pub fn new(classifier: impl Into<ClassifierGrid>) -> Self {
+        Pipeline {
+            projection: None,
+            classifier: classifier.into(),
+            inner_folds: DEFAULT_INNER_FOLDS,
+            select: Selection::default(),
+        }
+    }
+
+    /// The same pipeline with a projection (or a grid of them) fitted first.
+    #[must_use]
+    pub fn projection(mut self, projection: impl Into<ProjectionGrid>) -> Self {
+        self.projection = Some(projection.into());
+        self
+    }
+
+    /// The same pipeline with `folds` inner folds for choosing among candidates.
+    #[must_use]
+    pub fn inner_folds(mut self, folds: usize) -> Self {
+        self.inner_folds = folds;
+        self
+    }
+
+    /// The same pipeline choosing candidates by `select`.
+    #[must_use]
+    pub fn select(mut self, select: Selection) -> Self {
+        self.select = select;
+        self
+    }
+
+    /// Checks every candidate before any work: inner folds ≥ 2, the projection grid
+    /// builds, every classifier candidate is valid.
+    pub fn check(&self) -> Result<()> {
+        if self.inner_folds < 2 {
+            return Err(Error::parameter(
+                "inner_folds",
+                self.inner_folds,
+                "must be at least 2",
+            ));
+        }
+        self.projection_candidates()?;
+        for c in self.classifier.candidates() {
+            c.check()?;
+        }
+        Ok(())
+    }
+
+    /// Fits the pipeline on the bags `train` with seed 1 for the inner CV, returning
+    /// the model alone ([`Pipeline::fit`] also says which candidate won).
+    pub fn fit_model(&self, data: &Dataset, train: &[usize]) -> Result<HostModel> {
+        Ok(self.fit(data, train, 1)?.0)
+    }
+}
+
 /// One point of a pipeline's grid: a projection (if any) and a classifier.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Candidate {
     /// The projection, if the pipeline has one.
-    pub projection: Option<ProjectionSpec>,
+    pub projection: Option<ProjectionParams>,
     /// The classifier.
-    pub classifier: ClassifierSpec,
+    pub classifier: ClassifierParams,
 }
 
 /// What a pipeline chose (or was given) in one fit, as `mil cv`/`mil train` report it.
@@ -207,17 +300,21 @@ impl Fitted {
 }
 
 impl Pipeline {
-    fn projection_candidates(&self) -> Vec<Option<ProjectionSpec>> {
-        match &self.projection {
+    fn projection_candidates(&self) -> Result<Vec<Option<ProjectionParams>>> {
+        Ok(match &self.projection {
             None => vec![None],
-            Some(grid) => grid.candidates().into_iter().map(Some).collect(),
-        }
+            Some(grid) => grid.candidates()?.into_iter().map(Some).collect(),
+        })
     }
 
     /// Number of candidates of the whole grid; with more than one, each fit runs an
     /// inner CV.
     pub fn n_candidates(&self) -> usize {
-        self.projection_candidates().len() * self.classifier.candidates().len()
+        let projections = self
+            .projection
+            .as_ref()
+            .map_or(1, |g| g.dims.len().max(1) * g.alphas.len().max(1));
+        projections * self.classifier.candidates().len()
     }
 
     /// What to report about a candidate: the projection's (dim, α) when there is a
@@ -228,10 +325,10 @@ impl Pipeline {
             return None;
         }
         Some(Chosen {
-            dim: c.projection.map(|p| p.dim),
-            alpha: c.projection.map(|p| p.alpha),
+            dim: c.projection.map(|p| p.dim()),
+            alpha: c.projection.and_then(|p| p.alpha()),
             ridge: match c.classifier {
-                ClassifierSpec::Milr(m) => Some(m.ridge),
+                ClassifierParams::Milr(m) => Some(m.ridge),
                 _ => None,
             },
         })
@@ -239,12 +336,12 @@ impl Pipeline {
 
     /// Fits a projection candidate on `train` and projects all bags with it.
     fn fit_projection(
-        spec: Option<&ProjectionSpec>,
+        spec: Option<&ProjectionParams>,
         data: &Dataset,
         train: &[usize],
     ) -> Result<Option<(LinearProjection, Dataset)>> {
         spec.map(|spec| {
-            let p = projection::fit(spec, data, train)?;
+            let p = spec.fit(data, train)?;
             let projected = p.transform(data)?;
             Ok((p, projected))
         })
@@ -267,7 +364,10 @@ impl Pipeline {
                 None,
             )),
             Some((p, projected)) => {
-                let classifier = candidate.classifier.fit(&projected, train)?;
+                let classifier = candidate
+                    .classifier
+                    .after_projection()
+                    .fit(&projected, train)?;
                 Ok((
                     Fitted {
                         projection: Some(p),
@@ -287,7 +387,7 @@ impl Pipeline {
     /// on its projected bags. The loop is sequential, so the choice does not depend
     /// on the number of threads.
     fn choose(&self, data: &Dataset, train: &[usize], seed: u64) -> Result<Candidate> {
-        let projections = self.projection_candidates();
+        let projections = self.projection_candidates()?;
         let classifiers = self.classifier.candidates();
         if projections.len() * classifiers.len() == 1 {
             return Ok(Candidate {
@@ -298,7 +398,7 @@ impl Pipeline {
         let labels = data.require_labels(2)?;
         if self.select == Selection::Auroc && data.n_classes() != 2 {
             return Err(Error::parameter(
-                "--select",
+                "select",
                 "auroc",
                 "AUROC selection needs two classes; use accuracy",
             ));
@@ -313,6 +413,10 @@ impl Pipeline {
                 let projected = Self::fit_projection(spec.as_ref(), data, &inner_train)?;
                 let on = projected.as_ref().map_or(data, |(_, d)| d);
                 for (c, classifier) in classifiers.iter().enumerate() {
+                    let classifier = match spec {
+                        Some(_) => classifier.after_projection(),
+                        None => *classifier,
+                    };
                     let s = classifier.fit(on, &inner_train)?.scores(on, test)?;
                     oof[p * classifiers.len() + c].extend(
                         test.iter()
@@ -353,6 +457,7 @@ impl Pipeline {
         train: &[usize],
         seed: u64,
     ) -> Result<(HostModel, Candidate)> {
+        self.check()?;
         let candidate = self.choose(data, train, seed)?;
         let (fitted, _) = self.fit_candidate(&candidate, data, train)?;
         Ok((
@@ -369,7 +474,11 @@ impl Pipeline {
     /// Whether the bag distances of this pipeline are the same in every fold.
     fn shared_distances(&self) -> Option<crate::classifier::citation_knn::CitationKnn> {
         match (&self.projection, self.classifier.single()) {
-            (None, Some(ClassifierSpec::CitationKnn(c))) if c.scaling == Scaling::None => Some(c),
+            (None, Some(ClassifierParams::CitationKnn(c)))
+                if c.scaling.resolve(false) == Scaling::None =>
+            {
+                Some(c)
+            }
             _ => None,
         }
     }
@@ -419,20 +528,22 @@ pub struct CvReport {
     pub predictions: Vec<(usize, usize, f64)>,
 }
 
-/// Cross-validates a pipeline on a labelled data set. `progress` shows a bar on stderr.
+/// Cross-validates a pipeline on a labelled data set, reporting one step per fold (and
+/// the shared Gram matrix's entries first, when there is one) to `progress`.
 pub fn cross_validate(
     pipeline: &Pipeline,
     data: &Dataset,
     folds: &Folds,
-    progress: bool,
+    progress: &dyn Progress,
 ) -> Result<CvReport> {
+    pipeline.check()?;
     let labels = data.require_labels(2)?;
     let n_classes = data.n_classes();
     let all: Vec<usize> = (0..data.n_bags()).collect();
     let assignments: Vec<(u64, Vec<Vec<usize>>)> = match folds {
         Folds::Stratified { k, repeats, seed } => {
             if *repeats == 0 {
-                return Err(Error::parameter("--repeats", 0, "must be at least 1"));
+                return Err(Error::parameter("repeats", 0, "must be at least 1"));
             }
             (0..*repeats as u64)
                 .map(|r| {
@@ -444,19 +555,6 @@ pub fn cross_validate(
         Folds::Given(f) => vec![(0, f.clone())],
     };
     let k = assignments[0].1.len();
-    let bar = if progress {
-        let bar = ProgressBar::new((assignments.len() * k) as u64);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{msg} [{bar:30}] {pos}/{len} folds, {elapsed} (eta {eta})",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        bar.set_message("cross-validation");
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
     // Fold-independent distances, computed once for the whole run.
     let shared = pipeline
         .shared_distances()
@@ -465,14 +563,10 @@ pub fn cross_validate(
     // A set-kernel SVM without a projection: one Gram matrix over all bags, shared by
     // every fold and repetition (the kernel uses no labels).
     let shared_gram = match (&pipeline.projection, pipeline.classifier.single()) {
-        (None, Some(ClassifierSpec::Svm(svm))) => {
-            let gram_bar = if progress {
-                ProgressBar::new(0).with_message("Gram matrix")
-            } else {
-                ProgressBar::hidden()
-            };
-            let gram = svm.full_log_gram(data, &gram_bar)?;
-            gram_bar.finish_and_clear();
+        (None, Some(ClassifierParams::Svm(svm))) => {
+            progress.start("Gram matrix", 0);
+            let gram = svm.full_log_gram(data, progress)?;
+            progress.finish();
             Some((svm, gram))
         }
         _ => None,
@@ -493,6 +587,7 @@ pub fn cross_validate(
     };
     let mut aurocs = Vec::new();
     let (mut hits, mut total) = (0usize, 0usize);
+    progress.start("cross-validation", (assignments.len() * k) as u64);
     for (repeat, (seed, test_sets)) in assignments.iter().enumerate() {
         let outcomes: Vec<(BagScores, Option<Chosen>)> = test_sets
             .par_iter()
@@ -517,7 +612,7 @@ pub fn cross_validate(
                         })
                     }
                 };
-                bar.inc(1);
+                progress.advance(1);
                 out
             })
             .collect::<Result<_>>()?;
@@ -553,7 +648,7 @@ pub fn cross_validate(
             aurocs.push(auroc(&oof_scores, &oof_positive));
         }
     }
-    bar.finish_and_clear();
+    progress.finish();
     report.accuracy = hits as f64 / total as f64;
     if n_classes == 2 && aurocs.iter().all(|a| a.is_some()) {
         report.auroc = Some(aurocs.iter().flatten().sum::<f64>() / aurocs.len() as f64);
@@ -660,7 +755,7 @@ mod tests {
         };
         let fast = Pipeline {
             projection: None,
-            classifier: ClassifierSpec::CitationKnn(c).into(),
+            classifier: ClassifierParams::CitationKnn(c).into(),
             inner_folds: 3,
             select: Selection::Accuracy,
         };
@@ -669,7 +764,7 @@ mod tests {
             repeats: 1,
             seed: 3,
         };
-        let a = cross_validate(&fast, &d, &folds, false).unwrap();
+        let a = cross_validate(&fast, &d, &folds, &crate::progress::Silent).unwrap();
         // Same classifier, but through the generic path: a grid forces fit/predict.
         let all: Vec<usize> = (0..d.n_bags()).collect();
         let f = stratified_folds(d.labels().unwrap(), 5, derive_seed(3, 0)).unwrap();
@@ -686,15 +781,15 @@ mod tests {
     }
 
     /// MILR with noisy-OR pooling and the given ridge.
-    fn milr(ridge: f64) -> ClassifierSpec {
-        ClassifierSpec::Milr(Milr {
+    fn milr(ridge: f64) -> ClassifierParams {
+        ClassifierParams::Milr(Milr {
             ridge,
             ..Milr::default()
         })
     }
 
     /// Correct predictions of `classifier` fitted on `train` over `test`.
-    fn hits(classifier: &ClassifierSpec, d: &Dataset, train: &[usize], test: &[usize]) -> usize {
+    fn hits(classifier: &ClassifierParams, d: &Dataset, train: &[usize], test: &[usize]) -> usize {
         let labels = d.labels().unwrap();
         let s = classifier.fit(d, train).unwrap().scores(d, test).unwrap();
         s.labels()
@@ -726,7 +821,7 @@ mod tests {
                 repeats: 1,
                 seed,
             },
-            false,
+            &crate::progress::Silent,
         )
         .unwrap();
         let labels = d.labels().unwrap();
@@ -788,11 +883,9 @@ mod tests {
     fn pca_ridge_pipeline() -> Pipeline {
         Pipeline {
             projection: Some(ProjectionGrid {
-                kind: ProjectionKind::Pca,
+                params: crate::projection::pca::Pca::default().into(),
                 dims: vec![2, 4],
-                alphas: vec![ProjectionKind::Pca.default_alpha()],
-                midr_c2: 10.0,
-                seed: 1,
+                alphas: vec![],
             }),
             classifier: ClassifierGrid::new(milr(1e-6), &[1e-6, 1.0, 100.0]).unwrap(),
             inner_folds: 3,
@@ -813,17 +906,17 @@ mod tests {
         let (model, c) = p.fit(&d, &train, seed).unwrap();
         let inner = inner_folds(labels, &train, 3, seed).unwrap();
         let mut best: Option<(usize, usize, f64)> = None;
-        for spec in p.projection.as_ref().unwrap().candidates() {
+        for spec in p.projection.as_ref().unwrap().candidates().unwrap() {
             for &ridge in &[1e-6, 1.0, 100.0] {
                 let mut h = 0;
                 for v in &inner {
                     let inner_train = complement(&train, v);
-                    let proj = projection::fit(&spec, &d, &inner_train).unwrap();
+                    let proj = spec.fit(&d, &inner_train).unwrap();
                     let projected = proj.transform(&d).unwrap();
                     h += hits(&milr(ridge), &projected, &inner_train, v);
                 }
                 if best.is_none_or(|b| h > b.0) {
-                    best = Some((h, spec.dim, ridge));
+                    best = Some((h, spec.dim(), ridge));
                 }
             }
         }
@@ -851,7 +944,7 @@ mod tests {
                 .num_threads(threads)
                 .build()
                 .unwrap()
-                .install(|| cross_validate(&p, &d, &folds, false).unwrap())
+                .install(|| cross_validate(&p, &d, &folds, &crate::progress::Silent).unwrap())
         };
         let (one, three) = (run(1), run(3));
         assert_eq!(one.chosen, three.chosen);
@@ -862,9 +955,9 @@ mod tests {
 
     #[test]
     fn ridge_lists_are_for_valid_milr_ridges_only() {
-        let knn = ClassifierSpec::CitationKnn(CitationKnn::default());
+        let knn = ClassifierParams::CitationKnn(CitationKnn::default());
         let err = ClassifierGrid::new(knn, &[1.0, 2.0]).unwrap_err();
-        assert!(err.to_string().contains("--ridge"), "{err}");
+        assert!(err.to_string().contains("ridge"), "{err}");
         assert!(err.to_string().contains("milr"), "{err}");
         assert_eq!(err.exit_code(), 2);
         // A single value is ignored by the other classifiers, as it always was.
@@ -874,7 +967,7 @@ mod tests {
         );
         for bad in [-1.0, f64::NAN, f64::INFINITY] {
             let err = ClassifierGrid::new(milr(1e-6), &[1.0, bad]).unwrap_err();
-            assert!(err.to_string().contains("--ridge"), "{bad}: {err}");
+            assert!(err.to_string().contains("ridge"), "{bad}: {err}");
             assert_eq!(err.exit_code(), 2);
         }
         let grid = ClassifierGrid::new(milr(1e-6), &[0.5, 2.0]).unwrap();
@@ -891,7 +984,7 @@ mod tests {
         let d = data::load("musk1").unwrap();
         let p = Pipeline {
             projection: None,
-            classifier: ClassifierSpec::Milr(Milr::default()).into(),
+            classifier: ClassifierParams::Milr(Milr::default()).into(),
             inner_folds: 3,
             select: Selection::Accuracy,
         };
@@ -903,7 +996,7 @@ mod tests {
                 repeats: 2,
                 seed: 1,
             },
-            false,
+            &crate::progress::Silent,
         )
         .unwrap();
         assert_eq!(r.per_fold.len(), 8);

@@ -1,29 +1,24 @@
 //! Models shared by the deployment tests (`parity`, `firmware`): host models trained with
 //! the toolkit's own algorithms, and the firmware's bag file.
 
-use mil::classifier::citation_knn::{CitationKnn, Scaling};
-use mil::classifier::milr::{Milr, Pooling};
-use mil::classifier::ClassifierSpec;
-use mil::model::HostModel;
-use mil::projection::{self, ProjectionKind, ProjectionSpec};
-use mil::Dataset;
+use mil_toolkit::classifier::citation_knn::{CitationKnn, Scaling};
+use mil_toolkit::classifier::milr::{Milr, Pooling};
+use mil_toolkit::classifier::ClassifierParams;
+use mil_toolkit::model::HostModel;
+use mil_toolkit::projection::{ProjectionKind, ProjectionParams};
+use mil_toolkit::Dataset;
 
 /// Fits an optional projection (α = 1, seed 1) and a classifier on every bag of `data`.
 pub fn train(
     data: &Dataset,
     projection: Option<(ProjectionKind, usize)>,
-    classifier: ClassifierSpec,
+    classifier: ClassifierParams,
 ) -> HostModel {
     let all: Vec<usize> = (0..data.n_bags()).collect();
     let projection = projection.map(|(kind, dim)| {
-        let spec = ProjectionSpec {
-            kind,
-            dim,
-            alpha: 1.0,
-            midr_c2: mil::projection::midr::BENCHMARK_C2,
-            seed: 1,
-        };
-        projection::fit(&spec, data, &all).unwrap()
+        let params = ProjectionParams::new(kind).with_dim(dim);
+        let params = params.with_alpha(1.0).unwrap_or(params);
+        params.fit(data, &all).unwrap()
     });
     let inner = match &projection {
         Some(p) => p.transform(data).unwrap(),
@@ -39,16 +34,16 @@ pub fn train(
 }
 
 /// MILR with the given pooling and the host's defaults otherwise.
-pub fn milr(pooling: Pooling) -> ClassifierSpec {
-    ClassifierSpec::Milr(Milr {
+pub fn milr(pooling: Pooling) -> ClassifierParams {
+    ClassifierParams::Milr(Milr {
         pooling,
         ..Milr::default()
     })
 }
 
 /// Citation-kNN with R = 2, C = 4 and the given scaling.
-pub fn citation_knn(scaling: Scaling) -> ClassifierSpec {
-    ClassifierSpec::CitationKnn(CitationKnn {
+pub fn citation_knn(scaling: Scaling) -> ClassifierParams {
+    ClassifierParams::CitationKnn(CitationKnn {
         scaling,
         ..CitationKnn::default()
     })
@@ -76,17 +71,18 @@ pub fn bags_bin(data: &Dataset) -> Vec<u8> {
 
 /// The set-kernel SVM with the CLI's defaults (k∧, ε = 0.1, δ = 0.01, ρ = 1/50, C = 10¹⁰,
 /// seed 1) and the given empirical map.
-pub fn svm(map: mil::svm::bags::EmpiricalMap) -> ClassifierSpec {
-    use mil::classifier::svm::{BoxKernelName, SetKernel, SetKernelSvm};
-    ClassifierSpec::Svm(SetKernelSvm {
+pub fn svm(map: mil_toolkit::svm::bags::EmpiricalMap) -> ClassifierParams {
+    use mil_core::box_kernel::{BoxKernel, Method};
+    use mil_toolkit::classifier::svm::{SetKernel, SetKernelSvm};
+    ClassifierParams::Svm(SetKernelSvm {
         kernel: SetKernel::Box {
-            kernel: BoxKernelName::And,
-            paper_estimator: false,
+            kernel: BoxKernel::And,
+            estimator: Method::Fast,
             epsilon: 0.1,
             delta: 0.01,
             precision: None,
         },
-        settings: mil::svm::bags::BagSvmSettings {
+        settings: mil_toolkit::svm::bags::BagSvmSettings {
             rho: 0.02,
             map,
             cost: 1e10,

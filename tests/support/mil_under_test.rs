@@ -1,5 +1,5 @@
 //! The `mil` program built as the test package's own binary (see `Cargo.toml`).
 
 fn main() -> std::process::ExitCode {
-    mil::cli::main()
+    mil_toolkit::cli::main()
 }

@@ -96,6 +96,11 @@ impl<'a> Grid<'a> {
 
 /// Which set kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
 pub enum BoxKernel {
     /// k∧: boxes containing a point of P and a point of Q.
     And,
@@ -109,6 +114,11 @@ pub enum BoxKernel {
 
 /// Which estimator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
 pub enum Method {
     /// Exact coverage counting with an empirical Bernstein stopping rule ([`fast`]).
     Fast,

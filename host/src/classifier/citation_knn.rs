@@ -31,6 +31,9 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scaling {
+    /// z-score on raw features, none after a projection (which standardises its input;
+    /// rescaling its output dimensions would discard its weighting). The default.
+    Auto,
     /// Weka's min–max rule, widened by each predicted bag (exact Weka parity).
     Weka,
     /// z-score fitted on the training instances.
@@ -39,7 +42,39 @@ pub enum Scaling {
     None,
 }
 
+mil_core::keywords!(Scaling {
+    Scaling::Auto => "auto": "z-score on raw features, none after a projection",
+    Scaling::Weka => "weka": "Weka's rule (x − 0.95·min)/(1.05·max − 0.95·min), widened by each predicted bag",
+    Scaling::Zscore => "zscore": "z-score fitted on the training bags",
+    Scaling::None => "none": "raw features",
+});
+
+impl Scaling {
+    /// The scaling actually applied: [`Scaling::Auto`] is none on projected instances
+    /// and the z-score otherwise.
+    pub fn resolve(self, projected: bool) -> Scaling {
+        match self {
+            Scaling::Auto if projected => Scaling::None,
+            Scaling::Auto => Scaling::Zscore,
+            other => other,
+        }
+    }
+}
+
 /// Citation-kNN hyper-parameters.
+///
+/// ```
+/// use mil_toolkit::classifier::citation_knn::CitationKnn;
+/// use mil_toolkit::classifier::{BagModel, Classifier};
+///
+/// let data = mil_toolkit::data::load("musk1")?;
+/// let train: Vec<usize> = (0..data.n_bags()).filter(|b| b % 10 != 0).collect();
+/// let test: Vec<usize> = (0..data.n_bags()).filter(|b| b % 10 == 0).collect();
+/// let model = CitationKnn::default().references(2).citers(4).fit(&data, &train)?;
+/// let labels = model.scores(&data, &test)?.labels();
+/// assert_eq!(labels.len(), test.len());
+/// # Ok::<(), mil_toolkit::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CitationKnn {
     /// R, the number of references.
@@ -61,11 +96,19 @@ impl Default for CitationKnn {
             references: 2,
             citers: 4,
             rank: 1,
-            scaling: Scaling::Zscore,
+            scaling: Scaling::Auto,
             hausdorff: Hausdorff::Min,
         }
     }
 }
+
+crate::params::setters!(CitationKnn {
+    references: usize,
+    citers: usize,
+    rank: usize,
+    scaling: Scaling,
+    hausdorff: Hausdorff,
+});
 
 /// A fitted scaling of the attributes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -107,7 +150,7 @@ impl Scaler {
                     hi: max.iter().map(|m| m * WEKA_HI).collect(),
                 }
             }
-            Scaling::Zscore => Scaler::Zscore(ZScore::fit(data, train)),
+            Scaling::Zscore | Scaling::Auto => Scaler::Zscore(ZScore::fit(data, train)),
             Scaling::None => Scaler::None,
         }
     }
@@ -189,24 +232,30 @@ pub struct CitationKnnModel {
 impl CitationKnn {
     /// Checks the hyper-parameters against the number of training bags.
     pub fn validate(&self, n_train: usize) -> Result<()> {
+        self.check()?;
         if self.citers >= n_train {
             return Err(Error::parameter(
-                "--citers",
+                "citers",
                 self.citers,
                 format!("must be below the number of training bags ({n_train})"),
             ));
         }
+        Ok(())
+    }
+
+    /// Checks the hyper-parameters that do not depend on the data.
+    pub fn check(&self) -> Result<()> {
         if self.references == 0 {
-            return Err(Error::parameter("--references", 0, "must be at least 1"));
+            return Err(Error::parameter("references", 0, "must be at least 1"));
         }
         if self.rank == 0 {
-            return Err(Error::parameter("--rank", 0, "must be at least 1"));
+            return Err(Error::parameter("rank", 0, "must be at least 1"));
         }
         if self.rank > 1 && self.hausdorff != Hausdorff::Min {
             return Err(Error::parameter(
-                "--rank",
+                "rank",
                 self.rank,
-                "a rank applies to the minimal Hausdorff distance only (--hausdorff min)",
+                "a rank applies to the minimal Hausdorff distance only (hausdorff = min)",
             ));
         }
         Ok(())
@@ -266,12 +315,15 @@ impl Classifier for CitationKnn {
     fn fit(&self, data: &Dataset, train: &[usize]) -> Result<CitationKnnModel> {
         let labels = data.training_labels(train, 2)?;
         self.validate(train.len())?;
-        let scaler = Scaler::fit(self.scaling, data, train);
+        // Fitted on the instances given: `Auto` is the z-score here; a pipeline resolves
+        // it to none after a projection (`ClassifierParams::after_projection`).
+        let params = self.scaling(self.scaling.resolve(false));
+        let scaler = Scaler::fit(params.scaling, data, train);
         let scaled = scaler.apply(data, train)?;
-        let tt = self.all_distances(&scaled);
+        let tt = params.all_distances(&scaled);
         let raw = data.select(train);
         Ok(CitationKnnModel {
-            params: *self,
+            params,
             n_classes: data.n_classes(),
             scaler,
             dim: data.dim(),

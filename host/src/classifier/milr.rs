@@ -29,23 +29,7 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::lbfgs::Lbfgs;
 use crate::weka_bfgs::WekaBfgs;
-
-/// How instance probabilities become a bag probability.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Pooling {
-    /// P = 1 − Π(1 − p_ij) (Weka `-A 0`).
-    NoisyOr,
-    /// P = mean p_ij (Weka `-A 1`).
-    Mean,
-    /// P = σ(mean z_ij) (Weka `-A 2`).
-    Geometric,
-    /// P = Σ p e^{βp} / Σ e^{βp} (Ray & Craven).
-    Softmax,
-    /// P = max p_ij (not differentiable at ties; fitted with the subgradient of the
-    /// first maximiser).
-    Max,
-}
+pub use mil_core::score::Pooling;
 
 /// The minimiser that fits the coefficients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -61,6 +45,19 @@ pub enum Optimizer {
 }
 
 /// MILR hyper-parameters.
+///
+/// ```
+/// use mil_toolkit::classifier::milr::{Milr, Pooling};
+/// use mil_toolkit::classifier::{BagModel, Classifier};
+///
+/// let data = mil_toolkit::data::load("musk1")?;
+/// let all: Vec<usize> = (0..data.n_bags()).collect();
+/// let model = Milr::default().pooling(Pooling::Mean).ridge(1.0).fit(&data, &all)?;
+/// let scores = model.scores(&data, &all)?;
+/// // Probabilities of [negative, positive] per bag.
+/// assert!((scores.row(0).iter().sum::<f64>() - 1.0).abs() < 1e-9);
+/// # Ok::<(), mil_toolkit::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Milr {
     /// The bag combiner.
@@ -84,6 +81,18 @@ impl Default for Milr {
         }
     }
 }
+
+crate::params::setters!(Milr {
+    pooling: Pooling,
+    ridge: f64,
+    beta: f64,
+    optimizer: Optimizer,
+});
+
+mil_core::keywords!(Optimizer {
+    Optimizer::Lbfgs => "lbfgs": "L-BFGS on the log-space likelihood (the lowest objective)",
+    Optimizer::Weka => "weka": "Weka 3.6's quasi-Newton method, stopping rules and arithmetic (noisy-or, mean, geometric)",
+});
 
 /// A fitted MILR: one (intercept, coefficients) in raw feature units per binary problem
 /// — one for two classes (positive = class 1), one per class otherwise.
@@ -129,8 +138,16 @@ fn log_sum_exp(v: impl Iterator<Item = f64> + Clone) -> f64 {
     m + v.map(|x| (x - m).exp()).sum::<f64>().ln()
 }
 
-impl Pooling {
+/// The likelihood of each pooling (module documentation), in `f64` and log space.
+trait PoolingLikelihood {
     /// log P(positive) and log P(negative) of a bag with instance logits `z`.
+    fn log_probabilities(self, beta: f64, z: &[f64]) -> (f64, f64);
+    /// The bag's negative log-likelihood −log P(y | bag), writing its derivative with
+    /// respect to each instance logit into `dz`.
+    fn loss(self, beta: f64, z: &[f64], positive: bool, dz: &mut [f64]) -> f64;
+}
+
+impl PoolingLikelihood for Pooling {
     fn log_probabilities(self, beta: f64, z: &[f64]) -> (f64, f64) {
         let n = z.len() as f64;
         match self {
@@ -166,8 +183,6 @@ impl Pooling {
         }
     }
 
-    /// The bag's negative log-likelihood −log P(y | bag), writing its derivative with
-    /// respect to each instance logit into `dz`.
     fn loss(self, beta: f64, z: &[f64], positive: bool, dz: &mut [f64]) -> f64 {
         let n = z.len() as f64;
         let (log_pos, log_neg) = self.log_probabilities(beta, z);
@@ -525,19 +540,19 @@ impl Milr {
     pub fn validate(&self) -> Result<()> {
         if !(self.ridge >= 0.0 && self.ridge.is_finite()) {
             return Err(Error::parameter(
-                "--ridge",
+                "ridge",
                 self.ridge,
                 "must be finite and ≥ 0",
             ));
         }
         if !self.beta.is_finite() {
-            return Err(Error::parameter("--beta", self.beta, "must be finite"));
+            return Err(Error::parameter("beta", self.beta, "must be finite"));
         }
         if self.optimizer == Optimizer::Weka
             && matches!(self.pooling, Pooling::Softmax | Pooling::Max)
         {
             return Err(Error::parameter(
-                "--optimizer",
+                "optimizer",
                 "weka",
                 "reproduces Weka's MILR, whose poolings are noisy-or, mean and geometric",
             ));

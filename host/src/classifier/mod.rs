@@ -7,15 +7,20 @@
 //! - [`svm`]: SVM over bags with a box-counting or normalised set kernel (Tao et al. 2008).
 //!
 //! Multi-class data: Citation-kNN votes per class; MILR fits one model per class
-//! (one-vs-rest). The fitted models are gathered in [`crate::model::ClassifierModel`].
+//! (one-vs-rest). The parameters are gathered in [`ClassifierParams`], the fitted models
+//! in [`ClassifierModel`].
 
 pub mod citation_knn;
 pub mod milr;
 pub mod svm;
 
+use serde::{Deserialize, Serialize};
+
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::model::ClassifierModel;
+use citation_knn::CitationKnnModel;
+use milr::MilrModel;
+use svm::SvmModel;
 
 /// Per-class scores of a list of bags (higher = more likely), row-major bags × classes.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,9 +108,28 @@ pub trait BagModel {
     fn scores(&self, data: &Dataset, bags: &[usize]) -> Result<BagScores>;
 }
 
-/// Any of the classifiers, as the CLI and the pipeline choose them.
+/// The classifiers by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClassifierKind {
+    /// Citation-kNN.
+    CitationKnn,
+    /// MILR.
+    Milr,
+    /// SVM over bags with a set kernel.
+    Svm,
+}
+
+mil_core::keywords!(ClassifierKind {
+    ClassifierKind::CitationKnn => "citation-knn": "Citation-kNN (Wang & Zucker) on Hausdorff bag distances",
+    ClassifierKind::Milr => "milr": "multiple-instance logistic regression (Ray & Craven; Weka's MILR)",
+    ClassifierKind::Svm => "svm": "SVM over bags with a set kernel (GMIL §8)",
+});
+
+/// Any classifier's parameters: one variant per algorithm, each a parameters type with
+/// the papers' defaults. [`ClassifierParams::fit`] returns a [`ClassifierModel`].
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum ClassifierSpec {
+pub enum ClassifierParams {
     /// Citation-kNN.
     CitationKnn(citation_knn::CitationKnn),
     /// MILR.
@@ -114,14 +138,129 @@ pub enum ClassifierSpec {
     Svm(svm::SetKernelSvm),
 }
 
-impl ClassifierSpec {
+impl ClassifierParams {
+    /// The algorithm's parameters with their defaults.
+    pub fn new(kind: ClassifierKind) -> Self {
+        match kind {
+            ClassifierKind::CitationKnn => citation_knn::CitationKnn::default().into(),
+            ClassifierKind::Milr => milr::Milr::default().into(),
+            ClassifierKind::Svm => svm::SetKernelSvm::default().into(),
+        }
+    }
+
+    /// Which algorithm.
+    pub fn kind(&self) -> ClassifierKind {
+        match self {
+            ClassifierParams::CitationKnn(_) => ClassifierKind::CitationKnn,
+            ClassifierParams::Milr(_) => ClassifierKind::Milr,
+            ClassifierParams::Svm(_) => ClassifierKind::Svm,
+        }
+    }
+
+    /// Checks the parameters that do not depend on the data, before any work.
+    pub fn check(&self) -> Result<()> {
+        match self {
+            ClassifierParams::CitationKnn(c) => c.check(),
+            ClassifierParams::Milr(m) => m.validate(),
+            ClassifierParams::Svm(s) => s.check(),
+        }
+    }
+
+    /// The parameters to use on projected instances: Citation-kNN's automatic scaling
+    /// becomes none, since a projection standardises its input and rescaling its output
+    /// dimensions would discard its weighting.
+    #[must_use]
+    pub fn after_projection(self) -> Self {
+        match self {
+            ClassifierParams::CitationKnn(c) => {
+                ClassifierParams::CitationKnn(c.scaling(c.scaling.resolve(true)))
+            }
+            other => other,
+        }
+    }
+
     /// Fits the chosen classifier.
     pub fn fit(&self, data: &Dataset, train: &[usize]) -> Result<ClassifierModel> {
         Ok(match self {
-            ClassifierSpec::CitationKnn(c) => ClassifierModel::CitationKnn(c.fit(data, train)?),
-            ClassifierSpec::Milr(m) => ClassifierModel::Milr(m.fit(data, train)?),
-            ClassifierSpec::Svm(s) => ClassifierModel::Svm(s.fit(data, train)?),
+            ClassifierParams::CitationKnn(c) => ClassifierModel::CitationKnn(c.fit(data, train)?),
+            ClassifierParams::Milr(m) => ClassifierModel::Milr(m.fit(data, train)?),
+            ClassifierParams::Svm(s) => ClassifierModel::Svm(s.fit(data, train)?),
         })
+    }
+}
+
+impl From<citation_knn::CitationKnn> for ClassifierParams {
+    fn from(c: citation_knn::CitationKnn) -> Self {
+        ClassifierParams::CitationKnn(c)
+    }
+}
+
+impl From<milr::Milr> for ClassifierParams {
+    fn from(m: milr::Milr) -> Self {
+        ClassifierParams::Milr(m)
+    }
+}
+
+impl From<svm::SetKernelSvm> for ClassifierParams {
+    fn from(s: svm::SetKernelSvm) -> Self {
+        ClassifierParams::Svm(s)
+    }
+}
+
+/// A fitted classifier, one variant per algorithm.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ClassifierModel {
+    /// Citation-kNN.
+    CitationKnn(CitationKnnModel),
+    /// MILR.
+    Milr(MilrModel),
+    /// SVM over bags.
+    Svm(SvmModel),
+}
+
+impl ClassifierModel {
+    /// Which algorithm.
+    pub fn kind(&self) -> ClassifierKind {
+        match self {
+            ClassifierModel::CitationKnn(_) => ClassifierKind::CitationKnn,
+            ClassifierModel::Milr(_) => ClassifierKind::Milr,
+            ClassifierModel::Svm(_) => ClassifierKind::Svm,
+        }
+    }
+
+    pub(crate) fn validate(&self) -> std::result::Result<(), String> {
+        match self {
+            ClassifierModel::CitationKnn(m) => m.validate(),
+            ClassifierModel::Milr(m) => m.validate(),
+            ClassifierModel::Svm(m) => m.validate(),
+        }
+    }
+}
+
+impl BagModel for ClassifierModel {
+    fn n_classes(&self) -> usize {
+        match self {
+            ClassifierModel::CitationKnn(m) => m.n_classes(),
+            ClassifierModel::Milr(m) => m.n_classes(),
+            ClassifierModel::Svm(m) => m.n_classes(),
+        }
+    }
+
+    fn input_dim(&self) -> usize {
+        match self {
+            ClassifierModel::CitationKnn(m) => m.input_dim(),
+            ClassifierModel::Milr(m) => m.input_dim(),
+            ClassifierModel::Svm(m) => m.input_dim(),
+        }
+    }
+
+    fn scores(&self, data: &Dataset, bags: &[usize]) -> Result<BagScores> {
+        match self {
+            ClassifierModel::CitationKnn(m) => m.scores(data, bags),
+            ClassifierModel::Milr(m) => m.scores(data, bags),
+            ClassifierModel::Svm(m) => m.scores(data, bags),
+        }
     }
 }
 

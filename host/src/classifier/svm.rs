@@ -20,9 +20,11 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::kernel::boxes::{box_gram, BoxGramSpec, GridData};
 use crate::kernel::nsk::log_set_kernel;
+use crate::kernel::{accuracy, SetKernelName};
+use crate::progress::{Progress, Silent};
 use crate::svm::bags::{svm_kernel, BagSvm, BagSvmSettings, EmpiricalMap};
 use mil_core::box_kernel::seeds::{bag_hash, pair_seed};
-use mil_core::box_kernel::{estimate, scratch_len, Accuracy, BoxKernel, Method, Scratch};
+use mil_core::box_kernel::{estimate, scratch_len, BoxKernel, Method, Scratch};
 
 /// The set kernel of the SVM.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -31,9 +33,9 @@ pub enum SetKernel {
     /// A box-counting kernel estimated to (ε, δ).
     Box {
         /// k∧, k∧/∨ or k_min (k∨ alone is not a similarity the paper uses).
-        kernel: BoxKernelName,
-        /// Use the paper's estimators (Tables 3–5) instead of the fast ones.
-        paper_estimator: bool,
+        kernel: BoxKernel,
+        /// The fast estimators or the paper's (Tables 3–5).
+        estimator: Method,
         /// Relative error ε.
         epsilon: f64,
         /// Failure probability δ.
@@ -48,25 +50,32 @@ pub enum SetKernel {
     },
 }
 
-/// The box kernels an SVM can use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BoxKernelName {
-    /// k∧.
-    And,
-    /// k∧/∨.
-    AndOr,
-    /// k_min.
-    Min,
+impl SetKernel {
+    /// A box kernel with the fast estimator and the paper's accuracy (ε = 0.1, δ = 0.01),
+    /// the discretisation chosen from the data.
+    pub fn boxes(kernel: BoxKernel) -> Self {
+        SetKernel::Box {
+            kernel,
+            estimator: Method::Fast,
+            epsilon: crate::kernel::DEFAULT_EPSILON,
+            delta: crate::kernel::DEFAULT_DELTA,
+            precision: None,
+        }
+    }
+
+    /// The kernel's family and name.
+    pub fn name(&self) -> SetKernelName {
+        match self {
+            SetKernel::Box { kernel, .. } => SetKernelName::Box(*kernel),
+            SetKernel::Nsk { .. } => SetKernelName::Nsk,
+        }
+    }
 }
 
-impl BoxKernelName {
-    fn core(self) -> BoxKernel {
-        match self {
-            BoxKernelName::And => BoxKernel::And,
-            BoxKernelName::AndOr => BoxKernel::AndOr,
-            BoxKernelName::Min => BoxKernel::Min,
-        }
+impl Default for SetKernel {
+    /// k∧ (the paper's kernel of §8) with [`SetKernel::boxes`]' settings.
+    fn default() -> Self {
+        SetKernel::boxes(BoxKernel::And)
     }
 }
 
@@ -79,6 +88,41 @@ pub struct SetKernelSvm {
     pub settings: BagSvmSettings,
     /// Seed of the kernel estimates.
     pub seed: u64,
+}
+
+impl Default for SetKernelSvm {
+    /// k∧ with the fast estimator (ε = 0.1, δ = 0.01) and the paper's SVM settings
+    /// ([`BagSvmSettings::default`]), seed 1.
+    fn default() -> Self {
+        SetKernelSvm {
+            kernel: SetKernel::default(),
+            settings: BagSvmSettings::default(),
+            seed: 1,
+        }
+    }
+}
+
+crate::params::setters!(SetKernelSvm {
+    kernel: SetKernel,
+    settings: BagSvmSettings,
+    seed: u64,
+});
+
+impl SetKernelSvm {
+    /// Checks the parameters that do not depend on the data: ε and δ in (0, 1), γ
+    /// positive, ρ in (0, 1], C positive.
+    pub fn check(&self) -> Result<()> {
+        match self.kernel {
+            SetKernel::Box { epsilon, delta, .. } => {
+                accuracy(epsilon, delta)?;
+            }
+            SetKernel::Nsk { gamma: Some(g) } if !(g > 0.0 && g.is_finite()) => {
+                return Err(Error::parameter("gamma", g, "must be positive and finite"));
+            }
+            SetKernel::Nsk { .. } => {}
+        }
+        crate::svm::bags::check_settings(&self.settings)
+    }
 }
 
 /// A fitted bag SVM.
@@ -111,22 +155,16 @@ impl FittedKernel {
         Ok(match *kernel {
             SetKernel::Box {
                 kernel,
-                paper_estimator,
+                estimator,
                 epsilon,
                 delta,
                 precision,
             } => FittedKernel::Box {
                 grid: GridData::fit(train, precision)?,
                 spec: BoxGramSpec {
-                    kernel: kernel.core(),
-                    method: if paper_estimator {
-                        Method::Paper
-                    } else {
-                        Method::Fast
-                    },
-                    accuracy: Accuracy::new(epsilon, delta).map_err(|e| {
-                        Error::parameter("--epsilon/--delta", epsilon, e.to_string())
-                    })?,
+                    kernel,
+                    method: estimator,
+                    accuracy: accuracy(epsilon, delta)?,
                     seed,
                 },
             },
@@ -137,7 +175,7 @@ impl FittedKernel {
                 let gamma = gamma.unwrap_or(1.0 / active as f64);
                 if !(gamma > 0.0 && gamma.is_finite()) {
                     return Err(Error::parameter(
-                        "--gamma",
+                        "gamma",
                         gamma,
                         "must be positive and finite",
                     ));
@@ -150,9 +188,7 @@ impl FittedKernel {
     /// ln k among the training bags (m × m).
     fn train_gram(&self, train: &Dataset) -> Result<Vec<f64>> {
         match self {
-            FittedKernel::Box { grid, spec } => {
-                Ok(box_gram(grid, *spec, &indicatif::ProgressBar::hidden())?.ln)
-            }
+            FittedKernel::Box { grid, spec } => Ok(box_gram(grid, *spec, &Silent)?.ln),
             FittedKernel::Nsk { zscore, gamma } => {
                 let z = zscore.apply(train)?;
                 Ok(cross_nsk(&z, &z, *gamma))
@@ -264,7 +300,7 @@ impl Classifier for SetKernelSvm {
         let positive_all = positive_flags(data)?;
         if self.settings.map == EmpiricalMap::Transductive {
             return Err(Error::parameter(
-                "--map",
+                "map",
                 "emp-trans",
                 "the transductive map needs the test bags while training: use it with `mil cv`",
             ));
@@ -294,11 +330,7 @@ impl SetKernelSvm {
     /// of them: what cross-validation computes once and shares across folds. The kernel
     /// uses no labels, so this leaks no test label into training; it does fit the grid on
     /// every bag, where [`Classifier::fit`] fits it on the training bags only.
-    pub fn full_log_gram(
-        &self,
-        data: &Dataset,
-        progress: &indicatif::ProgressBar,
-    ) -> Result<Vec<f64>> {
+    pub fn full_log_gram(&self, data: &Dataset, progress: &dyn Progress) -> Result<Vec<f64>> {
         let kernel = FittedKernel::fit(&self.kernel, data, self.seed)?;
         match &kernel {
             FittedKernel::Box { grid, spec } => Ok(box_gram(grid, *spec, progress)?.ln),
@@ -402,7 +434,7 @@ impl SvmModel {
     pub fn deployment(&self) -> Result<SvmDeployment> {
         let SetKernel::Box {
             kernel,
-            paper_estimator,
+            estimator,
             epsilon,
             delta,
             precision,
@@ -439,7 +471,7 @@ impl SvmModel {
                 .unzip(),
             EmpiricalMap::Transductive => {
                 return Err(Error::parameter(
-                    "--map",
+                    "map",
                     "emp-trans",
                     "a transductive SVM is not a model of new bags",
                 ))
@@ -448,7 +480,7 @@ impl SvmModel {
         if stored.is_empty() || !weights.iter().all(|w| w.is_finite()) {
             return Err(Error::Numerical {
                 method: "SVM export",
-                reason: "no support bags, or weights beyond f64 (lower --rho)".into(),
+                reason: "no support bags, or weights beyond f64 (lower rho)".into(),
             });
         }
         let mut points = Vec::new();
@@ -458,12 +490,8 @@ impl SvmModel {
             bag_starts.push(bag_starts.last().copied().unwrap_or(0) + grid.bag_len(t));
         }
         Ok(SvmDeployment {
-            kernel: kernel.core(),
-            method: if paper_estimator {
-                Method::Paper
-            } else {
-                Method::Fast
-            },
+            kernel,
+            method: estimator,
             epsilon,
             delta,
             precision: grid.precision(),
@@ -565,8 +593,8 @@ mod tests {
         let data = toy();
         let train: Vec<usize> = (0..12).collect();
         let kernel = SetKernel::Box {
-            kernel: BoxKernelName::And,
-            paper_estimator: false,
+            kernel: BoxKernel::And,
+            estimator: Method::Fast,
             epsilon: 0.1,
             delta: 0.05,
             precision: Some(0),

@@ -6,28 +6,26 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::{ClusterArgs, ClusterMethod, Report};
-use crate::cluster::{bamic, m3ic, BagDistance, ClusterModel};
+use super::{ClusterArgs, Report};
+use crate::cluster::{bamic, m3ic, ClusterMethod, ClusterModel};
 use crate::data;
 use crate::error::Result;
 use crate::eval;
 
 /// Runs `mil cluster`.
-pub fn run(args: &ClusterArgs, _quiet: bool) -> Result<Report> {
+pub fn run(args: &ClusterArgs) -> Result<Report> {
     let data = data::load(&args.data)?;
     let start = Instant::now();
     let (model, assignments, objective, detail) = match args.method {
         ClusterMethod::M3ic => {
-            let params = m3ic::M3icParams {
-                c: args.cost,
-                l: args.balance,
-                eps1: args.epsilon1,
-                eps2: args.epsilon2,
-                restarts: args.restarts,
-                standardize: !args.raw,
-                normalize: !args.no_instance_norm,
-                ..m3ic::M3icParams::default()
-            };
+            let params = m3ic::M3icParams::default()
+                .c(args.cost)
+                .l(args.balance)
+                .eps1(args.epsilon1)
+                .eps2(args.epsilon2)
+                .restarts(args.restarts)
+                .standardize(!args.raw)
+                .normalize(!args.no_instance_norm);
             let fit = m3ic::fit(&data, args.k, &params, args.seed)?;
             let best = &fit.runs[fit.best];
             let detail = json!({
@@ -48,12 +46,7 @@ pub fn run(args: &ClusterArgs, _quiet: bool) -> Result<Report> {
                 detail,
             )
         }
-        ClusterMethod::BamicMin | ClusterMethod::BamicMax | ClusterMethod::BamicAvg => {
-            let distance = match args.method {
-                ClusterMethod::BamicMin => BagDistance::Min,
-                ClusterMethod::BamicMax => BagDistance::Max,
-                _ => BagDistance::Avg,
-            };
+        ClusterMethod::Bamic(distance) => {
             let fit = bamic::fit(&data, args.k, distance, args.restarts, args.seed)?;
             let detail = json!({ "medoids": fit.medoids });
             (
@@ -72,7 +65,7 @@ pub fn run(args: &ClusterArgs, _quiet: bool) -> Result<Report> {
     for &a in &assignments {
         sizes[a] += 1;
     }
-    let method = format!("{:?}", args.method);
+    let method = args.method.to_string();
     let mut human = format!(
         "{}: {} bags into {} clusters by {} (seed {}, {} restarts): objective {:.6}, sizes {:?}, {:.3} s",
         data.name(),

@@ -6,122 +6,29 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::{
-    ClassifierArgs, ClassifierName, CvArgs, Estimator, HausdorffArg, InnerCvArgs, KernelMap,
-    KernelName, MilrOptimizer, Pooling, ProjectionArgs, ProjectionName, Report, Scaling,
-    SelectName,
-};
-use crate::classifier::citation_knn::{self, CitationKnn};
-use crate::classifier::milr::{self, Milr};
-use crate::classifier::svm::{BoxKernelName, SetKernel, SetKernelSvm};
-use crate::classifier::ClassifierSpec;
+use mil_core::keyword::Keyword;
+
+use super::{ClassifierArgs, CvArgs, InnerCvArgs, ProjectionArgs, Report};
+use crate::classifier::ClassifierKind;
 use crate::data;
-use crate::distance::Hausdorff;
 use crate::error::{Error, Result};
-use crate::pipeline::{
-    cross_validate, read_folds_file, ClassifierGrid, Folds, Pipeline, ProjectionGrid, Selection,
-};
-use crate::svm::bags::{BagSvmSettings, EmpiricalMap};
+use crate::pipeline::{cross_validate, read_folds_file, Folds, Pipeline, ProjectionGrid};
+use crate::progress::Progress;
+use crate::projection::ProjectionParams;
 
-/// Citation-kNN's scaling: as given, else z-score on raw features and none after a
-/// projection.
-fn effective_scaling(args: &ClassifierArgs, projected: bool) -> Scaling {
-    args.scaling.unwrap_or(if projected {
-        Scaling::None
-    } else {
-        Scaling::Zscore
-    })
-}
-
-/// The classifier the flags describe.
-pub(super) fn classifier_spec(
-    args: &ClassifierArgs,
-    seed: u64,
-    projected: bool,
-) -> Result<ClassifierSpec> {
-    Ok(match args.classifier {
-        ClassifierName::CitationKnn => ClassifierSpec::CitationKnn(CitationKnn {
-            references: args.references,
-            citers: args.citers,
-            rank: args.rank,
-            hausdorff: match args.hausdorff {
-                HausdorffArg::Min => Hausdorff::Min,
-                HausdorffArg::Max => Hausdorff::Max,
-                HausdorffArg::Avg => Hausdorff::Avg,
-            },
-            scaling: match effective_scaling(args, projected) {
-                Scaling::Weka => citation_knn::Scaling::Weka,
-                Scaling::Zscore => citation_knn::Scaling::Zscore,
-                Scaling::None => citation_knn::Scaling::None,
-            },
-        }),
-        ClassifierName::Milr => ClassifierSpec::Milr(Milr {
-            pooling: match args.pooling {
-                Pooling::NoisyOr => milr::Pooling::NoisyOr,
-                Pooling::Mean => milr::Pooling::Mean,
-                Pooling::Geometric => milr::Pooling::Geometric,
-                Pooling::Softmax => milr::Pooling::Softmax,
-                Pooling::Max => milr::Pooling::Max,
-            },
-            // The first of a list; the pipeline's grid tries every one.
-            ridge: args.ridge.first().copied().unwrap_or(1e-6),
-            beta: args.beta,
-            optimizer: match args.optimizer {
-                MilrOptimizer::Lbfgs => milr::Optimizer::Lbfgs,
-                MilrOptimizer::Weka => milr::Optimizer::Weka,
-            },
-        }),
-        ClassifierName::Svm => ClassifierSpec::Svm(svm_spec(args, seed)?),
-    })
-}
-
-/// The set-kernel SVM the flags describe.
-fn svm_spec(args: &ClassifierArgs, seed: u64) -> Result<SetKernelSvm> {
-    let boxed = |kernel| SetKernel::Box {
-        kernel,
-        paper_estimator: args.set_kernel.estimator == Estimator::Paper,
-        epsilon: args.set_kernel.epsilon,
-        delta: args.set_kernel.delta,
-        precision: args.set_kernel.precision,
-    };
-    Ok(SetKernelSvm {
-        kernel: match args.kernel {
-            KernelName::Kand => boxed(BoxKernelName::And),
-            KernelName::Kandor => boxed(BoxKernelName::AndOr),
-            KernelName::Kmin => boxed(BoxKernelName::Min),
-            KernelName::Nsk => SetKernel::Nsk {
-                gamma: args.set_kernel.gamma,
-            },
-        },
-        settings: BagSvmSettings {
-            rho: args.set_kernel.rho,
-            map: match args.map {
-                KernelMap::None => EmpiricalMap::None,
-                KernelMap::Emp => EmpiricalMap::Training,
-                KernelMap::EmpTrans => EmpiricalMap::Transductive,
-            },
-            cost: args.cost,
-        },
-        seed,
-    })
-}
-
-/// The pipeline the flags describe.
+/// The pipeline the flags describe; checked before any work.
 pub(super) fn pipeline(
     classifier: &ClassifierArgs,
     projection: &ProjectionArgs,
     seed: u64,
     inner: &InnerCvArgs,
 ) -> Result<Pipeline> {
-    if inner.inner_folds < 2 {
-        return Err(Error::parameter(
-            "--inner-folds",
-            inner.inner_folds,
-            "must be at least 2",
-        ));
-    }
-    let kind = super::project::projection_kind(projection.projection);
-    let projection = match kind {
+    let params = classifier.params(seed);
+    let grid = crate::pipeline::ClassifierGrid::new(params, &classifier.ridge)?;
+    let mut pipeline = Pipeline::new(grid)
+        .inner_folds(inner.inner_folds)
+        .select(inner.select);
+    match projection.projection {
         None => {
             if !projection.dim.is_empty() || !projection.alpha.is_empty() {
                 return Err(Error::parameter(
@@ -130,7 +37,6 @@ pub(super) fn pipeline(
                     "only apply with a --projection",
                 ));
             }
-            None
         }
         Some(kind) => {
             if projection.dim.is_empty() {
@@ -140,76 +46,52 @@ pub(super) fn pipeline(
                     "a projection needs --dim",
                 ));
             }
-            if let Some(a) = projection.alpha.iter().find(|a| !a.is_finite()) {
-                return Err(Error::parameter("--alpha", a, "must be finite"));
+            let mut params = ProjectionParams::new(kind).with_seed(seed);
+            if let ProjectionParams::Midr(m) = &mut params {
+                m.c2 = projection.midr_c2;
             }
-            Some(ProjectionGrid {
-                kind,
+            pipeline = pipeline.projection(ProjectionGrid {
+                params,
                 dims: projection.dim.clone(),
-                alphas: if projection.alpha.is_empty() {
-                    vec![kind.default_alpha()]
-                } else {
-                    projection.alpha.clone()
-                },
-                midr_c2: projection.midr_c2,
-                seed,
-            })
+                alphas: projection.alpha.clone(),
+            });
         }
-    };
-    Ok(Pipeline {
-        classifier: ClassifierGrid::new(
-            classifier_spec(classifier, seed, projection.is_some())?,
-            &classifier.ridge,
-        )?,
-        projection,
-        inner_folds: inner.inner_folds,
-        select: match inner.select {
-            SelectName::Accuracy => Selection::Accuracy,
-            SelectName::Auroc => Selection::Auroc,
-        },
-    })
+    }
+    pipeline.check()?;
+    Ok(pipeline)
 }
 
-/// The command-line spelling of a flag's value.
-fn cli_name(value: impl clap::ValueEnum) -> String {
-    value
-        .to_possible_value()
-        .map_or_else(String::new, |v| v.get_name().to_owned())
-}
-
-/// A short description of the pipeline for human output.
+/// A short description of the pipeline for human output, in the names users type.
 pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> String {
     let c = match args.classifier {
-        ClassifierName::CitationKnn => format!(
-            "citation-knn (R={}, C={}, {:?} Hausdorff, H={}, scaling {:?})",
+        ClassifierKind::CitationKnn => format!(
+            "citation-knn (R={}, C={}, {} Hausdorff, H={}, scaling {})",
             args.references,
             args.citers,
             args.hausdorff,
             args.rank,
-            effective_scaling(args, projection.projection != ProjectionName::None)
-        )
-        .to_lowercase(),
-        ClassifierName::Milr => format!(
+            args.scaling.resolve(projection.projection.is_some())
+        ),
+        ClassifierKind::Milr => format!(
             "milr ({} pooling, {} optimizer, ridge {})",
-            cli_name(args.pooling),
-            cli_name(args.optimizer),
+            args.pooling,
+            args.optimizer,
             args.ridge
                 .iter()
                 .map(|r| r.to_string())
                 .collect::<Vec<_>>()
                 .join("/")
-        )
-        .to_lowercase(),
-        ClassifierName::Svm => "svm".into(),
+        ),
+        ClassifierKind::Svm => format!("svm ({} kernel, {} map)", args.kernel, args.map),
     };
     match projection.projection {
-        ProjectionName::None => c,
-        p => format!("{:?} (dim {:?}) → {c}", p, projection.dim).to_lowercase(),
+        None => c,
+        Some(p) => format!("{} (dim {:?}) → {c}", p.name(), projection.dim),
     }
 }
 
 /// Runs `mil cv`.
-pub fn run(args: &CvArgs, quiet: bool) -> Result<Report> {
+pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
     let start = Instant::now();
     let d = data::load(&args.data)?;
     let pipeline = pipeline(&args.classifier, &args.projection, args.seed, &args.inner)?;
@@ -221,7 +103,7 @@ pub fn run(args: &CvArgs, quiet: bool) -> Result<Report> {
             seed: args.seed,
         },
     };
-    let r = cross_validate(&pipeline, &d, &folds, !quiet)?;
+    let r = cross_validate(&pipeline, &d, &folds, progress)?;
     let seconds = start.elapsed().as_secs_f64();
     let mut human = format!(
         "{}: {} — {} × {}-fold CV\naccuracy {:.4}",

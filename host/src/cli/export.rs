@@ -7,16 +7,18 @@ use std::path::Path;
 use rayon::prelude::*;
 use serde_json::json;
 
-use super::{ExportArgs, ExportFormat, ExportRounding, Report};
+use super::{ExportArgs, Report};
 use crate::cluster::ClusterModel;
 use crate::data::{self, Dataset};
 use crate::error::{Error, Result};
 use crate::export::{self, Compact, CoreBag, Head, Rounding};
 use crate::model::HostModel;
-use mil_core::{Encoding, Model};
+use crate::progress::Progress;
+use mil_core::keyword::Keyword;
+use mil_core::Model;
 
 /// Runs `mil export`.
-pub fn run(args: &ExportArgs) -> Result<Report> {
+pub fn run(args: &ExportArgs, progress: &dyn Progress) -> Result<Report> {
     let path = Path::new(&args.model);
     if is_cluster_model(path) {
         return run_cluster(args, path);
@@ -41,14 +43,17 @@ pub fn run(args: &ExportArgs) -> Result<Report> {
             ))
         }
     };
-    let encoding = encoding_of(args.format);
-    let bytes = export::export_with(&compact, encoding, &train, rounding_of(args.rounding))?;
+    let encoding = args.format;
+    let bytes = export::export_with(&compact, encoding, &train, args.rounding)?;
     let all: Vec<usize> = (0..train.n_bags()).collect();
-    let host = model.scores(&train, &all)?;
     let core = Model::parse(&bytes)?;
     if core.svm().is_some() {
-        return svm_report(args, &bytes, &train, &host);
+        // Both the host's and the core's SVM scores estimate the kernel against every
+        // stored bag: the slow part of the export, shown bag by bag.
+        let host = super::predict::scores_with_progress(&model, &train, progress)?;
+        return svm_report(args, &bytes, &train, &host, progress);
     }
+    let host = model.scores(&train, &all)?;
     let max_abs_error = export::max_abs_error(&bytes, &train, |b| host.row(b).to_vec())?;
     let mut agree = 0;
     let mut bound: Option<f64> = None;
@@ -100,7 +105,7 @@ fn export_json(
         "kind": core.kind().name(),
         "format": core.encoding().name(),
         "bytes": core.header().total_len,
-        "rounding": export::stored_rounding(core).map(Rounding::name),
+        "rounding": export::stored_rounding(core).map(|r| r.name()),
         "max_abs_error": max_abs_error,
         "labels_agree": labels_agree,
         "bags": bags,
@@ -114,7 +119,7 @@ fn export_json(
 /// A warning when error-feedback rounding was asked for (the default) but the quantised
 /// stage had to be rounded to nearest.
 fn rounding_warning(args: &ExportArgs, core: &Model<'_>) -> Option<String> {
-    (args.rounding == ExportRounding::Feedback
+    (args.rounding == Rounding::Feedback
         && export::stored_rounding(core) == Some(Rounding::Nearest))
     .then(|| {
         format!(
@@ -154,12 +159,19 @@ fn svm_report(
     bytes: &[u8],
     train: &Dataset,
     host: &crate::classifier::BagScores,
+    progress: &dyn Progress,
 ) -> Result<Report> {
     let core = Model::parse(bytes)?;
+    progress.start("core decisions", train.n_bags() as u64);
     let decisions: Vec<_> = (0..train.n_bags())
         .into_par_iter()
-        .map(|b| export::core_svm_decide(&core, train.bag(b)))
+        .map(|b| {
+            let d = export::core_svm_decide(&core, train.bag(b));
+            progress.advance(1);
+            d
+        })
         .collect::<Result<_>>()?;
+    progress.finish();
     let (mut agree, mut max_abs_error, mut bound) = (0, 0.0f64, 0.0f64);
     for (b, d) in decisions.iter().enumerate() {
         let f = host.row(b)[1];
@@ -186,7 +198,7 @@ fn svm_report(
 
 /// Whether the file is a clustering model written by `mil cluster -o` (tagged by its
 /// `kind`), rather than a `mil train` model.
-fn is_cluster_model(path: &Path) -> bool {
+pub(super) fn is_cluster_model(path: &Path) -> bool {
     std::fs::read_to_string(path)
         .ok()
         .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
@@ -222,8 +234,8 @@ fn run_cluster(args: &ExportArgs, path: &Path) -> Result<Report> {
     let data = data::load(spec)?;
     let zscore = model.mean.as_deref().zip(model.std.as_deref());
     let compact = Compact::from_m3ic(model.k, model.dim, &model.weights, zscore, model.normalize)?;
-    let encoding = encoding_of(args.format);
-    let bytes = export::export_with(&compact, encoding, &data, rounding_of(args.rounding))?;
+    let encoding = args.format;
+    let bytes = export::export_with(&compact, encoding, &data, args.rounding)?;
     let host: Vec<(usize, Vec<f64>)> = (0..data.n_bags())
         .map(|b| model.witness_scores(data.bag(b).as_slice()))
         .collect();
@@ -258,26 +270,11 @@ fn run_cluster(args: &ExportArgs, path: &Path) -> Result<Report> {
     Ok(with_warnings(human, json))
 }
 
-fn encoding_of(format: ExportFormat) -> Encoding {
-    match format {
-        ExportFormat::F32 => Encoding::F32,
-        ExportFormat::Q15 => Encoding::Q15,
-        ExportFormat::Q7 => Encoding::Q7,
-    }
-}
-
 fn write_bytes(path: &str, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).map_err(|source| Error::Io {
         path: path.into(),
         source,
     })
-}
-
-fn rounding_of(rounding: ExportRounding) -> Rounding {
-    match rounding {
-        ExportRounding::Nearest => Rounding::Nearest,
-        ExportRounding::Feedback => Rounding::Feedback,
-    }
 }
 
 #[cfg(test)]
@@ -314,7 +311,7 @@ mod tests {
             (Rounding::Nearest, &["--rounding", "nearest"][..], false),
             (Rounding::Nearest, &[][..], true),
         ] {
-            let bytes = export_with(&compact, Encoding::Q7, &data, rounding).unwrap();
+            let bytes = export_with(&compact, mil_core::Encoding::Q7, &data, rounding).unwrap();
             let core = Model::parse(&bytes).unwrap();
             let warning = rounding_warning(&export_args(cli_rounding), &core);
             assert_eq!(warning.is_some(), warned, "{rounding:?} {cli_rounding:?}");

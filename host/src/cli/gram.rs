@@ -4,16 +4,16 @@
 use std::path::Path;
 use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
-use mil_core::box_kernel::{Accuracy, BoxKernel, Method};
 use serde_json::json;
 
-use super::{Estimator, GramArgs, KernelName, Report};
+use super::{GramArgs, Report};
 use crate::data;
 use crate::data::standardize::ZScore;
 use crate::error::{Error, Result};
 use crate::kernel::nsk::log_nsk_gram;
+use crate::kernel::SetKernelName;
 use crate::kernel::{box_gram, npy, spectrum, BoxGramSpec, GridData, LogGram};
+use crate::progress::Progress;
 
 /// Output formats, by file extension.
 enum Format {
@@ -22,7 +22,7 @@ enum Format {
 }
 
 /// Runs `mil gram`.
-pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
+pub fn run(args: &GramArgs, progress: &dyn Progress) -> Result<Report> {
     let format = match &args.output {
         None => None,
         Some(path) => match Path::new(path)
@@ -42,44 +42,17 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
             }
         },
     };
-    if !(args.set_kernel.rho > 0.0 && args.set_kernel.rho <= 1.0) {
-        return Err(Error::parameter(
-            "--rho",
-            args.set_kernel.rho,
-            "must be in (0, 1]",
-        ));
-    }
-    let accuracy = Accuracy::new(args.set_kernel.epsilon, args.set_kernel.delta).map_err(|_| {
-        let (name, value) = if args.set_kernel.epsilon > 0.0 && args.set_kernel.epsilon < 1.0 {
-            ("--delta", args.set_kernel.delta)
-        } else {
-            ("--epsilon", args.set_kernel.epsilon)
-        };
-        Error::parameter(name, value, "must be in (0, 1)")
-    })?;
-    let kernel = match args.kernel {
-        KernelName::Kand => Some(BoxKernel::And),
-        KernelName::Kandor => Some(BoxKernel::AndOr),
-        KernelName::Kmin => Some(BoxKernel::Min),
-        KernelName::Nsk => None,
-    };
-    let method = match args.set_kernel.estimator {
-        Estimator::Fast => Method::Fast,
-        Estimator::Paper => Method::Paper,
-    };
+    crate::svm::bags::check_settings(
+        &crate::svm::bags::BagSvmSettings::default().rho(args.set_kernel.rho),
+    )?;
+    let accuracy = crate::kernel::accuracy(args.set_kernel.epsilon, args.set_kernel.delta)?;
+    let method = args.set_kernel.estimator;
     let data = select_bags(data::load(&args.data)?, args)?;
-    let progress = if quiet {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(0).with_style(
-            ProgressStyle::with_template("gram {bar:40} {pos}/{len} entries, eta {eta}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        )
-    };
     let start = Instant::now();
     let mut nsk_gamma = None;
-    let (gram, precision) = match kernel {
-        Some(kernel) => {
+    progress.start("gram entries", 0);
+    let (gram, precision) = match args.kernel {
+        SetKernelName::Box(kernel) => {
             let grid = GridData::fit(&data, args.set_kernel.precision)?;
             let spec = BoxGramSpec {
                 kernel,
@@ -87,16 +60,16 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
                 accuracy,
                 seed: args.seed,
             };
-            (box_gram(&grid, spec, &progress)?, Some(grid.precision()))
+            (box_gram(&grid, spec, progress)?, Some(grid.precision()))
         }
-        None => {
+        SetKernelName::Nsk => {
             let all: Vec<usize> = (0..data.n_bags()).collect();
             let zscore = ZScore::fit(&data, &all);
             let active = zscore.std.iter().filter(|&&s| s > 0.0).count().max(1);
             let gamma = args.set_kernel.gamma.unwrap_or(1.0 / active as f64);
             if !(gamma.is_finite() && gamma > 0.0) {
                 return Err(Error::parameter(
-                    "--gamma",
+                    "gamma",
                     gamma,
                     "must be positive and finite",
                 ));
@@ -108,7 +81,7 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
         }
     };
     let seconds = start.elapsed().as_secs_f64();
-    progress.finish_and_clear();
+    progress.finish();
     if let Some((path, format)) = format {
         write(&gram, path, format)?;
     }
@@ -121,8 +94,8 @@ pub fn run(args: &GramArgs, quiet: bool) -> Result<Report> {
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
             (lo.min(v), hi.max(v))
         });
-    let kernel_name = format!("{:?}", args.kernel).to_lowercase();
-    let estimator_name = format!("{:?}", args.set_kernel.estimator).to_lowercase();
+    let kernel_name = args.kernel.to_string();
+    let estimator_name = args.set_kernel.estimator.to_string();
     let ns_per_sample = seconds * 1e9 / gram.samples.max(1) as f64;
     let human = format!(
         "{}: {n}×{n} ln {kernel_name} Gram ({estimator_name}, ε = {}, δ = {}, precision 10^{}) in {seconds:.2} s → {}\n\

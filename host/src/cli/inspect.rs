@@ -5,6 +5,7 @@ use serde_json::json;
 
 use super::{InspectArgs, Report};
 use crate::error::{Error, Result};
+use mil_core::keyword::Keyword;
 use mil_core::model::{Model, ModelKind};
 
 /// Runs `mil inspect`.
@@ -104,7 +105,7 @@ pub fn run(args: &InspectArgs) -> Result<Report> {
         "input_dim": model.input_dim(),
         "projected_dim": model.projected_dim(),
         "stage": stage,
-        "rounding": crate::export::stored_rounding(&model).map(crate::export::Rounding::name),
+        "rounding": crate::export::stored_rounding(&model).map(|r| r.name()),
         "output_dim": model.output_dim(),
         "sections": h.n_sections,
         "checksum": format!("{:#010x}", h.checksum),

@@ -2,9 +2,27 @@
 //! README). Each subcommand lives in its own module and returns a [`Report`]: a human
 //! summary and one JSON object; `main` prints one or the other.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
+use mil_core::box_kernel::Method;
+use mil_core::score::Pooling;
+use mil_core::Encoding;
 
-use crate::error::Result;
+use crate::classifier::citation_knn::{CitationKnn, Scaling};
+use crate::classifier::milr::{Milr, Optimizer};
+use crate::classifier::svm::{SetKernel, SetKernelSvm};
+use crate::classifier::{ClassifierKind, ClassifierParams};
+use crate::cluster::m3ic::M3icParams;
+use crate::cluster::ClusterMethod;
+use crate::data::synth::SyntheticSet;
+use crate::distance::Hausdorff;
+use crate::error::{Error, Result};
+use crate::export::rounding::Rounding;
+use crate::kernel::SetKernelName;
+use crate::pipeline::Selection;
+use crate::projection::midr::Midr;
+use crate::projection::ProjectionKind;
+use crate::svm::bags::{BagSvmSettings, EmpiricalMap};
+use keyword::keyword;
 
 mod cluster;
 mod cv;
@@ -12,7 +30,9 @@ mod export;
 mod gram;
 mod info;
 mod inspect;
+pub mod keyword;
 mod predict;
+pub mod progress;
 pub mod project;
 mod synth;
 mod train;
@@ -76,32 +96,22 @@ pub struct InfoArgs {
     pub list: bool,
 }
 
-/// The synthetic sets.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SynthName {
-    /// MIDA §5.1 data set one (binary).
-    MidaOne,
-    /// MIDA §5.1 data set two (three classes).
-    MidaTwo,
-    /// MI-ALM §3.1 data set II (`--dims D --relevant d`).
-    MialmIi,
-}
-
 /// `mil synth`.
 #[derive(Args, Debug)]
 pub struct SynthArgs {
     /// Which data set.
-    pub name: SynthName,
+    #[arg(value_parser = keyword::<SyntheticSet>())]
+    pub name: SyntheticSet,
     /// Output CSV (or .arff) path.
     #[arg(short, long)]
     pub output: String,
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Dimension D (mialm-ii only; default 100).
+    /// Dimension D (mialm-ii only; default 100 = `synth::DEFAULT_DIMS`).
     #[arg(long)]
     pub dims: Option<usize>,
-    /// Relevant dimensions d (mialm-ii only; default 20).
+    /// Relevant dimensions d (mialm-ii only; default 20 = `synth::DEFAULT_RELEVANT`).
     #[arg(long)]
     pub relevant: Option<usize>,
     /// Also write the ground truth, one line per instance: `bag_id,instance,positive`
@@ -110,246 +120,147 @@ pub struct SynthArgs {
     pub truth: Option<String>,
 }
 
-/// Classifiers.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClassifierName {
-    /// Citation-kNN (Wang & Zucker) on minimal Hausdorff distances.
-    CitationKnn,
-    /// Multiple-instance logistic regression (Ray & Craven; Weka's MILR).
-    Milr,
-    /// SVM over bags with a precomputed set kernel.
-    Svm,
-}
-
-/// Projections.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProjectionName {
-    /// No projection.
-    None,
-    /// Principal component analysis.
-    Pca,
-    /// Fisher linear discriminant analysis (bag labels as instance labels).
-    Lda,
-    /// Local Fisher discriminant analysis.
-    Lfda,
-    /// Citation-kNN-based LFDA (Kim & Choi).
-    Clfda,
-    /// Binary multiple-instance discriminant analysis.
-    Bmida,
-    /// Multi-class multiple-instance discriminant analysis.
-    Mmida,
-    /// Sparse, orthogonal projection by approximate augmented Lagrangian (Zhu et al.).
-    MiAlm,
-    /// Multi-instance dimensionality reduction (Sun et al.), MI-ALM's baseline.
-    Midr,
-}
-
-/// Set kernels.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KernelName {
-    /// k∧: boxes containing a point of each bag.
-    Kand,
-    /// k∧/∨: k∧ normalised by the boxes containing a point of either bag.
-    Kandor,
-    /// k_min: Σ over boxes of the smaller point count.
-    Kmin,
-    /// Normalised set kernel (Gärtner et al. 2002).
-    Nsk,
-}
-
-/// Instance-score pooling for MILR.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pooling {
-    /// P(neg) = Π(1 − p_ij) (Weka's default).
-    NoisyOr,
-    /// Arithmetic mean of instance probabilities.
-    Mean,
-    /// σ of the mean instance logit (Weka's geometric mean).
-    Geometric,
-    /// Ray & Craven's softmax.
-    Softmax,
-    /// Maximum instance probability.
-    Max,
-}
-
-/// MILR's minimiser.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MilrOptimizer {
-    /// L-BFGS on the log-space likelihood (the lowest objective).
-    Lbfgs,
-    /// Weka 3.6's quasi-Newton method, stopping rules and arithmetic (Weka's results;
-    /// noisy-or, mean and geometric pooling only).
-    Weka,
-}
-
-/// Bag distances for Citation-kNN.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HausdorffArg {
-    /// min over instance pairs (with `--rank`, the H-th ranked).
-    Min,
-    /// max of the two directed Hausdorff distances.
-    Max,
-    /// Mean of the nearest-instance distances both ways.
-    Avg,
-}
-
-/// Attribute scaling for Citation-kNN.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scaling {
-    /// Weka's rule: (x − 0.95·min)/(1.05·max − 0.95·min) over training instances.
-    Weka,
-    /// z-score fitted on the training bags.
-    Zscore,
-    /// Raw features.
-    None,
-}
-
-/// Empirical kernel maps (GMIL §5.3).
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KernelMap {
-    /// The (subpolynomially mapped) Gram matrix itself.
-    None,
-    /// Empirical kernel map over the training bags.
-    Emp,
-    /// Empirical kernel map over training and unlabelled test bags (transductive).
-    EmpTrans,
-}
-
-/// Box-kernel estimators.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Estimator {
-    /// The fast estimators of this project.
-    Fast,
-    /// The paper's own algorithms (Tables 3–5).
-    Paper,
-}
-
-/// Clustering methods.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClusterMethod {
-    /// Maximum margin multiple-instance clustering (Zhang et al. 2009).
-    M3ic,
-    /// BAMIC k-medoids with the minimal Hausdorff distance.
-    BamicMin,
-    /// BAMIC k-medoids with the maximal Hausdorff distance.
-    BamicMax,
-    /// BAMIC k-medoids with the average Hausdorff distance.
-    BamicAvg,
-}
-
-/// Compact model scalar encodings.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExportFormat {
-    /// 32-bit floats.
-    F32,
-    /// 16-bit fixed point with per-column scales.
-    Q15,
-    /// 8-bit fixed point with per-column scales.
-    Q7,
-}
-
-/// How quantised projection weights round to their grid.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExportRounding {
-    /// Each weight to its nearest grid point (error ≤ half a step).
-    Nearest,
-    /// Error feedback over the training instances (GPTQ): each weight to one of its two
-    /// neighbouring grid points, cancelling the output error of the weights before it.
-    Feedback,
-}
-
-/// Classifier choice and its hyper-parameters.
+/// Classifier choice and its hyper-parameters. Defaults are the library's
+/// (`CitationKnn::default()`, `Milr::default()`, `SetKernelSvm::default()`).
 #[derive(Args, Debug, Clone)]
 pub struct ClassifierArgs {
     /// The bag classifier.
-    #[arg(long, value_enum)]
-    pub classifier: ClassifierName,
+    #[arg(long, value_parser = keyword::<ClassifierKind>())]
+    pub classifier: ClassifierKind,
     /// Citation-kNN: number of references R.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = CitationKnn::default().references)]
     pub references: usize,
     /// Citation-kNN: number of citers C.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = CitationKnn::default().citers)]
     pub citers: usize,
-    /// Citation-kNN: attribute scaling (`weka` reproduces Weka's CitationKNN exactly).
-    /// Default: `zscore` on raw features, `none` after a projection (which already
-    /// standardises its input; rescaling its output dimensions discards its weighting).
-    #[arg(long, value_enum)]
-    pub scaling: Option<Scaling>,
+    /// Citation-kNN: attribute scaling (`weka` reproduces Weka's CitationKNN exactly;
+    /// `auto` is the z-score on raw features and none after a projection).
+    #[arg(long, value_parser = keyword::<Scaling>(), default_value_t = CitationKnn::default().scaling)]
+    pub scaling: Scaling,
     /// Citation-kNN: rank H of the Hausdorff distance (1 = minimal Hausdorff distance).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = CitationKnn::default().rank)]
     pub rank: usize,
     /// Citation-kNN: the bag distance (`min`: Wang & Zucker's and Weka's minimal
-    /// Hausdorff distance; `max`: the classic Hausdorff distance; `avg`: the average
     /// Hausdorff distance).
-    #[arg(long, value_enum, default_value = "min")]
-    pub hausdorff: HausdorffArg,
+    #[arg(long, value_parser = keyword::<Hausdorff>(), default_value_t = CitationKnn::default().hausdorff)]
+    pub hausdorff: Hausdorff,
     /// MILR: ridge(s) on the standardised coefficients (Weka's -R); a list is chosen by
     /// inner CV, jointly with --dim/--alpha lists.
-    #[arg(long, value_delimiter = ',', default_values_t = [1e-6], allow_negative_numbers = true)]
+    #[arg(long, value_delimiter = ',', default_values_t = [Milr::default().ridge], allow_negative_numbers = true)]
     pub ridge: Vec<f64>,
     /// MILR: β of the softmax pooling.
-    #[arg(long, default_value_t = 3.0)]
+    #[arg(long, default_value_t = Milr::default().beta, allow_negative_numbers = true)]
     pub beta: f64,
     /// MILR: how instance probabilities become a bag probability.
-    #[arg(long, value_enum, default_value = "noisy-or")]
+    #[arg(long, value_parser = keyword::<Pooling>(), default_value_t = Milr::default().pooling)]
     pub pooling: Pooling,
     /// MILR: the minimiser (`weka` reproduces Weka 3.6's MILR fit and scores).
-    #[arg(long, value_enum, default_value = "lbfgs")]
-    pub optimizer: MilrOptimizer,
+    #[arg(long, value_parser = keyword::<Optimizer>(), default_value_t = Milr::default().optimizer)]
+    pub optimizer: Optimizer,
     /// SVM: the set kernel.
-    #[arg(long, value_enum, default_value = "kand")]
-    pub kernel: KernelName,
+    #[arg(long, value_parser = keyword::<SetKernelName>(), default_value_t = SetKernel::default().name())]
+    pub kernel: SetKernelName,
     /// SVM: empirical kernel map.
-    #[arg(long, value_enum, default_value = "none")]
-    pub map: KernelMap,
+    #[arg(long, value_parser = keyword::<EmpiricalMap>(), default_value_t = BagSvmSettings::default().map)]
+    pub map: EmpiricalMap,
     /// SVM: misclassification cost C.
-    #[arg(long = "cost", default_value_t = 1e10)]
+    #[arg(long = "cost", default_value_t = BagSvmSettings::default().cost, allow_negative_numbers = true)]
     pub cost: f64,
     #[command(flatten)]
     pub set_kernel: SetKernelArgs,
+}
+
+impl ClassifierArgs {
+    /// The classifier the flags describe.
+    pub fn params(&self, seed: u64) -> ClassifierParams {
+        let args = self;
+        match args.classifier {
+            ClassifierKind::CitationKnn => CitationKnn::default()
+                .references(args.references)
+                .citers(args.citers)
+                .rank(args.rank)
+                .hausdorff(args.hausdorff)
+                .scaling(args.scaling)
+                .into(),
+            ClassifierKind::Milr => Milr::default()
+                .pooling(args.pooling)
+                // The first of a list; the pipeline's grid tries every one.
+                .ridge(args.ridge.first().copied().unwrap_or(Milr::default().ridge))
+                .beta(args.beta)
+                .optimizer(args.optimizer)
+                .into(),
+            ClassifierKind::Svm => self.svm_params(seed).into(),
+        }
+    }
+
+    /// The set-kernel SVM the flags describe.
+    fn svm_params(&self, seed: u64) -> SetKernelSvm {
+        let args = self;
+        let k = &args.set_kernel;
+        let kernel = match args.kernel {
+            SetKernelName::Box(kernel) => SetKernel::Box {
+                kernel,
+                estimator: k.estimator,
+                epsilon: k.epsilon,
+                delta: k.delta,
+                precision: k.precision,
+            },
+            SetKernelName::Nsk => SetKernel::Nsk { gamma: k.gamma },
+        };
+        SetKernelSvm::default()
+            .kernel(kernel)
+            .settings(
+                BagSvmSettings::default()
+                    .rho(k.rho)
+                    .map(args.map)
+                    .cost(args.cost),
+            )
+            .seed(seed)
+    }
 }
 
 /// How a set kernel is computed: shared by `mil gram` and the SVM.
 #[derive(Args, Debug, Clone)]
 pub struct SetKernelArgs {
     /// Box kernels: relative error ε of each estimate.
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = crate::kernel::DEFAULT_EPSILON, allow_negative_numbers = true)]
     pub epsilon: f64,
     /// Box kernels: failure probability δ of each estimate.
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = crate::kernel::DEFAULT_DELTA, allow_negative_numbers = true)]
     pub delta: f64,
     /// Box kernels: power of ten of the discretisation (0 for integer data); default:
     /// from the data.
     #[arg(long, allow_negative_numbers = true)]
     pub precision: Option<i32>,
     /// Box kernels: which estimator.
-    #[arg(long, value_enum, default_value = "fast")]
-    pub estimator: Estimator,
+    #[arg(long, value_parser = keyword::<Method>(), default_value_t = Method::Fast)]
+    pub estimator: Method,
     /// NSK: γ of the instance kernel exp(−γ‖x − y‖²) on z-scored features; default
     /// 1 / (number of non-constant features).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub gamma: Option<f64>,
     /// ρ of the subpolynomial map φ(k) = k^ρ before the SVM (the paper: 1/50); `mil
     /// gram` reports the negative eigenvalues of φ(K) too.
-    #[arg(long, default_value_t = 0.02)]
+    #[arg(long, default_value_t = BagSvmSettings::default().rho, allow_negative_numbers = true)]
     pub rho: f64,
 }
 
 /// Projection choice; lists are tuned by inner cross-validation.
 #[derive(Args, Debug, Clone)]
 pub struct ProjectionArgs {
-    /// The projection fitted on the training bags.
-    #[arg(long, value_enum, default_value = "none")]
-    pub projection: ProjectionName,
+    /// The projection fitted on the training bags (none when absent).
+    #[arg(long, value_parser = keyword::<ProjectionKind>())]
+    pub projection: Option<ProjectionKind>,
     /// Output dimension(s); a list is chosen by inner CV.
     #[arg(long, value_delimiter = ',')]
     pub dim: Vec<usize>,
     /// Trade-off α (B-MIDA / M-MIDA / MI-ALM; MIDR's c₁); a list is chosen by inner CV.
-    #[arg(long, value_delimiter = ',')]
+    /// Default: the algorithm's own (MI-ALM 0.3, MIDR 0.1, B-MIDA and M-MIDA 1).
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
     pub alpha: Vec<f64>,
     /// MIDR: weight c₂ of the coupling ‖A − H‖²/2 (the MI-ALM paper: 10 on the
     /// benchmarks, with c₁ = 0.1, the default --alpha; 20 on its synthetic data).
-    #[arg(long, default_value_t = crate::projection::midr::BENCHMARK_C2)]
+    #[arg(long, default_value_t = Midr::default().c2, allow_negative_numbers = true)]
     pub midr_c2: f64,
 }
 
@@ -398,25 +309,15 @@ pub struct TrainArgs {
     pub inner: InnerCvArgs,
 }
 
-/// What the inner CV maximises when it picks among hyper-parameter lists.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SelectName {
-    /// Correct predictions on the inner test folds.
-    Accuracy,
-    /// AUROC of the pooled inner out-of-fold scores (two classes only; the MI-ALM
-    /// paper's criterion).
-    Auroc,
-}
-
 /// The inner CV of `mil cv` and `mil train`.
 #[derive(Args, Debug)]
 pub struct InnerCvArgs {
     /// Folds of the inner CV that chooses among hyper-parameter lists.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = crate::pipeline::DEFAULT_INNER_FOLDS)]
     pub inner_folds: usize,
     /// What that inner CV maximises.
-    #[arg(long, value_enum, default_value_t = SelectName::Accuracy)]
-    pub select: SelectName,
+    #[arg(long, value_parser = keyword::<Selection>(), default_value_t = Selection::default())]
+    pub select: Selection,
 }
 
 /// `mil predict`.
@@ -452,8 +353,8 @@ pub struct GramArgs {
     /// A .csv or .arff path, or a built-in data set name.
     pub data: String,
     /// The set kernel.
-    #[arg(long, value_enum)]
-    pub kernel: KernelName,
+    #[arg(long, value_parser = keyword::<SetKernelName>())]
+    pub kernel: SetKernelName,
     #[command(flatten)]
     pub set_kernel: SetKernelArgs,
     /// Output: .csv (bags × bags) or .npy (float64); without it only the summary.
@@ -476,13 +377,13 @@ pub struct ClusterArgs {
     /// A .csv or .arff path, or a built-in data set name.
     pub data: String,
     /// The clustering method.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = keyword::<ClusterMethod>())]
     pub method: ClusterMethod,
     /// Number of clusters.
     #[arg(long)]
     pub k: usize,
     /// Random restarts.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = M3icParams::default().restarts)]
     pub restarts: usize,
     /// Random seed.
     #[arg(long, default_value_t = 1)]
@@ -491,22 +392,22 @@ pub struct ClusterArgs {
     #[arg(short, long)]
     pub output: Option<String>,
     /// M³IC: regularisation constant C of problem (6) (paper grid 2^[-4:4]).
-    #[arg(long = "cost", default_value_t = 4.0, allow_negative_numbers = true)]
+    #[arg(long = "cost", default_value_t = M3icParams::default().c, allow_negative_numbers = true)]
     pub cost: f64,
     /// M³IC: cluster balance l of constraint (4) (paper grid 0, 0.001, 0.01, 0.1, 1..5, 10).
-    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = M3icParams::default().l, allow_negative_numbers = true)]
     pub balance: f64,
     /// M³IC: CCCP precision ε₁.
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = M3icParams::default().eps1, allow_negative_numbers = true)]
     pub epsilon1: f64,
     /// M³IC: cutting-plane precision ε₂.
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = M3icParams::default().eps2, allow_negative_numbers = true)]
     pub epsilon2: f64,
     /// M³IC: cluster the raw features instead of z-scored ones.
     #[arg(long)]
     pub raw: bool,
     /// M³IC: keep the instances' lengths. By default every instance is scaled to unit
-    /// length after the z-score, which `mil export` cannot carry to the core.
+    /// length after the z-score; `mil export` carries that scaling to the core.
     #[arg(long)]
     pub no_instance_norm: bool,
 }
@@ -517,8 +418,8 @@ pub struct ExportArgs {
     /// A model saved by `mil train`.
     pub model: String,
     /// Scalar encoding.
-    #[arg(long, value_enum, default_value = "f32")]
-    pub format: ExportFormat,
+    #[arg(long, value_parser = keyword::<Encoding>(), default_value_t = Encoding::F32)]
+    pub format: Encoding,
     /// Output .milm path.
     #[arg(short, long)]
     pub output: String,
@@ -535,8 +436,8 @@ pub struct ExportArgs {
     /// Q15/Q7: how the projection weights round to their 16- or 8-bit grid. `feedback`
     /// lowers the error on the training data; the stated worst-case bound uses each row's
     /// largest rounding (at most one step, against half a step for `nearest`).
-    #[arg(long, value_enum, default_value = "feedback")]
-    pub rounding: ExportRounding,
+    #[arg(long, value_parser = keyword::<Rounding>(), default_value_t = Rounding::default())]
+    pub rounding: Rounding,
 }
 
 /// `mil inspect`.
@@ -565,24 +466,72 @@ pub fn main() -> std::process::ExitCode {
             std::process::ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("mil: {e}");
+            eprintln!("mil: {}", message(&e, cli.command.name()));
             std::process::ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
+
+/// The error as the command line states it: a library parameter (`ridge`, `inner_folds`)
+/// becomes the subcommand's flag (`--ridge`, `--inner-folds`) when it has one.
+fn message(error: &Error, subcommand: &str) -> String {
+    match error {
+        Error::Parameter {
+            name,
+            value,
+            reason,
+        } => format!("invalid {} = {value}: {reason}", flag(subcommand, name)),
+        other => other.to_string(),
+    }
+}
+
+/// `--name` when the subcommand has that flag (underscores as dashes), else the name.
+fn flag(subcommand: &str, name: &str) -> String {
+    use clap::CommandFactory;
+    let long = name.replace('_', "-");
+    let command = Cli::command();
+    let has = command.find_subcommand(subcommand).is_some_and(|c| {
+        c.get_arguments()
+            .any(|a| a.get_long() == Some(long.as_str()))
+    });
+    if has {
+        format!("--{long}")
+    } else {
+        name.to_string()
+    }
+}
+
+impl Command {
+    /// The subcommand's name as users type it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Info(_) => "info",
+            Command::Synth(_) => "synth",
+            Command::Cv(_) => "cv",
+            Command::Train(_) => "train",
+            Command::Predict(_) => "predict",
+            Command::Project(_) => "project",
+            Command::Gram(_) => "gram",
+            Command::Cluster(_) => "cluster",
+            Command::Export(_) => "export",
+            Command::Inspect(_) => "inspect",
         }
     }
 }
 
 /// Runs one parsed command line.
 pub fn run(cli: &Cli) -> Result<Report> {
+    let progress = progress::Bars::new(cli.quiet);
     match &cli.command {
         Command::Info(args) => info::run(args),
         Command::Synth(args) => synth::run(args),
-        Command::Cv(args) => cv::run(args, cli.quiet),
-        Command::Train(args) => train::run(args),
-        Command::Predict(args) => predict::run(args),
+        Command::Cv(args) => cv::run(args, &progress),
+        Command::Train(args) => train::run(args, &progress),
+        Command::Predict(args) => predict::run(args, &progress),
         Command::Project(args) => project::run(args),
-        Command::Gram(args) => gram::run(args, cli.quiet),
-        Command::Cluster(args) => cluster::run(args, cli.quiet),
-        Command::Export(args) => export::run(args),
+        Command::Gram(args) => gram::run(args, &progress),
+        Command::Cluster(args) => cluster::run(args),
+        Command::Export(args) => export::run(args, &progress),
         Command::Inspect(args) => inspect::run(args),
     }
 }

@@ -7,30 +7,18 @@ use std::time::Instant;
 use plotters::prelude::*;
 use serde_json::json;
 
-use super::{ProjectArgs, ProjectionName, Report};
+use mil_core::keyword::Keyword;
+
+use super::{ProjectArgs, Report};
 use crate::data::{self, csv::to_csv, Dataset};
 use crate::error::{Error, Result};
-use crate::projection::{self, ProjectionKind, ProjectionSpec};
-
-/// The algorithm a CLI projection name selects, or `None` for `none`.
-pub fn projection_kind(name: ProjectionName) -> Option<ProjectionKind> {
-    Some(match name {
-        ProjectionName::None => return None,
-        ProjectionName::Pca => ProjectionKind::Pca,
-        ProjectionName::Lda => ProjectionKind::Lda,
-        ProjectionName::Lfda => ProjectionKind::Lfda,
-        ProjectionName::Clfda => ProjectionKind::Clfda,
-        ProjectionName::Bmida => ProjectionKind::Bmida,
-        ProjectionName::Mmida => ProjectionKind::Mmida,
-        ProjectionName::MiAlm => ProjectionKind::MiAlm,
-        ProjectionName::Midr => ProjectionKind::Midr,
-    })
-}
+use crate::projection::{ProjectionKind, ProjectionParams};
 
 /// Runs `mil project`.
 pub fn run(args: &ProjectArgs) -> Result<Report> {
-    let kind = projection_kind(args.projection.projection)
-        .ok_or_else(|| Error::parameter("--projection", "none", "choose a projection to fit"))?;
+    let kind = args.projection.projection.ok_or_else(|| {
+        Error::parameter("--projection", "(missing)", "choose a projection to fit")
+    })?;
     let dim = match args.projection.dim.as_slice() {
         [d] => *d,
         [] => {
@@ -48,9 +36,15 @@ pub fn run(args: &ProjectArgs) -> Result<Report> {
             ))
         }
     };
-    let alpha = match args.projection.alpha.as_slice() {
-        [] => kind.default_alpha(),
-        [a] => *a,
+    let mut params = ProjectionParams::new(kind)
+        .with_dim(dim)
+        .with_seed(args.seed);
+    if let ProjectionParams::Midr(m) = &mut params {
+        m.c2 = args.projection.midr_c2;
+    }
+    match args.projection.alpha.as_slice() {
+        [] => {}
+        [a] => params = params.with_alpha(*a)?,
         many => {
             return Err(Error::parameter(
                 "--alpha",
@@ -58,43 +52,33 @@ pub fn run(args: &ProjectArgs) -> Result<Report> {
                 "give one value (lists are for mil cv's inner selection)",
             ))
         }
-    };
+    }
     let data = data::load(&args.data)?;
-    let spec = ProjectionSpec {
-        kind,
-        dim,
-        alpha,
-        midr_c2: args.projection.midr_c2,
-        seed: args.seed,
-    };
     let start = Instant::now();
     let all: Vec<usize> = (0..data.n_bags()).collect();
-    let fitted = projection::fit(&spec, &data, &all)?;
+    let fitted = params.fit(&data, &all)?;
     let seconds = start.elapsed().as_secs_f64();
     let projected = fitted.transform(&data)?;
     write_file(&args.output, to_csv(&projected).as_bytes())?;
     if let Some(plot) = &args.plot {
-        draw(&projected, plot)?;
+        draw(&projected, kind, plot)?;
     }
 
     let mut json = json!({
-        "projection": kind,
+        "projection": kind.name(),
         "dim": dim,
-        "alpha": alpha,
+        "alpha": params.alpha(),
         "seconds": seconds,
         "bags": projected.n_bags(),
         "instances": projected.n_instances(),
         "output": args.output,
     });
-    if kind == ProjectionKind::Midr {
-        json["midr_c2"] = json!(spec.midr_c2);
+    if let ProjectionParams::Midr(m) = params {
+        json["midr_c2"] = json!(m.c2);
     }
     let mut human = format!(
         "{} of {} ({} features → {dim}) fitted in {seconds:.3} s; {} instances written to {}",
-        serde_json::to_value(kind)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default(),
+        kind.name(),
         data.name(),
         data.dim(),
         projected.n_instances(),
@@ -135,64 +119,133 @@ fn colour(class: Option<usize>) -> RGBColor {
     class.map_or(RGBColor(160, 160, 160), |c| PALETTE[c % PALETTE.len()])
 }
 
-/// Scatter of the first two projected dimensions (the first against 0 when d = 1), one
-/// circle per instance, coloured by its bag's label.
-pub fn draw(projected: &Dataset, path: &str) -> Result<()> {
+/// Scatter of the first two projected dimensions, one circle per instance coloured by
+/// its bag's class, with a legend of the classes. A 1-D projection is drawn as one strip
+/// per class (the class on the vertical axis).
+pub fn draw(projected: &Dataset, kind: ProjectionKind, path: &str) -> Result<()> {
     let d = projected.dim();
-    let point = |i: usize| {
-        let x = projected.instance(i);
-        (x[0], if d > 1 { x[1] } else { 0.0 })
+    let n_classes = projected.n_classes().max(1);
+    // Vertical position: dimension 2, or for d = 1 the bag's class strip.
+    let y_of = |b: usize, x: &[f64]| {
+        if d > 1 {
+            x[1]
+        } else {
+            projected.label(b).map_or(n_classes as f64, |c| c as f64)
+        }
     };
-    let n = projected.n_instances();
     let (mut lo, mut hi) = (
         (f64::INFINITY, f64::INFINITY),
         (f64::NEG_INFINITY, f64::NEG_INFINITY),
     );
-    for i in 0..n {
-        let (x, y) = point(i);
-        lo = (lo.0.min(x), lo.1.min(y));
-        hi = (hi.0.max(x), hi.1.max(y));
+    for b in 0..projected.n_bags() {
+        for i in projected.bag_range(b) {
+            let x = projected.instance(i);
+            let y = y_of(b, x);
+            lo = (lo.0.min(x[0]), lo.1.min(y));
+            hi = (hi.0.max(x[0]), hi.1.max(y));
+        }
     }
     let pad = |a: f64, b: f64| {
         let m = 0.05 * (b - a).max(1e-9);
         (a - m)..(b + m)
     };
+    let (y_lo, y_hi) = if d > 1 {
+        (lo.1, hi.1)
+    } else {
+        (-0.5, n_classes as f64 - 0.5)
+    };
     let plot_error = |e: String| Error::Io {
         path: path.into(),
         source: std::io::Error::other(e),
     };
-    let root = SVGBackend::new(Path::new(path), (720, 560)).into_drawing_area();
+    let title = if d > 1 {
+        format!(
+            "{} of {}: projected dimensions 1 and 2",
+            kind.name(),
+            projected.name()
+        )
+    } else {
+        format!(
+            "{} of {}: the projected dimension, by class",
+            kind.name(),
+            projected.name()
+        )
+    };
+    let root = SVGBackend::new(Path::new(path), (800, 600)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| plot_error(e.to_string()))?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!("{}: first two projected dimensions", projected.name()),
-            ("sans-serif", 18),
-        )
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(48)
-        .build_cartesian_2d(pad(lo.0, hi.0), pad(lo.1, hi.1))
+        .caption(title, ("sans-serif", 20))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(64)
+        .build_cartesian_2d(pad(lo.0, hi.0), y_lo..y_hi)
         .map_err(|e| plot_error(e.to_string()))?;
+    let class_names = projected.class_names().to_vec();
+    let y_label = |y: &f64| {
+        if d > 1 {
+            format!("{y:.2}")
+        } else {
+            let c = y.round();
+            if (y - c).abs() < 1e-6 && c >= 0.0 {
+                class_names.get(c as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        }
+    };
     chart
         .configure_mesh()
-        .x_desc("dimension 1")
+        .x_desc("projected dimension 1")
         .y_desc(if d > 1 {
-            "dimension 2"
+            "projected dimension 2"
         } else {
-            "(one dimension)"
+            "class"
         })
+        .axis_desc_style(("sans-serif", 16))
+        .label_style(("sans-serif", 14))
+        .x_label_formatter(&|x| format!("{x:.2}"))
+        .y_label_formatter(&y_label)
+        .y_labels(if d > 1 { 10 } else { 2 * n_classes + 1 })
         .draw()
         .map_err(|e| plot_error(e.to_string()))?;
-    for b in 0..projected.n_bags() {
-        let c = colour(projected.label(b));
+    // One series per class so the legend names each once.
+    let classes: Vec<Option<usize>> = if projected.labels().is_some() {
+        (0..n_classes).map(Some).collect()
+    } else {
+        vec![None]
+    };
+    for class in classes {
+        let c = colour(class);
+        let points: Vec<(f64, f64)> = (0..projected.n_bags())
+            .filter(|&b| projected.label(b) == class)
+            .flat_map(|b| {
+                projected.bag_range(b).map(move |i| {
+                    let x = projected.instance(i);
+                    (x[0], y_of(b, x))
+                })
+            })
+            .collect();
+        let name = class.map_or_else(
+            || "unlabelled".to_string(),
+            |k| format!("class {}", class_names.get(k).map_or("?", String::as_str)),
+        );
         chart
             .draw_series(
-                projected
-                    .bag_range(b)
-                    .map(|i| Circle::new(point(i), 3, c.mix(0.7).filled())),
+                points
+                    .into_iter()
+                    .map(|p| Circle::new(p, 3, c.mix(0.7).filled())),
             )
-            .map_err(|e| plot_error(e.to_string()))?;
+            .map_err(|e| plot_error(e.to_string()))?
+            .label(name)
+            .legend(move |(x, y)| Circle::new((x, y), 4, c.filled()));
     }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(|e| plot_error(e.to_string()))?;
     root.present().map_err(|e| plot_error(e.to_string()))?;
     Ok(())
 }

@@ -5,19 +5,15 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::{Report, SynthArgs, SynthName};
-use crate::data::synth::{self, Synthetic};
+use super::{Report, SynthArgs};
+use crate::data::synth::{self, Synthetic, SyntheticSet, DEFAULT_DIMS, DEFAULT_RELEVANT};
 use crate::data::{arff, csv};
 use crate::error::{Error, Result};
-
-/// MI-ALM data set II defaults when `--dims`/`--relevant` are not given.
-const DEFAULT_DIMS: usize = 100;
-const DEFAULT_RELEVANT: usize = 20;
 
 /// Runs `mil synth`.
 pub fn run(args: &SynthArgs) -> Result<Report> {
     let set = match args.name {
-        SynthName::MidaOne | SynthName::MidaTwo => {
+        SyntheticSet::MidaOne | SyntheticSet::MidaTwo => {
             for (flag, given) in [("--dims", args.dims), ("--relevant", args.relevant)] {
                 if let Some(v) = given {
                     return Err(Error::parameter(
@@ -27,13 +23,13 @@ pub fn run(args: &SynthArgs) -> Result<Report> {
                     ));
                 }
             }
-            if args.name == SynthName::MidaOne {
+            if args.name == SyntheticSet::MidaOne {
                 synth::mida_one(args.seed)
             } else {
                 synth::mida_two(args.seed)
             }
         }
-        SynthName::MialmIi => synth::mialm_ii(
+        SyntheticSet::MialmIi => synth::mialm_ii(
             args.dims.unwrap_or(DEFAULT_DIMS),
             args.relevant.unwrap_or(DEFAULT_RELEVANT),
             args.seed,

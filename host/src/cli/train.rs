@@ -3,21 +3,25 @@
 use std::path::Path;
 use std::time::Instant;
 
+use mil_core::keyword::Keyword;
 use serde_json::json;
 
 use super::cv::{describe, pipeline};
 use super::{Report, TrainArgs};
 use crate::data;
 use crate::error::Result;
+use crate::progress::Progress;
 
 /// Runs `mil train`.
-pub fn run(args: &TrainArgs) -> Result<Report> {
+pub fn run(args: &TrainArgs, progress: &dyn Progress) -> Result<Report> {
     let start = Instant::now();
     let d = data::load(&args.data)?;
     d.require_labels(2)?;
     let pipeline = pipeline(&args.classifier, &args.projection, args.seed, &args.inner)?;
     let all: Vec<usize> = (0..d.n_bags()).collect();
+    progress.start("training", 1);
     let (mut model, candidate) = pipeline.fit(&d, &all, args.seed)?;
+    progress.finish();
     let chosen = pipeline.chosen(&candidate);
     model.training_data = Some(args.data.clone());
     model.save(Path::new(&args.output))?;
@@ -39,7 +43,7 @@ pub fn run(args: &TrainArgs) -> Result<Report> {
     human.push_str(&format!("\n{seconds:.2} s"));
     let json = json!({
         "model": args.output,
-        "classifier": model.classifier.name(),
+        "classifier": model.classifier.kind().name(),
         "bags": d.n_bags(),
         "chosen": chosen,
         "seconds": seconds,

@@ -13,9 +13,9 @@ use rand::seq::index::sample;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::{BagDistance, BamicModel};
+use super::BamicModel;
 use crate::data::Dataset;
-use crate::distance::pairwise;
+use crate::distance::{pairwise, Hausdorff};
 use crate::error::{Error, Result};
 use crate::eval::folds::derive_seed;
 
@@ -49,22 +49,22 @@ pub struct KMedoids {
 pub fn fit(
     data: &Dataset,
     k: usize,
-    distance: BagDistance,
+    distance: Hausdorff,
     restarts: usize,
     seed: u64,
 ) -> Result<BamicFit> {
     let n = data.n_bags();
     if k < 2 || k > n {
         return Err(Error::parameter(
-            "--k",
+            "k",
             k,
             format!("needs 2 ≤ k ≤ the number of bags ({n})"),
         ));
     }
     if restarts == 0 {
-        return Err(Error::parameter("--restarts", 0, "must be at least 1"));
+        return Err(Error::parameter("restarts", 0, "must be at least 1"));
     }
-    let dist = pairwise(data, distance.hausdorff());
+    let dist = pairwise(data, distance);
     let best = k_medoids(&dist, n, k, restarts, seed);
     let model = BamicModel {
         distance,
@@ -213,8 +213,8 @@ mod tests {
     fn finds_the_brute_force_optimum_on_a_hand_made_set() {
         let data = hand_made();
         let n = data.n_bags();
-        for kind in [BagDistance::Min, BagDistance::Max, BagDistance::Avg] {
-            let dist = pairwise(&data, kind.hausdorff());
+        for kind in [Hausdorff::Min, Hausdorff::Max, Hausdorff::Avg] {
+            let dist = pairwise(&data, kind);
             for k in 2..=4 {
                 let fit = fit(&data, k, kind, 10, 3).unwrap();
                 let best = brute_force(&dist, n, k);
@@ -264,7 +264,7 @@ mod tests {
                 .num_threads(threads)
                 .build()
                 .unwrap()
-                .install(|| fit(&data, 3, BagDistance::Avg, 5, 9).unwrap())
+                .install(|| fit(&data, 3, Hausdorff::Avg, 5, 9).unwrap())
         };
         let (one, two) = (on(1), on(2));
         assert_eq!(one.assignments, two.assignments);
@@ -275,8 +275,8 @@ mod tests {
     #[test]
     fn bad_parameters_are_errors() {
         let data = hand_made();
-        assert!(fit(&data, 1, BagDistance::Min, 3, 1).is_err());
-        assert!(fit(&data, 7, BagDistance::Min, 3, 1).is_err());
-        assert!(fit(&data, 2, BagDistance::Min, 0, 1).is_err());
+        assert!(fit(&data, 1, Hausdorff::Min, 3, 1).is_err());
+        assert!(fit(&data, 7, Hausdorff::Min, 3, 1).is_err());
+        assert!(fit(&data, 2, Hausdorff::Min, 0, 1).is_err());
     }
 }

@@ -16,6 +16,18 @@
 //! most violated constraint is rule (16), the stop test is (14), and each restricted
 //! problem (17) is solved exactly in its dual by [`super::qp`]. Random restarts keep the
 //! solution with the lowest objective; bags are assigned by step 14 of Table 1.
+//!
+//! ```
+//! use mil_toolkit::cluster::m3ic::{fit, M3icParams};
+//!
+//! let corel3 = mil_toolkit::data::load("corel3")?;
+//! let result = fit(&corel3, 3, &M3icParams::default().restarts(2), 1)?;
+//! assert_eq!(result.assignments.len(), corel3.n_bags());
+//! assert!(result.assignments.iter().all(|&c| c < 3));
+//! // The saved model assigns bags as the fit did.
+//! assert_eq!(result.model.assign(&corel3)?, result.assignments);
+//! # Ok::<(), mil_toolkit::Error>(())
+//! ```
 
 use rand::SeedableRng;
 use rand_distr::{Distribution, StandardNormal};
@@ -71,6 +83,18 @@ impl Default for M3icParams {
     }
 }
 
+crate::params::setters!(M3icParams {
+    c: f64,
+    l: f64,
+    eps1: f64,
+    eps2: f64,
+    restarts: usize,
+    max_cccp: usize,
+    max_planes: usize,
+    standardize: bool,
+    normalize: bool,
+});
+
 impl M3icParams {
     /// Checks every parameter once, before any work.
     pub fn validate(&self, k: usize, n_bags: usize) -> Result<()> {
@@ -81,25 +105,25 @@ impl M3icParams {
                 Err(Error::parameter(name, v, "must be positive and finite"))
             }
         };
-        positive("--cost (C)", self.c)?;
-        positive("--epsilon1", self.eps1)?;
-        positive("--epsilon2", self.eps2)?;
+        positive("cost", self.c)?;
+        positive("epsilon1", self.eps1)?;
+        positive("epsilon2", self.eps2)?;
         if !(self.l >= 0.0 && self.l.is_finite()) {
             return Err(Error::parameter(
-                "--balance (l)",
+                "balance",
                 self.l,
                 "must be ≥ 0 and finite",
             ));
         }
         if self.restarts == 0 {
-            return Err(Error::parameter("--restarts", 0, "must be at least 1"));
+            return Err(Error::parameter("restarts", 0, "must be at least 1"));
         }
         if self.max_cccp == 0 || self.max_planes == 0 {
             return Err(Error::parameter("iteration caps", 0, "must be at least 1"));
         }
         if k < 2 || k > n_bags {
             return Err(Error::parameter(
-                "--k",
+                "k",
                 k,
                 format!("needs 2 ≤ k ≤ the number of bags ({n_bags})"),
             ));

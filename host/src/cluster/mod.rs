@@ -14,29 +14,50 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::data::Dataset;
+use mil_core::keyword::Keyword;
+
 use crate::distance::{bag_distance, Hausdorff};
 use crate::error::{Error, Result};
 
-/// The bag distance of BAMIC, in a form that can be saved with the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BagDistance {
-    /// Minimal Hausdorff distance (BAMIC1).
-    Min,
-    /// Maximal Hausdorff distance (BAMIC2).
-    Max,
-    /// Average Hausdorff distance (BAMIC3).
-    Avg,
+/// The clustering methods: M³IC, or BAMIC with one of the Hausdorff bag distances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClusterMethod {
+    /// Maximum margin multiple-instance clustering (Zhang et al. 2009).
+    M3ic,
+    /// BAMIC k-medoids with this bag distance (BAMIC1–3: min, max, avg).
+    Bamic(Hausdorff),
 }
 
-impl BagDistance {
-    /// The distance in [`crate::distance`].
-    pub fn hausdorff(self) -> Hausdorff {
+impl Keyword for ClusterMethod {
+    const ALL: &'static [Self] = &[
+        ClusterMethod::M3ic,
+        ClusterMethod::Bamic(Hausdorff::Min),
+        ClusterMethod::Bamic(Hausdorff::Max),
+        ClusterMethod::Bamic(Hausdorff::Avg),
+    ];
+
+    fn name(self) -> &'static str {
         match self {
-            BagDistance::Min => Hausdorff::Min,
-            BagDistance::Max => Hausdorff::Max,
-            BagDistance::Avg => Hausdorff::Avg,
+            ClusterMethod::M3ic => "m3ic",
+            ClusterMethod::Bamic(Hausdorff::Min) => "bamic-min",
+            ClusterMethod::Bamic(Hausdorff::Max) => "bamic-max",
+            ClusterMethod::Bamic(Hausdorff::Avg) => "bamic-avg",
         }
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            ClusterMethod::M3ic => {
+                "maximum margin multiple-instance clustering (Zhang et al. 2009)"
+            }
+            ClusterMethod::Bamic(_) => "BAMIC k-medoids with this Hausdorff bag distance",
+        }
+    }
+}
+
+impl std::fmt::Display for ClusterMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -106,7 +127,7 @@ impl M3icModel {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BamicModel {
     /// The bag distance.
-    pub distance: BagDistance,
+    pub distance: Hausdorff,
     /// Feature dimension.
     pub dim: usize,
     /// Instances of each medoid bag, row-major.
@@ -124,6 +145,14 @@ pub enum ClusterModel {
 }
 
 impl ClusterModel {
+    /// The method that fitted it.
+    pub fn method(&self) -> ClusterMethod {
+        match self {
+            ClusterModel::M3ic(_) => ClusterMethod::M3ic,
+            ClusterModel::Bamic(b) => ClusterMethod::Bamic(b.distance),
+        }
+    }
+
     /// Feature dimension the model expects.
     pub fn dim(&self) -> usize {
         match self {
@@ -244,7 +273,7 @@ impl BamicModel {
             None,
             vec![],
         )?;
-        let kind = self.distance.hausdorff();
+        let kind = self.distance;
         Ok((0..data.n_bags())
             .map(|b| {
                 (0..medoids.n_bags())

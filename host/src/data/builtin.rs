@@ -1,5 +1,7 @@
 //! Data sets compiled into the binary, so the main job runs with no user data and from
-//! any working directory. Attribution: `data/PROVENANCE.md`.
+//! any working directory. The files are in the crate's `data/` folder (attribution:
+//! `data/PROVENANCE.md`); without the `datasets` feature the list is empty and
+//! [`crate::data::load`] reads files only.
 
 /// A data set the project ships.
 pub struct Builtin {
@@ -12,33 +14,38 @@ pub struct Builtin {
 }
 
 /// Every shipped data set.
+#[cfg(feature = "datasets")]
 pub const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "musk1",
         description: "UCI Musk 1 drug activity: 92 bags (47+/45-), 476 instances, 166 features",
-        csv: include_str!("../../../data/musk1.csv"),
+        csv: include_str!("../../data/musk1.csv"),
     },
     Builtin {
         name: "elephant",
         description: "Corel elephant image annotation: 200 bags (100+/100-), 1391 instances, 230 features",
-        csv: include_str!("../../../data/elephant.csv"),
+        csv: include_str!("../../data/elephant.csv"),
     },
     Builtin {
         name: "corel3",
         description: "positive bags of elephant, fox, tiger (labels 0/1/2): 300 bags, 1953 instances, 230 features",
-        csv: include_str!("../../../data/corel3.csv"),
+        csv: include_str!("../../data/corel3.csv"),
     },
     Builtin {
         name: "musk2",
         description: "UCI Musk 2 drug activity: 102 bags (39+/63-), 6598 instances, 166 features",
-        csv: include_str!("../../../data/musk2.csv"),
+        csv: include_str!("../../data/musk2.csv"),
     },
     Builtin {
         name: "sival6",
         description: "SIVAL, 6 categories (labels 0-5): 360 bags, 11410 instances, 30 features",
-        csv: include_str!("../../../data/sival6.csv"),
+        csv: include_str!("../../data/sival6.csv"),
     },
 ];
+
+/// Every shipped data set: none without the `datasets` feature.
+#[cfg(not(feature = "datasets"))]
+pub const BUILTINS: &[Builtin] = &[];
 
 /// The built-in data set of that name, if any.
 pub fn find(name: &str) -> Option<&'static Builtin> {

@@ -149,6 +149,28 @@ fn mida_instance(rng: &mut Xoshiro256PlusPlus, row: &mut [f64], mean: [f64; 2], 
     }
 }
 
+/// The synthetic sets of the papers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyntheticSet {
+    /// MIDA §5.1 data set one (binary, 32 dimensions, 2 relevant).
+    MidaOne,
+    /// MIDA §5.1 data set two (three classes).
+    MidaTwo,
+    /// MI-ALM §3.1 data set II (`dims` dimensions, `relevant` of them informative).
+    MialmIi,
+}
+
+mil_core::keywords!(SyntheticSet {
+    SyntheticSet::MidaOne => "mida-one": "MIDA §5.1 data set one (binary)",
+    SyntheticSet::MidaTwo => "mida-two": "MIDA §5.1 data set two (three classes)",
+    SyntheticSet::MialmIi => "mialm-ii": "MI-ALM §3.1 data set II (dims D, relevant d)",
+});
+
+/// D of MI-ALM's data set II unless given.
+pub const DEFAULT_DIMS: usize = 100;
+/// Relevant dimensions d of MI-ALM's data set II unless given.
+pub const DEFAULT_RELEVANT: usize = 20;
+
 /// MIDA §5.1 data set one (for B-MIDA). Positive instances ~ N(μ⁺ = [−4, 4], 2I) and
 /// negative instances ~ N(μ⁻ = [4, −4], 2I) on the two relevant dimensions, N(0, 9) on
 /// 30 noisy ones. 40 positive bags of one positive and seven negative instances (label 1,
@@ -212,16 +234,16 @@ pub const MIALM_MAX_DIMS: usize = 10_000;
 pub fn mialm_ii(dims: usize, relevant: usize, seed: u64) -> Result<Synthetic> {
     if dims == 0 || dims > MIALM_MAX_DIMS {
         return Err(Error::parameter(
-            "--dims",
+            "dims",
             dims,
             format!("must be between 1 and {MIALM_MAX_DIMS}"),
         ));
     }
     if relevant == 0 || relevant > dims {
         return Err(Error::parameter(
-            "--relevant",
+            "relevant",
             relevant,
-            format!("must be between 1 and --dims = {dims}"),
+            format!("must be between 1 and dims = {dims}"),
         ));
     }
     const RELEVANT_VAR: f64 = 2.0;

@@ -37,7 +37,7 @@ fn stratified_subset_folds(
 ) -> Result<Vec<Vec<usize>>> {
     if k < 2 || k > bags.len() {
         return Err(Error::parameter(
-            "--folds",
+            "folds",
             k,
             format!("must be between 2 and the number of bags ({})", bags.len()),
         ));

@@ -18,7 +18,6 @@ use mil_core::score::Pooling;
 use mil_core::{fixed, Instances, Model};
 
 use crate::classifier::citation_knn::Scaler;
-use crate::classifier::milr;
 use crate::classifier::svm::SvmDeployment;
 use crate::data::{Bag, Dataset};
 use crate::error::{Error, Result};
@@ -504,7 +503,7 @@ pub fn export_with(
     if encoding != Encoding::F32 {
         let stage = stage.as_ref().ok_or_else(|| {
             Error::parameter(
-                "--format",
+                "format",
                 encoding.name(),
                 "a quantised model needs a projection stage; export this model as f32",
             )
@@ -667,7 +666,7 @@ fn export_svm(
 ) -> Result<Vec<u8>> {
     if svm.grid_size.len() != dim_in {
         return Err(Error::parameter(
-            "--data",
+            "data",
             format!("{dim_in} features"),
             format!("the SVM was trained on {} features", svm.grid_size.len()),
         ));
@@ -889,7 +888,7 @@ impl Compact {
         ) = (self.stage, self.head)
         else {
             return Err(Error::parameter(
-                "--fold-projection",
+                "fold_projection",
                 "given",
                 "only a linear (MILR) model after a projection can be folded",
             ));
@@ -965,13 +964,7 @@ impl Compact {
             ClassifierModel::Milr(m) => {
                 let weights = m.weights.iter().flat_map(|w| w[1..].to_vec()).collect();
                 let bias = m.weights.iter().map(|w| w[0]).collect();
-                let pooling = match m.params.pooling {
-                    milr::Pooling::NoisyOr => Pooling::NoisyOr,
-                    milr::Pooling::Mean => Pooling::Mean,
-                    milr::Pooling::Geometric => Pooling::Geometric,
-                    milr::Pooling::Softmax => Pooling::Softmax,
-                    milr::Pooling::Max => Pooling::Max,
-                };
+                let pooling = m.params.pooling;
                 let head = Head::Linear {
                     weights,
                     bias,
@@ -989,14 +982,14 @@ impl Compact {
             ClassifierModel::CitationKnn(m) => {
                 if m.params.hausdorff != crate::distance::Hausdorff::Min {
                     return Err(Error::parameter(
-                        "--hausdorff",
-                        format!("{:?}", m.params.hausdorff).to_lowercase(),
+                        "hausdorff",
+                        mil_core::keyword::Keyword::name(m.params.hausdorff),
                         "the core runs Citation-kNN with the minimal Hausdorff distance only",
                     ));
                 }
                 if m.params.rank != 1 {
                     return Err(Error::parameter(
-                        "--rank",
+                        "rank",
                         m.params.rank,
                         "the core runs Citation-kNN with the minimal Hausdorff distance (rank 1) only",
                     ));

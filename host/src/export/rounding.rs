@@ -37,15 +37,10 @@ pub enum Rounding {
     Feedback,
 }
 
-impl Rounding {
-    /// The name `mil export --rounding` and `mil inspect` use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Rounding::Nearest => "nearest",
-            Rounding::Feedback => "feedback",
-        }
-    }
-}
+mil_core::keywords!(Rounding {
+    Rounding::Nearest => "nearest": "each weight to its nearest grid point (error ≤ half a step)",
+    Rounding::Feedback => "feedback": "error feedback over the training instances (GPTQ): each weight to one of its two neighbouring grid points",
+});
 
 /// GPTQ's damping: λ = 1% of the mean diagonal of E(v vᵀ), so that H is positive
 /// definite even with constant or collinear features.

@@ -2,8 +2,30 @@
 //! estimators: discretise the bags onto the grid (§2, fitted on the data), then estimate
 //! ln k(Pᵢ, Pⱼ) for every i ≤ j with rayon, each entry from its own generator seeded by
 //! (seed, i, j) ([`pair_seed`]) so the matrix is the same for any thread count, and mirror.
+//!
+//! ```
+//! use mil_core::box_kernel::{BoxKernel, Method};
+//! use mil_toolkit::kernel::{accuracy, box_gram, BoxGramSpec, GridData};
+//! use mil_toolkit::progress::Silent;
+//!
+//! let musk1 = mil_toolkit::data::load("musk1")?;
+//! let first: Vec<usize> = (0..8).collect();
+//! let bags = musk1.select(&first);
+//! let grid = GridData::fit(&bags, None)?;
+//! let spec = BoxGramSpec {
+//!     kernel: BoxKernel::And,
+//!     method: Method::Fast,
+//!     accuracy: accuracy(0.1, 0.01)?, // each entry within 10% with probability 99%
+//!     seed: 1,
+//! };
+//! let gram = box_gram(&grid, spec, &Silent)?;
+//! // ln k∧ in log space: symmetric, and a bag shares at least as many boxes with
+//! // itself as with any other bag (up to the estimate's error).
+//! assert_eq!(gram.get(2, 5), gram.get(5, 2));
+//! assert!(gram.get(0, 0) > gram.get(0, 1) - 0.2);
+//! # Ok::<(), mil_toolkit::Error>(())
+//! ```
 
-use indicatif::ProgressBar;
 use mil_core::box_kernel::seeds::pair_seed;
 use mil_core::box_kernel::{
     discretize, estimate, scratch_len, Accuracy, BoxKernel, Grid, Method, Scratch,
@@ -15,6 +37,7 @@ use rayon::prelude::*;
 use super::LogGram;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::progress::Progress;
 
 /// Bags discretised onto a grid fitted by §2's rule.
 #[derive(Debug, Clone)]
@@ -37,7 +60,7 @@ impl GridData {
             None => discretize::default_precision(data.features(), dim)?,
         };
         let bad_precision =
-            |e: mil_core::Error| Error::parameter("--precision", precision, e.to_string());
+            |e: mil_core::Error| Error::parameter("precision", precision, e.to_string());
         let mut min = vec![0i64; dim];
         let mut s = vec![0u32; dim];
         discretize::fit(data.features(), dim, precision, &mut min, &mut s)
@@ -130,14 +153,14 @@ pub struct BoxGramSpec {
 
 /// The full Gram matrix of ln k over the bags of `data`, in parallel; `progress` (if
 /// any) advances once per estimated entry.
-pub fn box_gram(data: &GridData, spec: BoxGramSpec, progress: &ProgressBar) -> Result<LogGram> {
+pub fn box_gram(data: &GridData, spec: BoxGramSpec, progress: &dyn Progress) -> Result<LogGram> {
     let n = data.n_bags();
     let grid = data.grid();
     let largest = (0..n).map(|b| data.bag_len(b)).max().unwrap_or(0);
     let need = scratch_len(spec.kernel, spec.method, largest, largest, grid.dim())
         .ok_or_else(|| Error::data("gram", "bags too large to address"))?;
     let pairs: Vec<(usize, usize)> = (0..n).flat_map(|i| (i..n).map(move |j| (i, j))).collect();
-    progress.set_length(pairs.len() as u64);
+    progress.set_total(pairs.len() as u64);
     let entries: Vec<(f64, u64)> = pairs
         .par_iter()
         .map_init(
@@ -156,7 +179,7 @@ pub fn box_gram(data: &GridData, spec: BoxGramSpec, progress: &ProgressBar) -> R
                     &mut rng,
                     &mut scratch,
                 )?;
-                progress.inc(1);
+                progress.advance(1);
                 Ok((est.ln_value, est.samples))
             },
         )

@@ -9,7 +9,67 @@ pub mod nsk;
 
 pub use boxes::{box_gram, BoxGramSpec, GridData};
 
+use mil_core::box_kernel::{Accuracy, BoxKernel};
+use mil_core::keyword::Keyword;
 use nalgebra::{DMatrix, SymmetricEigen};
+
+use crate::error::{Error, Result};
+
+/// ε of every box-kernel estimate unless asked otherwise (the GMIL paper's experiments).
+pub const DEFAULT_EPSILON: f64 = 0.1;
+/// δ of every box-kernel estimate unless asked otherwise (the GMIL paper's experiments).
+pub const DEFAULT_DELTA: f64 = 0.01;
+
+/// The accuracy (ε, δ) of box-kernel estimates; the error names the parameter that is
+/// out of (0, 1).
+pub fn accuracy(epsilon: f64, delta: f64) -> Result<Accuracy> {
+    Accuracy::new(epsilon, delta).map_err(|_| {
+        let (name, value) = if epsilon > 0.0 && epsilon < 1.0 {
+            ("delta", delta)
+        } else {
+            ("epsilon", epsilon)
+        };
+        Error::parameter(name, value, "must be in (0, 1)")
+    })
+}
+
+/// A set kernel by name: one of the core's box kernels, or the normalised set kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetKernelName {
+    /// A box-counting kernel ([`mil_core::box_kernel`]).
+    Box(BoxKernel),
+    /// The normalised set kernel of Gärtner et al. ([`nsk`]).
+    Nsk,
+}
+
+impl Keyword for SetKernelName {
+    const ALL: &'static [Self] = &[
+        SetKernelName::Box(BoxKernel::And),
+        SetKernelName::Box(BoxKernel::AndOr),
+        SetKernelName::Box(BoxKernel::Min),
+        SetKernelName::Nsk,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            SetKernelName::Box(k) => k.name(),
+            SetKernelName::Nsk => "nsk",
+        }
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            SetKernelName::Box(k) => k.help(),
+            SetKernelName::Nsk => "normalised set kernel (Gärtner et al. 2002)",
+        }
+    }
+}
+
+impl std::fmt::Display for SetKernelName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// A symmetric n × n Gram matrix of natural logarithms of kernel values, row-major.
 #[derive(Debug, Clone, PartialEq)]

@@ -26,7 +26,7 @@ pub fn log_set_kernel(a: Bag<'_>, b: Bag<'_>, gamma: f64) -> f64 {
 pub fn log_nsk_gram(data: &Dataset, gamma: f64) -> Result<Vec<f64>> {
     if !(gamma > 0.0 && gamma.is_finite()) {
         return Err(Error::parameter(
-            "--gamma",
+            "gamma",
             gamma,
             "must be positive and finite",
         ));

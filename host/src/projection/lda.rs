@@ -12,7 +12,7 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 
 /// Fisher LDA onto `dim ≤ C − 1` directions.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Lda {
     /// Output dimension d.
     pub dim: usize,
@@ -49,13 +49,22 @@ pub(crate) fn fisher_scatters(
     (sw, sb)
 }
 
+impl Default for Lda {
+    /// d = 1: LDA has at most C − 1 directions, one for binary data.
+    fn default() -> Self {
+        Lda { dim: 1 }
+    }
+}
+
+crate::params::setters!(Lda { dim: usize });
+
 impl Projector for Lda {
     fn fit(&self, data: &Dataset, train: &[usize]) -> Result<LinearProjection> {
         let bag_labels = data.training_labels(train, 2)?;
         let classes = data.n_classes();
         if self.dim + 1 > classes {
             return Err(Error::parameter(
-                "--dim",
+                "dim",
                 self.dim,
                 format!("LDA has at most C − 1 = {} direction(s)", classes - 1),
             ));

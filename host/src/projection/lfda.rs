@@ -9,6 +9,19 @@
 //!
 //! Memory is O(n·k + D²) in the number n of instances: the dense 1/n between-class
 //! weights of eq. 5 are summed in closed form, never stored.
+//!
+//! ```
+//! use mil_toolkit::projection::lfda::Clfda;
+//! use mil_toolkit::projection::Projector;
+//!
+//! let data = mil_toolkit::data::load("musk1")?;
+//! let train: Vec<usize> = (0..data.n_bags()).collect();
+//! // The paper's Musk setting: R = 2 references, C = 4 citers, threshold 1.
+//! let projection = Clfda::default().dim(5).fit(&data, &train)?;
+//! assert_eq!((projection.input_dim(), projection.output_dim), (166, 5));
+//! assert_eq!(projection.transform(&data)?.dim(), 5);
+//! # Ok::<(), mil_toolkit::Error>(())
+//! ```
 
 use nalgebra::DMatrix;
 use rayon::prelude::*;
@@ -22,7 +35,7 @@ use crate::distance::squared_euclidean;
 use crate::error::{Error, Result};
 
 /// LFDA with a symmetric within-class k-nearest-neighbour affinity.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Lfda {
     /// Output dimension d.
     pub dim: usize,
@@ -38,7 +51,7 @@ impl Lfda {
 }
 
 /// CLFDA: citer/reference relabelling of false positives, then LFDA.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Clfda {
     /// Output dimension d.
     pub dim: usize,
@@ -61,6 +74,29 @@ impl Clfda {
         }
     }
 }
+
+impl Default for Lfda {
+    fn default() -> Self {
+        Lfda::new(super::DEFAULT_DIM)
+    }
+}
+
+impl Default for Clfda {
+    fn default() -> Self {
+        Clfda::new(super::DEFAULT_DIM)
+    }
+}
+
+crate::params::setters!(Lfda {
+    dim: usize,
+    neighbours: usize
+});
+crate::params::setters!(Clfda {
+    dim: usize,
+    references: usize,
+    citers: usize,
+    threshold: f64,
+});
 
 impl Projector for Lfda {
     fn fit(&self, data: &Dataset, train: &[usize]) -> Result<LinearProjection> {

@@ -14,6 +14,24 @@
 //! paper (its σ grid is on the data's own scale); `scaling` can z-score them instead.
 //! Memory is O(n + D²) in the number n of instances: the density estimate streams over
 //! the negatives of one candidate at a time.
+//!
+//! ```
+//! use mil_toolkit::projection::mida::Bmida;
+//! use mil_toolkit::projection::Projector;
+//!
+//! // MIDA §5.1 data set one: 2 of 32 dimensions separate the positive instances.
+//! let set = mil_toolkit::data::synth::mida_one(1);
+//! let train: Vec<usize> = (0..set.data.n_bags()).collect();
+//! let fit = Bmida::default().dim(2).alpha(1.0).fit_traced(&set.data, &train)?;
+//! // One positive prototype per positive bag, and GᵀG = I.
+//! assert_eq!(fit.prototypes.len(), 40);
+//! let g = &fit.projection.matrix; // D × d, row-major
+//! let dot = |a: usize, b: usize| (0..32).map(|j| g[j * 2 + a] * g[j * 2 + b]).sum::<f64>();
+//! assert!((dot(0, 0) - 1.0).abs() < 1e-9 && dot(0, 1).abs() < 1e-9);
+//! let projected = fit.projection.transform(&set.data)?;
+//! assert_eq!(projected.dim(), 2);
+//! # Ok::<(), mil_toolkit::Error>(())
+//! ```
 
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
@@ -35,7 +53,7 @@ const MAX_ROUNDS: usize = 100;
 const MAX_PROTOTYPE_PASSES: usize = 50;
 
 /// B-MIDA (Algorithms 1–2) for binary data; positive is class 1.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bmida {
     /// Output dimension d.
     pub dim: usize,
@@ -52,7 +70,7 @@ pub struct Bmida {
 }
 
 /// M-MIDA (Algorithms 3–4): every bag is positive for its own class.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Mmida {
     /// Output dimension d.
     pub dim: usize,
@@ -95,6 +113,39 @@ impl Mmida {
         }
     }
 }
+
+/// α of B-MIDA and M-MIDA unless set: the middle of the papers' cross-validation grid
+/// {10⁻³, …, 10²}.
+pub const DEFAULT_ALPHA: f64 = 1.0;
+
+impl Default for Bmida {
+    fn default() -> Self {
+        Bmida::new(super::DEFAULT_DIM, DEFAULT_ALPHA)
+    }
+}
+
+impl Default for Mmida {
+    fn default() -> Self {
+        Mmida::new(super::DEFAULT_DIM, DEFAULT_ALPHA)
+    }
+}
+
+crate::params::setters!(Bmida {
+    dim: usize,
+    alpha: f64,
+    tolerance: f64,
+    max_rounds: usize,
+    max_prototype_passes: usize,
+    scaling: InputScaling,
+});
+crate::params::setters!(Mmida {
+    dim: usize,
+    alpha: f64,
+    tolerance: f64,
+    max_rounds: usize,
+    max_prototype_passes: usize,
+    scaling: InputScaling,
+});
 
 /// A fitted MIDA model with its optimisation trace.
 #[derive(Debug, Clone)]
@@ -148,7 +199,7 @@ impl Projector for Mmida {
 
 fn check(alpha: f64, tolerance: f64, rounds: usize, passes: usize) -> Result<()> {
     if !(alpha.is_finite() && alpha >= 0.0) {
-        return Err(Error::parameter("--alpha", alpha, "must be finite and ≥ 0"));
+        return Err(Error::parameter("alpha", alpha, "must be finite and ≥ 0"));
     }
     if !(tolerance.is_finite() && tolerance >= 0.0) {
         return Err(Error::parameter("ξ", tolerance, "must be finite and ≥ 0"));
@@ -357,7 +408,7 @@ impl Bmida {
         self.check()?;
         if self.dim == 0 || self.dim > data.dim() {
             return Err(Error::parameter(
-                "--dim",
+                "dim",
                 self.dim,
                 format!("must be at most the {} features", data.dim()),
             ));

@@ -25,7 +25,7 @@ pub const BENCHMARK_C2: f64 = 10.0;
 pub const SYNTHETIC_C2: f64 = 20.0;
 
 /// MIDR with the MI-ALM paper's synthetic-data settings as defaults (c₁ = 0.5, c₂ = 20).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Midr {
     /// Output dimension d.
     pub dim: usize,
@@ -42,6 +42,27 @@ pub struct Midr {
     /// Seed of the random start (the same start as MI-ALM for the same seed).
     pub seed: u64,
 }
+
+impl Default for Midr {
+    /// The MI-ALM paper's benchmark setting (§3.2): c₁ = 0.1, c₂ = [`BENCHMARK_C2`];
+    /// seed 1.
+    fn default() -> Self {
+        Midr {
+            c2: BENCHMARK_C2,
+            ..Midr::new(super::DEFAULT_DIM, 0.1, 1)
+        }
+    }
+}
+
+crate::params::setters!(Midr {
+    dim: usize,
+    c1: f64,
+    c2: f64,
+    softmax_beta: f64,
+    tol: f64,
+    max_iter: usize,
+    seed: u64,
+});
 
 impl Midr {
     /// Defaults for output dimension `dim`, sparsity weight `c1` and `seed`.
@@ -60,13 +81,13 @@ impl Midr {
     fn validate(&self) -> Result<()> {
         if !(self.c1.is_finite() && self.c1 >= 0.0) {
             return Err(Error::parameter(
-                "--alpha",
+                "alpha",
                 self.c1,
                 "MIDR's sparsity weight c1 must be finite and non-negative",
             ));
         }
         for (name, v) in [
-            ("--midr-c2", self.c2),
+            ("midr_c2", self.c2),
             ("softmax beta", self.softmax_beta),
             ("tolerance", self.tol),
         ] {
@@ -237,23 +258,17 @@ mod tests {
     fn the_spec_carries_c2_to_the_fit() {
         // `--midr-c2` reaches MIDR through ProjectionSpec: the fit equals MIDR with that
         // c₂, and a tighter coupling (larger c₂) brings H closer to A.
-        use crate::projection::{fit, ProjectionSpec};
+        use crate::projection::ProjectionParams;
         let data = set_ii(16, 4, 6, 6, 8);
         let train: Vec<usize> = (0..data.n_bags()).collect();
-        let spec = |midr_c2| ProjectionSpec {
-            kind: ProjectionKind::Midr,
-            dim: 4,
-            alpha: 0.5,
-            midr_c2,
-            seed: 1,
-        };
-        let loose = fit(&spec(BENCHMARK_C2), &data, &train).unwrap();
+        let spec = |midr_c2| ProjectionParams::from(Midr::default().dim(4).c1(0.5).c2(midr_c2));
+        let loose = spec(BENCHMARK_C2).fit(&data, &train).unwrap();
         let direct = Midr {
             c2: BENCHMARK_C2,
             ..Midr::new(4, 0.5, 1)
         };
         assert_eq!(loose, direct.fit(&data, &train).unwrap());
-        let tight = fit(&spec(80.0), &data, &train).unwrap();
+        let tight = spec(80.0).fit(&data, &train).unwrap();
         let error = |p: &LinearProjection| p.diagnostic("error").unwrap();
         assert!(
             error(&tight) < error(&loose),

@@ -40,35 +40,209 @@ pub enum ProjectionKind {
     Midr,
 }
 
-impl ProjectionKind {
-    /// α when the user gives none: the MI-ALM paper's benchmark settings for MI-ALM
-    /// (α = 0.3) and MIDR (c₁ = 0.1, §3.2); 1 for B-MIDA and M-MIDA, whose papers choose α
-    /// by cross-validation over {10⁻³, …, 10²}; unused by the others.
-    pub fn default_alpha(self) -> f64 {
-        match self {
-            ProjectionKind::MiAlm => 0.3,
-            ProjectionKind::Midr => 0.1,
-            _ => 1.0,
+mil_core::keywords!(ProjectionKind {
+    ProjectionKind::Pca => "pca": "principal component analysis",
+    ProjectionKind::Lda => "lda": "Fisher linear discriminant analysis (bag labels as instance labels)",
+    ProjectionKind::Lfda => "lfda": "local Fisher discriminant analysis",
+    ProjectionKind::Clfda => "clfda": "Citation-kNN-based LFDA (Kim & Choi)",
+    ProjectionKind::Bmida => "bmida": "binary multiple-instance discriminant analysis",
+    ProjectionKind::Mmida => "mmida": "multi-class multiple-instance discriminant analysis",
+    ProjectionKind::MiAlm => "mi-alm": "sparse, orthogonal projection by approximate augmented Lagrangian (Zhu et al.)",
+    ProjectionKind::Midr => "midr": "multi-instance dimensionality reduction (Sun et al.), MI-ALM's baseline",
+});
+
+/// Output dimension d of every projection unless set.
+pub const DEFAULT_DIM: usize = 10;
+
+/// Any projection's parameters: one variant per algorithm, each a parameters type with
+/// the paper's defaults. Fit on training bags with [`ProjectionParams::fit`].
+///
+/// ```
+/// use mil_toolkit::projection::{mida::Bmida, ProjectionKind, ProjectionParams};
+///
+/// let data = mil_toolkit::data::load("musk1")?;
+/// let train: Vec<usize> = (0..data.n_bags()).collect();
+/// let params = ProjectionParams::from(Bmida::default().dim(5).alpha(0.1));
+/// assert_eq!(params.kind(), ProjectionKind::Bmida);
+/// let projection = params.fit(&data, &train)?;
+/// let projected = projection.transform(&data)?;
+/// assert_eq!(projected.dim(), 5);
+/// # Ok::<(), mil_toolkit::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ProjectionParams {
+    /// PCA.
+    Pca(pca::Pca),
+    /// LDA.
+    Lda(lda::Lda),
+    /// LFDA.
+    Lfda(lfda::Lfda),
+    /// CLFDA.
+    Clfda(lfda::Clfda),
+    /// B-MIDA.
+    Bmida(mida::Bmida),
+    /// M-MIDA.
+    Mmida(mida::Mmida),
+    /// MI-ALM.
+    MiAlm(mi_alm::MiAlm),
+    /// MIDR.
+    Midr(midr::Midr),
+}
+
+macro_rules! each_projection {
+    ($self:expr, $p:ident => $body:expr) => {
+        match $self {
+            ProjectionParams::Pca($p) => $body,
+            ProjectionParams::Lda($p) => $body,
+            ProjectionParams::Lfda($p) => $body,
+            ProjectionParams::Clfda($p) => $body,
+            ProjectionParams::Bmida($p) => $body,
+            ProjectionParams::Mmida($p) => $body,
+            ProjectionParams::MiAlm($p) => $body,
+            ProjectionParams::Midr($p) => $body,
         }
+    };
+}
+
+impl ProjectionParams {
+    /// The algorithm's parameters with their defaults.
+    pub fn new(kind: ProjectionKind) -> Self {
+        match kind {
+            ProjectionKind::Pca => pca::Pca::default().into(),
+            ProjectionKind::Lda => lda::Lda::default().into(),
+            ProjectionKind::Lfda => lfda::Lfda::default().into(),
+            ProjectionKind::Clfda => lfda::Clfda::default().into(),
+            ProjectionKind::Bmida => mida::Bmida::default().into(),
+            ProjectionKind::Mmida => mida::Mmida::default().into(),
+            ProjectionKind::MiAlm => mi_alm::MiAlm::default().into(),
+            ProjectionKind::Midr => midr::Midr::default().into(),
+        }
+    }
+
+    /// Which algorithm.
+    pub fn kind(&self) -> ProjectionKind {
+        match self {
+            ProjectionParams::Pca(_) => ProjectionKind::Pca,
+            ProjectionParams::Lda(_) => ProjectionKind::Lda,
+            ProjectionParams::Lfda(_) => ProjectionKind::Lfda,
+            ProjectionParams::Clfda(_) => ProjectionKind::Clfda,
+            ProjectionParams::Bmida(_) => ProjectionKind::Bmida,
+            ProjectionParams::Mmida(_) => ProjectionKind::Mmida,
+            ProjectionParams::MiAlm(_) => ProjectionKind::MiAlm,
+            ProjectionParams::Midr(_) => ProjectionKind::Midr,
+        }
+    }
+
+    /// Output dimension d.
+    pub fn dim(&self) -> usize {
+        each_projection!(self, p => p.dim)
+    }
+
+    /// The same parameters with output dimension `dim`.
+    #[must_use]
+    pub fn with_dim(mut self, dim: usize) -> Self {
+        each_projection!(&mut self, p => p.dim = dim);
+        self
+    }
+
+    /// The trade-off α where the algorithm has one (B-MIDA, M-MIDA, MI-ALM; MIDR's c₁).
+    pub fn alpha(&self) -> Option<f64> {
+        match self {
+            ProjectionParams::Bmida(p) => Some(p.alpha),
+            ProjectionParams::Mmida(p) => Some(p.alpha),
+            ProjectionParams::MiAlm(p) => Some(p.alpha),
+            ProjectionParams::Midr(p) => Some(p.c1),
+            _ => None,
+        }
+    }
+
+    /// The same parameters with trade-off `alpha`; an error for an algorithm without one.
+    pub fn with_alpha(mut self, alpha: f64) -> Result<Self> {
+        match &mut self {
+            ProjectionParams::Bmida(p) => p.alpha = alpha,
+            ProjectionParams::Mmida(p) => p.alpha = alpha,
+            ProjectionParams::MiAlm(p) => p.alpha = alpha,
+            ProjectionParams::Midr(p) => p.c1 = alpha,
+            other => {
+                return Err(Error::parameter(
+                    "alpha",
+                    alpha,
+                    format!("{} has no trade-off α", other.kind()),
+                ))
+            }
+        }
+        Ok(self)
+    }
+
+    /// The same parameters with the seed of randomised steps (MI-ALM's and MIDR's
+    /// random start; the others are deterministic).
+    #[must_use]
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        match &mut self {
+            ProjectionParams::MiAlm(p) => p.seed = seed,
+            ProjectionParams::Midr(p) => p.seed = seed,
+            _ => {}
+        }
+        self
+    }
+
+    /// Checks the parameters against the data before any work: d between 1 and the
+    /// number of features, α finite and ≥ 0, training bags to fit on.
+    pub fn check(&self, data: &Dataset, train: &[usize]) -> Result<()> {
+        let dim = self.dim();
+        if dim == 0 || dim > data.dim() {
+            return Err(Error::parameter(
+                "dim",
+                dim,
+                format!(
+                    "must be between 1 and the {} features of {}",
+                    data.dim(),
+                    data.name()
+                ),
+            ));
+        }
+        if let Some(alpha) = self.alpha() {
+            if !alpha.is_finite() || alpha < 0.0 {
+                return Err(Error::parameter(
+                    "alpha",
+                    alpha,
+                    "must be a finite number ≥ 0",
+                ));
+            }
+        }
+        if train.is_empty() {
+            return Err(Error::data(data.name(), "no training bags to fit on"));
+        }
+        Ok(())
+    }
+
+    /// Fits the projection on the bags `train` of `data`.
+    pub fn fit(&self, data: &Dataset, train: &[usize]) -> Result<LinearProjection> {
+        self.check(data, train)?;
+        each_projection!(self, p => p.fit(data, train))
     }
 }
 
-/// What to fit: the algorithm and its hyper-parameters.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ProjectionSpec {
-    /// The algorithm.
-    pub kind: ProjectionKind,
-    /// Output dimension d.
-    pub dim: usize,
-    /// Trade-off α where the algorithm has one (B-MIDA, M-MIDA, MI-ALM; MIDR's c₁);
-    /// ignored otherwise.
-    pub alpha: f64,
-    /// MIDR's coupling weight c₂ of ‖A − H‖²/2; ignored by the others (see
-    /// [`midr::BENCHMARK_C2`]).
-    pub midr_c2: f64,
-    /// Seed of any randomised step.
-    pub seed: u64,
+macro_rules! projection_from {
+    ($($variant:ident($ty:ty)),+ $(,)?) => {
+        $(impl From<$ty> for ProjectionParams {
+            fn from(p: $ty) -> Self {
+                ProjectionParams::$variant(p)
+            }
+        })+
+    };
 }
+
+projection_from!(
+    Pca(pca::Pca),
+    Lda(lda::Lda),
+    Lfda(lfda::Lfda),
+    Clfda(lfda::Clfda),
+    Bmida(mida::Bmida),
+    Mmida(mida::Mmida),
+    MiAlm(mi_alm::MiAlm),
+    Midr(midr::Midr),
+);
 
 /// Anything that fits a linear projection on the training bags of a data set.
 pub trait Projector {
@@ -144,47 +318,6 @@ impl LinearProjection {
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, v)| *v)
-    }
-}
-
-/// Fits the projection a spec names, on the bags `train` of `data`.
-pub fn fit(spec: &ProjectionSpec, data: &Dataset, train: &[usize]) -> Result<LinearProjection> {
-    if spec.dim == 0 || spec.dim > data.dim() {
-        return Err(Error::parameter(
-            "--dim",
-            spec.dim,
-            format!(
-                "must be between 1 and the {} features of {}",
-                data.dim(),
-                data.name()
-            ),
-        ));
-    }
-    if !spec.alpha.is_finite() || spec.alpha < 0.0 {
-        return Err(Error::parameter(
-            "--alpha",
-            spec.alpha,
-            "must be a finite number ≥ 0",
-        ));
-    }
-    if train.is_empty() {
-        return Err(Error::data(data.name(), "no training bags to fit on"));
-    }
-    match spec.kind {
-        ProjectionKind::Pca => pca::Pca { dim: spec.dim }.fit(data, train),
-        ProjectionKind::Lda => lda::Lda { dim: spec.dim }.fit(data, train),
-        ProjectionKind::Lfda => lfda::Lfda::new(spec.dim).fit(data, train),
-        ProjectionKind::Clfda => lfda::Clfda::new(spec.dim).fit(data, train),
-        ProjectionKind::Bmida => mida::Bmida::new(spec.dim, spec.alpha).fit(data, train),
-        ProjectionKind::Mmida => mida::Mmida::new(spec.dim, spec.alpha).fit(data, train),
-        ProjectionKind::MiAlm => {
-            mi_alm::MiAlm::new(spec.dim, spec.alpha, spec.seed).fit(data, train)
-        }
-        ProjectionKind::Midr => midr::Midr {
-            c2: spec.midr_c2,
-            ..midr::Midr::new(spec.dim, spec.alpha, spec.seed)
-        }
-        .fit(data, train),
     }
 }
 
@@ -483,24 +616,18 @@ mod tests {
     #[test]
     fn fit_rejects_bad_parameters() {
         let d = test_support::single_instance_bags(2, &[vec![0.0, 1.0], vec![1.0, 0.0]], &[0, 1]);
-        let spec = |kind, dim, alpha| ProjectionSpec {
-            kind,
-            dim,
-            alpha,
-            midr_c2: midr::BENCHMARK_C2,
-            seed: 1,
-        };
-        assert!(fit(&spec(ProjectionKind::Pca, 3, 1.0), &d, &[0, 1]).is_err());
-        assert!(fit(&spec(ProjectionKind::Pca, 0, 1.0), &d, &[0, 1]).is_err());
-        assert!(fit(&spec(ProjectionKind::Bmida, 1, f64::NAN), &d, &[0, 1]).is_err());
-        assert!(fit(&spec(ProjectionKind::Pca, 1, 1.0), &d, &[]).is_err());
-        assert!(fit(&spec(ProjectionKind::Pca, 1, 1.0), &d, &[0, 7]).is_err());
-        let bad_c2 = ProjectionSpec {
-            midr_c2: 0.0,
-            ..spec(ProjectionKind::Midr, 1, 0.1)
-        };
+        let spec = |kind, dim| ProjectionParams::new(kind).with_dim(dim);
+        assert!(spec(ProjectionKind::Pca, 3).fit(&d, &[0, 1]).is_err());
+        assert!(spec(ProjectionKind::Pca, 0).fit(&d, &[0, 1]).is_err());
+        let nan_alpha = spec(ProjectionKind::Bmida, 1).with_alpha(f64::NAN).unwrap();
+        assert!(nan_alpha.fit(&d, &[0, 1]).is_err());
+        assert!(spec(ProjectionKind::Pca, 1).fit(&d, &[]).is_err());
+        assert!(spec(ProjectionKind::Pca, 1).fit(&d, &[0, 7]).is_err());
+        // PCA has no α to set.
+        assert!(spec(ProjectionKind::Pca, 1).with_alpha(1.0).is_err());
+        let bad_c2 = ProjectionParams::from(midr::Midr::default().dim(1).c1(0.1).c2(0.0));
         assert!(matches!(
-            fit(&bad_c2, &d, &[0, 1]),
+            bad_c2.fit(&d, &[0, 1]),
             Err(Error::Parameter { .. })
         ));
     }

@@ -8,11 +8,21 @@ use crate::data::Dataset;
 use crate::error::Result;
 
 /// PCA onto the `dim` leading principal axes of the z-scored training instances.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Pca {
     /// Output dimension d.
     pub dim: usize,
 }
+
+impl Default for Pca {
+    fn default() -> Self {
+        Pca {
+            dim: super::DEFAULT_DIM,
+        }
+    }
+}
+
+crate::params::setters!(Pca { dim: usize });
 
 impl Projector for Pca {
     fn fit(&self, data: &Dataset, train: &[usize]) -> Result<LinearProjection> {

@@ -20,6 +20,12 @@ pub enum EmpiricalMap {
     Transductive,
 }
 
+mil_core::keywords!(EmpiricalMap {
+    EmpiricalMap::None => "none": "the (subpolynomially mapped) Gram matrix itself",
+    EmpiricalMap::Training => "emp": "empirical kernel map over the training bags",
+    EmpiricalMap::Transductive => "emp-trans": "empirical kernel map over training and unlabelled test bags (transductive)",
+});
+
 /// Settings of the bag SVM.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct BagSvmSettings {
@@ -30,6 +36,23 @@ pub struct BagSvmSettings {
     /// Misclassification cost C (the paper: 10¹⁰, a hard margin).
     pub cost: f64,
 }
+
+impl Default for BagSvmSettings {
+    /// The GMIL paper's §8 settings: ρ = 1/50, no empirical map, C = 10¹⁰ (a hard margin).
+    fn default() -> Self {
+        BagSvmSettings {
+            rho: 0.02,
+            map: EmpiricalMap::None,
+            cost: 1e10,
+        }
+    }
+}
+
+crate::params::setters!(BagSvmSettings {
+    rho: f64,
+    map: EmpiricalMap,
+    cost: f64,
+});
 
 /// A trained bag SVM: dual coefficients over its training bags.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,6 +69,21 @@ pub struct BagSvm {
     pub kernel_scale: f64,
     /// Whether SMO met its tolerance.
     pub converged: bool,
+}
+
+/// Checks ρ in (0, 1] and C positive and finite.
+pub fn check_settings(settings: &BagSvmSettings) -> Result<()> {
+    if !(settings.rho > 0.0 && settings.rho <= 1.0) {
+        return Err(Error::parameter("rho", settings.rho, "must be in (0, 1]"));
+    }
+    if !(settings.cost > 0.0 && settings.cost.is_finite()) {
+        return Err(Error::parameter(
+            "cost",
+            settings.cost,
+            "must be positive and finite",
+        ));
+    }
+    Ok(())
 }
 
 /// The kernel the SVM sees over all `n` bags: φ applied to every entry, then the chosen
@@ -65,9 +103,7 @@ pub fn svm_kernel(
             format!("expected {n}×{n} entries"),
         ));
     }
-    if !(settings.rho > 0.0 && settings.rho <= 1.0) {
-        return Err(Error::parameter("--rho", settings.rho, "must be in (0, 1]"));
-    }
+    check_settings(settings)?;
     if let Some(v) = log_gram.iter().find(|v| v.is_nan()) {
         return Err(Error::parameter("gram", v, "the Gram matrix holds NaN"));
     }
@@ -84,9 +120,7 @@ pub fn svm_kernel(
     if !(scale.is_finite() && scale > 0.0) {
         return Err(Error::Numerical {
             method: "bag SVM",
-            reason: format!(
-                "kernel diagonal scale {scale} is not positive and finite; lower --rho"
-            ),
+            reason: format!("kernel diagonal scale {scale} is not positive and finite; lower rho"),
         });
     }
     Ok((kernel.into_iter().map(|v| v / scale).collect(), scale))
@@ -109,13 +143,7 @@ impl BagSvm {
                 "the SVM needs both classes among the training bags",
             ));
         }
-        if !(settings.cost > 0.0 && settings.cost.is_finite()) {
-            return Err(Error::parameter(
-                "--cost",
-                settings.cost,
-                "must be positive and finite",
-            ));
-        }
+        check_settings(&settings)?;
         let m = train.len();
         let mut sub = vec![0.0; m * m];
         for (a, &i) in train.iter().enumerate() {
