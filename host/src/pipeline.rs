@@ -500,6 +500,28 @@ pub enum Folds {
     Given(Vec<Vec<usize>>),
 }
 
+impl Folds {
+    /// The test bags of every fold of every repetition, each repetition with the seed of
+    /// its randomised steps (0 for given folds): what [`cross_validate`] runs.
+    pub fn assignments(&self, data: &Dataset) -> Result<Vec<(u64, Vec<Vec<usize>>)>> {
+        let labels = data.require_labels(2)?;
+        match self {
+            Folds::Stratified { k, repeats, seed } => {
+                if *repeats == 0 {
+                    return Err(Error::parameter("repeats", 0, "must be at least 1"));
+                }
+                (0..*repeats as u64)
+                    .map(|r| {
+                        let s = derive_seed(*seed, r);
+                        stratified_folds(labels, *k, s).map(|f| (s, f))
+                    })
+                    .collect()
+            }
+            Folds::Given(f) => Ok(vec![(0, f.clone())]),
+        }
+    }
+}
+
 /// Everything a cross-validation run measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct CvReport {
@@ -540,20 +562,7 @@ pub fn cross_validate(
     let labels = data.require_labels(2)?;
     let n_classes = data.n_classes();
     let all: Vec<usize> = (0..data.n_bags()).collect();
-    let assignments: Vec<(u64, Vec<Vec<usize>>)> = match folds {
-        Folds::Stratified { k, repeats, seed } => {
-            if *repeats == 0 {
-                return Err(Error::parameter("repeats", 0, "must be at least 1"));
-            }
-            (0..*repeats as u64)
-                .map(|r| {
-                    let s = derive_seed(*seed, r);
-                    stratified_folds(labels, *k, s).map(|f| (s, f))
-                })
-                .collect::<Result<_>>()?
-        }
-        Folds::Given(f) => vec![(0, f.clone())],
-    };
+    let assignments = folds.assignments(data)?;
     let k = assignments[0].1.len();
     // Fold-independent distances, computed once for the whole run.
     let shared = pipeline

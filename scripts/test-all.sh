@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Every test of the project on a fresh machine: installs what the tests need (the
+# Cortex-M4 target, QEMU, a Python build environment), then runs the Rust tests with the
+# doctests and the Python package's tests. The README's test command; `.ci/run` runs it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== prerequisites"
+# tests/firmware.rs builds tests/qemu for the Cortex-M4 and runs it under QEMU.
+rustup target add thumbv7em-none-eabihf >/dev/null
+if ! command -v qemu-system-arm >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq && apt-get install -y -qq qemu-system-arm >/dev/null
+    else
+        echo "qemu-system-arm is missing: install it (Debian: apt-get install qemu-system-arm)" >&2
+        exit 1
+    fi
+fi
+
+echo "== Rust: unit, end-to-end and documentation tests"
+cargo test --workspace --release
+
+if [ -f python/pyproject.toml ]; then
+    echo "== Python: build the package from source and run its tests"
+    venv=target/pyenv
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --upgrade pip
+    "$venv/bin/pip" install -q maturin numpy scikit-learn pytest
+    CARGO_TARGET_DIR="$PWD/target/python" "$venv/bin/pip" install -q ./python
+    MIL_BIN="$PWD/target/release/mil" "$venv/bin/python" -m pytest -q python/tests
+fi
