@@ -51,14 +51,14 @@ pub mod error;
 pub mod eval;
 pub mod export;
 pub mod kernel;
-pub mod lbfgs;
 pub mod model;
+pub mod numerics;
+pub mod optim;
 mod params;
 pub mod pipeline;
 pub mod progress;
 pub mod projection;
 pub mod svm;
-pub mod weka_bfgs;
 
 pub use data::Dataset;
 pub use error::{Error, Result};

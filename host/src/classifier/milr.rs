@@ -10,13 +10,13 @@
 //!
 //! on Weka's bag-level standardised features (mean of bag means; Weka's pooled standard
 //! deviation of bag second moments) with λ = 10⁻⁶ by default, by L-BFGS on the exact
-//! gradient ([`crate::lbfgs`]), in log space throughout. Coefficients are converted back
+//! gradient ([`crate::optim::lbfgs`]), in log space throughout. Coefficients are converted back
 //! to raw units afterwards, as Weka does. Attributes with zero spread contribute nothing.
 //! Multi-class data: one model per class against the rest.
 //!
 //! [`Optimizer::Weka`] instead reproduces Weka 3.6's fit step by step: its objective and
 //! gradient formulas in plain (not log-space) arithmetic, overflowing to ∞ where Weka's
-//! do, its quasi-Newton method with its stopping rules ([`crate::weka_bfgs`]), its
+//! do, its quasi-Newton method with its stopping rules ([`crate::optim::weka_bfgs`]), its
 //! standardisation (attributes with a computed spread of exactly 0 are left in raw
 //! units) and its bag probabilities (so scores round to 0 and 1 where Weka's do, which
 //! decides ties in the ROC area). On separable bags the likelihood is flat far out and
@@ -27,20 +27,21 @@ use serde::{Deserialize, Serialize};
 use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::lbfgs::Lbfgs;
-use crate::weka_bfgs::WekaBfgs;
+use crate::numerics::{dot8 as dot, log_sum_exp, sigmoid, softplus};
+use crate::optim::lbfgs::Lbfgs;
+use crate::optim::weka_bfgs::WekaBfgs;
 pub use mil_core::score::Pooling;
 
 /// The minimiser that fits the coefficients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Optimizer {
-    /// L-BFGS on the log-space objective ([`crate::lbfgs`]): reaches a lower objective
+    /// L-BFGS on the log-space objective ([`crate::optim::lbfgs`]): reaches a lower objective
     /// than Weka on separable bags.
     #[default]
     Lbfgs,
     /// Weka 3.6's MILR reproduced: its BFGS, stopping rules and arithmetic
-    /// ([`crate::weka_bfgs`]). Noisy-OR, mean and geometric pooling only.
+    /// ([`crate::optim::weka_bfgs`]). Noisy-OR, mean and geometric pooling only.
     Weka,
 }
 
@@ -108,34 +109,9 @@ pub struct MilrModel {
     pub weights: Vec<Vec<f64>>,
 }
 
-fn softplus(x: f64) -> f64 {
-    if x > 0.0 {
-        x + (-x).exp().ln_1p()
-    } else {
-        x.exp().ln_1p()
-    }
-}
-
-fn sigmoid(x: f64) -> f64 {
-    if x >= 0.0 {
-        1.0 / (1.0 + (-x).exp())
-    } else {
-        let e = x.exp();
-        e / (1.0 + e)
-    }
-}
-
 /// log σ(x).
 fn log_sigmoid(x: f64) -> f64 {
     -softplus(-x)
-}
-
-fn log_sum_exp(v: impl Iterator<Item = f64> + Clone) -> f64 {
-    let m = v.clone().fold(f64::NEG_INFINITY, f64::max);
-    if m == f64::NEG_INFINITY {
-        return m;
-    }
-    m + v.map(|x| (x - m).exp()).sum::<f64>().ln()
 }
 
 /// The likelihood of each pooling (module documentation), in `f64` and log space.
@@ -273,25 +249,6 @@ fn softmax_weights(beta: f64, z: &[f64]) -> (Vec<f64>, Vec<f64>) {
     let p: Vec<f64> = z.iter().map(|&v| sigmoid(v)).collect();
     let lse = log_sum_exp(p.iter().map(|&v| beta * v));
     (p.iter().map(|&v| beta * v - lse).collect(), p)
-}
-
-/// Dot product with eight independent accumulators (vectorisable; the order of the
-/// additions is fixed, so results do not depend on the machine's thread count).
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut acc = [0.0; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f64 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for k in 0..8 {
-            acc[k] += x[k] * y[k];
-        }
-    }
-    acc.iter().sum::<f64>() + tail
 }
 
 /// The penalised objective on standardised instances: value and gradient.

@@ -43,6 +43,37 @@ pub struct KMedoids {
     pub cost: f64,
 }
 
+/// BAMIC's parameters: the bag distance and the random starts of k-medoids.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BamicParams {
+    /// The bag distance (BAMIC1–3: min, max, avg).
+    pub distance: Hausdorff,
+    /// Random starts of k-medoids; the lowest cost wins.
+    pub restarts: usize,
+}
+
+impl Default for BamicParams {
+    /// The minimal Hausdorff distance (BAMIC1, the paper's best on corel), 5 starts.
+    fn default() -> Self {
+        BamicParams {
+            distance: Hausdorff::Min,
+            restarts: 5,
+        }
+    }
+}
+
+crate::params::setters!(BamicParams {
+    distance: Hausdorff,
+    restarts: usize,
+});
+
+impl BamicParams {
+    /// Clusters the bags of `data` into `k` clusters ([`fit`]).
+    pub fn fit(&self, data: &Dataset, k: usize, seed: u64) -> Result<BamicFit> {
+        fit(data, k, self.distance, self.restarts, seed)
+    }
+}
+
 /// Clusters the bags of `data` into `k` clusters by BAMIC with `restarts` random starts;
 /// start r is seeded by `derive_seed(seed, r)`. The bag distances are computed once, in
 /// parallel (the result does not depend on the thread count).

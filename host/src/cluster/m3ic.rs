@@ -14,7 +14,7 @@
 //! linearisation at w̃⁽ᵗ⁾ is w̃·∂f (eq. 10) with the subgradient (7)–(9). Each convex
 //! subproblem (11) is solved in its 1-slack form (12) by cutting planes (inner loop): the
 //! most violated constraint is rule (16), the stop test is (14), and each restricted
-//! problem (17) is solved exactly in its dual by [`super::qp`]. Random restarts keep the
+//! problem (17) is solved exactly in its dual by [`crate::optim::qp`]. Random restarts keep the
 //! solution with the lowest objective; bags are assigned by step 14 of Table 1.
 //!
 //! ```
@@ -34,12 +34,13 @@ use rand_distr::{Distribution, StandardNormal};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
-use super::qp::DualQp;
 use super::M3icModel;
 use crate::data::standardize::ZScore;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::eval::folds::derive_seed;
+use crate::numerics::{dot, first_argmax as argmax};
+use crate::optim::qp::DualQp;
 
 /// Hyper-parameters of M³IC-MBM. Defaults: the paper's ε₁ = ε₂ = 0.01 and 5 restarts (§4.2);
 /// C = 4 and l = 0.01 from the paper's grids C ∈ 2^[−4:4], l ∈ [0, 0.001, 0.01, 0.1, 1:5, 10]
@@ -525,24 +526,6 @@ impl<'a> Problem<'a> {
         }
         w
     }
-}
-
-/// Index and value of the largest entry (the first on ties).
-pub(crate) fn argmax(v: &[f64]) -> (usize, f64) {
-    v.iter()
-        .copied()
-        .enumerate()
-        .fold((0, f64::NEG_INFINITY), |best, (i, x)| {
-            if x > best.1 {
-                (i, x)
-            } else {
-                best
-            }
-        })
-}
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 #[cfg(test)]

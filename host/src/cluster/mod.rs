@@ -7,7 +7,6 @@
 
 pub mod bamic;
 pub mod m3ic;
-pub mod qp;
 
 use std::path::Path;
 
@@ -113,7 +112,7 @@ impl M3icModel {
                     .map(|(a, b)| a * b)
                     .sum();
             }
-            let (top, max) = m3ic::argmax(&s);
+            let (top, max) = crate::numerics::first_argmax(&s);
             let margin = max - s.iter().sum::<f64>() / self.k as f64;
             if margin > best.0 {
                 best = (margin, top, s.clone());

@@ -24,7 +24,8 @@ pub const BENCHMARK_C2: f64 = 10.0;
 /// c₂ of the MI-ALM paper's synthetic runs (§3.1, with c₁ = 0.5): [`Midr::new`]'s default.
 pub const SYNTHETIC_C2: f64 = 20.0;
 
-/// MIDR with the MI-ALM paper's synthetic-data settings as defaults (c₁ = 0.5, c₂ = 20).
+/// MIDR. [`Midr::new`] takes the MI-ALM paper's synthetic-data settings (c₂ = 20);
+/// `Default` its benchmark settings (c₁ = 0.1, c₂ = 10, §3.2).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Midr {
     /// Output dimension d.

@@ -5,8 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::maps::{empirical_kernel, subpolynomial_from_log};
-use super::smo::{solve, SmoParams};
 use crate::error::{Error, Result};
+use crate::optim::smo::{solve, SmoParams};
 
 /// How the (mapped) Gram matrix becomes the SVM's kernel (GMIL §5.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

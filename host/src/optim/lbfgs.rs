@@ -3,6 +3,7 @@
 //! with an exact gradient (MILR's likelihood, MI-ALM's w-step).
 
 use crate::error::{Error, Result};
+use crate::numerics::dot;
 
 /// Settings of the minimiser.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -40,10 +41,6 @@ pub struct Minimum {
     /// Whether a tolerance (rather than the iteration limit or a failed line search)
     /// ended the run.
     pub converged: bool,
-}
-
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 impl Lbfgs {

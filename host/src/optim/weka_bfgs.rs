@@ -55,6 +55,7 @@
 //! the C library's can grow into visibly different coefficients on flat likelihoods.
 
 use crate::error::{Error, Result};
+use crate::numerics::dot;
 
 /// Weka's constants (`m_ALF`, `m_BETA`, `m_TOLX`, `m_STPMX`, `m_MAXITS`).
 const ALF: f64 = 1.0e-4;
@@ -117,15 +118,6 @@ fn java_max(a: f64, b: f64) -> f64 {
     } else {
         a.max(b)
     }
-}
-
-/// Dot product summed in index order, as Weka does.
-fn dot(a: &[f64], b: &[f64]) -> f64 {
-    let mut s = 0.0;
-    for (x, y) in a.iter().zip(b) {
-        s += x * y;
-    }
-    s
 }
 
 /// `out = base + step · dir`.

@@ -1,0 +1,8 @@
+//! The optimisers, together: L-BFGS ([`lbfgs`], MILR's default fit), Weka 3.6's
+//! quasi-Newton method ([`weka_bfgs`], MILR's Weka mode), the dense dual QP of M³IC's
+//! cutting planes ([`qp`]) and SMO for the bag SVM ([`smo`]).
+
+pub mod lbfgs;
+pub mod qp;
+pub mod smo;
+pub mod weka_bfgs;
