@@ -5,6 +5,7 @@
 //! set kernels and bag clustering (M³IC) — with the baselines they compare against, and
 //! exports compact models for the `no_std` core [`mil_core`].
 
+pub mod atomic_write;
 pub mod classifier;
 pub mod cli;
 pub mod cluster;

@@ -142,7 +142,7 @@ impl HostModel {
             method: "model serialisation",
             reason: e.to_string(),
         })?;
-        std::fs::write(path, text).map_err(|source| Error::Io {
+        crate::atomic_write::write_atomic(path, text.as_bytes()).map_err(|source| Error::Io {
             path: path.to_path_buf(),
             source,
         })
