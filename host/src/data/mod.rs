@@ -205,16 +205,17 @@ impl TextScan {
     }
 }
 
-/// A byte count for messages: `2 GiB`, `16 MiB`, `3.5 GiB`, `812 bytes`.
+/// A byte count for messages: `2 GiB`, `16 MiB`, `1.5 GiB (1610612736 bytes)`,
+/// `812 bytes`.
 fn bytes_text(n: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
     for (size, unit) in UNITS {
         if n >= size {
-            let x = n as f64 / size as f64;
-            return if n % size == 0 {
-                format!("{} {unit}", n / size)
+            let whole = n / size;
+            return if whole * size == n {
+                format!("{whole} {unit}")
             } else {
-                format!("{x:.1} {unit} ({n} bytes)")
+                format!("{:.1} {unit} ({n} bytes)", n as f64 / size as f64)
             };
         }
     }
