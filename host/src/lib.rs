@@ -41,6 +41,7 @@
 //! core's compact models; [`progress`] for reports of long work. The `cli` feature
 //! (default) adds the `mil` program, `datasets` (default) the shipped data sets.
 
+pub mod atomic_write;
 pub mod classifier;
 #[cfg(feature = "cli")]
 pub mod cli;

@@ -88,7 +88,7 @@ impl HostModel {
             method: "model serialisation",
             reason: e.to_string(),
         })?;
-        std::fs::write(path, text).map_err(|source| Error::Io {
+        crate::atomic_write::write_atomic(path, text.as_bytes()).map_err(|source| Error::Io {
             path: path.to_path_buf(),
             source,
         })
@@ -96,10 +96,7 @@ impl HostModel {
 
     /// Reads and validates a model written by [`HostModel::save`].
     pub fn load(path: &Path) -> Result<HostModel> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = crate::data::read_text(path)?;
         Self::parse(&path.display().to_string(), &text)
     }
 

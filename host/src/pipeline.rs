@@ -672,10 +672,7 @@ pub fn cross_validate(
 /// a fold the rows' order is the order of prediction.
 pub fn read_folds_file(path: &Path, data: &Dataset) -> Result<Vec<Vec<usize>>> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = crate::data::read_text(path)?;
     let bad = |line: usize, field: &str, problem: String| Error::Parse {
         file: file.clone(),
         line,

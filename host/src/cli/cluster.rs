@@ -14,6 +14,9 @@ use crate::eval;
 
 /// Runs `mil cluster`.
 pub fn run(args: &ClusterArgs) -> Result<Report> {
+    if let Some(out) = &args.output {
+        super::output::refuse_input_as_output("--output", out, &[&args.data])?;
+    }
     let data = data::load(&args.data)?;
     let start = Instant::now();
     let (model, assignments, objective, detail) = match args.method {

@@ -19,6 +19,9 @@ use mil_core::Model;
 
 /// Runs `mil export`.
 pub fn run(args: &ExportArgs, progress: &dyn Progress) -> Result<Report> {
+    let mut inputs = vec![args.model.as_str()];
+    inputs.extend(args.data.as_deref());
+    super::output::refuse_input_as_output("--output", &args.output, &inputs)?;
     let path = Path::new(&args.model);
     if is_cluster_model(path) {
         return run_cluster(args, path);
@@ -271,10 +274,7 @@ fn run_cluster(args: &ExportArgs, path: &Path) -> Result<Report> {
 }
 
 fn write_bytes(path: &str, bytes: &[u8]) -> Result<()> {
-    std::fs::write(path, bytes).map_err(|source| Error::Io {
-        path: path.into(),
-        source,
-    })
+    super::output::write_output(path, bytes)
 }
 
 #[cfg(test)]

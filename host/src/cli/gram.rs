@@ -47,6 +47,9 @@ pub fn run(args: &GramArgs, progress: &dyn Progress) -> Result<Report> {
     )?;
     let accuracy = crate::kernel::accuracy(args.set_kernel.epsilon, args.set_kernel.delta)?;
     let method = args.set_kernel.estimator;
+    if let Some(out) = &args.output {
+        super::output::refuse_input_as_output("--output", out, &[&args.data])?;
+    }
     let data = select_bags(data::load(&args.data)?, args)?;
     let start = Instant::now();
     let mut nsk_gamma = None;
@@ -173,8 +176,5 @@ fn write(gram: &LogGram, path: &str, format: Format) -> Result<()> {
             text.into_bytes()
         }
     };
-    std::fs::write(path, bytes).map_err(|source| Error::Io {
-        path: path.into(),
-        source,
-    })
+    super::output::write_output(path, &bytes)
 }

@@ -10,10 +10,7 @@ use mil_core::model::{Model, ModelKind};
 
 /// Runs `mil inspect`.
 pub fn run(args: &InspectArgs) -> Result<Report> {
-    let bytes = std::fs::read(&args.model).map_err(|source| Error::Io {
-        path: args.model.clone().into(),
-        source,
-    })?;
+    let bytes = super::output::read_compact_model(&args.model)?;
     let model = Model::parse(&bytes)
         .map_err(|e| Error::data(&args.model, format!("not a valid compact model: {e}")))?;
     let h = model.header();

@@ -31,6 +31,7 @@ mod gram;
 mod info;
 mod inspect;
 pub mod keyword;
+mod output;
 mod predict;
 pub mod progress;
 pub mod project;

@@ -51,6 +51,12 @@ pub(super) fn scores_with_progress(
 /// Runs `mil predict`.
 pub fn run(args: &PredictArgs, progress: &dyn Progress) -> Result<Report> {
     let start = Instant::now();
+    if is_compact_model(&args.model) {
+        return Err(crate::error::Error::data(
+            &args.model,
+            "is a compact model for the device (written by `mil export`); `mil predict` takes a model saved by `mil train` or `mil cluster -o` (`mil inspect` describes compact models)",
+        ));
+    }
     if super::export::is_cluster_model(Path::new(&args.model)) {
         return assign_clusters(args, start);
     }
@@ -124,4 +130,14 @@ fn assign_clusters(args: &PredictArgs, start: Instant) -> Result<Report> {
         "seconds": seconds,
     });
     Ok(Report { human, json })
+}
+
+/// Whether the file starts with the compact container's magic.
+fn is_compact_model(path: &str) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && magic == *b"MILM"
 }

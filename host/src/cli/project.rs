@@ -1,7 +1,6 @@
 //! `mil project`: fits a projection on every bag of DATA, writes the projected instances
 //! in the CSV layout, and optionally draws the first two projected dimensions as SVG.
 
-use std::path::Path;
 use std::time::Instant;
 
 use plotters::prelude::*;
@@ -53,6 +52,10 @@ pub fn run(args: &ProjectArgs) -> Result<Report> {
             ))
         }
     }
+    super::output::refuse_input_as_output("--output", &args.output, &[&args.data])?;
+    if let Some(plot) = &args.plot {
+        super::output::refuse_input_as_output("--plot", plot, &[&args.data, &args.output])?;
+    }
     let data = data::load(&args.data)?;
     let start = Instant::now();
     let all: Vec<usize> = (0..data.n_bags()).collect();
@@ -96,10 +99,7 @@ pub fn run(args: &ProjectArgs) -> Result<Report> {
 }
 
 fn write_file(path: &str, bytes: &[u8]) -> Result<()> {
-    std::fs::write(path, bytes).map_err(|source| Error::Io {
-        path: path.into(),
-        source,
-    })
+    super::output::write_output(path, bytes)
 }
 
 /// Colour of class `c` (Tableau 10), grey for unlabelled bags.
@@ -171,81 +171,85 @@ pub fn draw(projected: &Dataset, kind: ProjectionKind, path: &str) -> Result<()>
             projected.name()
         )
     };
-    let root = SVGBackend::new(Path::new(path), (800, 600)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| plot_error(e.to_string()))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 20))
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(64)
-        .build_cartesian_2d(pad(lo.0, hi.0), y_lo..y_hi)
-        .map_err(|e| plot_error(e.to_string()))?;
-    let class_names = projected.class_names().to_vec();
-    let y_label = |y: &f64| {
-        if d > 1 {
-            format!("{y:.2}")
-        } else {
-            let c = y.round();
-            if (y - c).abs() < 1e-6 && c >= 0.0 {
-                class_names.get(c as usize).cloned().unwrap_or_default()
+    // Drawn into memory, then written atomically like every output.
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (800, 600)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| plot_error(e.to_string()))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(64)
+            .build_cartesian_2d(pad(lo.0, hi.0), y_lo..y_hi)
+            .map_err(|e| plot_error(e.to_string()))?;
+        let class_names = projected.class_names().to_vec();
+        let y_label = |y: &f64| {
+            if d > 1 {
+                format!("{y:.2}")
             } else {
-                String::new()
+                let c = y.round();
+                if (y - c).abs() < 1e-6 && c >= 0.0 {
+                    class_names.get(c as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
             }
-        }
-    };
-    chart
-        .configure_mesh()
-        .x_desc("projected dimension 1")
-        .y_desc(if d > 1 {
-            "projected dimension 2"
-        } else {
-            "class"
-        })
-        .axis_desc_style(("sans-serif", 16))
-        .label_style(("sans-serif", 14))
-        .x_label_formatter(&|x| format!("{x:.2}"))
-        .y_label_formatter(&y_label)
-        .y_labels(if d > 1 { 10 } else { 2 * n_classes + 1 })
-        .draw()
-        .map_err(|e| plot_error(e.to_string()))?;
-    // One series per class so the legend names each once.
-    let classes: Vec<Option<usize>> = if projected.labels().is_some() {
-        (0..n_classes).map(Some).collect()
-    } else {
-        vec![None]
-    };
-    for class in classes {
-        let c = colour(class);
-        let points: Vec<(f64, f64)> = (0..projected.n_bags())
-            .filter(|&b| projected.label(b) == class)
-            .flat_map(|b| {
-                projected.bag_range(b).map(move |i| {
-                    let x = projected.instance(i);
-                    (x[0], y_of(b, x))
-                })
-            })
-            .collect();
-        let name = class.map_or_else(
-            || "unlabelled".to_string(),
-            |k| format!("class {}", class_names.get(k).map_or("?", String::as_str)),
-        );
+        };
         chart
-            .draw_series(
-                points
-                    .into_iter()
-                    .map(|p| Circle::new(p, 3, c.mix(0.7).filled())),
-            )
-            .map_err(|e| plot_error(e.to_string()))?
-            .label(name)
-            .legend(move |(x, y)| Circle::new((x, y), 4, c.filled()));
+            .configure_mesh()
+            .x_desc("projected dimension 1")
+            .y_desc(if d > 1 {
+                "projected dimension 2"
+            } else {
+                "class"
+            })
+            .axis_desc_style(("sans-serif", 16))
+            .label_style(("sans-serif", 14))
+            .x_label_formatter(&|x| format!("{x:.2}"))
+            .y_label_formatter(&y_label)
+            .y_labels(if d > 1 { 10 } else { 2 * n_classes + 1 })
+            .draw()
+            .map_err(|e| plot_error(e.to_string()))?;
+        // One series per class so the legend names each once.
+        let classes: Vec<Option<usize>> = if projected.labels().is_some() {
+            (0..n_classes).map(Some).collect()
+        } else {
+            vec![None]
+        };
+        for class in classes {
+            let c = colour(class);
+            let points: Vec<(f64, f64)> = (0..projected.n_bags())
+                .filter(|&b| projected.label(b) == class)
+                .flat_map(|b| {
+                    projected.bag_range(b).map(move |i| {
+                        let x = projected.instance(i);
+                        (x[0], y_of(b, x))
+                    })
+                })
+                .collect();
+            let name = class.map_or_else(
+                || "unlabelled".to_string(),
+                |k| format!("class {}", class_names.get(k).map_or("?", String::as_str)),
+            );
+            chart
+                .draw_series(
+                    points
+                        .into_iter()
+                        .map(|p| Circle::new(p, 3, c.mix(0.7).filled())),
+                )
+                .map_err(|e| plot_error(e.to_string()))?
+                .label(name)
+                .legend(move |(x, y)| Circle::new((x, y), 4, c.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()
+            .map_err(|e| plot_error(e.to_string()))?;
+        root.present().map_err(|e| plot_error(e.to_string()))?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(|e| plot_error(e.to_string()))?;
-    root.present().map_err(|e| plot_error(e.to_string()))?;
-    Ok(())
+    write_file(path, svg.as_bytes())
 }

@@ -12,6 +12,9 @@ use crate::error::{Error, Result};
 
 /// Runs `mil synth`.
 pub fn run(args: &SynthArgs) -> Result<Report> {
+    if let Some(truth) = &args.truth {
+        super::output::refuse_input_as_output("--truth", truth, &[&args.output])?;
+    }
     let set = match args.name {
         SyntheticSet::MidaOne | SyntheticSet::MidaTwo => {
             for (flag, given) in [("--dims", args.dims), ("--relevant", args.relevant)] {
@@ -87,10 +90,7 @@ pub fn run(args: &SynthArgs) -> Result<Report> {
 }
 
 fn write(path: &str, text: &str) -> Result<()> {
-    std::fs::write(path, text).map_err(|source| Error::Io {
-        path: path.into(),
-        source,
-    })
+    super::output::write_output(path, text.as_bytes())
 }
 
 /// The ground truth as CSV: `bag_id,instance,positive` per instance.

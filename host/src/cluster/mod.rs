@@ -174,7 +174,7 @@ impl ClusterModel {
             method: "saving a clustering model",
             reason: e.to_string(),
         })?;
-        std::fs::write(path, text).map_err(|source| Error::Io {
+        crate::atomic_write::write_atomic(path, text.as_bytes()).map_err(|source| Error::Io {
             path: path.to_path_buf(),
             source,
         })
@@ -182,10 +182,7 @@ impl ClusterModel {
 
     /// Reads a model written by [`ClusterModel::save`], checking its shapes.
     pub fn load(path: &Path) -> Result<ClusterModel> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = crate::data::read_text(path)?;
         let file = path.display().to_string();
         let model: ClusterModel = serde_json::from_str(&text).map_err(|e| Error::Parse {
             file: file.clone(),

@@ -25,17 +25,20 @@ use std::path::Path;
 
 use super::csv::index_labels;
 use super::dataset::Dataset;
+use super::{normalize_text, show};
 use crate::error::{Error, Result};
 
 /// Reads a multi-instance ARFF file; errors name the file, line and field.
 pub fn read_arff_file(path: &Path) -> Result<Dataset> {
     let text = super::read_text(path)?;
-    parse_arff(&path.display().to_string(), &text)
+    parse_arff(&super::show_all(&path.display().to_string()), &text)
 }
 
 /// Parses multi-instance ARFF text; `name` is used in error messages and as the data
-/// set's name.
+/// set's name. A leading byte-order mark is skipped, and CRLF and CR-only line endings
+/// read as LF.
 pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
+    let text = &*normalize_text(text);
     let err = |line: usize, field: &str, problem: String| Error::Parse {
         file: name.to_string(),
         line,
@@ -407,7 +410,7 @@ fn split_fields(s: &str) -> std::result::Result<Vec<Field>, String> {
                     if c != ',' {
                         return Err(format!(
                             "`{}` after a closing quote; expected a comma",
-                            c.escape_debug()
+                            show(c.encode_utf8(&mut [0; 4]))
                         ));
                     }
                 }
@@ -653,15 +656,8 @@ fn describe(kind: &AttrType) -> String {
         AttrType::Nominal(_) => "nominal".into(),
         AttrType::String => "string".into(),
         AttrType::Relational(_) => "relational".into(),
-        AttrType::Other(t) => format!("`{t}`"),
+        AttrType::Other(t) => format!("`{}`", show(t)),
     }
-}
-
-/// User text for a one-line message: control characters escaped, at most 40 characters.
-fn show(s: &str) -> String {
-    let short: String = s.chars().take(40).collect();
-    let tail = if short.len() < s.len() { "…" } else { "" };
-    format!("{}{tail}", short.escape_debug())
 }
 
 /// The multi-instance layout the header declares: bag id, bag, optional class.
@@ -931,5 +927,43 @@ mod tests {
             parse_arff("t", header_only),
             Err(Error::Data { .. })
         ));
+    }
+
+    #[test]
+    fn bom_and_every_line_ending_read_alike() {
+        let lf = parse_arff("t", SMALL).unwrap();
+        let crlf = SMALL.replace('\n', "\r\n");
+        let cr = SMALL.replace('\n', "\r");
+        for text in [
+            format!("\u{feff}{SMALL}"),
+            crlf,
+            cr.clone(),
+            format!("\u{feff}{cr}"),
+        ] {
+            assert_eq!(parse_arff("t", &text).unwrap(), lf, "{text:?}");
+        }
+        // Line numbers count CR-only breaks too.
+        let bad = format!("{SMALL}x,'1,2',1\n").replace('\n', "\r");
+        assert_eq!(parse_error(&bad).0, 13);
+    }
+
+    #[test]
+    fn control_characters_are_escaped_in_messages() {
+        let head = "@relation r\n@attribute id {a,b}\n@attribute bag relational\n\
+                    @attribute f1 numeric\n@end bag\n@attribute class {0,1}\n@data\n";
+        for rows in ["a,\"1\x07\",1\n", "c\x1b,\"1\",1\n", "a,\"1\"\x7f,1\n"] {
+            let m = parse_arff("t", &format!("{head}{rows}"))
+                .unwrap_err()
+                .to_string();
+            assert!(!m.chars().any(|c| c.is_control()), "{m:?}");
+            assert!(
+                m.contains("\\x07") || m.contains("\\x1b") || m.contains("\\x7f"),
+                "{m:?}"
+            );
+        }
+        let m = parse_arff("t", "@relation r\n@attribute id {a}\n@attribute bag relational\n@attribute f da\x07te\n@end bag\n@data\n")
+            .unwrap_err()
+            .to_string();
+        assert!(m.contains("da\\x07te"), "{m:?}");
     }
 }

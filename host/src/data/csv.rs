@@ -7,16 +7,19 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::dataset::Dataset;
+use super::{normalize_text, show};
 use crate::error::{Error, Result};
 
 /// Reads a CSV data set from a file; errors name the file, line and field.
 pub fn read_csv_file(path: &Path) -> Result<Dataset> {
     let text = super::read_text(path)?;
-    parse_csv(&path.display().to_string(), &text)
+    parse_csv(&super::show_all(&path.display().to_string()), &text)
 }
 
-/// Parses CSV text; `name` is used in error messages and as the data set's name.
+/// Parses CSV text; `name` is used in error messages and as the data set's name. A
+/// leading byte-order mark is skipped, and CRLF and CR-only line endings read as LF.
 pub fn parse_csv(name: &str, text: &str) -> Result<Dataset> {
+    let text = &*normalize_text(text);
     let err = |line: usize, field: String, problem: String| Error::Parse {
         file: name.to_string(),
         line,
@@ -65,7 +68,7 @@ pub fn parse_csv(name: &str, text: &str) -> Result<Dataset> {
             return Err(err(
                 line_no,
                 "column 1 (label)".into(),
-                format!("`{label}` is not an integer class label or `?`"),
+                format!("`{}` is not an integer class label or `?`", show(label)),
             ));
         }
         let bag_id = fields[1];
@@ -81,7 +84,10 @@ pub fn parse_csv(name: &str, text: &str) -> Result<Dataset> {
                 return Err(err(
                     line_no,
                     "column 2 (bag_id)".into(),
-                    format!("bag `{bag_id}` reappears after other bags; a bag's instances must be contiguous"),
+                    format!(
+                        "bag `{}` reappears after other bags; a bag's instances must be contiguous",
+                        show(bag_id)
+                    ),
                 ));
             }
             if !bag_ids.is_empty() {
@@ -94,8 +100,10 @@ pub fn parse_csv(name: &str, text: &str) -> Result<Dataset> {
                 line_no,
                 "column 1 (label)".into(),
                 format!(
-                    "bag `{bag_id}` has label `{label}` here but `{}` on its earlier instances",
-                    raw_labels.last().map(String::as_str).unwrap_or("")
+                    "bag `{}` has label `{}` here but `{}` on its earlier instances",
+                    show(bag_id),
+                    show(label),
+                    show(raw_labels.last().map(String::as_str).unwrap_or(""))
                 ),
             ));
         }
@@ -104,14 +112,14 @@ pub fn parse_csv(name: &str, text: &str) -> Result<Dataset> {
                 err(
                     line_no,
                     format!("column {} (feature {})", j + 3, j + 1),
-                    format!("`{value}` is not a number"),
+                    format!("`{}` is not a number", show(value)),
                 )
             })?;
             if !v.is_finite() {
                 return Err(err(
                     line_no,
                     format!("column {} (feature {})", j + 3, j + 1),
-                    format!("`{value}` is not finite"),
+                    format!("`{}` is not finite", show(value)),
                 ));
             }
             features.push(v);
@@ -157,7 +165,7 @@ pub(crate) fn index_labels(
         .iter()
         .map(|l| {
             l.parse::<i64>()
-                .map_err(|_| Error::data(name, format!("label `{l}` is not an integer")))
+                .map_err(|_| Error::data(name, format!("label `{}` is not an integer", show(l))))
         })
         .collect::<Result<Vec<i64>>>()?;
     // Keyed by value, so `1`, `01` and `+1` are one class (named as first written).
@@ -254,5 +262,39 @@ mod tests {
         ));
         let d = parse_csv("t", "?,a,1\n?,b,2\n").unwrap();
         assert_eq!(d.labels(), None);
+    }
+
+    #[test]
+    fn bom_and_every_line_ending_read_alike() {
+        let lf = parse_csv("t", "1,a,1,2\n1,a,3,4\n0,b,5,6\n").unwrap();
+        for text in [
+            "\u{feff}1,a,1,2\n1,a,3,4\n0,b,5,6\n",
+            "1,a,1,2\r\n1,a,3,4\r\n0,b,5,6\r\n",
+            "1,a,1,2\r1,a,3,4\r0,b,5,6\r",
+            "\u{feff}1,a,1,2\r1,a,3,4\r\n0,b,5,6",
+        ] {
+            assert_eq!(parse_csv("t", text).unwrap(), lf, "{text:?}");
+        }
+        // Line numbers count CR-only breaks too.
+        assert_eq!(
+            line_of(parse_csv("t", "1,a,1\r1,a,2\r1,a,x\r").unwrap_err()),
+            3
+        );
+    }
+
+    #[test]
+    fn control_characters_are_escaped_in_messages() {
+        for text in [
+            "1\x07,a,1\n",
+            "1,a,1\n1,a,\x1b[2J\n",
+            "1,a,1\n0,a\u{7f},2\n1,a\u{7f},3\n",
+        ] {
+            let m = parse_csv("t", text).unwrap_err().to_string();
+            assert!(!m.chars().any(|c| c.is_control()), "{m:?}");
+            assert!(
+                m.contains("\\x07") || m.contains("\\x1b") || m.contains("\\x7f"),
+                "{m:?}"
+            );
+        }
     }
 }

@@ -37,25 +37,369 @@ pub fn load(spec: &str) -> Result<Dataset> {
     }
 }
 
-/// Reads a data file as text. Bytes that are not UTF-8 are the user's input problem
-/// (exit 2), reported at their line like any other parse error.
-pub(crate) fn read_text(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+/// The largest data file the readers accept (2 GiB): the whole file is held in memory,
+/// and the parsed set takes several times its size again.
+pub const MAX_FILE_BYTES: u64 = 2 << 30;
+
+/// The longest line the readers accept (16 MiB). An ARFF row holds a whole bag, so its
+/// line can be long, but a line this long is a binary or runaway file, such as
+/// `/dev/zero`, and is refused as soon as it is seen rather than read to the end.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// Reads a data file as UTF-8 text, within [`MAX_FILE_BYTES`] and [`MAX_LINE_BYTES`].
+///
+/// Everything wrong with the file's content or kind is the user's input problem (exit 2)
+/// and names the file: a directory, a file over the size limit (with its size), a line
+/// over the length limit (with its number), bytes that are not UTF-8 (with their line,
+/// column and offset). The file is read in pieces and checked as it comes, so endless
+/// inputs (`/dev/zero`, a pipe) are refused after at most the limit, not read until
+/// memory runs out. Only failures of the operating system are [`Error::Io`].
+pub fn read_text(path: &Path) -> Result<String> {
+    let file_name = show_all(&path.display().to_string());
+    let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,
-    })?;
-    String::from_utf8(bytes).map_err(|e| {
-        let bytes = e.as_bytes();
-        let at = e.utf8_error().valid_up_to();
-        let line_start = bytes[..at]
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |p| p + 1);
-        Error::Parse {
-            file: path.display().to_string(),
-            line: bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1,
-            field: format!("byte {}", at - line_start + 1),
-            problem: format!("0x{:02x} is not UTF-8 text", bytes[at]),
+    };
+    if path.is_dir() {
+        return Err(Error::data(
+            &file_name,
+            "is a directory; give a .csv or .arff data file",
+        ));
+    }
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if meta.is_dir() {
+        return Err(Error::data(
+            &file_name,
+            "is a directory; give a .csv or .arff data file",
+        ));
+    }
+    let too_large = |size: &str| {
+        Error::data(
+            &file_name,
+            format!(
+                "the file is {size}; data files are limited to {} (mil_toolkit::data::MAX_FILE_BYTES)",
+                bytes_text(MAX_FILE_BYTES)
+            ),
+        )
+    };
+    if meta.is_file() && meta.len() > MAX_FILE_BYTES {
+        return Err(too_large(&bytes_text(meta.len())));
+    }
+    let mut scan = TextScan::default();
+    let mut bytes: Vec<u8> = Vec::new();
+    if meta.is_file() {
+        bytes.reserve_exact(meta.len() as usize + 1);
+    }
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        let n = match std::io::Read::read(&mut file, &mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(e)),
+        };
+        if bytes.len() as u64 + n as u64 > MAX_FILE_BYTES {
+            // Grew while read, or not a regular file (a pipe, a device).
+            return Err(too_large(&format!(
+                "more than {}",
+                bytes_text(MAX_FILE_BYTES)
+            )));
         }
-    })
+        bytes.extend_from_slice(&chunk[..n]);
+        scan.advance(&bytes, &file_name)?;
+    }
+    scan.finish(&bytes, &file_name)?;
+    // `scan` has checked every byte.
+    String::from_utf8(bytes)
+        .map_err(|e| Error::data(&file_name, format!("not UTF-8 text: {}", e.utf8_error())))
+}
+
+/// Incremental checks over the bytes read so far: line numbers (LF, CRLF and CR
+/// endings), line length and UTF-8 validity.
+#[derive(Default)]
+struct TextScan {
+    /// Bytes already checked.
+    done: usize,
+    /// Bytes up to here are known to be valid UTF-8 (`done` may run ahead of it by an
+    /// incomplete character at the end of what was read).
+    valid: usize,
+    /// 0-based line of `done` and the offset where that line starts.
+    line: usize,
+    line_start: usize,
+    /// The byte before `done` was a CR (a LF right after it ends no new line).
+    after_cr: bool,
+}
+
+impl TextScan {
+    fn advance(&mut self, bytes: &[u8], file: &str) -> Result<()> {
+        let too_long = |line: usize| Error::Parse {
+            file: file.to_string(),
+            line: line + 1,
+            field: "line".into(),
+            problem: format!(
+                "longer than {} without a line break (mil_toolkit::data::MAX_LINE_BYTES); \
+                 is this a data file?",
+                bytes_text(MAX_LINE_BYTES as u64)
+            ),
+        };
+        for (i, &b) in bytes.iter().enumerate().skip(self.done) {
+            if b == b'\r' || b == b'\n' {
+                if i - self.line_start > MAX_LINE_BYTES {
+                    return Err(too_long(self.line));
+                }
+                if b == b'\r' || !self.after_cr {
+                    self.line += 1;
+                }
+                self.line_start = i + 1;
+            }
+            self.after_cr = b == b'\r';
+        }
+        self.done = bytes.len();
+        if self.done - self.line_start > MAX_LINE_BYTES {
+            return Err(too_long(self.line));
+        }
+        match std::str::from_utf8(&bytes[self.valid..]) {
+            Ok(_) => self.valid = bytes.len(),
+            Err(e) => {
+                self.valid += e.valid_up_to();
+                // An incomplete character at the end may be completed by the next read.
+                if e.error_len().is_some() {
+                    return Err(self.not_utf8(bytes, file));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&self, bytes: &[u8], file: &str) -> Result<()> {
+        if self.valid < bytes.len() {
+            return Err(self.not_utf8(bytes, file));
+        }
+        Ok(())
+    }
+
+    fn not_utf8(&self, bytes: &[u8], file: &str) -> Error {
+        let at = self.valid;
+        let before = &bytes[..at];
+        let mut line = 1;
+        let mut line_start = 0;
+        for (i, &b) in before.iter().enumerate() {
+            if b == b'\r' || (b == b'\n' && (i == 0 || before[i - 1] != b'\r')) {
+                line += 1;
+            }
+            if b == b'\r' || b == b'\n' {
+                line_start = i + 1;
+            }
+        }
+        Error::Parse {
+            file: file.to_string(),
+            line,
+            field: format!("byte {}", at - line_start + 1),
+            problem: format!(
+                "0x{:02x} (at offset {at} of the file) is not UTF-8 text; \
+                 save the file as UTF-8",
+                bytes[at]
+            ),
+        }
+    }
+}
+
+/// A byte count for messages: `2 GiB`, `16 MiB`, `1.5 GiB (1610612736 bytes)`,
+/// `812 bytes`.
+fn bytes_text(n: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (size, unit) in UNITS {
+        if n >= size {
+            let whole = n / size;
+            return if whole * size == n {
+                format!("{whole} {unit}")
+            } else {
+                format!("{:.1} {unit} ({n} bytes)", n as f64 / size as f64)
+            };
+        }
+    }
+    format!("{n} bytes")
+}
+
+/// Prepares text for the parsers: drops a UTF-8 byte-order mark and turns CRLF and
+/// CR-only line endings into LF, so files saved by any editor read alike. Borrows when
+/// there is nothing to change.
+pub(crate) fn normalize_text(text: &str) -> std::borrow::Cow<'_, str> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if !text.contains('\r') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('\r') {
+        out.push_str(&rest[..i]);
+        out.push('\n');
+        rest = &rest[i + 1..];
+        if let Some(r) = rest.strip_prefix('\n') {
+            rest = r;
+        }
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
+/// User text for a one-line message: control characters escaped (`\x07`, `\r`, `\t`, …),
+/// at most 40 characters.
+pub(crate) fn show(s: &str) -> String {
+    let mut chars = s.chars();
+    let short: String = chars.by_ref().take(40).collect();
+    let tail = if chars.next().is_some() { "…" } else { "" };
+    format!("{}{tail}", show_all(&short))
+}
+
+/// `s` with its control characters escaped, in full.
+pub(crate) fn show_all(s: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x80 && c.is_control() => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            // C1 controls, and marks that reorder or hide the text around them.
+            c if c.is_control()
+                || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}') =>
+            {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(tag: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("mil-data-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn message(e: Error) -> String {
+        e.to_string()
+    }
+
+    #[test]
+    fn normalizes_bom_and_line_endings() {
+        assert_eq!(normalize_text("\u{feff}a\r\nb\rc\n\rd\r"), "a\nb\nc\n\nd\n");
+        assert!(matches!(
+            normalize_text("a\nb"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        // Only a leading mark is dropped.
+        assert_eq!(normalize_text("a\u{feff}"), "a\u{feff}");
+    }
+
+    #[test]
+    fn escapes_control_characters() {
+        assert_eq!(show("a\x07b\rc\u{1b}[31m"), "a\\x07b\\rc\\x1b[31m");
+        assert_eq!(show("\u{202e}evil"), "\\u{202e}evil");
+        assert_eq!(show(&"é".repeat(41)), format!("{}…", "é".repeat(40)));
+        assert_eq!(show(&"é".repeat(40)), "é".repeat(40));
+    }
+
+    #[test]
+    fn byte_counts_read_well() {
+        assert_eq!(bytes_text(MAX_FILE_BYTES), "2 GiB");
+        assert_eq!(bytes_text(MAX_LINE_BYTES as u64), "16 MiB");
+        assert_eq!(bytes_text(812), "812 bytes");
+        assert_eq!(bytes_text(3 << 29), "1.5 GiB (1610612736 bytes)");
+    }
+
+    #[test]
+    fn a_directory_is_a_data_error() {
+        let dir = scratch("dir");
+        let e = read_text(&dir).unwrap_err();
+        assert!(matches!(e, Error::Data { .. }), "{e:?}");
+        assert_eq!(e.exit_code(), 2);
+        assert!(message(e).contains("is a directory"));
+        let e = load(dir.to_str().unwrap()).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn non_utf8_names_line_column_and_offset() {
+        let dir = scratch("utf8");
+        let f = dir.join("latin1.csv");
+        std::fs::write(&f, b"1,a,1\r\n1,a,2\r0,caf\xe9,3\n").unwrap();
+        match read_text(&f).unwrap_err() {
+            Error::Parse {
+                line,
+                field,
+                problem,
+                ..
+            } => {
+                assert_eq!((line, field.as_str()), (3, "byte 6"));
+                assert!(problem.contains("0xe9 (at offset 18 "), "{problem}");
+            }
+            e => panic!("{e:?}"),
+        }
+        // A character cut off by the end of the file.
+        std::fs::write(&f, "1,a,1\n1,é".as_bytes().split_last().unwrap().1).unwrap();
+        assert!(matches!(
+            read_text(&f).unwrap_err(),
+            Error::Parse { line: 2, .. }
+        ));
+        // Multi-byte characters split across reads are fine.
+        let text = "1,ä,1\n".repeat(30_000);
+        std::fs::write(&f, &text).unwrap();
+        assert_eq!(read_text(&f).unwrap(), text);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_overlong_line_names_its_line() {
+        let dir = scratch("long");
+        let f = dir.join("long.csv");
+        let mut text = b"1,a,1\r\n1,a,2\r".to_vec();
+        text.resize(text.len() + MAX_LINE_BYTES + 10, b'7');
+        std::fs::write(&f, &text).unwrap();
+        match read_text(&f).unwrap_err() {
+            Error::Parse { line, field, .. } => assert_eq!((line, field.as_str()), (3, "line")),
+            e => panic!("{e:?}"),
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn dev_zero_is_refused_quickly() {
+        let started = std::time::Instant::now();
+        let e = read_text(Path::new("/dev/zero")).unwrap_err();
+        assert!(matches!(e, Error::Parse { line: 1, .. }), "{e:?}");
+        assert_eq!(e.exit_code(), 2);
+        assert!(message(e).contains("16 MiB"));
+        assert!(started.elapsed().as_secs() < 10);
+    }
+
+    #[test]
+    fn the_size_limit_is_checked_before_reading() {
+        let dir = scratch("size");
+        let f = dir.join("huge.csv");
+        // A sparse file: nothing is written, nothing is read.
+        let file = std::fs::File::create(&f).unwrap();
+        file.set_len(MAX_FILE_BYTES + 1).unwrap();
+        let e = read_text(&f).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let m = message(e);
+        assert!(
+            m.contains("huge.csv") && m.contains("2 GiB") && m.contains("2147483649 bytes"),
+            "{m}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

@@ -1,0 +1,66 @@
+//! Where the CLI's outputs go: written atomically (the old file stays whole until the new
+//! one is complete), and never over one of the command's own inputs.
+
+use std::path::Path;
+
+use crate::atomic_write::{same_file, write_atomic};
+use crate::error::{Error, Result};
+
+/// Writes `bytes` to `path` atomically.
+pub fn write_output(path: &str, bytes: &[u8]) -> Result<()> {
+    write_atomic(Path::new(path), bytes).map_err(|source| Error::Io {
+        path: path.into(),
+        source,
+    })
+}
+
+/// Refuses (exit 2, before any work) an output of `flag` that is the same file as one of
+/// the command's inputs, through symbolic or hard links; built-in data set names are not
+/// files and never match.
+pub fn refuse_input_as_output(flag: &str, output: &str, inputs: &[&str]) -> Result<()> {
+    match inputs
+        .iter()
+        .find(|input| same_file(Path::new(output), Path::new(input)))
+    {
+        Some(input) => Err(Error::parameter(
+            flag,
+            output,
+            format!("is the input {input}; choose another output path"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The largest compact model `mil inspect` reads: models are for microcontrollers, and
+/// the largest this project writes (SVMs keeping every training bag of musk2) are a few
+/// MiB.
+pub const MAX_COMPACT_MODEL_BYTES: u64 = 64 << 20;
+
+/// Reads a compact model file, refusing directories and files (or endless streams such
+/// as `/dev/zero`) larger than [`MAX_COMPACT_MODEL_BYTES`] with exit 2.
+pub fn read_compact_model(path: &str) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let io = |source| Error::Io {
+        path: path.into(),
+        source,
+    };
+    if Path::new(path).is_dir() {
+        return Err(Error::data(path, "is a directory, not a compact model"));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .map_err(io)?
+        .take(MAX_COMPACT_MODEL_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_COMPACT_MODEL_BYTES {
+        return Err(Error::data(
+            path,
+            format!(
+                "larger than {} MiB: not a compact model",
+                MAX_COMPACT_MODEL_BYTES >> 20
+            ),
+        ));
+    }
+    Ok(bytes)
+}
