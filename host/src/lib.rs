@@ -55,7 +55,7 @@ pub mod kernel;
 pub mod model;
 pub mod numerics;
 pub mod optim;
-mod params;
+pub mod params;
 pub mod pipeline;
 pub mod progress;
 pub mod projection;

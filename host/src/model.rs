@@ -71,10 +71,21 @@ impl HostModel {
                 ),
             ));
         }
-        match &self.projection {
-            Some(p) => self.classifier.scores(&p.transform(data)?, bags),
-            None => self.classifier.scores(data, bags),
+        let scores = match &self.projection {
+            Some(p) => self.classifier.scores(&p.transform(data)?, bags)?,
+            None => self.classifier.scores(data, bags)?,
+        };
+        // A model read from a file can hold finite numbers whose products overflow.
+        if let Some(i) = (0..scores.len()).find(|&i| scores.row(i).iter().any(|s| !s.is_finite())) {
+            return Err(Error::data(
+                "model",
+                format!(
+                    "gives bag {} a non-finite score: its numbers overflow; the model file is corrupt",
+                    data.bag_id(bags[i])
+                ),
+            ));
         }
+        Ok(scores)
     }
 
     /// The predicted class index of each of the bags `bags` of raw data.

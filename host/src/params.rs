@@ -3,7 +3,9 @@
 
 /// Chainable setters `field(self, value) -> Self` for public fields of a parameters
 /// type: `setters!(Type { field: Type, … })`.
-macro_rules! setters {
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __setters {
     ($ty:ty { $($field:ident : $t:ty),+ $(,)? }) => {
         impl $ty {
             $(
@@ -18,4 +20,54 @@ macro_rules! setters {
     };
 }
 
-pub(crate) use setters;
+pub(crate) use crate::__setters as setters;
+
+/// The documented ranges of the parameters that set the amount of work, checked before
+/// any work starts: beyond them a run would take hours or memory the machine lacks, or
+/// overflow. Each error names the parameter and its range.
+pub mod limits {
+    /// Repetitions of cross-validation.
+    pub const MAX_REPEATS: usize = 1000;
+    /// Random restarts of a clustering.
+    pub const MAX_RESTARTS: usize = 1000;
+    /// Smallest ε of a box-kernel estimate: the samples per Gram entry grow as
+    /// ln(1/δ)/ε², about 10⁵ at ε = 0.01 and δ = 10⁻².
+    pub const MIN_EPSILON: f64 = 0.01;
+    /// Smallest δ of a box-kernel estimate.
+    pub const MIN_DELTA: f64 = 1e-12;
+    /// Largest trade-off or penalty weight (α, ridge, M³IC's C and l, MILR's β): the
+    /// papers' grids end at 10²–10⁴; beyond 10⁶ the objectives are dominated by the
+    /// weight alone and the optimisers lose precision.
+    pub const MAX_WEIGHT: f64 = 1e6;
+}
+
+/// Checks `0 ≤ value ≤ MAX_WEIGHT` (or `0 < value` when `positive`), naming `name`.
+pub fn check_weight(name: &str, value: f64, positive: bool) -> crate::Result<()> {
+    let low_ok = if positive { value > 0.0 } else { value >= 0.0 };
+    if low_ok && value <= limits::MAX_WEIGHT {
+        Ok(())
+    } else {
+        Err(crate::Error::parameter(
+            name,
+            value,
+            format!(
+                "must be in {}0, {:e}]",
+                if positive { "(" } else { "[" },
+                limits::MAX_WEIGHT
+            ),
+        ))
+    }
+}
+
+/// Checks `1 ≤ value ≤ max`, naming `name`.
+pub fn check_count(name: &str, value: usize, max: usize) -> crate::Result<()> {
+    if (1..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(crate::Error::parameter(
+            name,
+            value,
+            format!("must be between 1 and {max}"),
+        ))
+    }
+}

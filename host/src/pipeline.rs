@@ -403,7 +403,21 @@ impl Pipeline {
                 "AUROC selection needs two classes; use accuracy",
             ));
         }
-        let folds = inner_folds(labels, train, self.inner_folds.min(train.len()), seed)?;
+        let smallest_class = (0..data.n_classes())
+            .map(|c| train.iter().filter(|&&b| labels[b] == c).count())
+            .filter(|&n| n > 0)
+            .min()
+            .unwrap_or(0);
+        if self.inner_folds > smallest_class {
+            return Err(Error::parameter(
+                "inner_folds",
+                self.inner_folds,
+                format!(
+                    "must be at most the smallest class among the training bags ({smallest_class} bags)"
+                ),
+            ));
+        }
+        let folds = inner_folds(labels, train, self.inner_folds, seed)?;
         // Inner out-of-fold predictions per candidate, index p · classifiers + c:
         // (predicted label, positive score, true label) of every inner test bag.
         let mut oof = vec![Vec::new(); projections.len() * classifiers.len()];
@@ -507,9 +521,11 @@ impl Folds {
         let labels = data.require_labels(2)?;
         match self {
             Folds::Stratified { k, repeats, seed } => {
-                if *repeats == 0 {
-                    return Err(Error::parameter("repeats", 0, "must be at least 1"));
-                }
+                crate::params::check_count(
+                    "repeats",
+                    *repeats,
+                    crate::params::limits::MAX_REPEATS,
+                )?;
                 (0..*repeats as u64)
                     .map(|r| {
                         let s = derive_seed(*seed, r);

@@ -233,6 +233,13 @@ impl CitationKnn {
     /// Checks the hyper-parameters against the number of training bags.
     pub fn validate(&self, n_train: usize) -> Result<()> {
         self.check()?;
+        if self.references > n_train {
+            return Err(Error::parameter(
+                "references",
+                self.references,
+                format!("must be at most the number of training bags ({n_train})"),
+            ));
+        }
         if self.citers >= n_train {
             return Err(Error::parameter(
                 "citers",
@@ -315,6 +322,14 @@ impl Classifier for CitationKnn {
     fn fit(&self, data: &Dataset, train: &[usize]) -> Result<CitationKnnModel> {
         let labels = data.training_labels(train, 2)?;
         self.validate(train.len())?;
+        let smallest = train.iter().map(|&b| data.bag(b).len()).min().unwrap_or(0);
+        if self.rank > smallest.max(1) {
+            return Err(Error::parameter(
+                "rank",
+                self.rank,
+                format!("must be at most the size of the smallest training bag ({smallest})"),
+            ));
+        }
         // Fitted on the instances given: `Auto` is the z-score here; a pipeline resolves
         // it to none after a projection (`ClassifierParams::after_projection`).
         let params = self.scaling(self.scaling.resolve(false));

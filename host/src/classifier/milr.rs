@@ -495,16 +495,8 @@ impl Milr {
     /// Checks the hyper-parameters (ridge finite and ≥ 0, β finite, the Weka optimiser
     /// only with its own poolings); errors name the CLI flag.
     pub fn validate(&self) -> Result<()> {
-        if !(self.ridge >= 0.0 && self.ridge.is_finite()) {
-            return Err(Error::parameter(
-                "ridge",
-                self.ridge,
-                "must be finite and ≥ 0",
-            ));
-        }
-        if !self.beta.is_finite() {
-            return Err(Error::parameter("beta", self.beta, "must be finite"));
-        }
+        crate::params::check_weight("ridge", self.ridge, false)?;
+        crate::params::check_weight("beta", self.beta, true)?;
         if self.optimizer == Optimizer::Weka
             && matches!(self.pooling, Pooling::Softmax | Pooling::Max)
         {

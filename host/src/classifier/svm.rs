@@ -388,6 +388,23 @@ impl SvmModel {
         if self.train_starts.last().copied().unwrap_or(0) * self.dim != self.train_features.len() {
             return Err("svm: training features do not match the bag offsets".into());
         }
+        // The same checks as at training, then every number the decision reads.
+        SetKernelSvm {
+            kernel: self.kernel,
+            settings: self.svm.settings,
+            seed: self.seed,
+        }
+        .check()
+        .map_err(|e| format!("svm: {e}"))?;
+        let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
+        if !finite(&self.train_features)
+            || !finite(&self.svm.coefficients)
+            || !self.svm.bias.is_finite()
+            || !(self.svm.kernel_scale.is_finite() && self.svm.kernel_scale > 0.0)
+            || self.train_log_gram.iter().any(|v| v.is_nan())
+        {
+            return Err("svm: a feature, coefficient, bias or kernel scale is not finite".into());
+        }
         Ok(())
     }
 }

@@ -92,9 +92,7 @@ pub fn fit(
             format!("needs 2 ≤ k ≤ the number of bags ({n})"),
         ));
     }
-    if restarts == 0 {
-        return Err(Error::parameter("restarts", 0, "must be at least 1"));
-    }
+    crate::params::check_count("restarts", restarts, crate::params::limits::MAX_RESTARTS)?;
     let dist = pairwise(data, distance);
     let best = k_medoids(&dist, n, k, restarts, seed);
     let model = BamicModel {

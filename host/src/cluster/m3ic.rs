@@ -41,6 +41,7 @@ use crate::error::{Error, Result};
 use crate::eval::folds::derive_seed;
 use crate::numerics::{dot, first_argmax as argmax};
 use crate::optim::qp::DualQp;
+use crate::params::{check_count, check_weight, limits};
 
 /// Hyper-parameters of M³IC-MBM. Defaults: the paper's ε₁ = ε₂ = 0.01 and 5 restarts (§4.2);
 /// C = 4 and l = 0.01 from the paper's grids C ∈ 2^[−4:4], l ∈ [0, 0.001, 0.01, 0.1, 1:5, 10]
@@ -106,19 +107,11 @@ impl M3icParams {
                 Err(Error::parameter(name, v, "must be positive and finite"))
             }
         };
-        positive("cost", self.c)?;
+        check_weight("cost", self.c, true)?;
         positive("epsilon1", self.eps1)?;
         positive("epsilon2", self.eps2)?;
-        if !(self.l >= 0.0 && self.l.is_finite()) {
-            return Err(Error::parameter(
-                "balance",
-                self.l,
-                "must be ≥ 0 and finite",
-            ));
-        }
-        if self.restarts == 0 {
-            return Err(Error::parameter("restarts", 0, "must be at least 1"));
-        }
+        check_weight("balance", self.l, false)?;
+        check_count("restarts", self.restarts, limits::MAX_RESTARTS)?;
         if self.max_cccp == 0 || self.max_planes == 0 {
             return Err(Error::parameter("iteration caps", 0, "must be at least 1"));
         }

@@ -23,14 +23,25 @@ pub const DEFAULT_DELTA: f64 = 0.01;
 /// The accuracy (ε, δ) of box-kernel estimates; the error names the parameter that is
 /// out of (0, 1).
 pub fn accuracy(epsilon: f64, delta: f64) -> Result<Accuracy> {
-    Accuracy::new(epsilon, delta).map_err(|_| {
-        let (name, value) = if epsilon > 0.0 && epsilon < 1.0 {
-            ("delta", delta)
-        } else {
-            ("epsilon", epsilon)
-        };
-        Error::parameter(name, value, "must be in (0, 1)")
-    })
+    use crate::params::limits::{MIN_DELTA, MIN_EPSILON};
+    let bad = Accuracy::new(epsilon, delta).is_err();
+    if bad || epsilon < MIN_EPSILON {
+        if !(epsilon > 0.0 && epsilon < 1.0) || epsilon < MIN_EPSILON {
+            return Err(Error::parameter(
+                "epsilon",
+                epsilon,
+                format!("must be in [{MIN_EPSILON}, 1): the samples per entry grow as ln(1/δ)/ε²"),
+            ));
+        }
+    }
+    if bad || delta < MIN_DELTA {
+        return Err(Error::parameter(
+            "delta",
+            delta,
+            format!("must be in [{MIN_DELTA:e}, 1)"),
+        ));
+    }
+    Accuracy::new(epsilon, delta).map_err(|e| Error::parameter("epsilon", epsilon, e.to_string()))
 }
 
 /// A set kernel by name: one of the core's box kernels, or the normalised set kernel.

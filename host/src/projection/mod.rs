@@ -202,13 +202,7 @@ impl ProjectionParams {
             ));
         }
         if let Some(alpha) = self.alpha() {
-            if !alpha.is_finite() || alpha < 0.0 {
-                return Err(Error::parameter(
-                    "alpha",
-                    alpha,
-                    "must be a finite number ≥ 0",
-                ));
-            }
+            crate::params::check_weight("alpha", alpha, false)?;
         }
         if train.is_empty() {
             return Err(Error::data(data.name(), "no training bags to fit on"));
