@@ -400,7 +400,8 @@ impl SvmModel {
         if !finite(&self.train_features)
             || !finite(&self.svm.coefficients)
             || !self.svm.bias.is_finite()
-            || !(self.svm.kernel_scale.is_finite() && self.svm.kernel_scale > 0.0)
+            || !self.svm.kernel_scale.is_finite()
+            || self.svm.kernel_scale <= 0.0
             || self.train_log_gram.iter().any(|v| v.is_nan())
         {
             return Err("svm: a feature, coefficient, bias or kernel scale is not finite".into());

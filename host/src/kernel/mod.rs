@@ -25,14 +25,12 @@ pub const DEFAULT_DELTA: f64 = 0.01;
 pub fn accuracy(epsilon: f64, delta: f64) -> Result<Accuracy> {
     use crate::params::limits::{MIN_DELTA, MIN_EPSILON};
     let bad = Accuracy::new(epsilon, delta).is_err();
-    if bad || epsilon < MIN_EPSILON {
-        if !(epsilon > 0.0 && epsilon < 1.0) || epsilon < MIN_EPSILON {
-            return Err(Error::parameter(
-                "epsilon",
-                epsilon,
-                format!("must be in [{MIN_EPSILON}, 1): the samples per entry grow as ln(1/δ)/ε²"),
-            ));
-        }
+    if !(MIN_EPSILON..1.0).contains(&epsilon) {
+        return Err(Error::parameter(
+            "epsilon",
+            epsilon,
+            format!("must be in [{MIN_EPSILON}, 1): the samples per entry grow as ln(1/δ)/ε²"),
+        ));
     }
     if bad || delta < MIN_DELTA {
         return Err(Error::parameter(
