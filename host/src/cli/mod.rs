@@ -112,9 +112,15 @@ pub struct SynthArgs {
     /// Dimension D (mialm-ii only; default 100 = `synth::DEFAULT_DIMS`).
     #[arg(long)]
     pub dims: Option<usize>,
-    /// Relevant dimensions d (mialm-ii only; default 20 = `synth::DEFAULT_RELEVANT`).
+    /// Relevant dimensions d (mialm-ii, term-counts; default 20).
     #[arg(long)]
     pub relevant: Option<usize>,
+    /// Number of bags (term-counts only; default 80).
+    #[arg(long)]
+    pub bags: Option<usize>,
+    /// Negative bags per positive bag, e.g. 20 for 1:20 (term-counts only; default 1).
+    #[arg(long)]
+    pub imbalance: Option<f64>,
     /// Also write the ground truth, one line per instance: `bag_id,instance,positive`
     /// (instance numbered from 1 within its bag; positive 1 or 0).
     #[arg(long, value_name = "PATH")]

@@ -364,17 +364,35 @@ impl TrainingInstances {
         let mut x = DMatrix::zeros(n, dim);
         let mut bag_of = Vec::with_capacity(n);
         let mut starts = Vec::with_capacity(train.len() + 1);
-        let mut row = vec![0.0; dim];
+        // Rows are standardised into a row-major block, then written column by column:
+        // x is column-major, and writing it a row at a time touches a new page per entry
+        // on wide data.
+        const BLOCK: usize = 64;
+        let mut block = vec![0.0; BLOCK * dim];
+        let mut filled = 0;
         let mut r = 0;
+        let flush = |x: &mut DMatrix<f64>, block: &[f64], first: usize, rows: usize| {
+            for j in 0..dim {
+                let mut col = x.column_mut(j);
+                for i in 0..rows {
+                    col[first + i] = block[i * dim + j];
+                }
+            }
+        };
         for (k, &b) in train.iter().enumerate() {
             starts.push(r);
             for inst in data.bag(b).instances() {
-                zscore.apply_row(inst, &mut row);
-                x.row_mut(r).iter_mut().zip(&row).for_each(|(o, v)| *o = *v);
+                zscore.apply_row(inst, &mut block[filled * dim..(filled + 1) * dim]);
+                filled += 1;
                 bag_of.push(k);
                 r += 1;
+                if filled == BLOCK {
+                    flush(&mut x, &block, r - filled, filled);
+                    filled = 0;
+                }
             }
         }
+        flush(&mut x, &block, r - filled, filled);
         starts.push(r);
         Ok(TrainingInstances {
             zscore,

@@ -108,8 +108,6 @@ const RANK_TOLERANCE: f64 = 1e-12;
 pub(crate) struct Span {
     /// Z = UΛ^{1/2}, n × r: the instances' coordinates (X = ZQᵀ).
     pub z: DMatrix<f64>,
-    /// UΛ^{-1/2}, n × r: Q = Xᵀ·this.
-    back: DMatrix<f64>,
     /// The Gram matrix K = XXᵀ = ZZᵀ (n × n): inner products of instances.
     pub gram: DMatrix<f64>,
     /// Λ, descending, the r kept eigenvalues of K (squared singular values of X).
@@ -138,17 +136,11 @@ impl Span {
             .count();
         let values: Vec<f64> = values[..r].to_vec();
         let mut z = u.columns(0, r).into_owned();
-        let mut back = z.clone();
+        drop(u);
         for (k, &l) in values.iter().enumerate() {
             z.column_mut(k).scale_mut(l.sqrt());
-            back.column_mut(k).scale_mut(1.0 / l.sqrt());
         }
-        Ok(Span {
-            z,
-            back,
-            gram,
-            values,
-        })
+        Ok(Span { z, gram, values })
     }
 
     /// Rank r of the training instances.
@@ -159,7 +151,12 @@ impl Span {
     /// G = QG̃ = Xᵀ(UΛ^{-1/2}G̃): a solution in span coordinates (r × d) lifted to the
     /// D features.
     pub fn lift(&self, x: &DMatrix<f64>, g: &DMatrix<f64>) -> DMatrix<f64> {
-        let coefficients = a_b(&self.back, g);
+        // UΛ^{-1/2} = ZΛ⁻¹.
+        let mut scaled = g.clone();
+        for (k, mut row) in scaled.row_iter_mut().enumerate() {
+            row /= self.values[k];
+        }
+        let coefficients = a_b(&self.z, &scaled);
         at_b(x, &coefficients)
     }
 }
