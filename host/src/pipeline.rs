@@ -566,6 +566,23 @@ pub struct CvReport {
     pub predictions: Vec<(usize, usize, f64)>,
 }
 
+impl CvReport {
+    /// Balanced accuracy (mean per-class recall) of the pooled confusion matrix.
+    pub fn balanced_accuracy(&self) -> f64 {
+        crate::eval::metrics::balanced_accuracy(&self.confusion)
+    }
+
+    /// Recall, precision and F1 per class of the pooled confusion matrix.
+    pub fn per_class(&self) -> Vec<crate::eval::metrics::ClassMetrics> {
+        crate::eval::metrics::per_class(&self.confusion)
+    }
+
+    /// The class all out-of-fold predictions went to, if they collapsed to one.
+    pub fn collapsed_class(&self) -> Option<usize> {
+        crate::eval::metrics::collapsed_class(&self.confusion)
+    }
+}
+
 /// Cross-validates a pipeline on a labelled data set, reporting one step per fold (and
 /// the shared Gram matrix's entries first, when there is one) to `progress`.
 pub fn cross_validate(

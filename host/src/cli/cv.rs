@@ -119,6 +119,28 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
             s.mean, s.sd, s.ci_low, s.ci_high
         ));
     }
+    let per_class = r.per_class();
+    let balanced = r.balanced_accuracy();
+    human.push_str(&format!("\nbalanced accuracy {balanced:.4}"));
+    let show = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.4}"));
+    for (name, m) in d.class_names().iter().zip(&per_class) {
+        human.push_str(&format!(
+            "\n  class {name}: recall {}, precision {}, F1 {} ({} bags, {} predicted)",
+            show(m.recall),
+            show(m.precision),
+            show(m.f1),
+            m.support,
+            m.predicted
+        ));
+    }
+    if let Some(c) = r.collapsed_class() {
+        let warning = format!(
+            "warning: every out-of-fold prediction is class {}: the classifier ignores the other class(es); consider --class-weight balanced or --threshold auto",
+            d.class_names()[c]
+        );
+        eprintln!("{warning}");
+        human.push_str(&format!("\n{warning}"));
+    }
     match r.auroc {
         Some(a) => human.push_str(&format!("\nAUROC {a:.4} (pooled out-of-fold scores)")),
         None => human.push_str("\nAUROC n/a (multi-class)"),
@@ -140,6 +162,11 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
     let json = json!({
         "data": d.name(),
         "accuracy": r.accuracy,
+        "balanced_accuracy": balanced,
+        "per_class": d.class_names().iter().zip(&per_class).map(|(name, m)| {
+            (name.clone(), json!(m))
+        }).collect::<serde_json::Map<String, serde_json::Value>>(),
+        "collapsed": r.collapsed_class().map(|c| d.class_names()[c].clone()),
         "auroc": r.auroc,
         "folds": r.folds,
         "repeats": r.repeats,
