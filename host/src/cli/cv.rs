@@ -28,7 +28,7 @@ pub(super) fn pipeline(
     let mut pipeline = Pipeline::new(grid)
         .inner_folds(inner.inner_folds)
         .select(inner.select);
-    match projection.projection {
+    match projection.projection.0 {
         None => {
             if !projection.dim.is_empty() || !projection.alpha.is_empty() {
                 return Err(Error::parameter(
@@ -70,7 +70,7 @@ pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> St
             args.citers,
             args.hausdorff,
             args.rank,
-            args.scaling.resolve(projection.projection.is_some())
+            args.scaling.resolve(projection.projection.0.is_some())
         ),
         ClassifierKind::Milr => format!(
             "milr ({} pooling, {} optimizer, ridge {})",
@@ -84,7 +84,7 @@ pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> St
         ),
         ClassifierKind::Svm => format!("svm ({} kernel, {} map)", args.kernel, args.map),
     };
-    match projection.projection {
+    match projection.projection.0 {
         None => c,
         Some(p) => format!("{} (dim {:?}) → {c}", p.name(), projection.dim),
     }

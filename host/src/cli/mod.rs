@@ -22,7 +22,7 @@ use crate::pipeline::Selection;
 use crate::projection::midr::Midr;
 use crate::projection::ProjectionKind;
 use crate::svm::bags::{BagSvmSettings, EmpiricalMap};
-use keyword::keyword;
+use keyword::{keyword, keyword_or_none, OrNone};
 
 mod cluster;
 mod cv;
@@ -249,9 +249,9 @@ pub struct SetKernelArgs {
 /// Projection choice; lists are tuned by inner cross-validation.
 #[derive(Args, Debug, Clone)]
 pub struct ProjectionArgs {
-    /// The projection fitted on the training bags (none when absent).
-    #[arg(long, value_parser = keyword::<ProjectionKind>())]
-    pub projection: Option<ProjectionKind>,
+    /// The projection fitted on the training bags.
+    #[arg(long, value_parser = keyword_or_none::<ProjectionKind>(), default_value_t = OrNone(None))]
+    pub projection: OrNone<ProjectionKind>,
     /// Output dimension(s); a list is chosen by inner CV.
     #[arg(long, value_delimiter = ',')]
     pub dim: Vec<usize>,
