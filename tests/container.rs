@@ -760,3 +760,45 @@ fn every_truncation_of_a_valid_model_is_an_error() {
         assert!(Model::parse(&padded).is_ok());
     }
 }
+
+/// FNV-1a (64 bits) of a byte string: a fingerprint to pin exported models by.
+fn fingerprint(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[test]
+fn exported_bytes_are_pinned() {
+    // Length and fingerprint of every seed model (each kind in each encoding) as the
+    // exporter wrote them when these values were taken: a change to the writer or the
+    // layout that moves a single byte fails here. Update only with a format change.
+    let pinned: [(usize, u64); 21] = [
+        (292, 0x6235d44f56a1975e),
+        (304, 0x9c7c794b980db9ca),
+        (304, 0x600766872d45e8bf),
+        (104, 0x26f1f8acc9c35908),
+        (180, 0xaf87ddbc5c897213),
+        (172, 0xaae2991fd3645cf0),
+        (172, 0x8ccbe82346e126a1),
+        (264, 0xb46edec6ea8f3318),
+        (256, 0x4b5a84b56e33d794),
+        (376, 0xe76e30d4a4027ad6),
+        (416, 0x49084440fdae2100),
+        (408, 0xad09f5ac464bd57a),
+        (172, 0x9e5c7fa36f5cba21),
+        (264, 0x285dbb8057d17185),
+        (252, 0x142c840553efbc48),
+        (220, 0xf91a3d7096c79478),
+        (312, 0x00660963267ead38),
+        (300, 0x10c3941c4b692937),
+        (472, 0xf3db98e922fce33d),
+        (404, 0x989248c4ade71376),
+        (404, 0x5e3757ddc5d8ea25),
+    ];
+    let got: Vec<(usize, u64)> = seed_models()
+        .iter()
+        .map(|b| (b.len(), fingerprint(b)))
+        .collect();
+    assert_eq!(got, pinned);
+}
