@@ -11,7 +11,8 @@ use mil::kernel::GridData;
 use mil::projection::{LinearProjection, ProjectionKind};
 use mil::Dataset;
 use mil_core::box_kernel::{count::exact_ln, BoxKernel, Grid, Method};
-use mil_core::model::{model_checksum, tag, CHECKSUM_OFFSET, ENTRY_LEN, HEADER_LEN};
+use mil_core::container::layout::{self, entry, entry_at, header, model_checksum};
+use mil_core::container::{tag, MAGIC, VERSION};
 use mil_core::score::{bag_score_bound, Pooling};
 use mil_core::{Encoding, Error, Instances, Model};
 use rand_core::{Rng, SeedableRng};
@@ -314,11 +315,11 @@ fn quantised_projection_error_stays_within_the_stated_bound() {
 
 /// The payload offset of section `t` in a model's bytes.
 fn section_offset(bytes: &[u8], t: u16) -> Option<usize> {
-    let n = u16::from_le_bytes([bytes[20], bytes[21]]) as usize;
+    let n = layout::u16_at(bytes, header::N_SECTIONS) as usize;
     (0..n).find_map(|i| {
-        let e = HEADER_LEN + i * ENTRY_LEN;
-        (u16::from_le_bytes([bytes[e], bytes[e + 1]]) == t)
-            .then(|| u32::from_le_bytes(bytes[e + 4..e + 8].try_into().unwrap()) as usize)
+        let e = entry_at(i);
+        (layout::u16_at(bytes, e + entry::TAG) == t)
+            .then(|| layout::u32_at(bytes, e + entry::OFFSET) as usize)
     })
 }
 
@@ -680,11 +681,12 @@ fn dataset_bag(f: &[f32], dim: usize, n: usize) -> Dataset {
 }
 
 fn fix_checksum(bytes: &mut [u8]) {
-    if bytes.len() >= CHECKSUM_OFFSET + 4 {
-        let total = u32::from_le_bytes(bytes[16..20].try_into().unwrap()) as usize;
-        let end = total.clamp(CHECKSUM_OFFSET + 4, bytes.len());
+    let at = header::CHECKSUM;
+    if bytes.len() >= at + 4 {
+        let total = layout::u32_at(bytes, header::TOTAL_LEN) as usize;
+        let end = total.clamp(at + 4, bytes.len());
         let crc = model_checksum(&bytes[..end]);
-        bytes[CHECKSUM_OFFSET..CHECKSUM_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
+        bytes[at..at + 4].copy_from_slice(&crc.to_le_bytes());
     }
 }
 
@@ -700,8 +702,9 @@ fn random_and_mutated_bytes_never_panic() {
         let len = (rng.next_u32() % 300) as usize;
         let mut b: Vec<u8> = (0..len).map(|_| rng.next_u32() as u8).collect();
         if i % 2 == 0 && len >= 8 {
-            b[..4].copy_from_slice(b"MILM");
-            b[4..6].copy_from_slice(&1u16.to_le_bytes());
+            b[header::MAGIC..header::MAGIC + 4].copy_from_slice(&MAGIC);
+            let v = header::VERSION;
+            b[v..v + 2].copy_from_slice(&VERSION.to_le_bytes());
             fix_checksum(&mut b);
         }
         exercise(&b, &mut rng);

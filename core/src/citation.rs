@@ -18,10 +18,10 @@
 //! bags 0.05 apart), which an 8-bit step of range/127 cannot resolve: with `i8`
 //! references the core gave the host's label on 173 of those 200 bags, with `i16` 196.
 
+use crate::bag::{argmax_first, Decision, Instances};
+use crate::container::{tag, Elem, Encoding, Section, Sections};
 use crate::error::Error;
-use crate::model::{
-    argmax_first, tag, Decision, Elem, Encoding, Instances, Model, Section, Sections,
-};
+use crate::project::Stage;
 
 /// Largest R (number of nearest references) the core supports.
 pub const MAX_REFERENCES: usize = 32;
@@ -168,13 +168,13 @@ impl<'a> CitationKnn<'a> {
     /// Classifies an `n`-instance bag; `scores` receives the normalised votes per class.
     pub(crate) fn classify(
         &self,
-        model: &Model<'_>,
+        stage: &Stage<'_>,
         bag: Instances<'_>,
         n: usize,
         scratch: &mut [f32],
         scores: &mut [f32],
     ) -> Result<Decision, Error> {
-        let d = model.projected_dim();
+        let d = stage.output_dim();
         let n_bags = self.n_bags();
         let needed = self.scratch_len(n, d);
         if scratch.len() < needed || scores.len() < self.n_classes {
@@ -187,7 +187,7 @@ impl<'a> CitationKnn<'a> {
         let dist = &mut dist[..n_bags];
         let scores = &mut scores[..self.n_classes];
         for (i, row) in y.chunks_exact_mut(d).enumerate() {
-            model.project_instance(bag, i, row)?;
+            stage.project_instance(bag, i, row)?;
         }
         // The R smallest distances, ascending: the R-th is the reference cut-off.
         let r = self.references;

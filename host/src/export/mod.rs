@@ -1,5 +1,5 @@
 //! Export of trained host models into the container `mil-core` reads
-//! ([`mil_core::model`] documents the layout), in f32, Q15 or Q7, and the check that
+//! ([`mil_core::container`] documents the layout), in f32, Q15 or Q7, and the check that
 //! core inference on the exported bytes matches the host model.
 //!
 //! Every model is a *projection stage* (standardisation folded in: G'_kj = G_jk/σ_j,
@@ -13,7 +13,7 @@
 //! instead of a D × D matrix. A quantised dense stage rounds its weights with error
 //! feedback over the training instances unless asked for nearest rounding ([`rounding`]).
 
-use mil_core::model::{self as container, tag, Elem, Encoding, ModelKind};
+use mil_core::container::{self, layout, tag, Elem, Encoding, ModelKind};
 use mil_core::score::Pooling;
 use mil_core::{fixed, Instances, Model};
 
@@ -64,7 +64,7 @@ pub enum Head {
         /// One bias per cluster.
         bias: Vec<f64>,
         /// For instances scaled to unit length: the z-score as z_j = a_j·x_j + c_j on raw
-        /// features, `(a, c)` ([`mil_core::model::tag::INSTANCE_NORM`]).
+        /// features, `(a, c)` ([`mil_core::container::tag::INSTANCE_NORM`]).
         instance_norm: Option<(Vec<f64>, Vec<f64>)>,
     },
     /// A box-kernel SVM over stored bags, on raw features (no projection stage).
@@ -304,12 +304,12 @@ impl Writer {
         self.sections.sort_by_key(|s| s.0);
         let n = self.sections.len();
         let too_big = |what: &str| Error::parameter("model", what, "too large for the container");
-        let mut out = vec![0u8; container::HEADER_LEN + container::ENTRY_LEN * n];
+        let mut out = vec![0u8; layout::HEADER_LEN + layout::ENTRY_LEN * n];
         for (i, (t, elem, rows, cols, bytes)) in self.sections.iter().enumerate() {
-            while out.len() & (container::ALIGN - 1) != 0 {
+            while out.len() & (layout::ALIGN - 1) != 0 {
                 out.push(0);
             }
-            let e = container::HEADER_LEN + i * container::ENTRY_LEN;
+            let e = layout::HEADER_LEN + i * layout::ENTRY_LEN;
             let u32_of = |v: usize| u32::try_from(v).map_err(|_| too_big("section"));
             out[e..e + 2].copy_from_slice(&t.to_le_bytes());
             out[e + 2] = *elem as u8;
@@ -319,7 +319,7 @@ impl Writer {
             out[e + 12..e + 16].copy_from_slice(&u32_of(*cols)?.to_le_bytes());
             out.extend_from_slice(bytes);
         }
-        while out.len() & (container::ALIGN - 1) != 0 {
+        while out.len() & (layout::ALIGN - 1) != 0 {
             out.push(0);
         }
         let u32_of = |v: usize| u32::try_from(v).map_err(|_| too_big("dimension"));
@@ -332,8 +332,8 @@ impl Writer {
         out[12..16].copy_from_slice(&u32_of(dims.1)?.to_le_bytes());
         out[16..20].copy_from_slice(&total.to_le_bytes());
         out[20..22].copy_from_slice(&(n as u16).to_le_bytes());
-        let crc = container::model_checksum(&out);
-        let c = container::CHECKSUM_OFFSET;
+        let crc = layout::model_checksum(&out);
+        let c = layout::header::CHECKSUM;
         out[c..c + 4].copy_from_slice(&crc.to_le_bytes());
         Ok(out)
     }
@@ -813,7 +813,7 @@ pub fn m3ic_score_bound(model: &Model<'_>, bag: &[i16]) -> Result<f64> {
         .ok_or_else(|| Error::NotAvailable("an M³IC bound for another model kind".into()))?;
     let worst = bag
         .chunks_exact(model.input_dim())
-        .flat_map(|x| (0..m.n_clusters()).map(move |u| m.instance_score_bound(model, x, u)))
+        .flat_map(|x| (0..m.n_clusters()).map(move |u| m.instance_score_bound(model.stage(), x, u)))
         .fold(0.0f32, f32::max);
     Ok(worst as f64)
 }
