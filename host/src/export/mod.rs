@@ -13,7 +13,7 @@
 //! instead of a D × D matrix. A quantised dense stage rounds its weights with error
 //! feedback over the training instances unless asked for nearest rounding ([`rounding`]).
 
-use mil_core::container::{self, layout, tag, Elem, Encoding, ModelKind};
+use mil_core::container::{self, tag, Elem, Encoding, ModelKind, Payload};
 use mil_core::score::Pooling;
 use mil_core::{fixed, Instances, Model};
 
@@ -294,7 +294,8 @@ impl Writer {
         feedback.map(|_| radii)
     }
 
-    /// Lays the sections out (aligned, ascending) behind the header and table.
+    /// Lays the sections out in tag order with the core's own writer
+    /// ([`container::write`]: header, table, aligned payloads, checksum).
     fn finish(
         mut self,
         kind: ModelKind,
@@ -302,39 +303,20 @@ impl Writer {
         dims: (usize, usize),
     ) -> Result<Vec<u8>> {
         self.sections.sort_by_key(|s| s.0);
-        let n = self.sections.len();
-        let too_big = |what: &str| Error::parameter("model", what, "too large for the container");
-        let mut out = vec![0u8; layout::HEADER_LEN + layout::ENTRY_LEN * n];
-        for (i, (t, elem, rows, cols, bytes)) in self.sections.iter().enumerate() {
-            while out.len() & (layout::ALIGN - 1) != 0 {
-                out.push(0);
-            }
-            let e = layout::HEADER_LEN + i * layout::ENTRY_LEN;
-            let u32_of = |v: usize| u32::try_from(v).map_err(|_| too_big("section"));
-            out[e..e + 2].copy_from_slice(&t.to_le_bytes());
-            out[e + 2] = *elem as u8;
-            let offset = u32_of(out.len())?;
-            out[e + 4..e + 8].copy_from_slice(&offset.to_le_bytes());
-            out[e + 8..e + 12].copy_from_slice(&u32_of(*rows)?.to_le_bytes());
-            out[e + 12..e + 16].copy_from_slice(&u32_of(*cols)?.to_le_bytes());
-            out.extend_from_slice(bytes);
-        }
-        while out.len() & (layout::ALIGN - 1) != 0 {
-            out.push(0);
-        }
-        let u32_of = |v: usize| u32::try_from(v).map_err(|_| too_big("dimension"));
-        let total = u32_of(out.len())?;
-        out[..4].copy_from_slice(&container::MAGIC);
-        out[4..6].copy_from_slice(&container::VERSION.to_le_bytes());
-        out[6] = kind as u8;
-        out[7] = encoding as u8;
-        out[8..12].copy_from_slice(&u32_of(dims.0)?.to_le_bytes());
-        out[12..16].copy_from_slice(&u32_of(dims.1)?.to_le_bytes());
-        out[16..20].copy_from_slice(&total.to_le_bytes());
-        out[20..22].copy_from_slice(&(n as u16).to_le_bytes());
-        let crc = layout::model_checksum(&out);
-        let c = layout::header::CHECKSUM;
-        out[c..c + 4].copy_from_slice(&crc.to_le_bytes());
+        let payloads: Vec<Payload<'_>> = self
+            .sections
+            .iter()
+            .map(|(tag, elem, rows, cols, bytes)| Payload {
+                tag: *tag,
+                elem: *elem,
+                rows: *rows,
+                cols: *cols,
+                bytes,
+            })
+            .collect();
+        let mut out = vec![0u8; container::written_len(&payloads)];
+        container::write(&mut out, kind, encoding, dims.0, dims.1, &payloads)
+            .map_err(|e| Error::parameter("model", e, "does not fit the container"))?;
         Ok(out)
     }
 }
