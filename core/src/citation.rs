@@ -189,24 +189,26 @@ impl<'a> CitationKnn<'a> {
         for (i, row) in y.chunks_exact_mut(d).enumerate() {
             stage.project_instance(bag, i, row)?;
         }
-        // The R smallest distances, ascending: the R-th is the reference cut-off.
+        // The R smallest distances so far, ascending: the R-th is the reference cut-off.
+        // (Distances are never NaN: `distance` takes a minimum, which skips NaN.)
         let r = self.references;
-        let mut nearest = [f32::INFINITY; MAX_REFERENCES];
+        let mut nearest = heapless::Vec::<f32, MAX_REFERENCES>::new();
         for (b, db) in dist.iter_mut().enumerate() {
             *db = self.distance(y, d, b);
-            if r > 0 && *db < nearest[r - 1] {
-                let mut pos = r - 1;
-                while pos > 0 && *db < nearest[pos - 1] {
-                    nearest[pos] = nearest[pos - 1];
-                    pos -= 1;
+            let pos = nearest.partition_point(|&v| v <= *db);
+            if pos < r {
+                if nearest.len() == r {
+                    nearest.pop();
                 }
-                nearest[pos] = *db;
+                // Never fails: R ≤ MAX_REFERENCES (checked at parse), and a full list
+                // just gave up its largest.
+                let _ = nearest.insert(pos, *db);
             }
         }
-        let cut = if r > 0 {
-            nearest[r - 1]
-        } else {
-            f32::NEG_INFINITY
+        let cut = match r {
+            0 => f32::NEG_INFINITY,
+            // R ≤ the number of reference bags (checked at parse): the list is full.
+            _ => nearest.get(r - 1).copied().unwrap_or(f32::INFINITY),
         };
         scores.iter_mut().for_each(|s| *s = 1.0 / n_bags as f32);
         for (b, &db) in dist.iter().enumerate() {
