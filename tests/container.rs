@@ -805,3 +805,36 @@ fn exported_bytes_are_pinned() {
         .collect();
     assert_eq!(got, pinned);
 }
+
+#[test]
+fn the_core_sample_model_is_what_the_exporter_writes() {
+    // `mil_core::sample::LINEAR_MIL`: z = x₀ − x₁, max pooling, f32.
+    let train = dataset(2, &[vec![vec![3.0, 1.0], vec![0.0, 2.0]]], &[1]);
+    let compact = Compact {
+        stage: None,
+        head: Head::Linear {
+            weights: vec![1.0, -1.0],
+            bias: vec![0.0],
+            pooling: Pooling::Max,
+            beta: 0.0,
+        },
+    };
+    let bytes = export(&compact, Encoding::F32, &train).unwrap();
+    let rows: Vec<String> = bytes
+        .chunks(16)
+        .map(|row| {
+            let row: Vec<String> = row.iter().map(|b| format!("0x{b:02x},")).collect();
+            format!("    {}", row.join(" "))
+        })
+        .collect();
+    assert!(
+        bytes == mil_core::sample::LINEAR_MIL,
+        "core/src/sample.rs is stale; LINEAR_MIL is now\n&[\n{}\n]",
+        rows.join("\n")
+    );
+    // And it classifies as the documentation says.
+    let model = Model::parse(mil_core::sample::LINEAR_MIL).unwrap();
+    let (decision, _) = core_classify(&model, train.bag(0)).unwrap();
+    assert_eq!(decision.label, 1);
+    assert!((decision.score - 0.880_797).abs() < 1e-5);
+}

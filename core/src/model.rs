@@ -6,6 +6,25 @@
 //! sections mean: the input quantisation, the stage, and the head of the header's
 //! [`ModelKind`] ([`Head`]), each against the header's dimensions. A truncated,
 //! corrupted or hostile input gives an [`Error`], never a panic.
+//!
+//! ```
+//! use mil_core::{Instances, Model, ModelKind};
+//!
+//! // A binary MILR model on two features, as `mil export` writes it in f32: instance
+//! // logit x₀ − x₁, max pooling (`mil_core::sample`).
+//! let model = Model::parse(mil_core::sample::LINEAR_MIL)?;
+//! assert_eq!(model.kind(), ModelKind::LinearMil);
+//!
+//! // A bag of two instances, row-major: logits 2 and −2, so P = σ(2) ≈ 0.88.
+//! let bag = [3.0, 1.0, 0.0, 2.0];
+//! let mut scratch = [0.0; 16];
+//! let mut scores = [0.0; 2];
+//! let decision = model.classify(Instances::F32(&bag), &mut scratch, &mut scores)?;
+//! assert_eq!(decision.label, 1);
+//! assert!((decision.score - 0.880_797).abs() < 1e-5);
+//! assert!((scores[0] + scores[1] - 1.0).abs() < 1e-6); // [1 − P, P]
+//! # Ok::<(), mil_core::Error>(())
+//! ```
 
 use crate::citation::CitationKnn;
 use crate::cluster::M3ic;

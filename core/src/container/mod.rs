@@ -12,6 +12,17 @@
 //! per-row scale (`f32`) and a per-row accumulator shift (`u32`) in companion sections
 //! ([`crate::weights`]). A truncated, corrupted or hostile input gives an [`Error`],
 //! never a panic.
+//!
+//! ```
+//! use mil_core::container::{self, tag, Elem, Encoding, ModelKind};
+//!
+//! let (header, sections) = container::parse(mil_core::sample::LINEAR_MIL)?;
+//! assert_eq!((header.kind, header.encoding), (ModelKind::LinearMil, Encoding::F32));
+//! let w = sections.require(tag::PROJ_WEIGHTS)?;
+//! assert_eq!((w.elem, w.rows, w.cols), (Elem::F32, 1, 2));
+//! assert_eq!((w.f32_at(0), w.f32_at(1)), (1.0, -1.0));
+//! # Ok::<(), mil_core::Error>(())
+//! ```
 
 pub mod layout;
 
