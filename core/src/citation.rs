@@ -18,10 +18,10 @@
 //! bags 0.05 apart), which an 8-bit step of range/127 cannot resolve: with `i8`
 //! references the core gave the host's label on 173 of those 200 bags, with `i16` 196.
 
+use crate::bag::{argmax_first, Decision, Instances};
+use crate::container::{tag, Elem, Encoding, Section, Sections};
 use crate::error::Error;
-use crate::model::{
-    argmax_first, tag, Decision, Elem, Encoding, Instances, Model, Section, Sections,
-};
+use crate::project::Stage;
 
 /// Largest R (number of nearest references) the core supports.
 pub const MAX_REFERENCES: usize = 32;
@@ -168,13 +168,13 @@ impl<'a> CitationKnn<'a> {
     /// Classifies an `n`-instance bag; `scores` receives the normalised votes per class.
     pub(crate) fn classify(
         &self,
-        model: &Model<'_>,
+        stage: &Stage<'_>,
         bag: Instances<'_>,
         n: usize,
         scratch: &mut [f32],
         scores: &mut [f32],
     ) -> Result<Decision, Error> {
-        let d = model.projected_dim();
+        let d = stage.output_dim();
         let n_bags = self.n_bags();
         let needed = self.scratch_len(n, d);
         if scratch.len() < needed || scores.len() < self.n_classes {
@@ -187,26 +187,28 @@ impl<'a> CitationKnn<'a> {
         let dist = &mut dist[..n_bags];
         let scores = &mut scores[..self.n_classes];
         for (i, row) in y.chunks_exact_mut(d).enumerate() {
-            model.project_instance(bag, i, row)?;
+            stage.project_instance(bag, i, row)?;
         }
-        // The R smallest distances, ascending: the R-th is the reference cut-off.
+        // The R smallest distances so far, ascending: the R-th is the reference cut-off.
+        // (Distances are never NaN: `distance` takes a minimum, which skips NaN.)
         let r = self.references;
-        let mut nearest = [f32::INFINITY; MAX_REFERENCES];
+        let mut nearest = heapless::Vec::<f32, MAX_REFERENCES>::new();
         for (b, db) in dist.iter_mut().enumerate() {
             *db = self.distance(y, d, b);
-            if r > 0 && *db < nearest[r - 1] {
-                let mut pos = r - 1;
-                while pos > 0 && *db < nearest[pos - 1] {
-                    nearest[pos] = nearest[pos - 1];
-                    pos -= 1;
+            let pos = nearest.partition_point(|&v| v <= *db);
+            if pos < r {
+                if nearest.len() == r {
+                    nearest.pop();
                 }
-                nearest[pos] = *db;
+                // Never fails: R ≤ MAX_REFERENCES (checked at parse), and a full list
+                // just gave up its largest.
+                let _ = nearest.insert(pos, *db);
             }
         }
-        let cut = if r > 0 {
-            nearest[r - 1]
-        } else {
-            f32::NEG_INFINITY
+        let cut = match r {
+            0 => f32::NEG_INFINITY,
+            // R ≤ the number of reference bags (checked at parse): the list is full.
+            _ => nearest.get(r - 1).copied().unwrap_or(f32::INFINITY),
         };
         scores.iter_mut().for_each(|s| *s = 1.0 / n_bags as f32);
         for (b, &db) in dist.iter().enumerate() {

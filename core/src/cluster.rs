@@ -18,10 +18,11 @@
 //!
 //! |ŝ_u/n̂ − s_u/n| ≤ (e_u + e_n·(|ŝ_u| + e_u)/(n̂ − e_n)) / n̂ + 2ε·|ŝ_u/n̂|.
 
+use crate::bag::{argmax_first, Decision, Instances};
+use crate::container::{tag, Elem, Encoding, Section, Sections};
 use crate::error::Error;
-use crate::model::{
-    argmax_first, tag, Decision, Elem, Encoding, Instances, Model, Section, Sections, Weights,
-};
+use crate::project::Stage;
+use crate::weights::Weights;
 
 /// The per-cluster weights of an M³IC model (`SCORE_WEIGHTS` k × d, `SCORE_BIAS` 1 × k)
 /// and, for unit-length instances, the z-score map (`INSTANCE_NORM` 2 × D).
@@ -43,8 +44,15 @@ impl<'a> M3ic<'a> {
         if k < 2 {
             return Err(Error::BadModel("fewer than two clusters"));
         }
-        let weights =
-            sections.weights(encoding, tag::SCORE_WEIGHTS, tag::SCORE_SCALE, None, k, d)?;
+        let weights = Weights::from_sections(
+            sections,
+            encoding,
+            tag::SCORE_WEIGHTS,
+            tag::SCORE_SCALE,
+            None,
+            k,
+            d,
+        )?;
         let bias = sections.f32_vec(tag::SCORE_BIAS, k)?;
         let instance_norm = match sections.get(tag::INSTANCE_NORM) {
             None => None,
@@ -97,18 +105,19 @@ impl<'a> M3ic<'a> {
 
     /// The k cluster scores of one instance (`x`: D values as received; `scratch`: d
     /// values; `scores`: k values), divided by ‖z‖ when the model scales instances.
+    /// `stage` is the model's ([`crate::Model::stage`]).
     pub fn instance_scores(
         &self,
-        model: &Model<'_>,
+        stage: &Stage<'_>,
         x: Instances<'_>,
         scratch: &mut [f32],
         scores: &mut [f32],
     ) -> Result<(), Error> {
         let k = self.n_clusters();
         let d = self.weights.cols();
-        if x.len() != model.input_dim() {
+        if x.len() != stage.input_dim() {
             return Err(Error::DimensionMismatch {
-                expected: model.input_dim(),
+                expected: stage.input_dim(),
                 got: x.len(),
             });
         }
@@ -118,7 +127,7 @@ impl<'a> M3ic<'a> {
                 got: scratch.len().min(scores.len()),
             });
         }
-        model.project_instance(x, 0, scratch)?;
+        stage.project_instance(x, 0, scratch)?;
         let norm = self.instance_norm(x);
         for (u, su) in scores[..k].iter_mut().enumerate() {
             let s = self.weights.dot_f32(u, &scratch[..d]) + self.bias.f32_at(u);
@@ -131,8 +140,8 @@ impl<'a> M3ic<'a> {
     /// `u` for one quantised instance `qx` (`f32::INFINITY` when n̂ ≤ e_n or the model
     /// has no projection stage). The unscaled score's bound e_u carries the stage's bound
     /// e_v through the cluster weights H: e_u = Σ_v |H_uv|·e_v + (d+2)ε·(Σ_v |H_uv ŷ_v| + |c_u|).
-    pub fn instance_score_bound(&self, model: &Model<'_>, qx: &[i16], u: usize) -> f32 {
-        let Some(p) = model.projection() else {
+    pub fn instance_score_bound(&self, stage: &Stage<'_>, qx: &[i16], u: usize) -> f32 {
+        let Some(p) = stage.projection() else {
             return f32::INFINITY;
         };
         let d = self.weights.cols();
@@ -165,7 +174,7 @@ impl<'a> M3ic<'a> {
     /// Assigns an `n`-instance bag; `scores` receives the witness instance's cluster scores.
     pub(crate) fn assign(
         &self,
-        model: &Model<'_>,
+        stage: &Stage<'_>,
         bag: Instances<'_>,
         n: usize,
         scratch: &mut [f32],
@@ -187,9 +196,9 @@ impl<'a> M3ic<'a> {
             label: 0,
             score: f32::NEG_INFINITY,
         };
-        let d_in = model.header().input_dim;
+        let d_in = stage.input_dim();
         for i in 0..n {
-            self.instance_scores(model, bag.instance(i, d_in)?, y, s)?;
+            self.instance_scores(stage, bag.instance(i, d_in)?, y, s)?;
             let (arg, top) = argmax_first(s);
             let margin = top - s.iter().sum::<f32>() / k as f32;
             if margin > best_margin {

@@ -16,10 +16,11 @@
 //! the probabilities, the geometric mean is σ of a mean of logits (¼), Ray & Craven's
 //! softmax is (1+β)-Lipschitz in the probabilities, noisy-OR n-Lipschitz.
 
+use crate::bag::{argmax_first, instance_count, Decision, Instances};
+use crate::container::{tag, Elem, Encoding, Section, Sections};
 use crate::error::Error;
-use crate::model::{
-    argmax_first, tag, Decision, Elem, Encoding, Instances, Model, Section, Sections, Weights,
-};
+use crate::project::Stage;
+use crate::weights::Weights;
 
 /// How instance probabilities become a bag probability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +105,8 @@ impl<'a> LinearScorer<'a> {
         if rows == 0 {
             return Err(Error::BadModel("scorer with no rows"));
         }
-        let weights = sections.weights(
+        let weights = Weights::from_sections(
+            sections,
             encoding,
             tag::SCORE_WEIGHTS,
             tag::SCORE_SCALE,
@@ -152,7 +154,7 @@ impl<'a> LinearScorer<'a> {
     /// Scores an `n`-instance bag; `scratch` holds d + 3C' values, `scores` C values.
     pub(crate) fn score_bag(
         &self,
-        model: &Model<'_>,
+        stage: &Stage<'_>,
         bag: Instances<'_>,
         n: usize,
         scratch: &mut [f32],
@@ -179,7 +181,7 @@ impl<'a> LinearScorer<'a> {
             a.iter_mut().for_each(|v| *v = f32::NEG_INFINITY);
         }
         for i in 0..n {
-            model.project_instance(bag, i, y)?;
+            stage.project_instance(bag, i, y)?;
             for (c, zc) in z.iter_mut().enumerate() {
                 *zc = self.weights.dot_f32(c, y) + self.bias.f32_at(c);
             }
@@ -200,7 +202,7 @@ impl<'a> LinearScorer<'a> {
             scores[0] = 1.0 - p;
             scores[1] = p;
             // Ties go to the first class, as the host's argmax does.
-            let label = usize::from(scores[1] > scores[0]);
+            let (label, _) = argmax_first(scores);
             return Ok(Decision { label, score: p });
         }
         for (c, s) in scores.iter_mut().enumerate() {
@@ -247,13 +249,29 @@ impl<'a> LinearScorer<'a> {
     }
 }
 
+/// The parts of a [`crate::ModelKind::LinearMil`] model that [`bag_score_bound`] reads;
+/// a `&`[`crate::Model`] converts into it (or fails with [`Error::WrongModelKind`]).
+#[derive(Debug, Clone, Copy)]
+pub struct LinearMil<'m, 'a> {
+    /// The projection stage in front of the scorer.
+    pub stage: &'m Stage<'a>,
+    /// The scorer.
+    pub scorer: &'m LinearScorer<'a>,
+}
+
 /// The stated bound on the pooled scores of a quantised [`crate::ModelKind::LinearMil`]
 /// model for a quantised bag (projection bound, then [`LinearScorer::logit_error_bound`],
-/// then [`Pooling::lipschitz`]). `scratch` needs 2·d values.
-pub fn bag_score_bound(model: &Model<'_>, bag: &[i16], scratch: &mut [f32]) -> Result<f32, Error> {
-    let s = model.scorer().ok_or(Error::WrongModelKind)?;
-    let p = model.projection().ok_or(Error::WrongModelKind)?;
-    let n = model.bag_len(Instances::I16(bag))?;
+/// then [`Pooling::lipschitz`]). `scratch` needs 2·d values. `model` is a
+/// `&`[`crate::Model`] (through [`LinearMil`], so that this module need not know the
+/// model).
+pub fn bag_score_bound<'m, 'a: 'm>(
+    model: impl TryInto<LinearMil<'m, 'a>, Error = Error>,
+    bag: &[i16],
+    scratch: &mut [f32],
+) -> Result<f32, Error> {
+    let LinearMil { stage, scorer: s } = model.try_into()?;
+    let p = stage.projection().ok_or(Error::WrongModelKind)?;
+    let n = instance_count(bag.len(), stage.input_dim())?;
     let (d_in, d) = (p.input_dim(), p.output_dim());
     if scratch.len() < 2 * d {
         return Err(Error::BufferTooSmall {
