@@ -178,9 +178,9 @@ def native_bags(bags, y=None, n_features=None, what="bags"):
     """
     x, starts = check_bags(bags, n_features=n_features, what=what)
     if y is None:
-        return _native.Bags(x, starts), None
+        return _native.Bags(x, starts, name=what), None
     classes, indices = check_labels(y, len(starts) - 1)
-    return _native.Bags(x, starts, indices, len(classes)), classes
+    return _native.Bags(x, starts, indices, len(classes), name=what), classes
 
 
 def split_rows(x, starts, cls=list, **kwargs):

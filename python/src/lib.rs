@@ -82,14 +82,15 @@ struct Bags {
 #[pymethods]
 impl Bags {
     /// `x`: instances × features; `starts`: bag offsets (length bags + 1); `labels`:
-    /// class index per bag (`0..n_classes`) or `None`.
+    /// class index per bag (`0..n_classes`) or `None`; `name` is how errors call them.
     #[new]
-    #[pyo3(signature = (x, starts, labels=None, n_classes=0))]
+    #[pyo3(signature = (x, starts, labels=None, n_classes=0, name="bags"))]
     fn new(
         x: PyReadonlyArray2<'_, f64>,
         starts: Vec<usize>,
         labels: Option<Vec<usize>>,
         n_classes: usize,
+        name: &str,
     ) -> PyResult<Self> {
         let dim = x.shape()[1];
         let n_bags = starts.len().saturating_sub(1);
@@ -98,7 +99,7 @@ impl Bags {
             None => n_classes,
         };
         let data = Dataset::new(
-            "bags",
+            name,
             dim,
             rows(&x),
             starts,
