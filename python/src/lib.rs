@@ -252,9 +252,7 @@ fn score_bags<'py>(
         + Send,
 ) -> PyResult<(Bound<'py, PyArray2<f64>>, Vec<usize>)> {
     let data = Arc::clone(&bags.data);
-    let scores = py
-        .detach(|| score(&data, &all(&data)))
-        .map_err(py_err)?;
+    let scores = py.detach(|| score(&data, &all(&data))).map_err(py_err)?;
     let n = scores.len();
     let c = scores.n_classes();
     let values: Vec<f64> = (0..n).flat_map(|i| scores.row(i).to_vec()).collect();
@@ -479,7 +477,11 @@ impl FittedProjection {
             && p.output_dim > 0
             && p.scale.len() == d
             && p.matrix.len() == d * p.output_dim
-            && p.mean.iter().chain(&p.scale).chain(&p.matrix).all(|v| v.is_finite());
+            && p.mean
+                .iter()
+                .chain(&p.scale)
+                .chain(&p.matrix)
+                .all(|v| v.is_finite());
         if !consistent {
             return Err(PyValueError::new_err(
                 "malformed projection state: inconsistent dimensions or non-finite values",
@@ -527,7 +529,9 @@ impl FittedCluster {
             ClusterModel::Bamic(m) => {
                 m.dim > 0
                     && !m.medoids.is_empty()
-                    && m.medoids.iter().all(|b| !b.is_empty() && b.len() % m.dim == 0)
+                    && m.medoids
+                        .iter()
+                        .all(|b| !b.is_empty() && b.len() % m.dim == 0)
             }
         };
         if !ok {
@@ -729,7 +733,14 @@ fn cross_validate(
     }
     let data = Arc::clone(&bags.data);
     let report = py
-        .detach(|| library_cv(&pipeline, &data, &Folds::Stratified { k, repeats, seed }, &Silent))
+        .detach(|| {
+            library_cv(
+                &pipeline,
+                &data,
+                &Folds::Stratified { k, repeats, seed },
+                &Silent,
+            )
+        })
         .map_err(py_err)?;
     let mut labels = vec![0; data.n_bags()];
     for &(b, label, _) in &report.predictions {
