@@ -80,50 +80,58 @@ def check_bags(bags, n_features=None, what="bags"):
     n_bags = len(bags)
     if n_bags == 0:
         raise ValueError(f"{what} holds no bags")
-    arrays = []
+    arrays = [None] * n_bags
+    lengths = [0] * n_bags
+    expected = n_features
+    ndarray = np.ndarray
     for b in range(n_bags):
         bag = bags[b]
-        try:
-            a = np.asarray(bag)
-        except Exception as e:  # ragged nested lists and the like
-            raise TypeError(f"{what}[{b}] is not an array: {e}") from None
-        if a.dtype == object or not (
-            np.issubdtype(a.dtype, np.floating)
-            or np.issubdtype(a.dtype, np.integer)
-            or a.dtype == np.bool_
-        ):
+        if type(bag) is ndarray:
+            a = bag
+        else:
+            try:
+                a = np.asarray(bag)
+            except Exception as e:  # ragged nested lists and the like
+                raise TypeError(f"{what}[{b}] is not an array: {e}") from None
+        if a.dtype.kind not in "fiub":
             raise TypeError(
                 f"{what}[{b}] has dtype {a.dtype}: bags must hold real numbers"
             )
-        if a.ndim != 2:
+        shape = a.shape
+        if len(shape) != 2:
             hint = (
                 " (a single instance x of one bag is x.reshape(1, -1))"
-                if a.ndim == 1
+                if len(shape) == 1
                 else ""
             )
             raise ValueError(
-                f"{what}[{b}] is {a.ndim}-D with shape {a.shape}: every bag must be a "
+                f"{what}[{b}] is {len(shape)}-D with shape {shape}: every bag must be a "
                 f"2-D array (instances x features){hint}"
             )
-        if a.shape[0] == 0:
+        if shape[1] != expected:
+            if shape[0] == 0:
+                raise ValueError(
+                    f"{what}[{b}] is empty: every bag needs at least one instance"
+                )
+            if shape[1] == 0:
+                raise ValueError(f"{what}[{b}] has no features")
+            if expected is not None:
+                source = (
+                    "the fitted model expects" if n_features is not None else f"{what}[0] has"
+                )
+                raise ValueError(
+                    f"{what}[{b}] has {shape[1]} features but {source} {expected}"
+                )
+            expected = shape[1]
+        if shape[0] == 0:
             raise ValueError(f"{what}[{b}] is empty: every bag needs at least one instance")
-        expected = n_features if n_features is not None else (
-            arrays[0].shape[1] if arrays else None
-        )
-        if a.shape[1] == 0:
-            raise ValueError(f"{what}[{b}] has no features")
-        if expected is not None and a.shape[1] != expected:
-            source = "the fitted model expects" if n_features is not None else f"{what}[0] has"
-            raise ValueError(
-                f"{what}[{b}] has {a.shape[1]} features but {source} {expected}"
-            )
-        arrays.append(a)
-    x = np.ascontiguousarray(np.concatenate(arrays, axis=0), dtype=np.float64)
-    finite = np.isfinite(x)
+        arrays[b] = a
+        lengths[b] = shape[0]
+    x = np.ascontiguousarray(np.concatenate(arrays, axis=0, dtype=np.float64))
     starts = np.zeros(n_bags + 1, dtype=np.int64)
-    np.cumsum([a.shape[0] for a in arrays], out=starts[1:])
-    if not finite.all():
-        row, col = np.argwhere(~finite)[0]
+    np.cumsum(lengths, out=starts[1:])
+    if not np.isfinite(x.sum()) and not np.isfinite(x).all():
+        row, col = np.argwhere(~np.isfinite(x))[0]
         b = int(np.searchsorted(starts, row, side="right") - 1)
         value = x[row, col]
         raise ValueError(

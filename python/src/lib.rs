@@ -59,11 +59,12 @@ fn json_err(what: &str, e: serde_json::Error) -> PyErr {
     PyValueError::new_err(format!("malformed {what} state: {e}"))
 }
 
-/// Row-major values of a 2-D array (copied; any memory layout).
+/// Row-major values of a 2-D array (copied; any memory layout: a Fortran-ordered or
+/// strided array is read in logical order).
 fn rows(x: &PyReadonlyArray2<'_, f64>) -> Vec<f64> {
     match x.as_slice() {
-        Ok(s) => s.to_vec(),
-        Err(_) => x.as_array().iter().copied().collect(),
+        Ok(s) if x.is_c_contiguous() => s.to_vec(),
+        _ => x.as_array().iter().copied().collect(),
     }
 }
 

@@ -121,6 +121,11 @@ def test_float32_noncontiguous_and_int_input_agree():
     assert np.array_equal(clf.predict_proba(wide), expected)
     fortran = [np.asfortranarray(b) for b in bags]
     assert np.array_equal(clf.predict_proba(fortran), expected)
+    # Fortran order reaching the native layer directly is read in logical order too.
+    x, starts = miltk.check_bags(bags)
+    from miltk import _native
+    native = _native.Bags(np.asfortranarray(x), starts)
+    assert np.array_equal(clf.model_.scores(native)[0], expected)
     ints = [np.round(b).astype(np.int32) for b in bags]
     assert clf.predict(ints).shape == (12,)
 
