@@ -8,29 +8,33 @@ from . import _native
 def _freeze(value):
     """A picklable form of a native fitted object: the library's JSON, plus the training
     bags the object keeps for export."""
-    if isinstance(value, (_native.FittedClassifier, _native.FittedProjection)):
-        bags = value.training_bags()
-        arrays = None if bags is None else bags.arrays()
-        kind = "classifier" if isinstance(value, _native.FittedClassifier) else "projection"
-        return ("miltk-native", kind, value.to_json(), arrays)
-    if isinstance(value, _native.FittedCluster):
-        return ("miltk-native", "cluster", value.to_json(), None)
-    return value
+    kinds = {
+        _native.FittedClassifier: "classifier",
+        _native.FittedProjection: "projection",
+        _native.FittedCluster: "cluster",
+    }
+    kind = kinds.get(type(value))
+    if kind is None:
+        return value
+    bags = value.training_bags()
+    arrays = None if bags is None else bags.arrays()
+    return ("miltk-native", kind, value.to_json(), arrays)
 
 
 def _thaw(value):
     if not (isinstance(value, tuple) and len(value) == 4 and value[0] == "miltk-native"):
         return value
     _, kind, text, arrays = value
-    if kind == "cluster":
-        return _native.FittedCluster.from_json(text)
     train = None
     if arrays is not None:
         x, starts, labels = arrays
         train = _native.Bags(x, starts, labels)
-    if kind == "classifier":
-        return _native.FittedClassifier.from_json(text, train)
-    return _native.FittedProjection.from_json(text, train)
+    rebuild = {
+        "classifier": _native.FittedClassifier,
+        "projection": _native.FittedProjection,
+        "cluster": _native.FittedCluster,
+    }[kind]
+    return rebuild.from_json(text, train)
 
 
 class NativeStateMixin:

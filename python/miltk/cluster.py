@@ -52,6 +52,23 @@ class _BagClustering(NativeStateMixin, ClusterMixin, BaseEstimator):
         bags, _ = native_bags(X, n_features=self.n_features_in_, what="X")
         return np.asarray(self.model_.assign(bags), dtype=np.intp)
 
+    def export(self, format="f32"):
+        """The compact model the ``no_std`` core runs (M3IC only; see :mod:`miltk.deploy`).
+
+        Parameters
+        ----------
+        format : {"f32", "q15", "q7"}
+            Scalar encoding; Q15/Q7 quantise inputs with the ranges of the clustered bags.
+
+        Returns
+        -------
+        bytes
+            The model; :class:`miltk.CoreModel` ``predict`` gives the core's cluster of
+            every bag.
+        """
+        fitted(self)
+        return self.model_.export(format)
+
 
 class M3IC(_BagClustering):
     """Maximum-margin multiple-instance clustering (M3IC-MBM, Zhang et al. 2009).

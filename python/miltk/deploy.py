@@ -32,10 +32,10 @@ def export(estimator, format="f32", fold_projection=False):
 
     Parameters
     ----------
-    estimator : fitted miltk classifier, or fitted Pipeline
+    estimator : fitted miltk classifier, Pipeline or M3IC
         A :class:`miltk.CitationKNN`, :class:`miltk.MILR` or :class:`miltk.SetKernelSVM`
         (box kernels), alone or after one miltk projection in a
-        ``sklearn.pipeline.Pipeline``.
+        ``sklearn.pipeline.Pipeline``; or a :class:`miltk.M3IC` clustering.
     format : {"f32", "q15", "q7"}, default="f32"
         Scalar encoding. Q15 and Q7 quantise inputs with the ranges of the bags the model
         (or its projection) was fitted on.
@@ -54,6 +54,10 @@ def export(estimator, format="f32", fold_projection=False):
         For a model the core does not run (e.g. an NSK SVM, Citation-kNN with another
         distance than the minimal Hausdorff distance).
     """
+    if isinstance(getattr(estimator, "model_", None), _native.FittedCluster):
+        if fold_projection:
+            raise ValueError("fold_projection applies to MILR after a projection only")
+        return estimator.export(format)
     projection, classifier = _parts(estimator)
     if not hasattr(classifier, "_spec"):
         raise TypeError(f"cannot export {type(classifier).__name__}: not a miltk classifier")

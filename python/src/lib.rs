@@ -495,10 +495,11 @@ impl FittedProjection {
     }
 }
 
-/// A fitted clustering (M³IC or BAMIC).
+/// A fitted clustering (M³IC or BAMIC) and the bags it clustered (for export).
 #[pyclass(module = "miltk._native", frozen)]
 struct FittedCluster {
     model: ClusterModel,
+    train: Option<Arc<Dataset>>,
 }
 
 #[pymethods]
@@ -520,9 +521,39 @@ impl FittedCluster {
         serde_json::to_string(&self.model).map_err(|e| json_err("clustering", e))
     }
 
+    /// The clustered bags kept for export, if any.
+    fn training_bags(&self) -> Option<Bags> {
+        self.train.as_ref().map(|d| Bags {
+            data: Arc::clone(d),
+        })
+    }
+
+    /// The core's compact model of an M³IC clustering in `format` (`f32`, `q15`, `q7`),
+    /// its input quantisation fitted on the clustered bags, as `mil export` writes it.
+    fn export<'py>(&self, py: Python<'py>, format: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let encoding = keyword::<mil_core::Encoding>("format", format)?;
+        let ClusterModel::M3ic(m) = &self.model else {
+            return Err(PyValueError::new_err(
+                "BAMIC clusterings (medoid bags) cannot be exported; the core runs M³IC assignment",
+            ));
+        };
+        let train = self.train.clone().ok_or_else(|| {
+            PyValueError::new_err("the clustering does not keep its bags: refit it to export")
+        })?;
+        let bytes = py
+            .detach(|| {
+                let zscore = m.mean.as_deref().zip(m.std.as_deref());
+                let compact = Compact::from_m3ic(m.k, m.dim, &m.weights, zscore, m.normalize)?;
+                export::export(&compact, encoding, &train)
+            })
+            .map_err(py_err)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
     /// Rebuilds a clustering from [`FittedCluster::to_json`]'s text.
     #[staticmethod]
-    fn from_json(text: &str) -> PyResult<Self> {
+    #[pyo3(signature = (text, train=None))]
+    fn from_json(text: &str, train: Option<&Bags>) -> PyResult<Self> {
         let model: ClusterModel =
             serde_json::from_str(text).map_err(|e| json_err("clustering", e))?;
         let ok = match &model {
@@ -540,7 +571,10 @@ impl FittedCluster {
                 "malformed clustering state: inconsistent dimensions",
             ));
         }
-        Ok(FittedCluster { model })
+        Ok(FittedCluster {
+            model,
+            train: train.map(|b| Arc::clone(&b.data)),
+        })
     }
 }
 
@@ -572,6 +606,7 @@ fn m3ic_fit(
     Ok((
         FittedCluster {
             model: ClusterModel::M3ic(fit.model),
+            train: Some(data),
         },
         fit.assignments,
         fit.objective,
@@ -596,6 +631,7 @@ fn bamic_fit(
     Ok((
         FittedCluster {
             model: ClusterModel::Bamic(fit.model),
+            train: Some(data),
         },
         fit.assignments,
         fit.objective,

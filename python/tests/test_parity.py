@@ -105,7 +105,13 @@ def test_m3ic_matches_mil_cluster(corel3):
         assert list(labels) == report["assignments"]
         assert acc == pytest.approx(report["accuracy"], abs=1e-12)
     assert acc > 0.4
+    for fmt in ("f32", "q15"):
+        core = miltk.CoreModel(miltk.export(m3ic, fmt))
+        assert core.kind == "m3ic"
+        assert np.mean(core.predict(bags) == labels) >= 0.97
     bamic = miltk.BAMIC(n_clusters=3, distance="avg", seed=1).fit(bags)
+    with pytest.raises(ValueError, match="BAMIC"):
+        bamic.export()
     report = run_mil("cluster", "corel3", "--method", "bamic-avg", "--k", "3", "--seed", "1")
     if report is not None:
         assert list(bamic.labels_) == report["assignments"]
