@@ -184,11 +184,19 @@ def native_bags(bags, y=None, n_features=None, what="bags"):
     classes : ndarray or None
         The sorted distinct labels when ``y`` is given.
     """
-    x, starts = check_bags(bags, n_features=n_features, what=what)
-    if y is None:
-        return _native.Bags(x, starts, name=what), None
-    classes, indices = check_labels(y, len(starts) - 1)
-    return _native.Bags(x, starts, indices, len(classes), name=what), classes
+    classes, indices, n_classes = None, None, 0
+    if y is not None:
+        if not hasattr(bags, "__len__") or isinstance(bags, (str, bytes)):
+            check_bags(bags, what=what)  # raises the TypeError
+        classes, indices = check_labels(y, len(bags))
+        n_classes = len(classes)
+    # Valid lists of float64 arrays go straight to the native layer; anything else (or
+    # anything invalid) takes the Python path, whose errors name the bag at fault.
+    native = _native.Bags.from_arrays(bags, n_features, indices, n_classes, what)
+    if native is None:
+        x, starts = check_bags(bags, n_features=n_features, what=what)
+        native = _native.Bags(x, starts, indices, n_classes, name=what)
+    return native, classes
 
 
 def split_rows(x, starts, cls=list, **kwargs):
