@@ -142,6 +142,12 @@ def clustering_accuracy(y_true, y_pred):
 def library_cross_validate(estimator, bags, y, n_splits=10, seed=1, repeats=1):
     """Cross-validate with the library's own loop (what ``mil cv`` runs), in Rust.
 
+    The folds run in parallel on rayon's pool. It fits what scikit-learn's loop fits,
+    fold by fold, with two exceptions the library makes for speed, as ``mil cv`` does:
+    Citation-kNN with ``scaling="none"`` computes the bag distances once, and a
+    set-kernel SVM computes one Gram matrix over all bags (its grid or z-score fitted on
+    every bag, no labels involved) shared by the folds.
+
     Parameters
     ----------
     estimator : miltk classifier or sklearn Pipeline

@@ -162,3 +162,15 @@ def test_export_svm_and_refusals(musk1):
         miltk.CitationKNN(hausdorff="max").fit(sub, y[train]).export()
     with pytest.raises(ValueError, match="format"):
         miltk.MILR().fit(sub, y[train]).export("f16")
+
+
+def test_export_folded_projection(musk1):
+    bags, y, _ = musk1
+    pipe = Pipeline([("bmida", miltk.BMIDA(n_components=10)),
+                     ("milr", miltk.MILR(pooling="mean", ridge=1.0))]).fit(bags, y)
+    folded = miltk.export(pipe, "f32", fold_projection=True)
+    assert len(folded) < len(miltk.export(pipe, "f32"))
+    core = miltk.CoreModel(folded, classes=pipe.classes_)
+    assert np.array_equal(core.predict(bags), pipe.predict(bags))
+    with pytest.raises(ValueError, match="fold"):
+        miltk.export(miltk.CitationKNN().fit(bags, y), fold_projection=True)

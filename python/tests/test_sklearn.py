@@ -70,6 +70,8 @@ def test_projection_and_pipeline_pickle(split):
     a = pipe.named_steps["bmida"].transform(test)
     b = again.named_steps["bmida"].transform(test)
     assert isinstance(b, miltk.ProjectedBags)
+    c = pickle.loads(pickle.dumps(b))
+    assert isinstance(c, miltk.ProjectedBags) and c.projection == "bmida"
     assert all(np.array_equal(x, z) for x, z in zip(a, b))
     # Export still works after the round trip (the training bags travel with the model).
     assert miltk.export(again, "q15") == miltk.export(pipe, "q15")
