@@ -226,7 +226,7 @@ def bags_from_instances(X, bag_ids):
     --------
     >>> import numpy as np
     >>> bags, ids = bags_from_instances(np.arange(8.0).reshape(4, 2), ["a", "b", "a", "c"])
-    >>> [b.shape for b in bags], list(ids)
+    >>> [b.shape for b in bags], ids.tolist()
     ([(2, 2), (1, 2), (1, 2)], ['a', 'b', 'c'])
     """
     X = np.asarray(X)
