@@ -4,6 +4,7 @@ fit with the GIL released."""
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.metrics import accuracy_score
 
 from . import _native
 from ._bags import ProjectedBags, check_positive_int, native_bags
@@ -71,6 +72,32 @@ class _BagClassifier(NativeStateMixin, ClassifierMixin, BaseEstimator):
         """
         _, labels = self._scores(X)
         return self.classes_[labels]
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy on the given bags and labels.
+
+        Equal to ``sklearn.metrics.accuracy_score(y, self.predict(X))``, computed
+        directly when the labels and predictions are plain arrays of one kind (scikit-learn's
+        checks of the target type cost more than scoring a fold of Citation-kNN).
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+        y : array-like of shape (n_bags,)
+            True labels.
+        sample_weight : array-like of shape (n_bags,), optional
+            Weights of the bags.
+
+        Returns
+        -------
+        float
+        """
+        predicted = self.predict(X)
+        truth = np.asarray(y)
+        if truth.shape != predicted.shape or truth.dtype.kind != predicted.dtype.kind:
+            return accuracy_score(y, predicted, sample_weight=sample_weight)
+        return float(np.average(truth == predicted, weights=sample_weight))
 
     def export(self, format="f32"):
         """The compact model the ``no_std`` core runs (see :mod:`miltk.deploy`).

@@ -149,3 +149,15 @@ def test_transformers_and_predict_proba_shapes(corel3):
     assert p.shape == (len(bags), 3) and np.allclose(p.sum(axis=1), 1.0)
     p = miltk.CitationKNN().fit(bags, y).predict_proba(bags)
     assert np.allclose(p.sum(axis=1), 1.0)
+
+
+def test_score_equals_accuracy_score(split):
+    from sklearn.metrics import accuracy_score
+
+    train, ytrain, test, ytest = split
+    clf = miltk.CitationKNN().fit(train, ytrain)
+    predicted = clf.predict(test)
+    assert clf.score(test, ytest) == accuracy_score(ytest, predicted)
+    w = np.linspace(0.1, 1.0, len(test))
+    assert clf.score(test, ytest, w) == pytest.approx(accuracy_score(ytest, predicted, sample_weight=w))
+    assert clf.score(test, list(ytest)) == accuracy_score(ytest, predicted)
