@@ -65,7 +65,7 @@ fn gram_tiles_merge_to_the_single_run_byte_for_byte() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
     };
-    let (t0, t1, t2, t3) = (t(0), t(1), t(2), t(3));
+    let (t0, t1, t3) = (t(0), t(1), t(3));
     let out = path("x.csv");
     refused(
         &["gram", "merge", &t0, &t1, &t3, "-o", &out],
