@@ -1,6 +1,6 @@
 //! Projection → classifier pipelines and their evaluation by bag-level cross-validation.
 //!
-//! A pipeline is an optional projection ([`crate::projection::fit`]) fitted on the
+//! A pipeline is an optional projection ([`crate::projection::ProjectionParams::fit`]) fitted on the
 //! training bags only, followed by a bag classifier fitted on the projected training
 //! bags. Hyper-parameter lists of the projection (`--dim`, `--alpha`) and of the
 //! classifier (MILR's `--ridge`) are chosen jointly by an inner stratified

@@ -17,9 +17,9 @@ use cortex_m::peripheral::syst::SystClkSource;
 
 use cortex_m_rt::entry;
 use cortex_m_semihosting::{debug, hprintln};
+use mil_core::keyword::Keyword;
 #[cfg(feature = "svm")]
 use mil_core::svm::{SetKernelSvm, SvmScratch};
-use mil_core::keyword::Keyword;
 use mil_core::{Encoding, Instances, Model};
 
 static MODEL: &[u8] = include_bytes!(concat!(env!("MIL_FIRMWARE_DATA"), "/model.milm"));
