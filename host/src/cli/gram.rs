@@ -83,6 +83,13 @@ pub fn run(args: &GramArgs, progress: &dyn Progress) -> Result<Report> {
         super::output::refuse_input_as_output("--output", out, &[data_spec])?;
     }
     let data = select_bags(data::load(data_spec)?, args)?;
+    // The matrix, its normalised and powered copies and the eigensolver's workspace.
+    let n = data.n_bags() as f64;
+    super::output::check_memory(
+        "the Gram matrix and its spectra",
+        4.0 * 8.0 * n * n,
+        args.max_memory_gib,
+    )?;
     let start = Instant::now();
     let mut nsk_gamma = None;
     let mut precision = None;

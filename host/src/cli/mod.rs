@@ -406,6 +406,9 @@ pub struct GramArgs {
     /// Keep only bags with at least this many instances.
     #[arg(long)]
     pub min_bag_size: Option<usize>,
+    /// Refuse to start when the matrices are estimated to need more memory than this.
+    #[arg(long, default_value_t = output::DEFAULT_MAX_MEMORY_GIB)]
+    pub max_memory_gib: f64,
     /// Keep only bags with at most this many instances.
     #[arg(long)]
     pub max_bag_size: Option<usize>,
