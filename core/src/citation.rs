@@ -236,12 +236,15 @@ impl<'a> CitationKnn<'a> {
             *db = self.distance_with(y, d, b, scales.iter().copied());
             let pos = nearest.partition_point(|&v| v <= *db);
             if pos < r {
-                if nearest.len() == r {
-                    nearest.pop();
+                // Insert at `pos`, shifting the larger ones up; a full list drops its
+                // largest (R ≤ MAX_REFERENCES, checked at parse).
+                let mut v = *db;
+                for slot in nearest.iter_mut().skip(pos) {
+                    core::mem::swap(slot, &mut v);
                 }
-                // Never fails: R ≤ MAX_REFERENCES (checked at parse), and a full list
-                // just gave up its largest.
-                let _ = nearest.insert(pos, *db);
+                if nearest.len() < r {
+                    let _ = nearest.push(v);
+                }
             }
         }
         let cut = match r {

@@ -209,7 +209,7 @@ impl<'a> M3ic<'a> {
                     label: arg,
                     score: top,
                 };
-                scores.copy_from_slice(s);
+                scores.iter_mut().zip(s.iter()).for_each(|(o, &v)| *o = v);
             }
         }
         Ok(best)

@@ -216,7 +216,11 @@ mod tests {
         let w: [i32; 7] = [32767, -32767, 1000, -5, 0, 127, -128];
         let x = [32767i16, -32768, 123, 4, 9, -77, 5];
         for n in 0..=w.len() {
-            let exact: i64 = w[..n].iter().zip(&x).map(|(&a, &b)| a as i64 * b as i64).sum();
+            let exact: i64 = w[..n]
+                .iter()
+                .zip(&x)
+                .map(|(&a, &b)| a as i64 * b as i64)
+                .sum();
             assert_eq!(dot_q15(&q15_bytes(&w[..n]), &x[..n]), exact, "n {n}");
             let w7: Vec<i32> = w[..n].iter().map(|&v| v.clamp(-127, 127)).collect();
             let b7: Vec<u8> = w7.iter().map(|&v| v as i8 as u8).collect();
@@ -238,7 +242,10 @@ mod tests {
             let got = round_shift_wide(acc, shift) as f64;
             let want = exact as f64 / (1u64 << shift) as f64;
             let bound = if shift == 0 { 0.0 } else { 0.5 };
-            assert!((got - want).abs() <= bound, "shift {shift}: {got} vs {want}");
+            assert!(
+                (got - want).abs() <= bound,
+                "shift {shift}: {got} vs {want}"
+            );
         }
         assert_eq!(round_shift_wide(-5, 1), -2); // −2.5 rounds up
         assert_eq!(round_shift_wide(i64::MAX, 0), i32::MAX); // saturates

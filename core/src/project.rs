@@ -355,7 +355,7 @@ impl<'a> Stage<'a> {
                     needed: d_in,
                     got: 0,
                 })?;
-                o.copy_from_slice(x);
+                o.iter_mut().zip(x).for_each(|(o, &v)| *o = v);
                 Ok(())
             }
             (None, Instances::I16(_)) => Err(Error::WrongModelKind),
