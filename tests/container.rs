@@ -757,10 +757,11 @@ fn every_truncation_of_a_valid_model_is_an_error() {
                 "prefix of {len} bytes parsed"
             );
         }
-        // Trailing bytes (erased flash) are ignored.
+        // Trailing bytes: an error for a file, ignored in a flash partition.
         let mut padded = s.clone();
         padded.extend([0xFF; 64]);
-        assert!(Model::parse(&padded).is_ok());
+        assert!(Model::parse(&padded).is_err());
+        assert!(Model::parse_prefix(&padded).is_ok());
     }
 }
 

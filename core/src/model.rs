@@ -128,8 +128,20 @@ pub struct Model<'a> {
 }
 
 impl<'a> Model<'a> {
-    /// Parses and validates a model. Never panics; never allocates.
+    /// Parses and validates a model that is exactly `bytes` (a file's content): bytes
+    /// after the model's declared length are an error, as they mean a corrupt or
+    /// concatenated file. Never panics; never allocates.
     pub fn parse(bytes: &'a [u8]) -> Result<Model<'a>, Error> {
+        let model = Self::parse_prefix(bytes)?;
+        if bytes.len() != model.header.total_len {
+            return Err(Error::BadModel("bytes after the model's declared end"));
+        }
+        Ok(model)
+    }
+
+    /// Parses and validates the model at the start of `bytes`, ignoring what follows its
+    /// declared length: for a model in a flash partition, whose erased rest reads 0xFF.
+    pub fn parse_prefix(bytes: &'a [u8]) -> Result<Model<'a>, Error> {
         let (header, sections) = container::parse(bytes)?;
         let enc = header.encoding;
         let d_in = header.input_dim;

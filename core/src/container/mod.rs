@@ -484,7 +484,8 @@ pub struct Header {
 }
 
 /// Checks header, checksum and section table; returns the header and the sections by
-/// tag. Every offset and size is checked before it is used: never panics.
+/// tag. Bytes after the declared length are not read (the caller decides whether they
+/// may be there). Every offset and size is checked before it is used: never panics.
 pub fn parse(bytes: &[u8]) -> Result<(Header, Sections<'_>), Error> {
     if bytes.len() < HEADER_LEN {
         return Err(Error::Truncated {
@@ -530,11 +531,7 @@ pub fn parse(bytes: &[u8]) -> Result<(Header, Sections<'_>), Error> {
         needed: total_len,
         got: bytes.len(),
     })?;
-    // A model is exactly its declared length: bytes after it are a corrupt or
-    // concatenated file, not padding to ignore.
-    if bytes.len() > total_len {
-        return Err(Error::BadModel("bytes after the model's declared end"));
-    }
+
     let checksum = u32_at(body, header::CHECKSUM);
     let computed = layout::model_checksum(body);
     if checksum != computed {
