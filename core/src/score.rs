@@ -207,7 +207,10 @@ impl<'a> LinearScorer<'a> {
             Pooling::NoisyOr => -libm::expm1f(a),
         };
         if let (1, [s0, s1]) = (r, &mut *scores) {
-            let p = pooled(a.first().copied().unwrap_or(0.0), 0.0);
+            let p = pooled(
+                a.first().copied().unwrap_or(0.0),
+                b.first().copied().unwrap_or(0.0),
+            );
             (*s0, *s1) = (1.0 - p, p);
             // Ties go to the first class, as the host's argmax does.
             let (label, _) = argmax_first(scores);
