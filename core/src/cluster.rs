@@ -84,19 +84,19 @@ impl<'a> M3ic<'a> {
         let Some(s) = self.instance_norm else {
             return 1.0;
         };
-        let d_in = s.cols;
-        let z = |j: usize, v: f32| s.f32_at(j) * v + s.f32_at(d_in + j);
+        let (a, c) = s.f32s().split_at(s.cols);
+        let ac = a.into_iter().zip(c);
         let sum: f32 = match x {
             Instances::F32(x) => x
                 .iter()
-                .enumerate()
-                .map(|(j, &v)| z(j, v))
+                .zip(ac)
+                .map(|(&v, (a, c))| a * v + c)
                 .map(|v| v * v)
                 .sum(),
             Instances::I16(x) => x
                 .iter()
-                .enumerate()
-                .map(|(j, &v)| z(j, v as f32))
+                .zip(ac)
+                .map(|(&v, (a, c))| a * v as f32 + c)
                 .map(|v| v * v)
                 .sum(),
         };
@@ -129,8 +129,10 @@ impl<'a> M3ic<'a> {
         }
         stage.project_instance(x, 0, scratch)?;
         let norm = self.instance_norm(x);
-        for (u, su) in scores[..k].iter_mut().enumerate() {
-            let s = self.weights.dot_f32(u, &scratch[..d]) + self.bias.f32_at(u);
+        let (y, _) = crate::score::split(scratch, d);
+        let (scores, _) = crate::score::split(scores, k);
+        for ((u, su), bias) in scores.iter_mut().enumerate().zip(self.bias.f32s()) {
+            let s = self.weights.dot_f32(u, y) + bias;
             *su = if norm > 0.0 { s / norm } else { s };
         }
         Ok(())
@@ -188,9 +190,9 @@ impl<'a> M3ic<'a> {
                 got: scratch.len(),
             });
         }
-        let (y, s) = scratch.split_at_mut(d);
-        let s = &mut s[..k];
-        let scores = &mut scores[..k];
+        let (y, s) = crate::score::split(scratch, d);
+        let (s, _) = crate::score::split(s, k);
+        let (scores, _) = crate::score::split(scores, k);
         let mut best_margin = f32::NEG_INFINITY;
         let mut best = Decision {
             label: 0,
@@ -207,7 +209,7 @@ impl<'a> M3ic<'a> {
                     label: arg,
                     score: top,
                 };
-                scores.copy_from_slice(s);
+                scores.iter_mut().zip(s.iter()).for_each(|(o, &v)| *o = v);
             }
         }
         Ok(best)

@@ -289,6 +289,59 @@ impl<'a> Model<'a> {
         Ok(clipped)
     }
 
+    /// Quantises one instance that arrives as integers, with integer shifts only (for
+    /// a core without an FPU): feature j is the real value `x[j] · 2^−frac_bits`, so
+    /// `frac_bits = 0` for plain integers such as ADC counts or integer-valued features,
+    /// 15 for Q15 samples. Writes `out[j] = round(x[j] · 2^−(frac_bits + e_j))` with the
+    /// model's input steps 2^e_j, rounding halves away from zero and saturating to ±32767
+    /// exactly as [`Model::quantize_instance`] does for the same real values (so the two
+    /// give identical integers). Returns how many features saturated. Quantised models
+    /// only; `|frac_bits| ≤ 31`.
+    pub fn quantize_fixed(
+        &self,
+        x: &[i16],
+        frac_bits: i32,
+        out: &mut [i16],
+    ) -> Result<usize, Error> {
+        let e = self.input_exp.ok_or(Error::WrongModelKind)?;
+        let d = self.header.input_dim;
+        if x.len() != d {
+            return Err(Error::DimensionMismatch {
+                expected: d,
+                got: x.len(),
+            });
+        }
+        if out.len() < d {
+            return Err(Error::BufferTooSmall {
+                needed: d,
+                got: out.len(),
+            });
+        }
+        if !(-31..=31).contains(&frac_bits) {
+            return Err(Error::InvalidParameter("frac_bits outside -31..=31"));
+        }
+        let mut clipped = 0;
+        for ((o, &v), &ej) in out.iter_mut().zip(x).zip(e.bytes) {
+            // Shift right by s (left by −s); beyond these bounds every input saturates
+            // (s < −16 shifts a nonzero |v| ≥ 1 past 32767) or rounds to 0 (s > 17).
+            let s = (ej as i8 as i32 + frac_bits).clamp(-16, 17);
+            let v = v as i32;
+            let q = if s <= 0 {
+                v << -s
+            } else {
+                let r = ((v.unsigned_abs() + (1 << (s - 1))) >> s) as i32;
+                if v < 0 {
+                    -r
+                } else {
+                    r
+                }
+            };
+            clipped += usize::from(q.unsigned_abs() > fixed::Q15_MAX as u32);
+            *o = q.clamp(-fixed::Q15_MAX, fixed::Q15_MAX) as i16;
+        }
+        Ok(clipped)
+    }
+
     /// The input quantisation exponent e_j of feature `j` (quantised models).
     pub fn input_exponent(&self, j: usize) -> Option<i32> {
         self.input_exp.filter(|e| j < e.len()).map(|e| e.i32_at(j))

@@ -7,9 +7,10 @@
 //! **Q15/Q7 models** fold the input quantisation step s_j into the weights as well:
 //! W_kj = G'_kj · s_j, stored as q_kj = round(W_kj / t_k) with a per-row scale t_k, and the
 //! instance arrives as qx_j = round(x_j / s_j) ([`crate::Model::quantize_instance`]). The
-//! device computes, with `i32` accumulation and the row's shift h_k,
+//! device sums the raw products exactly in an `i64` ([`crate::fixed::dot_q15`]: one
+//! `SMLALD` per pair of features on a Cortex-M4) and rounds once, by the row's shift h_k:
 //!
-//! ŷ_k = t_k · 2^h_k · Σ_j round_shift(q_kj · qx_j, h_k) + b_k.
+//! ŷ_k = t_k · 2^h_k · round(Σ_j q_kj · qx_j / 2^h_k) + b_k.
 //!
 //! Each weight lies within δ_k steps of its grid point, |W_kj − t_k q_kj| ≤ δ_k t_k: δ_k = ½
 //! for nearest rounding, or the row's radius stored in `PROJ_ROUNDING` when the host
@@ -20,7 +21,7 @@
 //!
 //! |ŷ_k − y_k| ≤ (t_k/2)·(Σ_j |q_kj| + δ_k D)   input rounding, ½·Σ_j |W_kj| with |W_kj| ≤ t_k(|q_kj| + δ_k)
 //!             + t_k δ_k·Σ_j |qx_j|            weight rounding
-//!             + t_k·2^(h_k−1)·D  (if h_k > 0)  product rounding of the shift
+//!             + t_k·2^(h_k−1)    (if h_k > 0)  the one rounding of the shifted sum
 //!             + 4ε·(|t_k 2^h_k acc| + |b_k|)   `f32` rounding of the final rescale, ε = 2⁻²³.
 //!
 //! **Diagonal stages** (`PROJ_DIAGONAL`, d = D) scale and shift each feature on its own,
@@ -178,8 +179,35 @@ impl<'a> Projection<'a> {
         let out = out
             .get_mut(..d)
             .ok_or(Error::BufferTooSmall { needed: d, got })?;
-        for (k, o) in out.iter_mut().enumerate() {
-            *o = self.output(k, x)?;
+        // One dispatch per instance; the loops below read typed rows, no per-element match.
+        match (&self.storage, x) {
+            (Storage::Dense { weights, bias, .. }, Instances::F32(x)) if !self.quantised => {
+                for ((k, o), b) in out.iter_mut().enumerate().zip(bias.f32s()) {
+                    *o = weights.dot_f32(k, x) + b;
+                }
+            }
+            (Storage::Dense { weights, bias, .. }, Instances::I16(x)) if self.quantised => {
+                for ((k, o), b) in out.iter_mut().enumerate().zip(bias.f32s()) {
+                    *o = weights.dot_q(k, x) + b;
+                }
+            }
+            (Storage::Diagonal(s), Instances::F32(x)) if !self.quantised => {
+                let (a, c) = s.f32s().split_at(d_in);
+                for (((o, &v), a), c) in out.iter_mut().zip(x).zip(a).zip(c) {
+                    *o = a * v + c;
+                }
+            }
+            (Storage::Diagonal(s), Instances::I16(x)) if self.quantised => {
+                let (a, c) = s.f32s().split_at(d_in);
+                for (((o, &v), a), c) in out.iter_mut().zip(x).zip(a).zip(c) {
+                    *o = a * v as f32 + c;
+                }
+            }
+            _ => {
+                return Err(Error::InvalidParameter(
+                    "f32 models take f32 instances, quantised models quantised ones",
+                ))
+            }
         }
         Ok(())
     }
@@ -200,10 +228,12 @@ impl<'a> Projection<'a> {
                 Ok(weights.dot_q(k, x) + bias.f32_at(k))
             }
             (Storage::Diagonal(s), Instances::F32(x)) if !self.quantised => {
-                Ok(s.f32_at(k) * x[k] + s.f32_at(self.input_dim + k))
+                let v = x.get(k).copied().unwrap_or(0.0);
+                Ok(s.f32_at(k) * v + s.f32_at(self.input_dim + k))
             }
             (Storage::Diagonal(s), Instances::I16(x)) if self.quantised => {
-                Ok(s.f32_at(k) * x[k] as f32 + s.f32_at(self.input_dim + k))
+                let v = x.get(k).map_or(0.0, |&v| v as f32);
+                Ok(s.f32_at(k) * v + s.f32_at(self.input_dim + k))
             }
             _ => Err(Error::InvalidParameter(
                 "f32 models take f32 instances, quantised models quantised ones",
@@ -242,7 +272,7 @@ impl<'a> Projection<'a> {
         let x_sum: f32 = qx.iter().map(|&v| (v as i32).abs() as f32).sum();
         let n = d_in as f32;
         let shift_term = if h > 0 {
-            t * (1u64 << (h - 1)) as f32 * n
+            t * (1u64 << (h - 1)) as f32
         } else {
             0.0
         };
@@ -325,7 +355,7 @@ impl<'a> Stage<'a> {
                     needed: d_in,
                     got: 0,
                 })?;
-                o.copy_from_slice(x);
+                o.iter_mut().zip(x).for_each(|(o, &v)| *o = v);
                 Ok(())
             }
             (None, Instances::I16(_)) => Err(Error::WrongModelKind),

@@ -66,6 +66,13 @@ impl Pooling {
     }
 }
 
+/// `v` split after `n` elements (all of it and nothing when shorter): callers size
+/// their buffers first, so this never shortens one that matters, and it cannot panic.
+pub(crate) fn split<T>(v: &mut [T], n: usize) -> (&mut [T], &mut [T]) {
+    let at = n.min(v.len());
+    v.split_at_mut(at)
+}
+
 /// `log(1 + e^z)` without overflow.
 fn softplus(z: f32) -> f32 {
     if z > 0.0 {
@@ -170,43 +177,47 @@ impl<'a> LinearScorer<'a> {
                 got: scratch.len(),
             });
         }
-        let (y, rest) = scratch.split_at_mut(d);
-        let (z, rest) = rest.split_at_mut(r);
-        let (a, rest) = rest.split_at_mut(r);
-        let b = &mut rest[..r];
-        let scores = &mut scores[..classes];
-        a.iter_mut().for_each(|v| *v = 0.0);
+        let (y, rest) = split(scratch, d);
+        let (z, rest) = split(rest, r);
+        let (a, rest) = split(rest, r);
+        let (b, _) = split(rest, r);
+        let (scores, _) = split(scores, classes);
+        let start = match self.pooling {
+            Pooling::Max => f32::NEG_INFINITY,
+            _ => 0.0,
+        };
+        a.iter_mut().for_each(|v| *v = start);
         b.iter_mut().for_each(|v| *v = 0.0);
-        if self.pooling == Pooling::Max {
-            a.iter_mut().for_each(|v| *v = f32::NEG_INFINITY);
-        }
         for i in 0..n {
             stage.project_instance(bag, i, y)?;
-            for (c, zc) in z.iter_mut().enumerate() {
-                *zc = self.weights.dot_f32(c, y) + self.bias.f32_at(c);
+            for ((c, zc), bias) in z.iter_mut().enumerate().zip(self.bias.f32s()) {
+                *zc = self.weights.dot_f32(c, y) + bias;
             }
-            for c in 0..r {
-                self.accumulate(z[c], &mut a[c], &mut b[c]);
+            for ((&zc, ac), bc) in z.iter().zip(a.iter_mut()).zip(b.iter_mut()) {
+                self.accumulate(zc, ac, bc);
             }
         }
         let nf = n as f32;
-        let pooled = |c: usize| match self.pooling {
-            Pooling::Max => a[c],
-            Pooling::Mean => a[c] / nf,
-            Pooling::Geometric => sigmoid(a[c] / nf),
-            Pooling::Softmax => a[c] / b[c],
-            Pooling::NoisyOr => -libm::expm1f(a[c]),
+        let pooled = |a: f32, b: f32| match self.pooling {
+            // σ is monotone: the largest probability is σ of the largest logit.
+            Pooling::Max => sigmoid(a),
+            Pooling::Mean => a / nf,
+            Pooling::Geometric => sigmoid(a / nf),
+            Pooling::Softmax => a / b,
+            Pooling::NoisyOr => -libm::expm1f(a),
         };
-        if r == 1 {
-            let p = pooled(0);
-            scores[0] = 1.0 - p;
-            scores[1] = p;
+        if let (1, [s0, s1]) = (r, &mut *scores) {
+            let p = pooled(
+                a.first().copied().unwrap_or(0.0),
+                b.first().copied().unwrap_or(0.0),
+            );
+            (*s0, *s1) = (1.0 - p, p);
             // Ties go to the first class, as the host's argmax does.
             let (label, _) = argmax_first(scores);
             return Ok(Decision { label, score: p });
         }
-        for (c, s) in scores.iter_mut().enumerate() {
-            *s = pooled(c);
+        for ((s, &ac), &bc) in scores.iter_mut().zip(a.iter()).zip(b.iter()) {
+            *s = pooled(ac, bc);
         }
         let (label, score) = argmax_first(scores);
         Ok(Decision { label, score })
@@ -214,12 +225,12 @@ impl<'a> LinearScorer<'a> {
 
     /// Adds one instance logit `z` to the pooling state (`a`, `b`) of its row.
     fn accumulate(&self, z: f32, a: &mut f32, b: &mut f32) {
-        let p = sigmoid(z);
         match self.pooling {
-            Pooling::Max => *a = a.max(p),
-            Pooling::Mean => *a += p,
+            Pooling::Max => *a = a.max(z),
+            Pooling::Mean => *a += sigmoid(z),
             Pooling::Geometric => *a += z,
             Pooling::Softmax => {
+                let p = sigmoid(z);
                 let e = libm::expf(self.beta * p);
                 *a += p * e;
                 *b += e;
@@ -239,11 +250,11 @@ impl<'a> LinearScorer<'a> {
         let mut prop = 0.0;
         let mut mag = 0.0;
         let mut y_sum = 0.0;
-        for k in 0..d.min(y.len()).min(e_y.len()) {
+        for (k, (&yk, &ek)) in y.iter().zip(e_y).take(d).enumerate() {
             let w = self.weights.get(c, k).abs();
-            prop += (w + 0.5 * t) * e_y[k];
-            mag += w * y[k].abs();
-            y_sum += y[k].abs();
+            prop += (w + 0.5 * t) * ek;
+            mag += w * yk.abs();
+            y_sum += yk.abs();
         }
         prop + 0.5 * t * y_sum + 4.0 * f32::EPSILON * (mag + self.bias.f32_at(c).abs())
     }

@@ -3,7 +3,7 @@
 //! accumulator shift ([`crate::fixed`]). Every head that multiplies by stored weights
 //! reads them through [`Weights`].
 
-use crate::container::{Elem, Encoding, Section, Sections};
+use crate::container::{le_f32, le_i16, Elem, Encoding, Section, Sections};
 use crate::error::Error;
 use crate::fixed;
 
@@ -41,8 +41,7 @@ impl<'a> Weights<'a> {
 
     /// The stored bytes of row `r` (empty when out of range).
     fn row_bytes(&self, r: usize) -> &'a [u8] {
-        let n = self.cols() * self.values.elem.size();
-        self.values.bytes.get(r * n..(r + 1) * n).unwrap_or(&[])
+        self.values.row_bytes(r)
     }
 
     /// `Σ_c w[r][c] · x[c]` in `f32` (weights dequantised by one multiply per row).
@@ -52,12 +51,12 @@ impl<'a> Weights<'a> {
             Elem::F32 => row
                 .chunks_exact(4)
                 .zip(x)
-                .map(|(b, &v)| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) * v)
+                .map(|(b, &v)| le_f32(b) * v)
                 .sum(),
             Elem::I16 => row
                 .chunks_exact(2)
                 .zip(x)
-                .map(|(b, &v)| i16::from_le_bytes([b[0], b[1]]) as f32 * v)
+                .map(|(b, &v)| le_i16(b) as f32 * v)
                 .sum(),
             Elem::I8 => row.iter().zip(x).map(|(&b, &v)| b as i8 as f32 * v).sum(),
             Elem::U32 | Elem::U16 | Elem::F64 => 0.0,
@@ -68,23 +67,21 @@ impl<'a> Weights<'a> {
         }
     }
 
-    /// `scale[r] · 2^shift[r] · Σ_c round_shift(q[r][c] · x[c], shift[r])`: the fixed-point
-    /// dot product of a quantised row with quantised inputs (see [`fixed::dot_shifted`]).
+    /// `scale[r] · 2^shift[r] · round(Σ_c q[r][c] · x[c] / 2^shift[r])`: the fixed-point
+    /// dot product of a quantised row with quantised inputs, the products summed exactly
+    /// ([`fixed::dot_q15`], [`fixed::dot_q7`]) and rounded once ([`fixed::round_shift_wide`]).
     pub fn dot_q(&self, r: usize, x: &[i16]) -> f32 {
         let row = self.row_bytes(r);
-        let shift = self.shift.map_or(0, |s| s.u32_at(r));
         let acc = match self.values.elem {
-            Elem::I16 => fixed::dot_shifted(
-                row.chunks_exact(2)
-                    .map(|b| i16::from_le_bytes([b[0], b[1]])),
-                x,
-                shift,
-            ),
-            Elem::I8 => fixed::dot_shifted(row.iter().map(|&b| b as i8 as i16), x, shift),
+            Elem::I16 => fixed::dot_q15(row, x),
+            Elem::I8 => fixed::dot_q7(row, x),
             Elem::F32 | Elem::U32 | Elem::U16 | Elem::F64 => 0,
         };
+        let shift = self.shift.map_or(0, |s| s.u32_at(r)).min(30);
         let scale = self.scale.map_or(1.0, |s| s.f32_at(r));
-        acc as f32 * scale * (1u64 << shift.min(40)) as f32
+        // 2^shift as an f32 from its exponent bits (shift ≤ 30: checked at parse).
+        let step = f32::from_bits((127 + shift) << 23);
+        fixed::round_shift_wide(acc, shift) as f32 * scale * step
     }
 
     /// The matrix stored under the tag `values`, with its per-row `scale` and (for

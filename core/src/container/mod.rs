@@ -307,7 +307,7 @@ impl<'a> Section<'a> {
         match self.elem {
             Elem::I16 => bytes
                 .chunks_exact(2)
-                .map(|b| u32::from(i16::from_le_bytes([b[0], b[1]]).unsigned_abs()))
+                .map(|b| u32::from(le_i16(b).unsigned_abs()))
                 .fold(init, f),
             Elem::I8 => bytes
                 .iter()
@@ -324,6 +324,22 @@ impl<'a> Section<'a> {
             Some(&[a, b, c, d]) => [a, b, c, d],
             _ => [0; 4],
         }
+    }
+
+    /// The section as a typed `f32` view (empty unless its elements are `f32`).
+    pub fn f32s(&self) -> F32s<'a> {
+        match self.elem {
+            Elem::F32 => F32s { bytes: self.bytes },
+            _ => F32s::default(),
+        }
+    }
+
+    /// The bytes of row `r` (empty out of range).
+    pub fn row_bytes(&self, r: usize) -> &'a [u8] {
+        let n = self.cols.saturating_mul(self.elem.size());
+        self.bytes
+            .get(r.saturating_mul(n)..r.saturating_add(1).saturating_mul(n))
+            .unwrap_or(&[])
     }
 
     /// Number of elements.
@@ -354,6 +370,68 @@ impl<'a> Section<'a> {
         } else {
             Err(Error::BadModel("non-finite value in a float section"))
         }
+    }
+}
+
+/// The `i16` in two little-endian bytes (0 for a slice of another length).
+#[inline(always)]
+pub fn le_i16(b: &[u8]) -> i16 {
+    <&[u8; 2]>::try_from(b).map_or(0, |b| i16::from_le_bytes(*b))
+}
+
+/// The `f32` in four little-endian bytes (0 for a slice of another length).
+#[inline(always)]
+pub fn le_f32(b: &[u8]) -> f32 {
+    <&[u8; 4]>::try_from(b).map_or(0.0, |b| f32::from_le_bytes(*b))
+}
+
+/// A typed view of an `f32` section ([`Section::f32s`]): its bytes, read as floats
+/// without the per-element dispatch on the element type of [`Section::f32_at`]. The bytes
+/// may lie at any address (flash, `include_bytes!`): each float is decoded from four
+/// bytes, which a Cortex-M4 does with one (unaligned) word load.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct F32s<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> F32s<'a> {
+    /// Number of floats.
+    pub fn len(&self) -> usize {
+        self.bytes.len() / 4
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Float `i` (0 out of range).
+    pub fn get(&self, i: usize) -> f32 {
+        self.bytes.get(4 * i..4 * i + 4).map_or(0.0, le_f32)
+    }
+
+    /// The first `n` floats and the rest (all and none when `n` is past the end).
+    pub fn split_at(&self, n: usize) -> (F32s<'a>, F32s<'a>) {
+        match self.bytes.split_at_checked(n.saturating_mul(4)) {
+            Some((a, b)) => (F32s { bytes: a }, F32s { bytes: b }),
+            None => (*self, F32s::default()),
+        }
+    }
+
+    /// The floats in order.
+    pub fn iter(&self) -> F32Iter<'a> {
+        self.bytes.chunks_exact(4).map(le_f32 as fn(&[u8]) -> f32)
+    }
+}
+
+/// The iterator of [`F32s::iter`].
+pub type F32Iter<'a> = core::iter::Map<core::slice::ChunksExact<'a, u8>, fn(&[u8]) -> f32>;
+
+impl<'a> IntoIterator for F32s<'a> {
+    type Item = f32;
+    type IntoIter = F32Iter<'a>;
+    fn into_iter(self) -> F32Iter<'a> {
+        self.iter()
     }
 }
 
