@@ -146,6 +146,11 @@ fn misplaced_files_say_what_they_are() {
     let out = run_mil(&["export", m, "-o", c]);
     assert_eq!(out.status.code(), Some(0));
     refused(&["predict", c, "musk1"], "compact model");
+    // A byte after the model's declared end is refused, not ignored.
+    let mut bytes = std::fs::read(&milm).unwrap();
+    bytes.push(0);
+    std::fs::write(&milm, bytes).unwrap();
+    refused(&["inspect", c], "declared end");
     std::fs::remove_dir_all(dir).ok();
 }
 
