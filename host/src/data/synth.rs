@@ -336,7 +336,7 @@ pub fn term_counts(shape: TermCounts, seed: u64) -> Result<Synthetic> {
         bag_size,
         imbalance,
     } = shape;
-    if dims < 2 || dims > TERM_COUNTS_MAX_DIMS {
+    if !(2..=TERM_COUNTS_MAX_DIMS).contains(&dims) {
         return Err(Error::parameter(
             "dims",
             dims,
@@ -350,7 +350,7 @@ pub fn term_counts(shape: TermCounts, seed: u64) -> Result<Synthetic> {
             format!("must be between 1 and dims/2 = {}", dims / 2),
         ));
     }
-    if bags < 2 || bags > 100_000 {
+    if !(2..=100_000).contains(&bags) {
         return Err(Error::parameter(
             "bags",
             bags,
