@@ -199,7 +199,6 @@ fn svm_report(
     Ok(with_warnings(human, json))
 }
 
-
 /// Exports an M³IC clustering: the core runs step 14 of the paper's Table 1. BAMIC's
 /// medoid bags are not a model the core runs.
 fn run_cluster(args: &ExportArgs, path: &Path) -> Result<Report> {
