@@ -366,7 +366,14 @@ impl Blocks<'_> {
         let lo = runs.iter().map(|r| r.cols.start).min().unwrap_or(0);
         let hi = runs.iter().map(|r| r.cols.end).max().unwrap_or(0);
         let blocks = column_blocks(self.cols, lo..hi.max(lo));
-        let mut gram = vec![0.0; ROW_BLOCK * COL_BLOCK];
+        // The largest block product of the group, not ROW_BLOCK × COL_BLOCK: a group of
+        // a few small bags (self-kernels) would spend more on clearing than computing.
+        let widest = blocks
+            .iter()
+            .map(|b| b[b.len() - 1].1.end - b[0].1.start)
+            .max()
+            .unwrap_or(0);
+        let mut gram = vec![0.0; norms.len().min(ROW_BLOCK) * widest];
         // Row pieces: the whole group (at most ROW_BLOCK instances), or a large bag's
         // pieces of ROW_BLOCK instances from its first on.
         for r0 in (0..norms.len()).step_by(ROW_BLOCK) {
