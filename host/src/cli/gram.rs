@@ -141,10 +141,14 @@ pub fn run(args: &GramArgs, progress: &dyn Progress) -> Result<Report> {
         "bag_ids": data.bag_ids(),
     });
     if let Some(shard) = shard {
-        let fingerprint = Fingerprint::default()
+        let mut fingerprint = Fingerprint::default()
             .dataset(&data)
-            .bytes(summary.to_string().as_bytes())
-            .hex();
+            .bytes(summary.to_string().as_bytes());
+        if kernel == SetKernelName::Nsk {
+            // Tiles of another NSK arithmetic would not join into the single run's bits.
+            fingerprint = fingerprint.bytes(crate::kernel::nsk::ARITHMETIC.as_bytes());
+        }
+        let fingerprint = fingerprint.hex();
         progress.start("gram entries", 0);
         let tile = compute_tile(
             tile_kernel,

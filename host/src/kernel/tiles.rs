@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::boxes::{box_entries, upper_pairs, BoxGramSpec, GridData};
-use super::nsk::log_set_kernel;
+use super::nsk::{log_set_kernels, normalise_upper, runs_of};
 use super::LogGram;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -96,11 +96,9 @@ pub fn compute_tile(
             (entries.into_iter().map(|e| e.0).collect(), samples, false)
         }
         TileKernel::Nsk(data, gamma) => {
-            use rayon::prelude::*;
-            let values = pairs
-                .par_iter()
-                .map(|&(i, j)| log_set_kernel(data.bag(i), data.bag(j), gamma))
-                .collect();
+            // The same block computation as the single run: each entry's bits do not
+            // depend on the other entries of the tile.
+            let values = log_set_kernels(data, data, &runs_of(&pairs), gamma);
             (values, 0, true)
         }
     };
@@ -205,26 +203,17 @@ pub fn merge_tiles(tiles: &[GramTile], names: &[String]) -> Result<LogGram> {
             "the tiles do not cover the matrix exactly once",
         ));
     }
-    let mut ln = vec![0.0; n * n];
-    if first.nsk {
-        // Normalise as `nsk::log_nsk_gram` does: ln k_set(p, q) − (ln k_set(p, p) + ln k_set(q, q))/2.
-        let mut raw = vec![0.0; n * n];
-        for (&(i, j), &v) in pairs.iter().zip(&entries) {
-            raw[i * n + j] = v;
-        }
-        for (&(i, j), &v) in pairs.iter().zip(&entries) {
-            if i != j {
-                let value = v - 0.5 * (raw[i * n + i] + raw[j * n + j]);
-                ln[i * n + j] = value;
-                ln[j * n + i] = value;
-            }
-        }
+    let ln = if first.nsk {
+        // Normalised exactly as `nsk::log_nsk_gram` does, by the same function.
+        normalise_upper(n, &entries)
     } else {
+        let mut ln = vec![0.0; n * n];
         for (&(i, j), &v) in pairs.iter().zip(&entries) {
             ln[i * n + j] = v;
             ln[j * n + i] = v;
         }
-    }
+        ln
+    };
     Ok(LogGram {
         n,
         ln,
