@@ -18,6 +18,7 @@ use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::standardize::ZScore;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::explain::Explanation;
 use crate::kernel::boxes::{box_gram, BoxGramSpec, GridData};
 use crate::kernel::nsk::log_set_kernel;
 use crate::kernel::{accuracy, SetKernelName};
@@ -559,6 +560,13 @@ impl BagModel for SvmModel {
                 + self.svm.bias
         });
         Ok(decision_scores(values))
+    }
+
+    /// The box-counting and normalised set kernels define no per-instance score: each bag
+    /// gets [`Explanation::none`].
+    fn explain(&self, data: &Dataset, bags: &[usize]) -> Result<Vec<Explanation>> {
+        check_dim(data, self.dim)?;
+        Ok(bags.iter().map(|_| Explanation::none()).collect())
     }
 }
 

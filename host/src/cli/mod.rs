@@ -328,6 +328,11 @@ pub struct PredictArgs {
     pub model: String,
     /// A .csv or .arff path, or a built-in data set name.
     pub data: String,
+    /// Add per bag the witness instance(s) and the per-instance scores the model defines
+    /// (MILR: instance probabilities; Citation-kNN: references, citers and the instance
+    /// pair of each distance; M3IC: per-instance margins).
+    #[arg(long)]
+    pub explain: bool,
 }
 
 /// `mil project`.

@@ -524,6 +524,7 @@ impl<'a> Problem<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::ClusterModel;
     use crate::data;
     use rand_distr::Normal;
 
@@ -728,6 +729,37 @@ mod tests {
         let fit = fit(&data, 3, &params, 1).unwrap();
         let acc = crate::eval::clustering_accuracy(&fit.assignments, data.labels().unwrap());
         assert!(acc >= 0.95, "accuracy {acc}");
+    }
+
+    #[test]
+    fn explanation_margins_are_eq_8_and_name_the_step_14_witness() {
+        // Brute force: the margin of instance j is max_u w_u·x_j − mean_v w_v·x_j on the
+        // prepared (z-scored, unit-length) instance, the witness is the first largest, and
+        // the bag's cluster is the witness's top cluster.
+        let data = toy(4, 6);
+        let fit = fit(&data, 3, &M3icParams::default().restarts(2), 5).unwrap();
+        let all: Vec<usize> = (0..data.n_bags()).collect();
+        let prepared =
+            normalize_instances(&ZScore::fit(&data, &all).apply(&data).unwrap()).unwrap();
+        let explained = ClusterModel::M3ic(fit.model.clone())
+            .explain(&data)
+            .unwrap();
+        for (b, e) in explained.iter().enumerate() {
+            let mut best = (f64::NEG_INFINITY, 0, 0);
+            for (j, x) in prepared.bag(b).instances().enumerate() {
+                let s: Vec<f64> = (0..3)
+                    .map(|p| dot(&fit.model.weights[p * 3..p * 3 + 3], x))
+                    .collect();
+                let (top, max) = argmax(&s);
+                let margin = max - s.iter().sum::<f64>() / 3.0;
+                assert!((margin - e.instance_scores[j]).abs() < 1e-12);
+                if margin > best.0 {
+                    best = (margin, j, top);
+                }
+            }
+            assert_eq!(e.witnesses, vec![best.1]);
+            assert_eq!(fit.assignments[b], best.2);
+        }
     }
 
     #[test]
