@@ -11,7 +11,7 @@ use crate::classifier::citation_knn::{CitationKnn, Scaling};
 use crate::classifier::milr::{Milr, Optimizer};
 use crate::classifier::svm::{SetKernel, SetKernelSvm};
 use crate::classifier::{ClassifierKind, ClassifierParams};
-use crate::cluster::m3ic::M3icParams;
+use crate::cluster::m3ic::{BalanceMode, M3icParams};
 use crate::cluster::ClusterMethod;
 use crate::data::synth::SyntheticSet;
 use crate::distance::Hausdorff;
@@ -397,15 +397,17 @@ pub struct ClusterArgs {
     /// Save the clustering model here.
     #[arg(short, long)]
     pub output: Option<String>,
-    /// M³IC: regularisation constant C of problem (6) (paper grid 2^[-4:4]).
-    #[arg(long = "cost", default_value_t = M3icParams::default().c, allow_negative_numbers = true)]
-    pub cost: f64,
+    /// M³IC: regularisation constant C of problem (6) (paper grid 2^[-4:4]); default 2,
+    /// or 4 with `--balance-mode paper`.
+    #[arg(long = "cost", allow_negative_numbers = true)]
+    pub cost: Option<f64>,
     /// M³IC: cluster balance l of constraint (4) (paper grid 0, 0.001, 0.01, 0.1, 1..5, 10).
     #[arg(long, default_value_t = M3icParams::default().l, allow_negative_numbers = true)]
     pub balance: f64,
-    /// M³IC: CCCP precision ε₁.
-    #[arg(long, default_value_t = M3icParams::default().eps1, allow_negative_numbers = true)]
-    pub epsilon1: f64,
+    /// M³IC: CCCP precision ε₁; default 0.001, or the paper's 0.01 with
+    /// `--balance-mode paper`.
+    #[arg(long, allow_negative_numbers = true)]
+    pub epsilon1: Option<f64>,
     /// M³IC: cutting-plane precision ε₂.
     #[arg(long, default_value_t = M3icParams::default().eps2, allow_negative_numbers = true)]
     pub epsilon2: f64,
@@ -416,6 +418,15 @@ pub struct ClusterArgs {
     /// length after the z-score; `mil export` carries that scaling to the core.
     #[arg(long)]
     pub no_instance_norm: bool,
+    /// M³IC: balance constraints. `sizes` (default) adds to (4) a minimum number of bags
+    /// labelled with every cluster (Xu et al. 2005's class balance); `paper` is the
+    /// paper's relaxed constraint (4) alone (use it with the paper's --cost/--balance grid).
+    #[arg(long, value_parser = keyword::<BalanceMode>(), default_value_t = M3icParams::default().balance_mode)]
+    pub balance_mode: BalanceMode,
+    /// M³IC with `--balance-mode sizes`: every cluster labels at least this fraction of
+    /// the mean cluster size n/k, in [0, 1].
+    #[arg(long, default_value_t = M3icParams::default().min_size, allow_negative_numbers = true)]
+    pub min_size: f64,
 }
 
 /// `mil export`.
