@@ -596,8 +596,6 @@ pub fn cross_validate(
         }
         _ => None,
     };
-    let positive: Vec<bool> = labels.iter().map(|&l| l == 1).collect();
-
     let mut report = CvReport {
         accuracy: 0.0,
         auroc: None,
@@ -626,7 +624,7 @@ pub fn cross_validate(
                         .scores_from_distances(data, dist, &train, test)
                         .map(|s| (s, None)),
                     (None, Some((svm, gram))) => svm
-                        .scores_from_gram(gram, data.n_bags(), &positive, &train, test)
+                        .scores_from_gram(gram, data.n_bags(), labels, n_classes, &train, test)
                         .map(|s| (s, None)),
                     (None, None) => {
                         let inner_seed = derive_seed(*seed, 1000 + f as u64);
