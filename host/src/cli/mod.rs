@@ -351,6 +351,10 @@ pub struct ProjectArgs {
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// B-MIDA/M-MIDA: the ground truth `mil synth --truth` wrote (`bag_id,instance,positive`);
+    /// reports how many chosen positive prototypes are positive instances (MIDA Table 1).
+    #[arg(long, value_name = "FILE")]
+    pub truth: Option<String>,
 }
 
 /// `mil gram`.
