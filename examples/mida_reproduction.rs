@@ -23,7 +23,7 @@ use std::time::Instant;
 use mil_toolkit::classifier::citation_knn::{CitationKnn, Scaling};
 use mil_toolkit::classifier::milr::Milr;
 use mil_toolkit::classifier::{BagModel, Classifier};
-use mil_toolkit::data::synth::{mida_one, mida_two, Synthetic};
+use mil_toolkit::data::synth::{mida_one, mida_two};
 use mil_toolkit::data::{self, Dataset};
 use mil_toolkit::distance::Hausdorff;
 use mil_toolkit::eval::folds::{complement, derive_seed};
@@ -222,7 +222,6 @@ fn synthetic(seeds: u64) -> Result<()> {
     // Table 1: positive prototypes identified by the kernel-density initialisation.
     let mut id_one = Vec::new();
     let mut id_two = Vec::new();
-    let hits = |s: &Synthetic, protos: &[usize]| protos.iter().filter(|&&i| s.positive[i]).count();
     // Table 2 / Table 3 rows.
     let names_one = [
         "Citation-kNN",
@@ -252,10 +251,8 @@ fn synthetic(seeds: u64) -> Result<()> {
         let one = mida_one(seed);
         let (train, test) = one.paper_split();
         let fit = Bmida::new(2, 1.0).fit_traced(&one.data, &train)?;
-        id_one.push((
-            hits(&one, &fit.initial_prototypes),
-            fit.prototype_bags.len(),
-        ));
+        let id = fit.identification(&one.positive);
+        id_one.push((id.initial, id.bags));
         let mida: Vec<ProjectionParams> = ALPHAS_SYNTHETIC
             .iter()
             .map(|&a| spec(ProjectionKind::Bmida, 2, a))
@@ -297,7 +294,7 @@ fn synthetic(seeds: u64) -> Result<()> {
         let (train, test) = two.paper_split();
         let fit = Mmida::new(2, 1.0).fit_traced(&two.data, &train)?;
         id_two.push((
-            hits(&two, &fit.initial_prototypes),
+            fit.identification(&two.positive).initial,
             fit.prototype_bags.len(),
         ));
         let mida: Vec<ProjectionParams> = ALPHAS_SYNTHETIC

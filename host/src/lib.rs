@@ -50,6 +50,7 @@ pub mod data;
 pub mod distance;
 pub mod error;
 pub mod eval;
+pub mod explain;
 pub mod export;
 pub mod kernel;
 pub mod model;

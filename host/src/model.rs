@@ -11,6 +11,7 @@ pub use crate::classifier::ClassifierModel;
 use crate::classifier::{BagModel, BagScores};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::explain::Explanation;
 use crate::projection::LinearProjection;
 
 /// The `format` field of every saved model.
@@ -86,6 +87,26 @@ impl HostModel {
             ));
         }
         Ok(scores)
+    }
+
+    /// Explains the prediction of each of the bags `bags` of raw data
+    /// ([`crate::explain`]): instance indices are those of the raw bags; instance scores
+    /// are computed on the projected instances when the model has a projection.
+    pub fn explain(&self, data: &Dataset, bags: &[usize]) -> Result<Vec<Explanation>> {
+        if data.dim() != self.input_dim {
+            return Err(Error::data(
+                data.name(),
+                format!(
+                    "{} features but the model was trained on {}",
+                    data.dim(),
+                    self.input_dim
+                ),
+            ));
+        }
+        match &self.projection {
+            Some(p) => self.classifier.explain(&p.transform(data)?, bags),
+            None => self.classifier.explain(data, bags),
+        }
     }
 
     /// The predicted class index of each of the bags `bags` of raw data.

@@ -654,7 +654,7 @@ pub fn run_folds(
         }
         _ => None,
     };
-    let positive: Vec<bool> = labels.iter().map(|&l| l == 1).collect();
+    let n_classes = data.n_classes();
     progress.start("cross-validation", mine.len() as u64);
     let outcomes = mine
         .par_iter()
@@ -669,7 +669,7 @@ pub fn run_folds(
                     .scores_from_distances(data, dist, &train, test)
                     .map(|s| (s, None)),
                 (None, Some((svm, gram))) => svm
-                    .scores_from_gram(gram, data.n_bags(), &positive, &train, test)
+                    .scores_from_gram(gram, data.n_bags(), labels, n_classes, &train, test)
                     .map(|s| (s, None)),
                 (None, None) => {
                     let inner_seed = derive_seed(*seed, 1000 + f as u64);

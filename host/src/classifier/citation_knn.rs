@@ -26,6 +26,7 @@ use crate::data::standardize::ZScore;
 use crate::data::Dataset;
 use crate::distance::{cross, pairwise, ranked_cross, Hausdorff};
 use crate::error::{Error, Result};
+use crate::explain::{Explanation, Neighbour};
 
 /// Attribute scaling before distances.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -227,6 +228,9 @@ pub struct CitationKnnModel {
     pub labels: Vec<usize>,
     /// Largest distance in each training bag's list of C nearest neighbours (with ties).
     pub radius: Vec<f64>,
+    /// Identifiers of the training bags (for explanations; empty in older models).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bag_ids: Vec<String>,
 }
 
 impl CitationKnn {
@@ -346,6 +350,7 @@ impl Classifier for CitationKnn {
             bag_starts: raw.bag_starts().to_vec(),
             labels,
             radius: radii(&tt, train.len(), self.citers),
+            bag_ids: raw.bag_ids().to_vec(),
         })
     }
 }
@@ -377,6 +382,9 @@ impl CitationKnnModel {
         if self.labels.iter().any(|&l| l >= self.n_classes) {
             return Err("citation-knn: label out of range".into());
         }
+        if !self.bag_ids.is_empty() && self.bag_ids.len() != n {
+            return Err("citation-knn: bag identifiers do not match the bags".into());
+        }
         let scaler_ok = match &self.scaler {
             Scaler::Weka { lo, hi } => lo.len() == self.dim && hi.len() == self.dim,
             Scaler::Zscore(z) => z.mean.len() == self.dim && z.std.len() == self.dim,
@@ -389,6 +397,82 @@ impl CitationKnnModel {
             .validate(n)
             .map_err(|e| format!("citation-knn: {e}"))?;
         self.training_set().map(|_| ()).map_err(|e| e.to_string())
+    }
+}
+
+impl CitationKnnModel {
+    /// The bags `queries` of `data` followed by the training bags, scaled by `scaler`, in
+    /// one data set for the distance kernel.
+    fn stacked(
+        &self,
+        scaler: &Scaler,
+        data: &Dataset,
+        queries: &[usize],
+        train: &Dataset,
+    ) -> Result<Dataset> {
+        let train_ids: Vec<usize> = (0..train.n_bags()).collect();
+        let q = scaler.apply(data, queries)?;
+        let t = scaler.apply(train, &train_ids)?;
+        let mut feats = q.features().to_vec();
+        feats.extend_from_slice(t.features());
+        let mut starts = q.bag_starts().to_vec();
+        let offset = *starts.last().unwrap_or(&0);
+        starts.extend(t.bag_starts()[1..].iter().map(|s| s + offset));
+        let ids = (0..starts.len() - 1).map(|b| b.to_string()).collect();
+        Dataset::new("bags", self.dim, feats, starts, ids, None, vec![])
+    }
+
+    /// The instance pair (query instance, training instance) realising the bag distance
+    /// from bag `q` to bag `t` of `set` (brute force): the closest pair for the minimal
+    /// Hausdorff distance, the instance of the H-th ranked nearest distance and its nearest
+    /// neighbour for rank H, the farthest nearest neighbour (in either direction) for the
+    /// maximal one; `None` for the average, which sums over all instances.
+    fn realising_pair(&self, set: &Dataset, q: usize, t: usize) -> Option<(usize, usize)> {
+        use crate::distance::squared_euclidean;
+        let nearest = |from: usize, to: usize| -> Vec<(f64, usize)> {
+            set.bag(from)
+                .instances()
+                .map(|x| {
+                    set.bag(to)
+                        .instances()
+                        .enumerate()
+                        .fold((f64::INFINITY, 0), |best, (j, y)| {
+                            let d = squared_euclidean(x, y);
+                            if d < best.0 {
+                                (d, j)
+                            } else {
+                                best
+                            }
+                        })
+                })
+                .collect()
+        };
+        match self.params.hausdorff {
+            Hausdorff::Min => {
+                let near = nearest(q, t);
+                let mut order: Vec<usize> = (0..near.len()).collect();
+                order.sort_by(|&a, &b| near[a].0.total_cmp(&near[b].0));
+                let i = order[self.params.rank.clamp(1, order.len()) - 1];
+                Some((i, near[i].1))
+            }
+            Hausdorff::Max => {
+                let far = |near: &[(f64, usize)]| {
+                    near.iter()
+                        .enumerate()
+                        .fold((f64::NEG_INFINITY, 0, 0), |best, (i, &(d, j))| {
+                            if d > best.0 {
+                                (d, i, j)
+                            } else {
+                                best
+                            }
+                        })
+                };
+                let (dq, iq, jq) = far(&nearest(q, t));
+                let (dt, it, jt) = far(&nearest(t, q));
+                Some(if dq >= dt { (iq, jq) } else { (jt, it) })
+            }
+            Hausdorff::Avg => None,
+        }
     }
 }
 
@@ -405,20 +489,7 @@ impl BagModel for CitationKnnModel {
         check_dim(data, self.dim)?;
         let train = self.training_set()?;
         let n_train = self.labels.len();
-        let train_ids: Vec<usize> = (0..n_train).collect();
         let mut scores = Vec::with_capacity(bags.len() * self.n_classes);
-        // Query bags first, then the training bags, in one data set for the kernel.
-        let stacked = |scaler: &Scaler, queries: &[usize]| -> Result<Dataset> {
-            let q = scaler.apply(data, queries)?;
-            let t = scaler.apply(&train, &train_ids)?;
-            let mut feats = q.features().to_vec();
-            feats.extend_from_slice(t.features());
-            let mut starts = q.bag_starts().to_vec();
-            let offset = *starts.last().unwrap_or(&0);
-            starts.extend(t.bag_starts()[1..].iter().map(|s| s + offset));
-            let ids = (0..starts.len() - 1).map(|b| b.to_string()).collect();
-            Dataset::new("bags", self.dim, feats, starts, ids, None, vec![])
-        };
         let mut push = |dist: &[f64]| {
             for row in dist.chunks_exact(n_train) {
                 scores.extend(vote(
@@ -431,7 +502,7 @@ impl BagModel for CitationKnnModel {
             }
         };
         let mut score_batch = |scaler: &Scaler, batch: &[usize]| -> Result<()> {
-            let set = stacked(scaler, batch)?;
+            let set = self.stacked(scaler, data, batch, &train)?;
             let rows: Vec<usize> = (0..batch.len()).collect();
             let cols: Vec<usize> = (batch.len()..batch.len() + n_train).collect();
             push(&self.params.distances(&set, &rows, &cols));
@@ -463,6 +534,65 @@ impl BagModel for CitationKnnModel {
         }
         Ok(BagScores::new(self.n_classes, scores))
     }
+
+    /// The references and citers of each bag (the votes of [`vote`]), each with its
+    /// distance and the instance pair realising it. Bags are scaled as [`Self::scores`]
+    /// scales them (Weka's scaling widened by each bag in turn).
+    fn explain(&self, data: &Dataset, bags: &[usize]) -> Result<Vec<Explanation>> {
+        check_dim(data, self.dim)?;
+        let train = self.training_set()?;
+        let n_train = self.labels.len();
+        let mut scaler = self.scaler.clone();
+        let mut out = Vec::with_capacity(bags.len());
+        for &b in bags {
+            if self.params.scaling == Scaling::Weka {
+                scaler.widen(data, b);
+            }
+            let set = self.stacked(&scaler, data, &[b], &train)?;
+            let cols: Vec<usize> = (1..=n_train).collect();
+            let row = self.params.distances(&set, &[0], &cols);
+            let (references, citers) = neighbours(&row, &self.radius, self.params.references);
+            let describe = |t: usize| Neighbour {
+                bag: t,
+                bag_id: self.bag_ids.get(t).cloned(),
+                label: self.labels[t],
+                distance: row[t],
+                pair: self.realising_pair(&set, 0, t + 1),
+            };
+            let mut e = Explanation::none();
+            e.references = references.into_iter().map(describe).collect();
+            e.citers = citers.into_iter().map(describe).collect();
+            let mut witnesses: Vec<usize> = e
+                .references
+                .iter()
+                .chain(&e.citers)
+                .filter_map(|n| n.pair.map(|p| p.0))
+                .collect();
+            witnesses.sort_unstable();
+            witnesses.dedup();
+            e.witnesses = witnesses;
+            out.push(e);
+        }
+        Ok(out)
+    }
+}
+
+/// The training bags that vote for a query with distances `row` to them: the references
+/// (the R nearest plus ties; R − 1… as [`vote`] clamps it) and the citers (bags whose
+/// radius reaches the query), in training order.
+pub fn neighbours(row: &[f64], radius: &[f64], references: usize) -> (Vec<usize>, Vec<usize>) {
+    let n = row.len();
+    let r = if n < references { n - 1 } else { references };
+    let refs = if r > 0 {
+        let mut sorted = row.to_vec();
+        let (_, kth, _) = sorted.select_nth_unstable_by(r - 1, f64::total_cmp);
+        let kth = *kth;
+        (0..n).filter(|&t| row[t] <= kth).collect()
+    } else {
+        Vec::new()
+    };
+    let citers = (0..n).filter(|&t| row[t] <= radius[t]).collect();
+    (refs, citers)
 }
 
 /// Citation radius of each training bag: its C-th smallest distance to another training
@@ -582,6 +712,105 @@ mod tests {
         assert_eq!(s.row(0)[0], s.row(0)[1]);
         // Equal votes go to the first class.
         assert_eq!(s.label(0), 0);
+
+        // The explanation names the same votes: references bags 3 and 4 (the tie), citers
+        // 3 and 4, each realised by the query's only instance and the bags' only one.
+        let e = &model.explain(&q, &[0]).unwrap()[0];
+        let refs: Vec<(usize, f64, Option<(usize, usize)>)> = e
+            .references
+            .iter()
+            .map(|n| (n.bag, n.distance, n.pair))
+            .collect();
+        assert_eq!(refs, vec![(3, 1.0, Some((0, 0))), (4, 1.0, Some((0, 0)))]);
+        let citers: Vec<usize> = e.citers.iter().map(|n| n.bag).collect();
+        assert_eq!(citers, vec![3, 4]);
+        assert_eq!(e.references[0].bag_id.as_deref(), Some("3"));
+        assert_eq!(e.witnesses, vec![0]);
+    }
+
+    #[test]
+    fn explanation_pairs_realise_the_distances_and_reproduce_the_votes() {
+        // Bag 5 (9.0) against bag 2 (3.0, 10.0): the minimal distance 1 is realised by the
+        // query's instance 0 and bag 2's instance 1 (10.0); the maximal Hausdorff distance
+        // 6 by bag 2's instance 0 (3.0) and the query's instance 0.
+        let d = line_bags();
+        let train = [0, 1, 2, 3, 4];
+        for hausdorff in [Hausdorff::Min, Hausdorff::Max, Hausdorff::Avg] {
+            let c = CitationKnn {
+                references: 2,
+                citers: 2,
+                rank: 1,
+                hausdorff,
+                scaling: Scaling::None,
+            };
+            let model = c.fit(&d, &train).unwrap();
+            let e = &model.explain(&d, &[5]).unwrap()[0];
+            let to_bag2 = e
+                .references
+                .iter()
+                .chain(&e.citers)
+                .find(|n| n.bag == 2)
+                .expect("bag 2 votes");
+            match hausdorff {
+                Hausdorff::Min => {
+                    assert_eq!((to_bag2.distance, to_bag2.pair), (1.0, Some((0, 1))))
+                }
+                Hausdorff::Max => {
+                    assert_eq!((to_bag2.distance, to_bag2.pair), (6.0, Some((0, 0))))
+                }
+                Hausdorff::Avg => assert_eq!(to_bag2.pair, None),
+            }
+        }
+        // Property on musk1 (Weka's scaling, widened bag by bag; rank 2): counting the
+        // explanation's references and citers gives the model's class scores, and every
+        // pair's instance distance in the scaled space is the reported distance.
+        let musk = crate::data::load("musk1").unwrap();
+        let train: Vec<usize> = (0..musk.n_bags()).filter(|b| b % 4 != 0).collect();
+        let test: Vec<usize> = (0..musk.n_bags()).filter(|b| b % 4 == 0).collect();
+        for (scaling, rank) in [(Scaling::Weka, 1), (Scaling::Zscore, 2)] {
+            let model = CitationKnn::default()
+                .scaling(scaling)
+                .rank(rank)
+                .fit(&musk, &train)
+                .unwrap();
+            let scores = model.scores(&musk, &test).unwrap();
+            let explained = model.explain(&musk, &test).unwrap();
+            for (i, e) in explained.iter().enumerate() {
+                let mut counts = vec![1.0 / train.len() as f64; 2];
+                for n in e.references.iter().chain(&e.citers) {
+                    counts[n.label] += 1.0;
+                }
+                let total: f64 = counts.iter().sum();
+                for c in 0..2 {
+                    assert!((counts[c] / total - scores.row(i)[c]).abs() < 1e-12);
+                }
+                assert!(!e.references.is_empty());
+            }
+            // Pairs against brute force in the scaled space (no widening for z-score).
+            if scaling == Scaling::Zscore {
+                let q = model.scaler.apply(&musk, &test).unwrap();
+                let all: Vec<usize> = (0..train.len()).collect();
+                let t = model
+                    .scaler
+                    .apply(&model.training_set().unwrap(), &all)
+                    .unwrap();
+                for (i, e) in explained.iter().enumerate().take(5) {
+                    for n in &e.references {
+                        let (a, b) = n.pair.unwrap();
+                        let x = q.bag(i).instances().nth(a).unwrap();
+                        let y = t.bag(n.bag).instances().nth(b).unwrap();
+                        let dist = crate::distance::squared_euclidean(x, y).sqrt();
+                        assert!((dist - n.distance).abs() <= 1e-9 * (1.0 + dist));
+                        assert!(
+                            (crate::distance::ranked_distance(q.bag(i), t.bag(n.bag), rank)
+                                - n.distance)
+                                .abs()
+                                <= 1e-12
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::explain::{Explanation, InstanceScore};
 use crate::numerics::{dot8 as dot, log_sum_exp, sigmoid, softplus};
 use crate::optim::lbfgs::Lbfgs;
 use crate::optim::weka_bfgs::WekaBfgs;
@@ -680,6 +681,15 @@ impl MilrModel {
         (1.0 - p, p)
     }
 
+    /// p_ij = σ(w₀ + w·x_ij) of every instance of `bag` under binary problem `k` (the
+    /// instance-level model of Ray & Craven that every pooling combines).
+    pub fn instance_probabilities(&self, k: usize, bag: crate::data::Bag<'_>) -> Vec<f64> {
+        let w = &self.weights[k];
+        bag.instances()
+            .map(|x| sigmoid(w[0] + x.iter().zip(&w[1..]).map(|(a, b)| a * b).sum::<f64>()))
+            .collect()
+    }
+
     /// Checks a model read from a file.
     pub fn validate(&self) -> std::result::Result<(), String> {
         let problems = if self.n_classes == 2 {
@@ -724,6 +734,23 @@ impl BagModel for MilrModel {
         }
         Ok(BagScores::new(self.n_classes, scores))
     }
+
+    /// Instance probabilities σ(w₀ + w·x) under the sub-problem of the predicted class
+    /// (the only one when binary); the witness is the most probable instance.
+    fn explain(&self, data: &Dataset, bags: &[usize]) -> Result<Vec<Explanation>> {
+        let labels = self.scores(data, bags)?.labels();
+        Ok(bags
+            .iter()
+            .zip(labels)
+            .map(|(&b, label)| {
+                let k = if self.n_classes == 2 { 0 } else { label };
+                Explanation::from_scores(
+                    InstanceScore::Probability,
+                    self.instance_probabilities(k, data.bag(b)),
+                )
+            })
+            .collect())
+    }
 }
 
 #[cfg(test)]
@@ -755,6 +782,45 @@ mod tests {
             positive.push(b % 3 == 0);
         }
         (x, starts, positive, dim)
+    }
+
+    #[test]
+    fn explanation_instance_probabilities_pool_to_the_bag_score() {
+        // Noisy-OR: P(bag) = 1 − Π(1 − p_ij) with p_ij the explanation's instance
+        // probabilities; max pooling: P(bag) = max p_ij = the witness's probability.
+        let (x, starts, positive, dim) = random_problem(3);
+        let n = positive.len();
+        let data = Dataset::new(
+            "r",
+            dim,
+            x,
+            starts,
+            (0..n).map(|b| b.to_string()).collect(),
+            Some(positive.iter().map(|&p| usize::from(p)).collect()),
+            vec!["0".into(), "1".into()],
+        )
+        .unwrap();
+        let all: Vec<usize> = (0..n).collect();
+        for pooling in [Pooling::NoisyOr, Pooling::Max] {
+            let model = Milr::default().pooling(pooling).fit(&data, &all).unwrap();
+            let scores = model.scores(&data, &all).unwrap();
+            for (b, e) in model.explain(&data, &all).unwrap().iter().enumerate() {
+                assert_eq!(e.score_kind, InstanceScore::Probability);
+                assert_eq!(e.instance_scores.len(), data.bag(b).len());
+                let pooled = match pooling {
+                    Pooling::NoisyOr => {
+                        1.0 - e.instance_scores.iter().map(|p| 1.0 - p).product::<f64>()
+                    }
+                    _ => e.instance_scores[e.witnesses[0]],
+                };
+                assert!(
+                    (pooled - scores.row(b)[1]).abs() < 1e-9,
+                    "{pooling:?} bag {b}"
+                );
+                let max = e.instance_scores.iter().copied().fold(0.0, f64::max);
+                assert_eq!(e.instance_scores[e.witnesses[0]], max);
+            }
+        }
     }
 
     #[test]

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::explain::Explanation;
 use citation_knn::CitationKnnModel;
 use milr::MilrModel;
 use svm::SvmModel;
@@ -106,6 +107,10 @@ pub trait BagModel {
     fn input_dim(&self) -> usize;
     /// Scores the bags `bags` of `data`, in that order.
     fn scores(&self, data: &Dataset, bags: &[usize]) -> Result<BagScores>;
+    /// Explains the prediction of each of the bags `bags` of `data`, in that order: the
+    /// witness instance(s) and the per-instance scores the model defines
+    /// ([`crate::explain`]).
+    fn explain(&self, data: &Dataset, bags: &[usize]) -> Result<Vec<Explanation>>;
 }
 
 /// The classifiers by name.
@@ -260,6 +265,14 @@ impl BagModel for ClassifierModel {
             ClassifierModel::CitationKnn(m) => m.scores(data, bags),
             ClassifierModel::Milr(m) => m.scores(data, bags),
             ClassifierModel::Svm(m) => m.scores(data, bags),
+        }
+    }
+
+    fn explain(&self, data: &Dataset, bags: &[usize]) -> Result<Vec<Explanation>> {
+        match self {
+            ClassifierModel::CitationKnn(m) => m.explain(data, bags),
+            ClassifierModel::Milr(m) => m.explain(data, bags),
+            ClassifierModel::Svm(m) => m.explain(data, bags),
         }
     }
 }

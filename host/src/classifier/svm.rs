@@ -6,8 +6,11 @@
 //! training Gram matrix, and trains the SVM. Scoring maps new bags onto the same grid and
 //! estimates their kernel values against every training bag. The model keeps its raw
 //! training bags: refitting the grid on them reproduces the training grid exactly.
-//! Binary problems only (the paper's setting); the transductive map needs the test bags
-//! at training time and so is available in cross-validation only.
+//! Two classes as in the paper; more than two by one-vs-rest: machine c separates class c
+//! from all others, all k machines trained on the ONE (mapped) Gram matrix of the training
+//! bags, and a bag goes to the class of the largest decision value f_c (ties to the lower
+//! class). The transductive map needs the test bags at training time and so is available
+//! in cross-validation only.
 
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -18,6 +21,7 @@ use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::standardize::ZScore;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::explain::Explanation;
 use crate::kernel::boxes::{box_gram, BoxGramSpec, GridData};
 use crate::kernel::nsk::{check_gamma, log_nsk_cross, log_nsk_gram_and_self, log_self_kernels};
 use crate::kernel::{accuracy, SetKernelName};
@@ -145,8 +149,13 @@ pub struct SvmModel {
     /// kept, which recompute it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub train_log_self: Vec<f64>,
-    /// The trained SVM over training bags 0..m.
+    /// The trained SVM over training bags 0..m: class 1 against class 0 when binary;
+    /// class 0 against the rest when there are more classes.
     pub svm: BagSvm,
+    /// More than two classes: the machines of classes 1..k against the rest (one-vs-rest,
+    /// on the same kernel as `svm`); empty when binary.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rest: Vec<BagSvm>,
 }
 
 /// A set kernel fitted on training bags, able to evaluate ln k between any bags.
@@ -275,18 +284,31 @@ impl FittedKernel {
     }
 }
 
-fn positive_flags(data: &Dataset) -> Result<Vec<bool>> {
-    let labels = data.require_labels(2)?;
-    if data.n_classes() != 2 {
-        return Err(Error::data(
-            data.name(),
-            format!(
-                "the set-kernel SVM is binary; the data has {} classes",
-                data.n_classes()
-            ),
-        ));
+/// The machines to train on labels `labels` of `n_classes` classes, as one flag per bag
+/// each: class 1 against 0 when binary, else class c against the rest for every c.
+fn machine_targets(labels: &[usize], n_classes: usize) -> Vec<Vec<bool>> {
+    if n_classes == 2 {
+        vec![labels.iter().map(|&l| l == 1).collect()]
+    } else {
+        (0..n_classes)
+            .map(|c| labels.iter().map(|&l| l == c).collect())
+            .collect()
     }
-    Ok(labels.iter().map(|&l| l == 1).collect())
+}
+
+/// Trains one machine per target on the same kernel (one Gram matrix for all).
+fn fit_machines(
+    kernel: &[f64],
+    n: usize,
+    train: &[usize],
+    targets: &[Vec<bool>],
+    settings: BagSvmSettings,
+    scale: f64,
+) -> Result<Vec<BagSvm>> {
+    targets
+        .par_iter()
+        .map(|positive| BagSvm::fit(kernel, n, train, positive, settings, scale))
+        .collect()
 }
 
 impl Classifier for SetKernelSvm {
@@ -294,7 +316,8 @@ impl Classifier for SetKernelSvm {
 
     fn fit(&self, data: &Dataset, train: &[usize]) -> Result<SvmModel> {
         data.training_labels(train, 2)?;
-        let positive_all = positive_flags(data)?;
+        let labels_all = data.require_labels(2)?;
+        let n_classes = data.n_classes();
         if self.settings.map == EmpiricalMap::Transductive {
             return Err(Error::parameter(
                 "map",
@@ -307,9 +330,13 @@ impl Classifier for SetKernelSvm {
         let (log_gram, train_log_self) = kernel.train_gram(&train_set)?;
         let m = train.len();
         let local: Vec<usize> = (0..m).collect();
-        let positive: Vec<bool> = train.iter().map(|&b| positive_all[b]).collect();
+        let labels: Vec<usize> = train.iter().map(|&b| labels_all[b]).collect();
         let (k, scale) = svm_kernel(&log_gram, m, &local, &self.settings)?;
-        let svm = BagSvm::fit(&k, m, &local, &positive, self.settings, scale)?;
+        let targets = machine_targets(&labels, n_classes);
+        let mut machines = fit_machines(&k, m, &local, &targets, self.settings, scale)?.into_iter();
+        let svm = machines
+            .next()
+            .ok_or_else(|| Error::data(data.name(), "no classes"))?;
         Ok(SvmModel {
             kernel: self.kernel,
             seed: self.seed,
@@ -319,6 +346,7 @@ impl Classifier for SetKernelSvm {
             train_log_gram: log_gram,
             train_log_self,
             svm,
+            rest: machines.collect(),
         })
     }
 }
@@ -337,27 +365,45 @@ impl SetKernelSvm {
     }
 
     /// Decision values of the bags `test` from a Gram matrix over all `n` bags of a data
-    /// set computed once (cross-validation shares it across folds): trains on `train`.
+    /// set computed once (cross-validation shares it across folds): trains on `train`,
+    /// with `labels` of `n_classes` classes (one-vs-rest beyond two, every machine on the
+    /// same kernel).
     pub fn scores_from_gram(
         &self,
         log_gram: &[f64],
         n: usize,
-        positive: &[bool],
+        labels: &[usize],
+        n_classes: usize,
         train: &[usize],
         test: &[usize],
     ) -> Result<BagScores> {
         let (k, scale) = svm_kernel(log_gram, n, train, &self.settings)?;
-        let svm = BagSvm::fit(&k, n, train, positive, self.settings, scale)?;
+        let targets = machine_targets(labels, n_classes);
+        let machines = fit_machines(&k, n, train, &targets, self.settings, scale)?;
         Ok(decision_scores(
-            test.iter().map(|&b| svm.decision(&k, n, b)),
+            n_classes,
+            test.iter()
+                .flat_map(|&b| {
+                    machines
+                        .iter()
+                        .map(|m| m.decision(&k, n, b))
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
         ))
     }
 }
 
-/// Two-class scores from decision values: class 1 when f > 0 (ties to the negative
-/// class, as every classifier here), the decision value ranking bags for AUROC.
-fn decision_scores(values: impl Iterator<Item = f64>) -> BagScores {
-    BagScores::new(2, values.flat_map(|f| [0.0, f]).collect())
+/// Class scores from decision values (one per machine per bag, bag-major). Binary: class
+/// 1 when f > 0 (ties to the negative class, as every classifier here), the decision value
+/// ranking bags for AUROC. One-vs-rest: the k decision values themselves, so the largest
+/// f_c wins (ties to the lower class).
+fn decision_scores(n_classes: usize, values: Vec<f64>) -> BagScores {
+    if n_classes == 2 {
+        BagScores::new(2, values.into_iter().flat_map(|f| [0.0, f]).collect())
+    } else {
+        BagScores::new(n_classes, values)
+    }
 }
 
 impl SvmModel {
@@ -377,8 +423,17 @@ impl SvmModel {
     /// Checks the parts agree (used when a saved model is read).
     pub fn validate(&self) -> std::result::Result<(), String> {
         let m = self.train_starts.len().saturating_sub(1);
-        if m < 2 || self.svm.train.len() != m || self.svm.coefficients.len() != m {
+        if self
+            .machines()
+            .any(|s| s.train.len() != m || s.coefficients.len() != m)
+            || m < 2
+        {
             return Err("svm: training bags and coefficients disagree".into());
+        }
+        if self.rest.len() == 1 || self.rest.iter().any(|s| s.settings != self.svm.settings) {
+            return Err(
+                "svm: one-vs-rest machines need three or more classes and one setting".into(),
+            );
         }
         if self.train_log_gram.len() != m * m {
             return Err("svm: training Gram matrix has the wrong size".into());
@@ -401,10 +456,12 @@ impl SvmModel {
         .map_err(|e| format!("svm: {e}"))?;
         let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
         if !finite(&self.train_features)
-            || !finite(&self.svm.coefficients)
-            || !self.svm.bias.is_finite()
-            || !self.svm.kernel_scale.is_finite()
-            || self.svm.kernel_scale <= 0.0
+            || self.machines().any(|s| {
+                !finite(&s.coefficients)
+                    || !s.bias.is_finite()
+                    || !s.kernel_scale.is_finite()
+                    || s.kernel_scale <= 0.0
+            })
             || self.train_log_gram.iter().any(|v| v.is_nan())
         {
             return Err("svm: a feature, coefficient, bias or kernel scale is not finite".into());
@@ -453,6 +510,15 @@ impl SvmModel {
     /// ω_r = Σ_t α_t y_t φ(k(t, r)) e^T / c (c: the kernel's conditioning constant), the
     /// same decision regrouped. The NSK baseline has no core implementation.
     pub fn deployment(&self) -> Result<SvmDeployment> {
+        if !self.rest.is_empty() {
+            return Err(Error::data(
+                "model",
+                format!(
+                    "is a {}-class one-vs-rest SVM; the core's set-kernel SVM head decides two classes only, so it cannot be exported (train on two classes to export)",
+                    self.n_classes()
+                ),
+            ));
+        }
         let SetKernel::Box {
             kernel,
             estimator,
@@ -529,9 +595,20 @@ impl SvmModel {
     }
 }
 
+impl SvmModel {
+    /// The trained machines: `svm`, then the other one-vs-rest machines.
+    pub fn machines(&self) -> impl Iterator<Item = &BagSvm> {
+        std::iter::once(&self.svm).chain(&self.rest)
+    }
+}
+
 impl BagModel for SvmModel {
     fn n_classes(&self) -> usize {
-        2
+        if self.rest.is_empty() {
+            2
+        } else {
+            1 + self.rest.len()
+        }
     }
 
     fn input_dim(&self) -> usize {
@@ -544,37 +621,49 @@ impl BagModel for SvmModel {
         let kernel = FittedKernel::fit(&self.kernel, &train, self.seed)?;
         let wanted = data.select(bags);
         let m = train.n_bags();
-        let c = &self.svm.coefficients;
-        // Plain φ needs the kernel to the support bags only; the empirical map to all.
+        // Plain φ needs the kernel to the support bags (of any machine) only; the
+        // empirical map to all.
         let cols: Vec<usize> = match self.svm.settings.map {
-            EmpiricalMap::None => (0..m).filter(|&t| c[t] != 0.0).collect(),
+            EmpiricalMap::None => (0..m)
+                .filter(|&t| self.machines().any(|svm| svm.coefficients[t] != 0.0))
+                .collect(),
             _ => (0..m).collect(),
         };
         let cross = kernel.cross(&wanted, &train, &cols, &self.train_log_self)?;
         let w = cols.len();
         let rho = self.svm.settings.rho;
         let phi = |l: f64| crate::svm::maps::subpolynomial_from_log(l, rho);
-        let values = (0..wanted.n_bags()).map(|x| {
+        let mut values = Vec::with_capacity(wanted.n_bags() * (1 + self.rest.len()));
+        for x in 0..wanted.n_bags() {
             let row = &cross[x * w..(x + 1) * w];
-            let terms: f64 = match self.svm.settings.map {
-                EmpiricalMap::None => cols
-                    .iter()
-                    .zip(row)
-                    .map(|(&t, &l)| c[t] * phi(l) / self.svm.kernel_scale)
-                    .sum(),
+            // The kernel to each column's training bag, shared by all machines.
+            let to: Vec<f64> = match self.svm.settings.map {
+                EmpiricalMap::None => row.iter().map(|&l| phi(l)).collect(),
                 // k_emp(x, t) = Σ_r φ(k(x, r)) φ(k(t, r)) over the training bags r.
                 _ => (0..m)
                     .map(|t| {
-                        let k: f64 = (0..m)
+                        (0..m)
                             .map(|r| phi(row[r]) * phi(self.train_log_gram[t * m + r]))
-                            .sum();
-                        c[t] * k / self.svm.kernel_scale
+                            .sum()
                     })
-                    .sum(),
+                    .collect(),
             };
-            terms + self.svm.bias
-        });
-        Ok(decision_scores(values))
+            values.extend(self.machines().map(|svm| {
+                cols.iter()
+                    .zip(&to)
+                    .map(|(&t, &k)| svm.coefficients[t] * k / svm.kernel_scale)
+                    .sum::<f64>()
+                    + svm.bias
+            }));
+        }
+        Ok(decision_scores(self.n_classes(), values))
+    }
+
+    /// The box-counting and normalised set kernels define no per-instance score: each bag
+    /// gets [`Explanation::none`].
+    fn explain(&self, data: &Dataset, bags: &[usize]) -> Result<Vec<Explanation>> {
+        check_dim(data, self.dim)?;
+        Ok(bags.iter().map(|_| Explanation::none()).collect())
     }
 }
 
@@ -636,14 +725,90 @@ mod tests {
         for map in [EmpiricalMap::None, EmpiricalMap::Training] {
             let spec = svm(kernel, map);
             let model = spec.fit(&data, &train).unwrap();
-            let positive: Vec<bool> = data.labels().unwrap().iter().map(|&l| l == 1).collect();
             let shared = spec
-                .scores_from_gram(&model.train_log_gram, 12, &positive, &train, &train)
+                .scores_from_gram(
+                    &model.train_log_gram,
+                    12,
+                    data.labels().unwrap(),
+                    2,
+                    &train,
+                    &train,
+                )
                 .unwrap();
             assert_eq!(shared.labels(), data.labels().unwrap(), "{map:?}");
             let scores = model.scores(&data, &train).unwrap();
             assert_eq!(scores.labels(), data.labels().unwrap(), "{map:?}");
         }
+    }
+
+    /// Three separable groups of 2-D bags (class c near (6c + 1, 6c + 1)).
+    fn three_class_toy() -> Dataset {
+        let mut features = Vec::new();
+        let mut starts = vec![0];
+        let mut labels = Vec::new();
+        for b in 0..18 {
+            let class = b % 3;
+            let base = 1.0 + 6.0 * class as f64;
+            for i in 0..3 {
+                features.extend([base + ((b + i) % 3) as f64, base + (i % 2) as f64]);
+            }
+            starts.push(features.len() / 2);
+            labels.push(class);
+        }
+        Dataset::new(
+            "toy3",
+            2,
+            features,
+            starts,
+            (0..18).map(|b| b.to_string()).collect(),
+            Some(labels),
+            vec!["a".into(), "b".into(), "c".into()],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn one_vs_rest_shares_one_gram_and_equals_separate_binary_machines() {
+        // Each one-vs-rest machine must be exactly the binary SVM trained on "class c
+        // against the rest" with the same kernel; the model and the shared-Gram paths agree,
+        // and every class is predicted on the separable set.
+        let data = three_class_toy();
+        let train: Vec<usize> = (0..18).filter(|b| b % 6 != 5).collect();
+        let spec = svm(SetKernel::Nsk { gamma: Some(0.5) }, EmpiricalMap::None);
+        let model = spec.fit(&data, &train).unwrap();
+        assert_eq!(model.n_classes(), 3);
+        assert_eq!(model.rest.len(), 2);
+        let labels = data.labels().unwrap();
+        let all: Vec<usize> = (0..18).collect();
+        let scores = model.scores(&data, &all).unwrap();
+        assert_eq!(scores.labels(), labels);
+        // Machine c against a binary SVM fitted on relabelled data.
+        for c in 0..3 {
+            let relabelled = Dataset::new(
+                "toy3",
+                2,
+                data.features().to_vec(),
+                data.bag_starts().to_vec(),
+                data.bag_ids().to_vec(),
+                Some(labels.iter().map(|&l| usize::from(l == c)).collect()),
+                vec!["rest".into(), "c".into()],
+            )
+            .unwrap();
+            let binary = spec.fit(&relabelled, &train).unwrap();
+            let machine = model.machines().nth(c).unwrap();
+            assert_eq!(&binary.svm, machine, "class {c}");
+            let b = binary.scores(&relabelled, &all).unwrap();
+            for x in 0..18 {
+                assert!((b.row(x)[1] - scores.row(x)[c]).abs() < 1e-12);
+            }
+        }
+        let gram = spec.full_log_gram(&data, &Silent).unwrap();
+        let shared = spec
+            .scores_from_gram(&gram, 18, labels, 3, &train, &all)
+            .unwrap();
+        assert_eq!(shared.labels(), labels);
+        // The core's SVM head is binary: export refuses (a data error, exit status 2).
+        assert!(matches!(model.deployment(), Err(Error::Data { .. })));
     }
 
     #[test]

@@ -21,19 +21,25 @@ pub fn run(args: &ClusterArgs) -> Result<Report> {
     let start = Instant::now();
     let (model, assignments, objective, detail) = match args.method {
         ClusterMethod::M3ic => {
-            let params = m3ic::M3icParams::default()
-                .c(args.cost)
+            let defaults = m3ic::M3icParams::for_mode(args.balance_mode);
+            let params = defaults
+                .clone()
+                .c(args.cost.unwrap_or(defaults.c))
                 .l(args.balance)
-                .eps1(args.epsilon1)
+                .eps1(args.epsilon1.unwrap_or(defaults.eps1))
                 .eps2(args.epsilon2)
                 .restarts(args.restarts)
                 .standardize(!args.raw)
-                .normalize(!args.no_instance_norm);
+                .normalize(!args.no_instance_norm)
+                .balance_mode(args.balance_mode)
+                .min_size(args.min_size);
             let fit = m3ic::fit(&data, args.k, &params, args.seed)?;
             let best = &fit.runs[fit.best];
             let detail = json!({
                 "C": params.c,
                 "l": params.l,
+                "balance_mode": params.balance_mode.to_string(),
+                "min_size": params.min_size,
                 "epsilon1": params.eps1,
                 "epsilon2": params.eps2,
                 "standardized": params.standardize,

@@ -11,7 +11,7 @@ use crate::classifier::citation_knn::{CitationKnn, Scaling};
 use crate::classifier::milr::{Milr, Optimizer};
 use crate::classifier::svm::{SetKernel, SetKernelSvm};
 use crate::classifier::{ClassifierKind, ClassifierParams};
-use crate::cluster::m3ic::M3icParams;
+use crate::cluster::m3ic::{BalanceMode, M3icParams};
 use crate::cluster::ClusterMethod;
 use crate::data::synth::SyntheticSet;
 use crate::distance::Hausdorff;
@@ -362,6 +362,11 @@ pub struct PredictArgs {
     pub model: String,
     /// A .csv or .arff path, or a built-in data set name.
     pub data: String,
+    /// Add per bag the witness instance(s) and the per-instance scores the model defines
+    /// (MILR: instance probabilities; Citation-kNN: references, citers and the instance
+    /// pair of each distance; M3IC: per-instance margins).
+    #[arg(long)]
+    pub explain: bool,
 }
 
 /// `mil project`.
@@ -380,6 +385,10 @@ pub struct ProjectArgs {
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// B-MIDA/M-MIDA: the ground truth `mil synth --truth` wrote (`bag_id,instance,positive`);
+    /// reports how many chosen positive prototypes are positive instances (MIDA Table 1).
+    #[arg(long, value_name = "FILE")]
+    pub truth: Option<String>,
 }
 
 /// `mil gram`.
@@ -458,15 +467,17 @@ pub struct ClusterArgs {
     /// Save the clustering model here.
     #[arg(short, long)]
     pub output: Option<String>,
-    /// M³IC: regularisation constant C of problem (6) (paper grid 2^[-4:4]).
-    #[arg(long = "cost", default_value_t = M3icParams::default().c, allow_negative_numbers = true)]
-    pub cost: f64,
+    /// M³IC: regularisation constant C of problem (6) (paper grid 2^[-4:4]); default 2,
+    /// or 4 with `--balance-mode paper`.
+    #[arg(long = "cost", allow_negative_numbers = true)]
+    pub cost: Option<f64>,
     /// M³IC: cluster balance l of constraint (4) (paper grid 0, 0.001, 0.01, 0.1, 1..5, 10).
     #[arg(long, default_value_t = M3icParams::default().l, allow_negative_numbers = true)]
     pub balance: f64,
-    /// M³IC: CCCP precision ε₁.
-    #[arg(long, default_value_t = M3icParams::default().eps1, allow_negative_numbers = true)]
-    pub epsilon1: f64,
+    /// M³IC: CCCP precision ε₁; default 0.001, or the paper's 0.01 with
+    /// `--balance-mode paper`.
+    #[arg(long, allow_negative_numbers = true)]
+    pub epsilon1: Option<f64>,
     /// M³IC: cutting-plane precision ε₂.
     #[arg(long, default_value_t = M3icParams::default().eps2, allow_negative_numbers = true)]
     pub epsilon2: f64,
@@ -477,6 +488,15 @@ pub struct ClusterArgs {
     /// length after the z-score; `mil export` carries that scaling to the core.
     #[arg(long)]
     pub no_instance_norm: bool,
+    /// M³IC: balance constraints. `sizes` (default) adds to (4) a minimum number of bags
+    /// labelled with every cluster (Xu et al. 2005's class balance); `paper` is the
+    /// paper's relaxed constraint (4) alone (use it with the paper's --cost/--balance grid).
+    #[arg(long, value_parser = keyword::<BalanceMode>(), default_value_t = M3icParams::default().balance_mode)]
+    pub balance_mode: BalanceMode,
+    /// M³IC with `--balance-mode sizes`: every cluster labels at least this fraction of
+    /// the mean cluster size n/k, in [0, 1].
+    #[arg(long, default_value_t = M3icParams::default().min_size, allow_negative_numbers = true)]
+    pub min_size: f64,
 }
 
 /// `mil export`.

@@ -10,6 +10,7 @@ use crate::classifier::{BagScores, ClassifierModel};
 use crate::cluster::ClusterModel;
 use crate::data::{self, Dataset};
 use crate::error::Result;
+use crate::explain::{Explanation, Neighbour};
 use crate::model::HostModel;
 use crate::progress::Progress;
 
@@ -77,7 +78,6 @@ pub fn run(args: &PredictArgs, progress: &dyn Progress) -> Result<Report> {
             .count();
         hits as f64 / truth.len() as f64
     });
-    let seconds = start.elapsed().as_secs_f64();
     let mut human = format!(
         "{} bags of {} with {}\nbag\tlabel\tscore",
         d.n_bags(),
@@ -95,14 +95,90 @@ pub fn run(args: &PredictArgs, progress: &dyn Progress) -> Result<Report> {
     if let Some(a) = accuracy {
         human.push_str(&format!("\naccuracy {a:.4}"));
     }
+    let mut predictions: Vec<serde_json::Value> = (0..d.n_bags())
+        .map(|b| json!({"bag": d.bag_id(b), "label": names[b], "score": scores.positive(b)}))
+        .collect();
+    if args.explain {
+        let bags: Vec<usize> = (0..d.n_bags()).collect();
+        let explanations = model.explain(&d, &bags)?;
+        human.push_str("\nexplanations (instances numbered from 0 within each bag)");
+        for (b, e) in explanations.iter().enumerate() {
+            human.push_str(&format!(
+                "\n{}",
+                describe(d.bag_id(b), e, &model.class_names)
+            ));
+            predictions[b]["explanation"] = explanation_json(e, &model.class_names);
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
     let json = json!({
-        "predictions": (0..d.n_bags()).map(|b| json!({
-            "bag": d.bag_id(b), "label": names[b], "score": scores.positive(b)
-        })).collect::<Vec<_>>(),
+        "predictions": predictions,
         "accuracy": accuracy,
         "seconds": seconds,
     });
     Ok(Report { human, json })
+}
+
+/// One explanation as JSON: `witnesses`, `score_kind`, `instance_scores`, and for
+/// Citation-kNN `references` and `citers` (each `{bag, label, distance, instances}`,
+/// `instances` the [query, training] pair realising the distance or null).
+pub(super) fn explanation_json(e: &Explanation, class_names: &[String]) -> serde_json::Value {
+    let neighbours = |list: &[Neighbour]| -> Vec<serde_json::Value> {
+        list.iter()
+            .map(|n| {
+                json!({
+                    "bag": n.bag_id.clone().unwrap_or_else(|| n.bag.to_string()),
+                    "label": class_names.get(n.label).cloned().unwrap_or_else(|| n.label.to_string()),
+                    "distance": n.distance,
+                    "instances": n.pair.map(|(q, t)| [q, t]),
+                })
+            })
+            .collect()
+    };
+    let mut v = json!({
+        "witnesses": e.witnesses,
+        "score_kind": e.score_name(),
+        "instance_scores": e.instance_scores,
+    });
+    if !e.references.is_empty() || !e.citers.is_empty() {
+        v["references"] = neighbours(&e.references).into();
+        v["citers"] = neighbours(&e.citers).into();
+    }
+    v
+}
+
+/// One explanation as a line of text.
+fn describe(bag: &str, e: &Explanation, class_names: &[String]) -> String {
+    let mut line = format!("{bag}\twitness {:?}", e.witnesses);
+    if !e.instance_scores.is_empty() {
+        let scores: Vec<String> = e
+            .instance_scores
+            .iter()
+            .map(|s| format!("{s:.4}"))
+            .collect();
+        line.push_str(&format!("\t{} [{}]", e.score_name(), scores.join(", ")));
+    }
+    for (role, list) in [("references", &e.references), ("citers", &e.citers)] {
+        if list.is_empty() {
+            continue;
+        }
+        let items: Vec<String> = list
+            .iter()
+            .map(|n| {
+                let pair = n
+                    .pair
+                    .map_or(String::new(), |(q, t)| format!(" via {q}~{t}"));
+                format!(
+                    "{} ({}, {:.4}{pair})",
+                    n.bag_id.clone().unwrap_or_else(|| n.bag.to_string()),
+                    class_names.get(n.label).map_or("?", |s| s.as_str()),
+                    n.distance
+                )
+            })
+            .collect();
+        line.push_str(&format!("\t{role} {}", items.join("; ")));
+    }
+    line
 }
 
 /// `mil predict` with a clustering model (`mil cluster -o`): the cluster of each bag, by
@@ -111,6 +187,11 @@ fn assign_clusters(args: &PredictArgs, start: Instant) -> Result<Report> {
     let model = ClusterModel::load(Path::new(&args.model))?;
     let d = data::load(&args.data)?;
     let clusters = model.assign(&d)?;
+    let explanations = if args.explain {
+        Some(model.explain(&d)?)
+    } else {
+        None
+    };
     let seconds = start.elapsed().as_secs_f64();
     let mut human = format!(
         "{} bags of {} assigned by the {} clustering {}\nbag\tcluster",
@@ -121,12 +202,19 @@ fn assign_clusters(args: &PredictArgs, start: Instant) -> Result<Report> {
     );
     for (b, c) in clusters.iter().enumerate() {
         human.push_str(&format!("\n{}\t{c}", d.bag_id(b)));
+        if let Some(e) = explanations.as_ref().map(|all| &all[b]) {
+            human.push_str(&format!("\t{}", describe("", e, &[]).trim_start()));
+        }
     }
     let json = json!({
         "method": model.method().to_string(),
-        "assignments": (0..d.n_bags()).map(|b| json!({
-            "bag": d.bag_id(b), "cluster": clusters[b]
-        })).collect::<Vec<_>>(),
+        "assignments": (0..d.n_bags()).map(|b| {
+            let mut v = json!({"bag": d.bag_id(b), "cluster": clusters[b]});
+            if let Some(all) = &explanations {
+                v["explanation"] = explanation_json(&all[b], &[]);
+            }
+            v
+        }).collect::<Vec<_>>(),
         "seconds": seconds,
     });
     Ok(Report { human, json })

@@ -56,14 +56,43 @@ pub fn run(args: &ProjectArgs) -> Result<Report> {
             ))
         }
     }
-    super::output::refuse_input_as_output("--output", &args.output, &[&args.data])?;
+    let mut inputs = vec![args.data.as_str()];
+    inputs.extend(args.truth.as_deref());
+    super::output::refuse_input_as_output("--output", &args.output, &inputs)?;
     if let Some(plot) = &args.plot {
         super::output::refuse_input_as_output("--plot", plot, &[&args.data, &args.output])?;
     }
     let data = data::load(&args.data)?;
     let start = Instant::now();
     let all: Vec<usize> = (0..data.n_bags()).collect();
-    let fitted = params.fit(&data, &all)?;
+    // B-MIDA and M-MIDA also report the prototypes their kernel-density step chose.
+    let (fitted, trace) = match &params {
+        ProjectionParams::Bmida(b) => {
+            params.check(&data, &all)?;
+            let fit = b.fit_traced(&data, &all)?;
+            (fit.projection.clone(), Some(fit))
+        }
+        ProjectionParams::Mmida(m) => {
+            params.check(&data, &all)?;
+            let fit = m.fit_traced(&data, &all)?;
+            (fit.projection.clone(), Some(fit))
+        }
+        _ => (params.fit(&data, &all)?, None),
+    };
+    let truth = match (&args.truth, &trace) {
+        (Some(path), Some(_)) => Some(crate::data::synth::read_truth(
+            std::path::Path::new(path),
+            &data,
+        )?),
+        (Some(path), None) => {
+            return Err(Error::parameter(
+                "--truth",
+                path,
+                "prototypes exist for --projection bmida or mmida only",
+            ))
+        }
+        (None, _) => None,
+    };
     let seconds = start.elapsed().as_secs_f64();
     let projected = fitted.transform(&data)?;
     write_file(&args.output, to_csv(&projected).as_bytes())?;
@@ -94,6 +123,56 @@ pub fn run(args: &ProjectArgs) -> Result<Report> {
     for (name, value) in &fitted.diagnostics {
         json[name] = json!(value);
         human.push_str(&format!("\n{name}: {value}"));
+    }
+    if let Some(fit) = &trace {
+        // Instance numbers from 1 within each bag, as `mil synth --truth` writes them.
+        let locate = |i: usize| {
+            let b = (0..data.n_bags())
+                .find(|&b| data.bag_range(b).contains(&i))
+                .unwrap_or(0);
+            (data.bag_id(b).to_string(), i - data.bag_range(b).start + 1)
+        };
+        let prototypes: Vec<serde_json::Value> = fit
+            .initial_prototypes
+            .iter()
+            .zip(&fit.prototypes)
+            .map(|(&first, &last)| {
+                let (bag, initial) = locate(first);
+                json!({"bag": bag, "initial_instance": initial, "instance": locate(last).1})
+            })
+            .collect();
+        human.push_str(&format!(
+            "\npositive prototypes: {} bags (kernel-density choice, then final; instances from 1)",
+            prototypes.len()
+        ));
+        for p in &prototypes {
+            human.push_str(&format!(
+                "\n  {}\t{}\t{}",
+                p["bag"].as_str().unwrap_or(""),
+                p["initial_instance"],
+                p["instance"]
+            ));
+        }
+        json["prototypes"] = json!(prototypes);
+        if let Some(truth) = &truth {
+            let id = fit.identification(truth);
+            json["identification"] = json!({
+                "bags": id.bags,
+                "identified": id.initial,
+                "rate": id.rate(),
+                "final_identified": id.last,
+                "final_rate": id.final_rate(),
+            });
+            human.push_str(&format!(
+                "\nidentified positive prototypes: {}/{} ({:.1} %) by the kernel density, {}/{} ({:.1} %) at the end",
+                id.initial,
+                id.bags,
+                100.0 * id.rate(),
+                id.last,
+                id.bags,
+                100.0 * id.final_rate()
+            ));
+        }
     }
     if let Some(plot) = &args.plot {
         json["plot"] = json!(plot);

@@ -43,10 +43,14 @@ use crate::numerics::{dot, first_argmax as argmax};
 use crate::optim::qp::DualQp;
 use crate::params::{check_count, check_weight, limits};
 
-/// Hyper-parameters of M³IC-MBM. Defaults: the paper's ε₁ = ε₂ = 0.01 and 5 restarts (§4.2);
-/// C = 4 and l = 0.01 from the paper's grids C ∈ 2^[−4:4], l ∈ [0, 0.001, 0.01, 0.1, 1:5, 10]
-/// (the best mean accuracy on corel3 over seeds 101–110, see the README); features
-/// z-scored, then every instance scaled to unit length.
+/// Hyper-parameters of M³IC-MBM. Defaults ([`BalanceMode::Sizes`]): C = 2, l = 0.01,
+/// ε₁ = 0.001, ε₂ = 0.01, 5 restarts, every cluster labelling at least half the mean
+/// cluster size; C and ε₁ chosen on corel3's tuning seeds 101–110 (README). ε₁ is tighter
+/// than the paper's 0.01 because with labels the CCCP steps also move bags between
+/// clusters, which a 1 % stop cuts short. [`M3icParams::paper`] is the paper's form: (4)
+/// alone, ε₁ = ε₂ = 0.01, and C = 4, l = 0.01 from its grids C ∈ 2^[−4:4],
+/// l ∈ [0, 0.001, 0.01, 0.1, 1:5, 10]. Features z-scored, then every instance scaled to
+/// unit length, in both.
 #[derive(Debug, Clone, PartialEq)]
 pub struct M3icParams {
     /// Regularisation constant C of (6).
@@ -67,20 +71,81 @@ pub struct M3icParams {
     pub standardize: bool,
     /// Then scale every instance to unit Euclidean length (see [`normalize_instances`]).
     pub normalize: bool,
+    /// Which balance constraints hold: the paper's (4) alone, or (4) and a minimum
+    /// cluster size on the bags' labels (the default, [`BalanceMode::Sizes`]).
+    pub balance_mode: BalanceMode,
+    /// [`BalanceMode::Sizes`]: every cluster labels at least ⌊min_size · n/k⌋ bags.
+    pub min_size: f64,
+}
+
+/// The balance constraints of M³IC.
+///
+/// - `Paper`: the relaxed constraint (4) alone, −l ≤ (w_p − w_q)·m̄ ≤ l, as Zhang et al.
+///   state it, with their grids for l and C. On corel3 and sival6 it does not keep the
+///   clusters apart: (4) bounds the weights along the single direction m̄ (the sum of bag
+///   means), which says nothing about where the bags' *witnesses* go, and most runs leave
+///   clusters empty (README, "Bag clustering").
+/// - `Sizes` (default): (4) and, in addition, the discrete class-balance constraint of
+///   Xu et al. (2005) on the bags' cluster labels, as a lower bound on every cluster's
+///   size: |{i : u_i = p}| ≥ L = ⌊min_size · n/k⌋ for every p. With labels u fixed, the
+///   bag margin h_i(w̃, u) = k/(k−1) max_j (w_u·B_ij − mean_v w_v·B_ij) is convex (a max of
+///   linear functions) and max_u h_i = f(w̃, i) of (6); problem (2) with this constraint
+///   is min over w̃ and balanced u of J(w̃, u) = ½‖w̃‖² + (C/n) Σ max(0, 1 − h_i(w̃, u_i)).
+///   Each CCCP iteration first minimises J over balanced labels at w̃⁽ᵗ⁾ (a transportation
+///   problem, solved exactly by [`balanced_labels`]), then linearises h_i at w̃⁽ᵗ⁾ for
+///   those labels — the subgradient (7) with γ of (9) fixed at u_i, the witness (8) the
+///   best instance for u_i — and solves (11) by the same cutting planes. Both steps lower
+///   J_bal(w̃) = min_u J(w̃, u) (up to C·ε₂), so CCCP's monotone descent is kept. Bags
+///   are still assigned by step 14 of Table 1 (what the saved model and the core do).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BalanceMode {
+    /// The paper's relaxed balance constraint (4) alone.
+    Paper,
+    /// (4) and a minimum number of bags per cluster label (Xu et al. 2005's constraint).
+    Sizes,
+}
+
+mil_core::keywords!(BalanceMode {
+    BalanceMode::Paper => "paper": "the paper's relaxed balance constraint (4) alone (Zhang et al. 2009)",
+    BalanceMode::Sizes => "sizes": "(4) and at least min-size * n/k bags labelled with every cluster (Xu et al. 2005's class balance)",
+});
+
+impl M3icParams {
+    /// The paper's form: the relaxed balance constraint (4) alone with ε₁ = ε₂ = 0.01 and
+    /// C = 4, l = 0.01 (the best cell of the paper's grids on corel3's tuning seeds).
+    pub fn paper() -> Self {
+        M3icParams {
+            c: 4.0,
+            eps1: 0.01,
+            balance_mode: BalanceMode::Paper,
+            ..M3icParams::default()
+        }
+    }
+
+    /// The defaults of a balance mode: [`M3icParams::paper`] or [`Default::default`].
+    pub fn for_mode(mode: BalanceMode) -> Self {
+        match mode {
+            BalanceMode::Paper => M3icParams::paper(),
+            BalanceMode::Sizes => M3icParams::default(),
+        }
+    }
 }
 
 impl Default for M3icParams {
     fn default() -> Self {
         M3icParams {
-            c: 4.0,
+            c: 2.0,
             l: 0.01,
-            eps1: 0.01,
+            eps1: 0.001,
             eps2: 0.01,
             restarts: 5,
             max_cccp: 100,
             max_planes: 2000,
             standardize: true,
             normalize: true,
+            balance_mode: BalanceMode::Sizes,
+            min_size: 0.5,
         }
     }
 }
@@ -95,6 +160,8 @@ crate::params::setters!(M3icParams {
     max_planes: usize,
     standardize: bool,
     normalize: bool,
+    balance_mode: BalanceMode,
+    min_size: f64,
 });
 
 impl M3icParams {
@@ -112,6 +179,13 @@ impl M3icParams {
         positive("epsilon2", self.eps2)?;
         check_weight("balance", self.l, false)?;
         check_count("restarts", self.restarts, limits::MAX_RESTARTS)?;
+        if !(0.0..=1.0).contains(&self.min_size) {
+            return Err(Error::parameter(
+                "min_size",
+                self.min_size,
+                "must be in [0, 1] (a fraction of the mean cluster size n/k)",
+            ));
+        }
         if self.max_cccp == 0 || self.max_planes == 0 {
             return Err(Error::parameter("iteration caps", 0, "must be at least 1"));
         }
@@ -304,6 +378,90 @@ impl<'a> Problem<'a> {
         (k / (k - 1.0) * best.0, best.1)
     }
 
+    /// The smallest number of bags every cluster must label under `params`
+    /// ([`BalanceMode::Sizes`]); 0 under the paper's constraint alone.
+    pub fn min_count(&self, params: &M3icParams) -> usize {
+        match params.balance_mode {
+            BalanceMode::Paper => 0,
+            BalanceMode::Sizes => ((params.min_size * self.data.n_bags() as f64 / self.k as f64)
+                .floor() as usize)
+                .min(self.data.n_bags() / self.k),
+        }
+    }
+
+    /// For every bag i and cluster p, h_i(w̃, p) = k/(k−1) max_j (w_p·B_ij − mean_v w_v·B_ij)
+    /// and its maximising instance (the witness (8) for label p); row-major n × k.
+    fn label_margins(&self, w: &[f64]) -> Vec<(f64, usize)> {
+        let k = self.k as f64;
+        let mut s = vec![0.0; self.k];
+        let mut out = Vec::with_capacity(self.data.n_bags() * self.k);
+        for bag in 0..self.data.n_bags() {
+            let mut best = vec![(f64::NEG_INFINITY, 0); self.k];
+            for i in self.data.bag_range(bag) {
+                self.scores(w, self.data.instance(i), &mut s);
+                let mean = s.iter().sum::<f64>() / k;
+                for (b, &sp) in best.iter_mut().zip(&s) {
+                    if sp - mean > b.0 {
+                        *b = (sp - mean, i);
+                    }
+                }
+            }
+            out.extend(best.into_iter().map(|(g, i)| (k / (k - 1.0) * g, i)));
+        }
+        out
+    }
+
+    /// The subgradients of the CCCP step at w̃ and the loss Σ max(0, 1 − margin) they
+    /// stand for: under the paper's constraint, (7)–(9) of f(w̃, i); with sizes, those of
+    /// h_i(w̃, u_i) for the balanced labels u minimising the loss ([`balanced_labels`]).
+    fn subgradients(&self, w: &[f64], params: &M3icParams) -> (Vec<Subgradient>, f64) {
+        let n = self.data.n_bags();
+        let min_count = self.min_count(params);
+        if min_count == 0 {
+            let (sub, loss) = (0..n)
+                .map(|b| {
+                    let (f, g) = self.bag_margin(w, b);
+                    (g, (1.0 - f).max(0.0))
+                })
+                .fold((Vec::with_capacity(n), 0.0), |(mut v, l), (g, h)| {
+                    v.push(g);
+                    (v, l + h)
+                });
+            return (sub, loss);
+        }
+        let margins = self.label_margins(w);
+        // Hinge loss per (bag, label); among equal losses the larger margin is preferred
+        // (a tie-break far below the loss's resolution).
+        let loss_of = |b: usize, u: usize| (1.0 - margins[b * self.k + u].0).max(0.0);
+        let cost: Vec<f64> = (0..n * self.k)
+            .map(|e| {
+                let h = margins[e].0;
+                loss_of(e / self.k, e % self.k) - 1e-12 * h.clamp(-1e3, 1e3)
+            })
+            .collect();
+        let labels = balanced_labels(&cost, n, self.k, min_count);
+        let mut loss = 0.0;
+        let sub = labels
+            .iter()
+            .enumerate()
+            .map(|(b, &u)| {
+                let instance = margins[b * self.k + u].1;
+                loss += loss_of(b, u);
+                Subgradient { instance, top: u }
+            })
+            .collect();
+        (sub, loss)
+    }
+
+    /// J of the problem solved: ½‖w̃‖² + (C/n) Σ max(0, 1 − f(w̃, i)) for the relaxed
+    /// problem (6) ([`BalanceMode::Paper`]), or J_bal(w̃) = min over balanced labels u of
+    /// ½‖w̃‖² + (C/n) Σ max(0, 1 − h_i(w̃, u_i)) ([`BalanceMode::Sizes`]).
+    pub fn objective_with(&self, w: &[f64], params: &M3icParams) -> f64 {
+        let n = self.data.n_bags();
+        let loss = self.subgradients(w, params).1;
+        0.5 * dot(w, w) + params.c / n as f64 * loss
+    }
+
     /// J of the relaxed problem (6): ½‖w̃‖² + (C/n) Σ max(0, 1 − f(w̃, i)).
     pub fn objective(&self, w: &[f64], c: f64) -> f64 {
         let n = self.data.n_bags();
@@ -333,14 +491,13 @@ impl<'a> Problem<'a> {
 
     /// CCCP from a given w̃⁰ (Table 1, steps 3–13).
     pub fn run_from(&self, params: &M3icParams, mut w: Vec<f64>) -> Result<M3icRun> {
-        let n = self.data.n_bags();
         let mut history = Vec::new();
         let mut planes = Vec::new();
         for _ in 0..params.max_cccp {
-            let sub: Vec<Subgradient> = (0..n).map(|b| self.bag_margin(&w, b).1).collect();
+            let (sub, _) = self.subgradients(&w, params);
             let (next, used) = self.cutting_planes(&sub, params)?;
             w = next;
-            let j = self.objective(&w, params.c);
+            let j = self.objective_with(&w, params);
             planes.push(used);
             let previous = history.last().copied();
             history.push(j);
@@ -521,9 +678,99 @@ impl<'a> Problem<'a> {
     }
 }
 
+/// Labels u minimising Σ_i cost[i·k + u_i] subject to every cluster labelling at least
+/// `min_count` bags (the discrete balance constraint; `min_count · k ≤ n`). Exact: a
+/// transportation problem solved by successive shortest paths. Start from each bag's
+/// cheapest label (optimal without the constraint); while a cluster p is short, move one
+/// bag into p along the cheapest chain of single-bag moves q₀ → q₁ → … → p that starts
+/// at a cluster with bags to spare (Bellman–Ford over the k clusters, the cost of an edge
+/// q → r being the cheapest cost increase of moving one of q's bags to r). Each step is a
+/// shortest augmenting path of the min-cost flow, so the result is optimal.
+pub fn balanced_labels(cost: &[f64], n: usize, k: usize, min_count: usize) -> Vec<usize> {
+    let mut labels: Vec<usize> = (0..n)
+        .map(|i| {
+            argmax(
+                &cost[i * k..(i + 1) * k]
+                    .iter()
+                    .map(|c| -c)
+                    .collect::<Vec<_>>(),
+            )
+            .0
+        })
+        .collect();
+    if min_count == 0 || min_count * k > n {
+        return labels;
+    }
+    let mut counts = vec![0usize; k];
+    labels.iter().for_each(|&u| counts[u] += 1);
+    while let Some(short) = (0..k).find(|&p| counts[p] < min_count) {
+        // edge[q][r] = (cost increase, bag) of the cheapest move of a bag of q to r.
+        let mut edge = vec![(f64::INFINITY, usize::MAX); k * k];
+        for (i, &q) in labels.iter().enumerate() {
+            for r in (0..k).filter(|&r| r != q) {
+                let delta = cost[i * k + r] - cost[i * k + q];
+                if delta < edge[q * k + r].0 {
+                    edge[q * k + r] = (delta, i);
+                }
+            }
+        }
+        // Bellman–Ford from every cluster with bags to spare (intermediate clusters of
+        // a chain keep their counts, so any cluster may be one).
+        let mut dist: Vec<f64> = (0..k)
+            .map(|q| {
+                if counts[q] > min_count {
+                    0.0
+                } else {
+                    f64::INFINITY
+                }
+            })
+            .collect();
+        let mut pred = vec![usize::MAX; k];
+        for _ in 0..k {
+            let mut changed = false;
+            for q in 0..k {
+                if !dist[q].is_finite() {
+                    continue;
+                }
+                for r in (0..k).filter(|&r| r != q && edge[q * k + r].1 != usize::MAX) {
+                    let d = dist[q] + edge[q * k + r].0;
+                    if d < dist[r] - 1e-12 {
+                        dist[r] = d;
+                        pred[r] = q;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        // Walk back from the short cluster to the chain's source, one move per edge.
+        let mut r = short;
+        let mut moves = Vec::new();
+        let mut seen = vec![false; k];
+        while pred[r] != usize::MAX && !seen[r] {
+            seen[r] = true;
+            let q = pred[r];
+            moves.push((edge[q * k + r].1, q, r));
+            r = q;
+        }
+        if moves.is_empty() || counts[r] <= min_count {
+            break;
+        }
+        for (i, q, r) in moves {
+            labels[i] = r;
+            counts[q] -= 1;
+            counts[r] += 1;
+        }
+    }
+    labels
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::ClusterModel;
     use crate::data;
     use rand_distr::Normal;
 
@@ -575,13 +822,19 @@ mod tests {
         let sets = [toy(1, 10), corel, unit];
         for data in &sets {
             let problem = Problem::new(data, 3);
-            for (c, l) in [(0.25, 0.0), (2.0, 1.0), (16.0, 0.1)] {
+            for (c, l, mode) in [
+                (0.25, 0.0, BalanceMode::Paper),
+                (2.0, 1.0, BalanceMode::Sizes),
+                (16.0, 0.1, BalanceMode::Paper),
+                (4.0, 0.01, BalanceMode::Sizes),
+            ] {
                 let params = M3icParams {
                     c,
                     l,
                     eps1: 1e-6,
                     eps2: 1e-6,
                     max_cccp: 15,
+                    balance_mode: mode,
                     ..M3icParams::default()
                 };
                 for seed in 0..3 {
@@ -728,6 +981,138 @@ mod tests {
         let fit = fit(&data, 3, &params, 1).unwrap();
         let acc = crate::eval::clustering_accuracy(&fit.assignments, data.labels().unwrap());
         assert!(acc >= 0.95, "accuracy {acc}");
+    }
+
+    #[test]
+    fn balanced_labels_match_brute_force() {
+        // Every labelling of 7 bags into 3 clusters (3⁷ = 2187) against the transportation
+        // solution, for random costs and every feasible minimum size.
+        use rand::RngExt;
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(17);
+        let (n, k) = (7usize, 3usize);
+        for trial in 0..200 {
+            let cost: Vec<f64> = (0..n * k)
+                .map(|_| {
+                    if trial % 3 == 0 {
+                        // Ties and a dominant cluster, as hinge losses give.
+                        f64::from(rng.random_range(0..3u8))
+                    } else {
+                        rng.random_range(-1.0..1.0)
+                    }
+                })
+                .collect();
+            for min_count in 0..=n / k {
+                let labels = balanced_labels(&cost, n, k, min_count);
+                let mut counts = vec![0; k];
+                labels.iter().for_each(|&u| counts[u] += 1);
+                assert!(counts.iter().all(|&c| c >= min_count), "{counts:?}");
+                let got: f64 = labels
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &u)| cost[i * k + u])
+                    .sum();
+                let mut best = f64::INFINITY;
+                for code in 0..k.pow(n as u32) {
+                    let mut c = code;
+                    let mut counts = vec![0; k];
+                    let mut total = 0.0;
+                    for i in 0..n {
+                        let u = c % k;
+                        c /= k;
+                        counts[u] += 1;
+                        total += cost[i * k + u];
+                    }
+                    if counts.iter().all(|&c| c >= min_count) {
+                        best = best.min(total);
+                    }
+                }
+                assert!(
+                    (got - best).abs() < 1e-9,
+                    "trial {trial} L={min_count}: {got} vs {best}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn sizes_mode_recovers_k_nonempty_groups() {
+        // k = 4 well-separated groups (each bag: one instance near its group's centre, two
+        // background instances): the default (sizes) finds four non-empty clusters that
+        // match the groups on every seed.
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(8);
+        let noise = Normal::new(0.0, 0.3).unwrap();
+        let (k, per) = (4usize, 10usize);
+        let mut features = Vec::new();
+        let mut starts = vec![0];
+        let mut labels = Vec::new();
+        for c in 0..k {
+            for _ in 0..per {
+                for d in 0..k {
+                    features.push(if d == c { 4.0 } else { 0.0 } + noise.sample(&mut rng));
+                }
+                for _ in 0..2 * k {
+                    features.push(noise.sample(&mut rng));
+                }
+                starts.push(starts.last().unwrap() + 3);
+                labels.push(c);
+            }
+        }
+        let data = Dataset::new(
+            "groups",
+            k,
+            features,
+            starts,
+            (0..k * per).map(|i| i.to_string()).collect(),
+            Some(labels),
+            (0..k).map(|c| c.to_string()).collect(),
+        )
+        .unwrap();
+        // On raw features (unit length would blow the background noise up to the length
+        // of the group instances, see `separates_well_separated_bags`), and with the full
+        // default preparation, where the background instances become random directions.
+        let raw = M3icParams::default().standardize(false).normalize(false);
+        for (params, floor) in [(raw, 0.95), (M3icParams::default(), 0.75)] {
+            for seed in 1..=5 {
+                let fit = fit(&data, k, &params, seed).unwrap();
+                let mut sizes = vec![0; k];
+                fit.assignments.iter().for_each(|&a| sizes[a] += 1);
+                assert!(sizes.iter().all(|&s| s > 0), "seed {seed}: {sizes:?}");
+                let acc =
+                    crate::eval::clustering_accuracy(&fit.assignments, data.labels().unwrap());
+                assert!(acc >= floor, "{params:?} seed {seed}: accuracy {acc}");
+            }
+        }
+    }
+
+    #[test]
+    fn explanation_margins_are_eq_8_and_name_the_step_14_witness() {
+        // Brute force: the margin of instance j is max_u w_u·x_j − mean_v w_v·x_j on the
+        // prepared (z-scored, unit-length) instance, the witness is the first largest, and
+        // the bag's cluster is the witness's top cluster.
+        let data = toy(4, 6);
+        let fit = fit(&data, 3, &M3icParams::default().restarts(2), 5).unwrap();
+        let all: Vec<usize> = (0..data.n_bags()).collect();
+        let prepared =
+            normalize_instances(&ZScore::fit(&data, &all).apply(&data).unwrap()).unwrap();
+        let explained = ClusterModel::M3ic(fit.model.clone())
+            .explain(&data)
+            .unwrap();
+        for (b, e) in explained.iter().enumerate() {
+            let mut best = (f64::NEG_INFINITY, 0, 0);
+            for (j, x) in prepared.bag(b).instances().enumerate() {
+                let s: Vec<f64> = (0..3)
+                    .map(|p| dot(&fit.model.weights[p * 3..p * 3 + 3], x))
+                    .collect();
+                let (top, max) = argmax(&s);
+                let margin = max - s.iter().sum::<f64>() / 3.0;
+                assert!((margin - e.instance_scores[j]).abs() < 1e-12);
+                if margin > best.0 {
+                    best = (margin, j, top);
+                }
+            }
+            assert_eq!(e.witnesses, vec![best.1]);
+            assert_eq!(fit.assignments[b], best.2);
+        }
     }
 
     #[test]

@@ -17,6 +17,7 @@ use mil_core::keyword::Keyword;
 
 use crate::distance::{bag_distance, Hausdorff};
 use crate::error::{Error, Result};
+use crate::explain::{Explanation, InstanceScore};
 
 /// The clustering methods: M³IC, or BAMIC with one of the Hausdorff bag distances.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,34 +89,55 @@ impl M3icModel {
         self.witness_scores(rows).0
     }
 
-    /// Step 14's cluster and the scores w_p·x_j* of the witness instance j* (what the
-    /// core's M³IC head reports per cluster).
-    pub fn witness_scores(&self, rows: &[f64]) -> (usize, Vec<f64>) {
+    /// The modified margin max_u w_u·x_j − mean_v w_v·x_j of every instance j of the bag
+    /// `rows` (eq. 8), whose first largest is the witness j* of step 14, as an
+    /// [`Explanation`].
+    pub fn explain_bag(&self, rows: &[f64]) -> Explanation {
+        let margins = rows
+            .chunks_exact(self.dim)
+            .map(|row| {
+                let s = self.instance_scores(row);
+                crate::numerics::first_argmax(&s).1 - s.iter().sum::<f64>() / self.k as f64
+            })
+            .collect();
+        Explanation::from_scores(InstanceScore::Margin, margins)
+    }
+
+    /// w_p·x for every cluster p of one raw instance `row`, after the model's z-score and
+    /// unit-length scaling.
+    fn instance_scores(&self, row: &[f64]) -> Vec<f64> {
         let mut x = vec![0.0; self.dim];
-        let mut s = vec![0.0; self.k];
-        let mut best = (f64::NEG_INFINITY, 0, vec![0.0; self.k]);
-        for row in rows.chunks_exact(self.dim) {
-            for (j, v) in x.iter_mut().enumerate() {
-                *v = match (&self.mean, &self.std) {
-                    (Some(m), Some(sd)) if sd[j] > 0.0 => (row[j] - m[j]) / sd[j],
-                    (Some(_), Some(_)) => 0.0,
-                    _ => row[j],
-                };
-            }
-            if self.normalize {
-                m3ic::unit_length(&mut x);
-            }
-            for (p, sp) in s.iter_mut().enumerate() {
-                *sp = self.weights[p * self.dim..(p + 1) * self.dim]
+        for (j, v) in x.iter_mut().enumerate() {
+            *v = match (&self.mean, &self.std) {
+                (Some(m), Some(sd)) if sd[j] > 0.0 => (row[j] - m[j]) / sd[j],
+                (Some(_), Some(_)) => 0.0,
+                _ => row[j],
+            };
+        }
+        if self.normalize {
+            m3ic::unit_length(&mut x);
+        }
+        (0..self.k)
+            .map(|p| {
+                self.weights[p * self.dim..(p + 1) * self.dim]
                     .iter()
                     .zip(&x)
                     .map(|(a, b)| a * b)
-                    .sum();
-            }
+                    .sum()
+            })
+            .collect()
+    }
+
+    /// Step 14's cluster and the scores w_p·x_j* of the witness instance j* (what the
+    /// core's M³IC head reports per cluster).
+    pub fn witness_scores(&self, rows: &[f64]) -> (usize, Vec<f64>) {
+        let mut best = (f64::NEG_INFINITY, 0, vec![0.0; self.k]);
+        for row in rows.chunks_exact(self.dim) {
+            let s = self.instance_scores(row);
             let (top, max) = crate::numerics::first_argmax(&s);
             let margin = max - s.iter().sum::<f64>() / self.k as f64;
             if margin > best.0 {
-                best = (margin, top, s.clone());
+                best = (margin, top, s);
             }
         }
         (best.1, best.2)
@@ -166,6 +188,19 @@ impl ClusterModel {
             ClusterModel::M3ic(m) => m.assign(data),
             ClusterModel::Bamic(m) => m.assign(data),
         }
+    }
+
+    /// Explains the assignment of every bag of `data`: M³IC's per-instance modified
+    /// margins and witness ([`M3icModel::explain_bag`]); BAMIC's nearest medoid involves
+    /// every instance and explains nothing ([`Explanation::none`]).
+    pub fn explain(&self, data: &Dataset) -> Result<Vec<Explanation>> {
+        check_dim(data, self.dim())?;
+        Ok((0..data.n_bags())
+            .map(|b| match self {
+                ClusterModel::M3ic(m) => m.explain_bag(data.bag(b).as_slice()),
+                ClusterModel::Bamic(_) => Explanation::none(),
+            })
+            .collect())
     }
 
     /// Writes the model as JSON.

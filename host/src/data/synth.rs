@@ -22,6 +22,56 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use super::dataset::Dataset;
 use crate::error::{Error, Result};
 
+/// Reads the ground truth `mil synth --truth` writes (`bag_id,instance,positive` per line,
+/// instances numbered from 1 within each bag) for the instances of `data`: one flag per
+/// global instance index. Every instance of `data` must have a line.
+pub fn read_truth(path: &std::path::Path, data: &Dataset) -> Result<Vec<bool>> {
+    let text = super::read_text(path)?;
+    let file = path.display().to_string();
+    let mut truth = std::collections::HashMap::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad = |field: &str, problem: &str| Error::Parse {
+            file: file.clone(),
+            line: n + 1,
+            field: field.into(),
+            problem: problem.into(),
+        };
+        let parts: Vec<&str> = line.split(',').map(str::trim).collect();
+        let [bag, instance, positive] = parts[..] else {
+            return Err(bad("line", "expected bag_id,instance,positive"));
+        };
+        let instance: usize = instance
+            .parse()
+            .map_err(|_| bad("instance", "not a whole number"))?;
+        let positive = match positive {
+            "1" => true,
+            "0" => false,
+            _ => return Err(bad("positive", "expected 0 or 1")),
+        };
+        truth.insert((bag.to_string(), instance), positive);
+    }
+    let mut out = Vec::with_capacity(data.n_instances());
+    for b in 0..data.n_bags() {
+        for k in 1..=data.bag(b).len() {
+            let flag = truth.get(&(data.bag_id(b).to_string(), k)).ok_or_else(|| {
+                Error::data(
+                    &file,
+                    format!(
+                        "no line for bag {} instance {k} of {}",
+                        data.bag_id(b),
+                        data.name()
+                    ),
+                )
+            })?;
+            out.push(*flag);
+        }
+    }
+    Ok(out)
+}
+
 /// A generated data set with its ground truth.
 #[derive(Debug, Clone)]
 pub struct Synthetic {

@@ -172,7 +172,49 @@ pub struct MidaFit {
     pub reverted_updates: usize,
 }
 
+/// How many of the chosen positive prototypes are truly positive instances (the MIDA
+/// paper's Table 1, "positive prototypes identified").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Identification {
+    /// Bags with a positive prototype.
+    pub bags: usize,
+    /// Of those, bags whose kernel-density (initial) prototype is a positive instance:
+    /// what Table 1 reports.
+    pub initial: usize,
+    /// Of those, bags whose final prototype is a positive instance.
+    pub last: usize,
+}
+
+impl Identification {
+    /// The fraction identified by the kernel-density initialisation (Table 1's rate).
+    pub fn rate(&self) -> f64 {
+        self.initial as f64 / self.bags.max(1) as f64
+    }
+
+    /// The fraction identified by the final prototypes.
+    pub fn final_rate(&self) -> f64 {
+        self.last as f64 / self.bags.max(1) as f64
+    }
+}
+
 impl MidaFit {
+    /// Scores the prototypes against the truth: `positive[i]` says whether global instance
+    /// i was drawn from a positive distribution (as [`crate::data::synth::Synthetic`] and
+    /// `mil synth --truth` record it).
+    pub fn identification(&self, positive: &[bool]) -> Identification {
+        let count = |protos: &[usize]| {
+            protos
+                .iter()
+                .filter(|&&i| positive.get(i).copied().unwrap_or(false))
+                .count()
+        };
+        Identification {
+            bags: self.prototype_bags.len(),
+            initial: count(&self.initial_prototypes),
+            last: count(&self.prototypes),
+        }
+    }
+
     fn diagnostics(&self) -> Vec<(String, f64)> {
         let last = *self.objectives.last().unwrap_or(&0.0);
         let mut d = vec![

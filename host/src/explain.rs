@@ -1,0 +1,111 @@
+//! Why a model labelled a bag: the witness instance(s) and the per-instance scores the
+//! model itself defines, or, for Citation-kNN, the neighbouring training bags that voted.
+//!
+//! Each model explains with the quantities its own decision uses, nothing fitted after
+//! the fact:
+//!
+//! - MILR: the instance probabilities p_ij = σ(w₀ + w·x_ij) of the sub-problem of the
+//!   predicted class (class 1 when binary); the witness is the most probable instance (the
+//!   one that dominates noisy-OR, max and softmax pooling). After a projection, x_ij is the
+//!   projected instance: the same linear head the core's `LinearMil` model runs.
+//! - Citation-kNN: the references (R nearest training bags, with ties) and the citers
+//!   (training bags whose C-nearest radius reaches the query), each with its distance and
+//!   the instance pair realising it (the minimal Hausdorff distance's closest pair, the
+//!   H-th ranked pair, or the maximal Hausdorff distance's farthest nearest neighbour;
+//!   none for the average Hausdorff distance, which no single pair realises).
+//! - M³IC: the modified margin max_u w_u·x − mean_v w_v·x of every instance (eq. 8 of Zhang
+//!   et al. 2009); the witness j* is the largest, and step 14 assigns the bag by it.
+//! - SVM with the MI kernel (Gärtner et al. 2002): f(X) = Σ_{x∈X} g(x) + b with
+//!   g(x) = Σ_t α_t y_t Σ_{y∈Y_t} k(x, y) (normalised by the kernel scale), so g is each
+//!   instance's additive contribution and the witness is the largest; the box-counting and
+//!   normalised set kernels define no per-instance score and explain nothing.
+
+use serde::Serialize;
+
+use mil_core::keyword::Keyword;
+
+/// What [`Explanation::instance_scores`] measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InstanceScore {
+    /// The model defines no per-instance score.
+    None,
+    /// MILR's instance probability σ(w₀ + w·x) of the predicted class's sub-problem.
+    Probability,
+    /// M³IC's modified margin max_u w_u·x − mean_v w_v·x (eq. 8).
+    Margin,
+    /// An additive share of the decision value (the MI-kernel SVM's g(x)).
+    Contribution,
+}
+
+mil_core::keywords!(InstanceScore {
+    InstanceScore::None => "none": "the model defines no per-instance score",
+    InstanceScore::Probability => "probability": "MILR's instance probability of the predicted class",
+    InstanceScore::Margin => "margin": "M3IC's modified margin max_u w_u.x - mean_v w_v.x (eq. 8)",
+    InstanceScore::Contribution => "contribution": "the instance's additive share of the SVM decision value",
+});
+
+/// A training bag that voted for a Citation-kNN prediction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Neighbour {
+    /// Index of the training bag in the model (training order).
+    pub bag: usize,
+    /// Its identifier, when the model kept identifiers.
+    pub bag_id: Option<String>,
+    /// Its class index.
+    pub label: usize,
+    /// The bag distance from the query bag (the one the vote used).
+    pub distance: f64,
+    /// (instance of the query bag, instance of the training bag) realising the distance;
+    /// `None` for the average Hausdorff distance.
+    pub pair: Option<(usize, usize)>,
+}
+
+/// The explanation of one bag's prediction.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explanation {
+    /// The witness instance(s): indices within the bag, 0-based.
+    pub witnesses: Vec<usize>,
+    /// What `instance_scores` measures.
+    pub score_kind: InstanceScore,
+    /// One score per instance of the bag (empty when `score_kind` is `None`).
+    pub instance_scores: Vec<f64>,
+    /// Citation-kNN's references (the R nearest training bags, with ties).
+    pub references: Vec<Neighbour>,
+    /// Citation-kNN's citers (training bags that count the query among their C nearest).
+    pub citers: Vec<Neighbour>,
+}
+
+impl Explanation {
+    /// No explanation: the model defines neither witnesses nor instance scores.
+    pub fn none() -> Self {
+        Explanation {
+            witnesses: Vec::new(),
+            score_kind: InstanceScore::None,
+            instance_scores: Vec::new(),
+            references: Vec::new(),
+            citers: Vec::new(),
+        }
+    }
+
+    /// Instance scores of kind `kind` with the first largest as the witness.
+    pub fn from_scores(kind: InstanceScore, scores: Vec<f64>) -> Self {
+        let witness = crate::numerics::first_argmax(&scores).0;
+        Explanation {
+            witnesses: if scores.is_empty() {
+                Vec::new()
+            } else {
+                vec![witness]
+            },
+            score_kind: kind,
+            instance_scores: scores,
+            references: Vec::new(),
+            citers: Vec::new(),
+        }
+    }
+
+    /// The kind's name as the JSON and help texts print it.
+    pub fn score_name(&self) -> &'static str {
+        self.score_kind.name()
+    }
+}
