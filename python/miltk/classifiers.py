@@ -342,8 +342,11 @@ class SetKernelSVM(_BagClassifier):
 
         Returns
         -------
-        ndarray of shape (n_bags,)
-            f(X); positive values predict ``classes_[1]``.
+        ndarray of shape (n_bags,) or (n_bags, n_classes)
+            Two classes: f(X), positive values predict ``classes_[1]``. More classes:
+            one decision value per class (one-vs-rest), the largest predicts.
         """
         scores, _ = self._scores(X)
+        if scores.shape[1] > 2:
+            return scores.copy()
         return scores[:, 1].copy()

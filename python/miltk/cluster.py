@@ -77,10 +77,11 @@ class M3IC(_BagClustering):
     ----------
     n_clusters : int, default=2
         k, the number of clusters (at least 2).
-    C : float, default=4.0
-        Regularisation constant.
-    balance : float, default=0.01
-        Cluster balance l.
+    C : float or None, default=None
+        Regularisation constant; None keeps the library's default (that of
+        ``mil cluster``).
+    balance : float or None, default=None
+        Cluster balance l of the paper's constraint (4); None keeps the library's default.
     restarts : int, default=5
         Random starts; the lowest objective wins.
     seed : int, default=1
@@ -96,7 +97,7 @@ class M3IC(_BagClustering):
         The native fitted clustering.
     """
 
-    def __init__(self, n_clusters=2, C=4.0, balance=0.01, restarts=5, seed=1):
+    def __init__(self, n_clusters=2, C=None, balance=None, restarts=5, seed=1):
         self.n_clusters = n_clusters
         self.C = C
         self.balance = balance
@@ -107,8 +108,8 @@ class M3IC(_BagClustering):
         return _native.m3ic_fit(
             bags,
             check_positive_int("n_clusters", self.n_clusters, minimum=2),
-            float(self.C),
-            float(self.balance),
+            None if self.C is None else float(self.C),
+            None if self.balance is None else float(self.balance),
             check_positive_int("restarts", self.restarts),
             check_positive_int("seed", self.seed, minimum=0),
         )

@@ -649,17 +649,20 @@ fn m3ic_fit(
     py: Python<'_>,
     bags: &Bags,
     k: usize,
-    c: f64,
-    balance: f64,
+    c: Option<f64>,
+    balance: Option<f64>,
     restarts: usize,
     seed: u64,
     standardize: bool,
     normalize: bool,
 ) -> PyResult<(FittedCluster, Vec<usize>, f64)> {
     let data = Arc::clone(&bags.data);
-    let params = M3icParams::default()
+    // None keeps the library's defaults, as `mil cluster` does.
+    let defaults = M3icParams::default();
+    let (c, l) = (c.unwrap_or(defaults.c), balance.unwrap_or(defaults.l));
+    let params = defaults
         .c(c)
-        .l(balance)
+        .l(l)
         .restarts(restarts)
         .standardize(standardize)
         .normalize(normalize);

@@ -97,7 +97,7 @@ def test_gram_matrix_matches_mil_gram(musk1, tmp_path):
 
 def test_m3ic_matches_mil_cluster(corel3):
     bags, y = corel3
-    m3ic = miltk.M3IC(n_clusters=3, C=4.0, balance=0.01, restarts=5, seed=1)
+    m3ic = miltk.M3IC(n_clusters=3, restarts=5, seed=1)
     labels = m3ic.fit_predict(bags)
     acc = miltk.clustering_accuracy(y, labels)
     report = run_mil("cluster", "corel3", "--method", "m3ic", "--k", "3", "--seed", "1")

@@ -93,11 +93,13 @@ def test_parameters_are_checked_with_their_names():
         miltk.BAMIC(distance="mean").fit(bags)
 
 
-def test_svm_is_binary():
+def test_svm_handles_more_than_two_classes():
+    # One-vs-rest over one Gram matrix: every prediction is one of the three labels.
     bags, _ = toy(n_bags=12)
     y = np.arange(12) % 3
-    with pytest.raises(ValueError, match="binary"):
-        miltk.SetKernelSVM().fit(bags, y)
+    svm = miltk.SetKernelSVM(kernel="nsk").fit(bags, y)
+    assert set(svm.predict(bags)) <= {0, 1, 2}
+    assert svm.decision_function(bags).shape == (12, 3)
 
 
 def test_not_fitted():
