@@ -8,11 +8,27 @@ cd "$(dirname "$0")/.."
 echo "== prerequisites"
 # tests/firmware.rs builds tests/qemu for the Cortex-M4 and runs it under QEMU.
 rustup target add thumbv7em-none-eabihf >/dev/null
+# tests/firmware.rs disassembles the firmware to check for the DSP instructions.
+rustup component add llvm-tools >/dev/null
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq
+fi
 if ! command -v qemu-system-arm >/dev/null; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        apt-get update -qq && apt-get install -y -qq qemu-system-arm >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-system-arm >/dev/null
     else
         echo "qemu-system-arm is missing: install it (Debian: apt-get install qemu-system-arm)" >&2
+        exit 1
+    fi
+fi
+
+# tests/slurm.rs brings up a single-node Slurm cluster (its daemons need root).
+if ! command -v sbatch >/dev/null || ! [ -x /usr/sbin/munged ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            slurm-wlm slurmctld slurmd slurm-client munge >/dev/null
+    else
+        echo "Slurm is missing: install slurm-wlm slurmctld slurmd slurm-client munge (as root)" >&2
         exit 1
     fi
 fi

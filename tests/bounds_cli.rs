@@ -138,6 +138,30 @@ fn misplaced_files_say_what_they_are() {
     let d = dir.to_str().unwrap();
     refused(&["info", d], "directory");
     refused(&["predict", d, "musk1"], "directory");
+    refused(
+        &[
+            "cv",
+            "musk1",
+            "--classifier",
+            "citation-knn",
+            "--folds-file",
+            d,
+        ],
+        "directory",
+    );
+    refused(
+        &[
+            "project",
+            "musk1",
+            "--projection",
+            "pca",
+            "--dim",
+            "2",
+            "-o",
+            d,
+        ],
+        "directory",
+    );
     let model = dir.join("m.json");
     let milm = dir.join("m.milm");
     let (m, c) = (model.to_str().unwrap(), milm.to_str().unwrap());
@@ -146,6 +170,11 @@ fn misplaced_files_say_what_they_are() {
     let out = run_mil(&["export", m, "-o", c]);
     assert_eq!(out.status.code(), Some(0));
     refused(&["predict", c, "musk1"], "compact model");
+    // A byte after the model's declared end is refused, not ignored.
+    let mut bytes = std::fs::read(&milm).unwrap();
+    bytes.push(0);
+    std::fs::write(&milm, bytes).unwrap();
+    refused(&["inspect", c], "declared end");
     std::fs::remove_dir_all(dir).ok();
 }
 
@@ -175,5 +204,23 @@ fn a_saved_svm_with_an_out_of_range_rho_is_refused_on_load() {
     json["classifier"]["svm"]["settings"]["rho"] = serde_json::json!(1e308);
     std::fs::write(&model, json.to_string()).unwrap();
     refused(&["predict", m, "musk1"], "rho");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn a_saved_milr_whose_numbers_overflow_is_refused() {
+    let dir = temp_dir("bounds-milr");
+    let model = dir.join("milr.json");
+    let m = model.to_str().unwrap();
+    let out = run_mil(&["train", "musk1", "--classifier", "milr", "-o", m]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = std::fs::read_to_string(&model).unwrap();
+    let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // Two huge weights of opposite signs: their products overflow to −∞ and +∞, and the
+    // instance logit to NaN.
+    json["classifier"]["weights"][0][1] = serde_json::json!(-1e308);
+    json["classifier"]["weights"][0][2] = serde_json::json!(1e308);
+    std::fs::write(&model, json.to_string()).unwrap();
+    refused(&["predict", m, "musk1"], "non-finite score");
     std::fs::remove_dir_all(dir).ok();
 }

@@ -4,7 +4,8 @@
 //! to a model or an error value, and inference on whatever parses never panics.
 
 use mil_core::box_kernel::{count::exact_ln, BoxKernel, Grid, Method};
-use mil_core::model::{model_checksum, tag, CHECKSUM_OFFSET, ENTRY_LEN, HEADER_LEN};
+use mil_core::container::layout::{self, entry, entry_at, header, model_checksum};
+use mil_core::container::{tag, MAGIC, VERSION};
 use mil_core::score::{bag_score_bound, Pooling};
 use mil_core::{Encoding, Error, Instances, Model};
 use mil_toolkit::classifier::svm::SvmDeployment;
@@ -314,11 +315,11 @@ fn quantised_projection_error_stays_within_the_stated_bound() {
 
 /// The payload offset of section `t` in a model's bytes.
 fn section_offset(bytes: &[u8], t: u16) -> Option<usize> {
-    let n = u16::from_le_bytes([bytes[20], bytes[21]]) as usize;
+    let n = layout::u16_at(bytes, header::N_SECTIONS) as usize;
     (0..n).find_map(|i| {
-        let e = HEADER_LEN + i * ENTRY_LEN;
-        (u16::from_le_bytes([bytes[e], bytes[e + 1]]) == t)
-            .then(|| u32::from_le_bytes(bytes[e + 4..e + 8].try_into().unwrap()) as usize)
+        let e = entry_at(i);
+        (layout::u16_at(bytes, e + entry::TAG) == t)
+            .then(|| layout::u32_at(bytes, e + entry::OFFSET) as usize)
     })
 }
 
@@ -680,11 +681,12 @@ fn dataset_bag(f: &[f32], dim: usize, n: usize) -> Dataset {
 }
 
 fn fix_checksum(bytes: &mut [u8]) {
-    if bytes.len() >= CHECKSUM_OFFSET + 4 {
-        let total = u32::from_le_bytes(bytes[16..20].try_into().unwrap()) as usize;
-        let end = total.clamp(CHECKSUM_OFFSET + 4, bytes.len());
+    let at = header::CHECKSUM;
+    if bytes.len() >= at + 4 {
+        let total = layout::u32_at(bytes, header::TOTAL_LEN) as usize;
+        let end = total.clamp(at + 4, bytes.len());
         let crc = model_checksum(&bytes[..end]);
-        bytes[CHECKSUM_OFFSET..CHECKSUM_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
+        bytes[at..at + 4].copy_from_slice(&crc.to_le_bytes());
     }
 }
 
@@ -700,8 +702,9 @@ fn random_and_mutated_bytes_never_panic() {
         let len = (rng.next_u32() % 300) as usize;
         let mut b: Vec<u8> = (0..len).map(|_| rng.next_u32() as u8).collect();
         if i % 2 == 0 && len >= 8 {
-            b[..4].copy_from_slice(b"MILM");
-            b[4..6].copy_from_slice(&1u16.to_le_bytes());
+            b[header::MAGIC..header::MAGIC + 4].copy_from_slice(&MAGIC);
+            let v = header::VERSION;
+            b[v..v + 2].copy_from_slice(&VERSION.to_le_bytes());
             fix_checksum(&mut b);
         }
         exercise(&b, &mut rng);
@@ -754,9 +757,85 @@ fn every_truncation_of_a_valid_model_is_an_error() {
                 "prefix of {len} bytes parsed"
             );
         }
-        // Trailing bytes (erased flash) are ignored.
+        // Trailing bytes: an error for a file, ignored in a flash partition.
         let mut padded = s.clone();
         padded.extend([0xFF; 64]);
-        assert!(Model::parse(&padded).is_ok());
+        assert!(Model::parse(&padded).is_err());
+        assert!(Model::parse_prefix(&padded).is_ok());
     }
+}
+
+/// FNV-1a (64 bits) of a byte string: a fingerprint to pin exported models by.
+fn fingerprint(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[test]
+fn exported_bytes_are_pinned() {
+    // Length and fingerprint of every seed model (each kind in each encoding) as the
+    // exporter wrote them when these values were taken: a change to the writer or the
+    // layout that moves a single byte fails here. Update only with a format change.
+    let pinned: [(usize, u64); 21] = [
+        (292, 0x6235d44f56a1975e),
+        (304, 0x9c7c794b980db9ca),
+        (304, 0x600766872d45e8bf),
+        (104, 0x26f1f8acc9c35908),
+        (180, 0xaf87ddbc5c897213),
+        (172, 0xaae2991fd3645cf0),
+        (172, 0x8ccbe82346e126a1),
+        (264, 0xb46edec6ea8f3318),
+        (256, 0x4b5a84b56e33d794),
+        (376, 0xe76e30d4a4027ad6),
+        (416, 0x49084440fdae2100),
+        (408, 0xad09f5ac464bd57a),
+        (172, 0x9e5c7fa36f5cba21),
+        (264, 0x285dbb8057d17185),
+        (252, 0x142c840553efbc48),
+        (220, 0xf91a3d7096c79478),
+        (312, 0x00660963267ead38),
+        (300, 0x10c3941c4b692937),
+        (472, 0xf3db98e922fce33d),
+        (404, 0x989248c4ade71376),
+        (404, 0x5e3757ddc5d8ea25),
+    ];
+    let got: Vec<(usize, u64)> = seed_models()
+        .iter()
+        .map(|b| (b.len(), fingerprint(b)))
+        .collect();
+    assert_eq!(got, pinned);
+}
+
+#[test]
+fn the_core_sample_model_is_what_the_exporter_writes() {
+    // `mil_core::sample::LINEAR_MIL`: z = x₀ − x₁, max pooling, f32.
+    let train = dataset(2, &[vec![vec![3.0, 1.0], vec![0.0, 2.0]]], &[1]);
+    let compact = Compact {
+        stage: None,
+        head: Head::Linear {
+            weights: vec![1.0, -1.0],
+            bias: vec![0.0],
+            pooling: Pooling::Max,
+            beta: 0.0,
+        },
+    };
+    let bytes = export(&compact, Encoding::F32, &train).unwrap();
+    let rows: Vec<String> = bytes
+        .chunks(16)
+        .map(|row| {
+            let row: Vec<String> = row.iter().map(|b| format!("0x{b:02x},")).collect();
+            format!("    {}", row.join(" "))
+        })
+        .collect();
+    assert!(
+        bytes == mil_core::sample::LINEAR_MIL,
+        "core/src/sample.rs is stale; LINEAR_MIL is now\n&[\n{}\n]",
+        rows.join("\n")
+    );
+    // And it classifies as the documentation says.
+    let model = Model::parse(mil_core::sample::LINEAR_MIL).unwrap();
+    let (decision, _) = core_classify(&model, train.bag(0)).unwrap();
+    assert_eq!(decision.label, 1);
+    assert!((decision.score - 0.880_797).abs() < 1e-5);
 }

@@ -8,7 +8,7 @@
 #[allow(dead_code)] // each test binary uses part of the shared helpers
 mod deploy;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use mil_core::{Encoding, Model};
@@ -20,6 +20,7 @@ struct BagLine {
     label: usize,
     ticks: u64,
     quantise_ticks: u64,
+    quantise_i16_ticks: u64,
     scores: Vec<f32>,
 }
 
@@ -39,6 +40,7 @@ fn parse_bag_line(line: &str) -> BagLine {
         label: field("label").parse().unwrap(),
         ticks: field("ticks").parse().unwrap(),
         quantise_ticks: field("quantise_ticks").parse().unwrap(),
+        quantise_i16_ticks: field("quantise_i16_ticks").parse().unwrap(),
         scores,
     }
 }
@@ -96,6 +98,73 @@ fn run_firmware(model: &[u8], bags: &[u8], features: &[&str]) -> String {
     stdout
 }
 
+/// Builds the firmware (without running it) around `model` and `bags` with `features`;
+/// returns cargo's output and the path of the ELF file.
+fn build_firmware(model: &[u8], bags: &[u8], features: &[&str]) -> (std::process::Output, PathBuf) {
+    let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!("mil-firmware-build-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("model.milm"), model).unwrap();
+    std::fs::write(dir.join("bags.bin"), bags).unwrap();
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/qemu");
+    let mut args = vec!["build", "--release", "--quiet"];
+    if !features.is_empty() {
+        args.push("--features");
+        args.extend(features);
+    }
+    let out = Command::new(env!("CARGO"))
+        .args(&args)
+        .current_dir(&crate_dir)
+        .env("MIL_FIRMWARE_DATA", &dir)
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET")
+        .output()
+        .expect("cargo runs");
+    std::fs::remove_dir_all(&dir).ok();
+    let elf = crate_dir.join("target/thumbv7em-none-eabihf/release/mil-firmware");
+    (out, elf)
+}
+
+/// An `llvm-objdump` that reads ARM code: the `llvm-tools` rustup component's, else one
+/// on the PATH (Debian's `llvm`), else `arm-none-eabi-objdump` (`binutils-arm-none-eabi`);
+/// installs the component if none is found, and fails saying what to install otherwise.
+fn objdump() -> PathBuf {
+    let find = || -> Option<PathBuf> {
+        let sysroot = Command::new("rustc")
+            .args(["--print", "sysroot"])
+            .output()
+            .ok()?;
+        let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
+        let host = Command::new("rustc").arg("-vV").output().ok()?;
+        let host = String::from_utf8_lossy(&host.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix("host: ").map(str::to_owned))?;
+        let tools = sysroot
+            .join("lib/rustlib")
+            .join(host)
+            .join("bin/llvm-objdump");
+        let works = |p: &Path| {
+            Command::new(p)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        [tools, "llvm-objdump".into(), "arm-none-eabi-objdump".into()]
+            .into_iter()
+            .find(|p| works(p))
+    };
+    if let Some(p) = find() {
+        return p;
+    }
+    let _ = Command::new("rustup")
+        .args(["component", "add", "llvm-tools"])
+        .status();
+    find().expect(
+        "no objdump for ARM code: `rustup component add llvm-tools` (or apt-get install llvm,          or binutils-arm-none-eabi); .ci/run and scripts/test-all.sh install llvm-tools",
+    )
+}
+
 /// Instructions per SysTick tick, from the firmware's calibration loop.
 fn instructions_per_tick(stdout: &str) -> f64 {
     let cal: Vec<f64> = stdout
@@ -145,12 +214,85 @@ fn q15_musk1_model_runs_on_an_emulated_cortex_m4_and_matches_the_host() {
     let per_tick = instructions_per_tick(&stdout);
     println!("{stack_line}; instructions per SysTick tick {per_tick:.2}");
     let per = |t: u64, n: usize| t as f64 * per_tick / n as f64;
+    let total_fixed: u64 = lines.iter().map(|l| l.quantise_i16_ticks).sum();
     println!(
-        "classify: instructions per bag (mean) {:.0}, per instance {:.0}; quantising the f32 input: per instance {:.0}",
+        "classify: instructions per bag (mean) {:.0}, per instance {:.0}; quantising the f32 input: per instance {:.0}, the i16 input: per instance {:.0}",
         per(total_ticks, lines.len()),
         per(total_ticks, instances as usize),
-        per(total_quantise, instances as usize)
+        per(total_quantise, instances as usize),
+        per(total_fixed, instances as usize)
     );
+    print_firmware_line(&model, bytes.len(), &lines, per_tick, instances);
+}
+
+/// The summary line of one model on the device: `firmware: kind=… encoding=… bytes=…
+/// instructions_per_instance=… instructions_per_bag=…`.
+fn print_firmware_line(
+    model: &Model<'_>,
+    bytes: usize,
+    lines: &[BagLine],
+    per_tick: f64,
+    instances: u64,
+) {
+    use mil_core::keyword::Keyword;
+    let ticks: u64 = lines.iter().map(|l| l.ticks).sum();
+    println!(
+        "firmware: kind={} encoding={} bytes={} instructions_per_instance={:.0} instructions_per_bag={:.0}",
+        model.kind().name(),
+        model.encoding().name(),
+        bytes,
+        ticks as f64 * per_tick / instances as f64,
+        ticks as f64 * per_tick / lines.len() as f64
+    );
+}
+
+#[test]
+fn the_firmware_links_without_a_panic_path() {
+    // The panic handler of `--features panic-check` calls an undefined function: the link
+    // fails if any panic path survives in parsing, quantising (f32 and i16 inputs) and
+    // classifying with every model kind but the set-kernel SVM (its box-kernel estimators
+    // still index slices).
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    let model = deploy::musk1_firmware_model(&musk1);
+    let (compact, _) = Compact::from_host(&model).unwrap();
+    let bytes = export(&compact, Encoding::Q15, &musk1).unwrap();
+    let (out, _) = build_firmware(
+        &bytes,
+        &deploy::bags_bin(&musk1.select(&[0])),
+        &["panic-check"],
+    );
+    assert!(
+        out.status.success(),
+        "a panic path survives in the firmware:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_fixed_point_hot_loop_uses_the_dsp_extension() {
+    // Q15 dot products pair their products into SMLALD (fixed::dot_q15).
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    let model = deploy::musk1_firmware_model(&musk1);
+    let (compact, _) = Compact::from_host(&model).unwrap();
+    let bytes = export(&compact, Encoding::Q15, &musk1).unwrap();
+    let (out, elf) = build_firmware(&bytes, &deploy::bags_bin(&musk1.select(&[0])), &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dis = Command::new(objdump())
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(&elf)
+        .output()
+        .expect("objdump runs");
+    let text = String::from_utf8_lossy(&dis.stdout);
+    let dsp = text
+        .lines()
+        .filter(|l| l.contains("\tsmlald") || l.contains("\tsmlad"))
+        .count();
+    assert!(dsp > 0, "no SMLALD/SMLAD in the firmware");
+    println!("firmware: {dsp} SMLALD/SMLAD instructions");
 }
 
 #[test]
@@ -187,6 +329,14 @@ fn default_m3ic_clustering_assigns_bags_on_an_emulated_cortex_m4() {
     println!(
         "{}",
         stdout.lines().find(|l| l.starts_with("model ")).unwrap()
+    );
+    let instances: usize = chosen.iter().map(|&b| corel.bag(b).len()).sum();
+    print_firmware_line(
+        &core,
+        bytes.len(),
+        &lines,
+        instructions_per_tick(&stdout),
+        instances as u64,
     );
 }
 
@@ -226,6 +376,8 @@ fn set_kernel_svm_estimates_its_kernel_on_an_emulated_cortex_m4() {
             line.ticks as f64 * per_tick
         );
     }
+    let instances: usize = chosen.iter().map(|&b| musk1.bag(b).len()).sum();
+    print_firmware_line(&core, bytes.len(), &lines, per_tick, instances as u64);
     println!(
         "{}",
         stdout.lines().find(|l| l.starts_with("model ")).unwrap()

@@ -483,7 +483,12 @@ fn m3ic_assignment_matches_step_14() {
             let short = vec![0.0f32; dim - 1];
             let (mut y, mut sc) = (vec![0.0f32; k], vec![0.0f32; k]);
             assert!(m
-                .instance_scores(&core, mil_core::Instances::F32(&short), &mut y, &mut sc)
+                .instance_scores(
+                    core.stage(),
+                    mil_core::Instances::F32(&short),
+                    &mut y,
+                    &mut sc
+                )
                 .is_err());
             let mut agree = 0;
             let (mut scratch, mut scores) = (vec![0.0f32; core.projected_dim()], vec![0.0f32; k]);
@@ -506,7 +511,7 @@ fn m3ic_assignment_matches_step_14() {
                     for (x, host) in musk1.bag(b).instances().zip(&host_rows) {
                         let x: Vec<f32> = x.iter().map(|&v| v as f32).collect();
                         let x = mil_core::Instances::F32(&x);
-                        m.instance_scores(&core, x, &mut scratch, &mut scores)
+                        m.instance_scores(core.stage(), x, &mut scratch, &mut scores)
                             .unwrap();
                         for (&got, want) in scores.iter().zip(host_scores(host)) {
                             assert!((got as f64 - want).abs() <= 1e-5 * want.abs().max(1.0));
@@ -518,12 +523,12 @@ fn m3ic_assignment_matches_step_14() {
                 let mut instances = Vec::new();
                 for (x, host) in q.chunks_exact(dim).zip(&host_rows) {
                     let x_core = mil_core::Instances::I16(x);
-                    m.instance_scores(&core, x_core, &mut scratch, &mut scores)
+                    m.instance_scores(core.stage(), x_core, &mut scratch, &mut scores)
                         .unwrap();
                     let want = host_scores(host);
                     let mut e = 0.0f64;
                     for (u, (&got, want)) in scores.iter().zip(&want).enumerate() {
-                        let bound = m.instance_score_bound(&core, x, u) as f64;
+                        let bound = m.instance_score_bound(core.stage(), x, u) as f64;
                         assert!(
                             (got as f64 - want).abs() <= bound,
                             "{encoding:?} bag {b} cluster {u}: |{got} − {want}| > {bound}"

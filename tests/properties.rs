@@ -9,7 +9,7 @@
 //! Each property runs a fixed number of cases from a fixed seed (set in `config`), so a
 //! run is reproducible; `PROPTEST_CASES` does not apply. About 130,000 cases in all.
 
-use mil_core::model::{model_checksum, CHECKSUM_OFFSET};
+use mil_core::container::layout::{header::CHECKSUM as CHECKSUM_OFFSET, model_checksum};
 use mil_core::score::Pooling;
 use mil_core::{Encoding, Instances, Model};
 use mil_toolkit::classifier::citation_knn::{CitationKnn, Scaling};

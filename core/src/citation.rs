@@ -18,10 +18,11 @@
 //! bags 0.05 apart), which an 8-bit step of range/127 cannot resolve: with `i8`
 //! references the core gave the host's label on 173 of those 200 bags, with `i16` 196.
 
+use crate::bag::{argmax_first, Decision, Instances};
+use crate::container::{le_f32, le_i16, tag, Elem, Encoding, F32s, Section, Sections};
 use crate::error::Error;
-use crate::model::{
-    argmax_first, tag, Decision, Elem, Encoding, Instances, Model, Section, Sections,
-};
+use crate::project::Stage;
+use crate::score::split;
 
 /// Largest R (number of nearest references) the core supports.
 pub const MAX_REFERENCES: usize = 32;
@@ -113,7 +114,7 @@ impl<'a> CitationKnn<'a> {
 
     /// Number of reference bags.
     pub fn n_bags(&self) -> usize {
-        self.bags.cols - 1
+        self.bags.cols.saturating_sub(1)
     }
 
     /// R.
@@ -132,49 +133,82 @@ impl<'a> CitationKnn<'a> {
         self.radii.f32_at(b)
     }
 
-    /// Coordinate `k` of stored instance `i`.
-    fn coord(&self, i: usize, k: usize, d: usize) -> f32 {
-        let v = self.instances.f32_at(i * d + k);
-        self.scale.map_or(v, |s| v * s.f32_at(k))
-    }
-
     /// Minimal Hausdorff distance between the projected test bag `y` (n × d) and
     /// reference bag `b`.
     pub fn distance(&self, y: &[f32], d: usize, b: usize) -> f32 {
+        match self.scale {
+            Some(s) => self.distance_with(y, d, b, s.f32s().iter()),
+            None => self.distance_with(y, d, b, F32s::default().iter()),
+        }
+    }
+
+    /// [`CitationKnn::distance`] with the per-coordinate scales of a quantised model
+    /// already decoded (`scales`, d values; ignored for f32 models). The inner loop reads
+    /// one stored coordinate (`i16` or `f32` bytes) and one scale per squared difference,
+    /// with no per-element dispatch on the element type.
+    fn distance_with(
+        &self,
+        y: &[f32],
+        d: usize,
+        b: usize,
+        scales: impl Iterator<Item = f32> + Clone,
+    ) -> f32 {
         let (lo, hi) = (
             self.bags.u32_at(b) as usize,
             self.bags.u32_at(b + 1) as usize,
         );
         let mut best = f32::INFINITY;
+        if d == 0 {
+            return 0.0;
+        }
         for x in y.chunks_exact(d) {
             for i in lo..hi {
-                let s: f32 = (0..d)
-                    .map(|k| {
-                        let t = x[k] - self.coord(i, k, d);
-                        t * t
-                    })
-                    .sum();
+                let row = self.instances.row_bytes(i);
+                let s: f32 = match self.scale {
+                    Some(_) => row
+                        .chunks_exact(2)
+                        .zip(x)
+                        .zip(scales.clone())
+                        .map(|((r, &xk), sk)| {
+                            let t = xk - le_i16(r) as f32 * sk;
+                            t * t
+                        })
+                        .sum(),
+                    None => row
+                        .chunks_exact(4)
+                        .zip(x)
+                        .map(|(r, &xk)| {
+                            let t = xk - le_f32(r);
+                            t * t
+                        })
+                        .sum(),
+                };
                 best = best.min(s);
             }
         }
         libm::sqrtf(best)
     }
 
-    /// Scratch values [`crate::Model::classify`] needs for an `n`-instance bag.
+    /// Scratch values [`crate::Model::classify`] needs for an `n`-instance bag: the
+    /// projected instances, one distance per reference bag and, for quantised models, the
+    /// d coordinate scales.
     pub fn scratch_len(&self, n: usize, d: usize) -> usize {
-        n.saturating_mul(d).saturating_add(self.n_bags())
+        let scales = self.scale.map_or(0, |_| d);
+        n.saturating_mul(d)
+            .saturating_add(self.n_bags())
+            .saturating_add(scales)
     }
 
     /// Classifies an `n`-instance bag; `scores` receives the normalised votes per class.
     pub(crate) fn classify(
         &self,
-        model: &Model<'_>,
+        stage: &Stage<'_>,
         bag: Instances<'_>,
         n: usize,
         scratch: &mut [f32],
         scores: &mut [f32],
     ) -> Result<Decision, Error> {
-        let d = model.projected_dim();
+        let d = stage.output_dim();
         let n_bags = self.n_bags();
         let needed = self.scratch_len(n, d);
         if scratch.len() < needed || scores.len() < self.n_classes {
@@ -183,36 +217,48 @@ impl<'a> CitationKnn<'a> {
                 got: scratch.len(),
             });
         }
-        let (y, dist) = scratch.split_at_mut(n * d);
-        let dist = &mut dist[..n_bags];
-        let scores = &mut scores[..self.n_classes];
-        for (i, row) in y.chunks_exact_mut(d).enumerate() {
-            model.project_instance(bag, i, row)?;
+        let (y, rest) = split(scratch, n * d);
+        let (dist, rest) = split(rest, n_bags);
+        let (scales, _) = split(rest, self.scale.map_or(0, |_| d));
+        let (scores, _) = split(scores, self.n_classes);
+        for (i, row) in y.chunks_exact_mut(d.max(1)).enumerate() {
+            stage.project_instance(bag, i, row)?;
         }
-        // The R smallest distances, ascending: the R-th is the reference cut-off.
+        // Quantised references: their per-coordinate scales, decoded once per bag.
+        if let Some(s) = self.scale {
+            scales.iter_mut().zip(s.f32s()).for_each(|(o, v)| *o = v);
+        }
+        // The R smallest distances so far, ascending: the R-th is the reference cut-off.
+        // (Distances are never NaN: `distance` takes a minimum, which skips NaN.)
         let r = self.references;
-        let mut nearest = [f32::INFINITY; MAX_REFERENCES];
+        let mut nearest = heapless::Vec::<f32, MAX_REFERENCES>::new();
         for (b, db) in dist.iter_mut().enumerate() {
-            *db = self.distance(y, d, b);
-            if r > 0 && *db < nearest[r - 1] {
-                let mut pos = r - 1;
-                while pos > 0 && *db < nearest[pos - 1] {
-                    nearest[pos] = nearest[pos - 1];
-                    pos -= 1;
+            *db = self.distance_with(y, d, b, scales.iter().copied());
+            let pos = nearest.partition_point(|&v| v <= *db);
+            if pos < r {
+                // Insert at `pos`, shifting the larger ones up; a full list drops its
+                // largest (R ≤ MAX_REFERENCES, checked at parse).
+                let mut v = *db;
+                for slot in nearest.iter_mut().skip(pos) {
+                    core::mem::swap(slot, &mut v);
                 }
-                nearest[pos] = *db;
+                if nearest.len() < r {
+                    let _ = nearest.push(v);
+                }
             }
         }
-        let cut = if r > 0 {
-            nearest[r - 1]
-        } else {
-            f32::NEG_INFINITY
+        let cut = match r {
+            0 => f32::NEG_INFINITY,
+            // R ≤ the number of reference bags (checked at parse): the list is full.
+            _ => nearest.get(r - 1).copied().unwrap_or(f32::INFINITY),
         };
         scores.iter_mut().for_each(|s| *s = 1.0 / n_bags as f32);
-        for (b, &db) in dist.iter().enumerate() {
+        for (b, (&db, radius)) in dist.iter().zip(self.radii.f32s()).enumerate() {
             let label = self.labels.u32_at(b) as usize;
-            let votes = u8::from(db <= cut) + u8::from(db <= self.radii.f32_at(b));
-            scores[label] += votes as f32;
+            let votes = u8::from(db <= cut) + u8::from(db <= radius);
+            if let Some(s) = scores.get_mut(label) {
+                *s += votes as f32;
+            }
         }
         let total: f32 = scores.iter().sum();
         scores.iter_mut().for_each(|s| *s /= total);

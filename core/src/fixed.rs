@@ -1,5 +1,5 @@
 //! Fixed-point arithmetic for quantised models: Q15 (`i16`) and Q7 (`i8`) weights with a
-//! per-column scale, `i16` inputs, `i32` accumulation with saturation.
+//! per-row scale, `i16` inputs, exact `i64` accumulation, one rounding shift per output.
 //!
 //! A real value `v` is stored as the integer `q = round(v / s)` clamped to
 //! `[-Q_MAX, Q_MAX]`, where `s` is the column's scale, chosen as `s = max|v| / Q_MAX` so
@@ -7,11 +7,14 @@
 //! error bound `|v − s·q| ≤ s/2` for every value with `|v| ≤ Q_MAX·s` (see
 //! [`quantize`]); values outside the range saturate.
 //!
-//! Dot products multiply an `i16` input by a Q15/Q7 weight (exact in `i32`), shift the
-//! product right by a per-column `shift` with rounding (error ≤ 2^(shift−1) per product
-//! when `shift > 0`, none when `shift = 0`) and add with saturation. The exporter picks
-//! the smallest `shift` for which `Σ_j |q_j|·i16::MAX / 2^shift` fits in `i32`, so the
-//! accumulator can never saturate on any input; saturation stays as a second guard.
+//! Dot products multiply an `i16` input by a Q15/Q7 weight (exact in `i32`) and add the
+//! raw products in an `i64` accumulator (exact: no rounding, no saturation), two at a
+//! time so that a Cortex-M4 does both in one `SMLALD` ([`dot_q15`]). The sum is shifted
+//! right once per output by the row's `shift`, rounding to nearest (error ≤ 2^(shift−1)
+//! product units for the whole sum when `shift > 0`, none when `shift = 0`:
+//! [`round_shift_wide`]). The exporter picks the smallest `shift` for which
+//! `Σ_j |q_j|·32768 / 2^shift` fits in `i32` ([`safe_shift`]), so the shifted sum is an
+//! `i32` for every input and converts to `f32` in one instruction.
 
 /// Largest magnitude of a Q15 value (−32768 is excluded so the range is symmetric).
 pub const Q15_MAX: i32 = i16::MAX as i32;
@@ -75,24 +78,79 @@ pub fn round_shift(x: i32, shift: u32) -> i32 {
     }
 }
 
-/// `Σ_j round_shift(w_j · x_j, shift)` with saturating `i32` accumulation.
+/// `Σ_j w_j · x_j`, exact, for Q15 weights stored as little-endian `i16` bytes `w` and
+/// the quantised inputs `x` (over the shorter of the two).
 ///
-/// `w` holds the weights read from the model (Q15, or Q7 widened),
-/// `x` the quantised inputs. Error bound against the exact sum `Σ w_j x_j / 2^shift`:
-/// `len · 2^(shift−1)` product units when `shift > 0` (0 when `shift = 0`), provided
-/// the accumulator does not saturate (the exporter's choice of `shift` guarantees it).
-pub fn dot_shifted(w: impl Iterator<Item = i16>, x: &[i16], shift: u32) -> i32 {
-    // Two i16 factors: each product is at most 2^30 in magnitude, exact in i32.
-    let products = w.zip(x).map(|(w, &x)| w as i32 * x as i32);
-    if shift == 0 {
-        products.fold(0i32, i32::saturating_add)
-    } else {
-        products.fold(0i32, |acc, p| acc.saturating_add(round_shift(p, shift)))
+/// Every product is at most 32767 · 32768 < 2³⁰ in magnitude and the sum of fewer than 2³³
+/// of them fits `i64`, so nothing rounds or saturates: the one rounding happens once per
+/// output, in [`round_shift_wide`]. Shaped for the Cortex-M4's DSP extension: each pass
+/// of the loop reads one pair of weights and one pair of inputs as two words and adds both
+/// products to the 64-bit accumulator, which LLVM's ARM parallel-DSP pass turns into one
+/// `SMLALD` (`tests/firmware.rs` checks the firmware's disassembly for it).
+pub fn dot_q15(w: &[u8], x: &[i16]) -> i64 {
+    let mut acc: i64 = 0;
+    for (w, x) in w.chunks_exact(4).zip(x.chunks_exact(2)) {
+        acc += (q15(w.get(0..2)) * input(x, 0)) as i64 + (q15(w.get(2..4)) * input(x, 1)) as i64;
     }
+    // An odd length leaves one weight and one input.
+    let n = (w.len() / 2).min(x.len());
+    if n % 2 == 1 {
+        let j = n - 1;
+        acc += (q15(w.get(2 * j..2 * j + 2)) * input(x, j)) as i64;
+    }
+    acc
+}
+
+/// `Σ_j w_j · x_j`, exact, for Q7 weights `w` (one `i8` per byte) and the quantised
+/// inputs `x` (over the shorter of the two). As [`dot_q15`]: products below 2²², one
+/// 64-bit accumulator (`SMLALBB` on a Cortex-M4), no rounding.
+pub fn dot_q7(w: &[u8], x: &[i16]) -> i64 {
+    let mut acc: i64 = 0;
+    for (w, x) in w.chunks_exact(2).zip(x.chunks_exact(2)) {
+        let w0 = w.first().map_or(0, |&b| b as i8 as i32);
+        let w1 = w.get(1).map_or(0, |&b| b as i8 as i32);
+        acc += (w0 * input(x, 0)) as i64 + (w1 * input(x, 1)) as i64;
+    }
+    let n = w.len().min(x.len());
+    if n % 2 == 1 {
+        let j = n - 1;
+        acc += (w.get(j).map_or(0, |&b| b as i8 as i32) * input(x, j)) as i64;
+    }
+    acc
+}
+
+/// The `i16` in two little-endian bytes (0 for anything else).
+#[inline(always)]
+fn q15(bytes: Option<&[u8]>) -> i32 {
+    bytes
+        .and_then(|b| <&[u8; 2]>::try_from(b).ok())
+        .map_or(0, |b| i16::from_le_bytes(*b) as i32)
+}
+
+/// Input `i` of a pair (0 past its end).
+#[inline(always)]
+fn input(x: &[i16], i: usize) -> i32 {
+    x.get(i).map_or(0, |&v| v as i32)
+}
+
+/// `acc / 2^shift` rounded to nearest (halves up) and saturated to `i32`: the one
+/// rounding of a fixed-point dot product ([`dot_q15`], [`dot_q7`]).
+///
+/// Error bound: `|acc/2^shift − result| ≤ 1/2`, i.e. 2^(shift−1) in product units, when
+/// the result does not saturate (the exporter's shift, [`safe_shift`], guarantees it for
+/// every `i16` input); exact for `shift = 0`.
+pub fn round_shift_wide(acc: i64, shift: u32) -> i32 {
+    let r = match shift {
+        0 => acc,
+        1..=62 => acc.saturating_add(1 << (shift - 1)) >> shift,
+        _ => 0,
+    };
+    r.clamp(i32::MIN as i64, i32::MAX as i64) as i32
 }
 
 /// The smallest shift for which `Σ_j |q_j| · 32768 / 2^shift` stays within `i32::MAX`:
-/// with it, [`dot_shifted`] cannot saturate for any `i16` input.
+/// with it, [`round_shift_wide`] of the exact sum cannot saturate for any `i16` input, so
+/// the rescale to `f32` converts an `i32`.
 pub fn safe_shift(abs_weight_sum: u64) -> u32 {
     let worst = abs_weight_sum.saturating_mul(32768);
     let mut shift = 0;
@@ -149,49 +207,65 @@ mod tests {
         assert_eq!(round_shift(7, 0), 7);
     }
 
+    fn q15_bytes(w: &[i32]) -> Vec<u8> {
+        w.iter().flat_map(|&v| (v as i16).to_le_bytes()).collect()
+    }
+
     #[test]
-    fn dot_matches_exact_integer_sum_within_bound() {
-        let w: [i32; 6] = [32767, -32767, 1000, -5, 0, 127];
-        let x = [32767i16, -32768, 123, 4, 9, -77];
-        let exact: i64 = w.iter().zip(&x).map(|(&a, &b)| a as i64 * b as i64).sum();
-        for shift in 0..8 {
-            let got = dot_shifted(w.iter().map(|&v| v as i16), &x, shift) as f64;
-            let want = exact as f64 / (1u64 << shift) as f64;
-            let bound = if shift == 0 {
-                0.0
-            } else {
-                w.len() as f64 * 0.5
-            };
-            if shift >= safe_shift(w.iter().map(|v| v.unsigned_abs() as u64).sum()) {
-                assert!(
-                    (got - want).abs() <= bound,
-                    "shift {shift}: {got} vs {want}"
-                );
-            }
+    fn dots_are_exact_for_every_length() {
+        let w: [i32; 7] = [32767, -32767, 1000, -5, 0, 127, -128];
+        let x = [32767i16, -32768, 123, 4, 9, -77, 5];
+        for n in 0..=w.len() {
+            let exact: i64 = w[..n]
+                .iter()
+                .zip(&x)
+                .map(|(&a, &b)| a as i64 * b as i64)
+                .sum();
+            assert_eq!(dot_q15(&q15_bytes(&w[..n]), &x[..n]), exact, "n {n}");
+            let w7: Vec<i32> = w[..n].iter().map(|&v| v.clamp(-127, 127)).collect();
+            let b7: Vec<u8> = w7.iter().map(|&v| v as i8 as u8).collect();
+            let exact7: i64 = w7.iter().zip(&x).map(|(&a, &b)| a as i64 * b as i64).sum();
+            assert_eq!(dot_q7(&b7, &x[..n]), exact7, "q7 n {n}");
+            // The shorter operand sets the length.
+            assert_eq!(dot_q15(&q15_bytes(&w), &x[..n]), exact, "n {n}");
         }
     }
 
     #[test]
-    fn dot_saturates_instead_of_wrapping() {
-        let w = [32767; 8];
-        let x = [32767i16; 8];
-        assert_eq!(dot_shifted(w.iter().map(|&v| v as i16), &x, 0), i32::MAX);
-        let x = [-32768i16; 8];
-        assert_eq!(dot_shifted(w.iter().map(|&v| v as i16), &x, 0), i32::MIN);
+    fn one_rounding_per_output_within_half_a_step() {
+        let w: [i32; 6] = [32767, -32767, 1000, -5, 0, 127];
+        let x = [32767i16, -32768, 123, 4, 9, -77];
+        let exact: i64 = w.iter().zip(&x).map(|(&a, &b)| a as i64 * b as i64).sum();
+        let acc = dot_q15(&q15_bytes(&w), &x);
+        let first = safe_shift(w.iter().map(|v| v.unsigned_abs() as u64).sum());
+        for shift in first..first + 8 {
+            let got = round_shift_wide(acc, shift) as f64;
+            let want = exact as f64 / (1u64 << shift) as f64;
+            let bound = if shift == 0 { 0.0 } else { 0.5 };
+            assert!(
+                (got - want).abs() <= bound,
+                "shift {shift}: {got} vs {want}"
+            );
+        }
+        assert_eq!(round_shift_wide(-5, 1), -2); // −2.5 rounds up
+        assert_eq!(round_shift_wide(i64::MAX, 0), i32::MAX); // saturates
+        assert_eq!(round_shift_wide(i64::MIN, 1), i32::MIN);
+        assert_eq!(round_shift_wide(7, 70), 0);
     }
 
     #[test]
-    fn safe_shift_prevents_saturation_in_the_worst_case() {
+    fn safe_shift_keeps_the_shifted_sum_an_i32_in_the_worst_case() {
         for n in [1usize, 2, 3, 10, 166, 230, 1000] {
             let w = vec![32767i32; n];
             let shift = safe_shift(w.iter().map(|v| v.unsigned_abs() as u64).sum());
-            for x in [[-32768i16; 1], [32767; 1]] {
-                let xs = vec![x[0]; n];
-                let got = dot_shifted(w.iter().map(|&v| v as i16), &xs, shift) as i64;
-                let exact: i64 = w.iter().map(|&a| a as i64 * x[0] as i64).sum();
-                let want = exact >> shift;
+            for x in [-32768i16, 32767] {
+                let xs = vec![x; n];
+                let acc = dot_q15(&q15_bytes(&w), &xs);
+                let exact: i64 = w.iter().map(|&a| a as i64 * x as i64).sum();
+                assert_eq!(acc, exact);
+                let got = round_shift_wide(acc, shift) as i64;
                 assert!(got != i32::MAX as i64 && got != i32::MIN as i64, "n {n}");
-                assert!((got - want).abs() <= n as i64, "n {n}: {got} vs {want}");
+                assert!((got - (exact >> shift)).abs() <= 1, "n {n}");
             }
         }
         assert_eq!(safe_shift(1), 0);

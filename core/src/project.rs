@@ -7,9 +7,10 @@
 //! **Q15/Q7 models** fold the input quantisation step s_j into the weights as well:
 //! W_kj = G'_kj · s_j, stored as q_kj = round(W_kj / t_k) with a per-row scale t_k, and the
 //! instance arrives as qx_j = round(x_j / s_j) ([`crate::Model::quantize_instance`]). The
-//! device computes, with `i32` accumulation and the row's shift h_k,
+//! device sums the raw products exactly in an `i64` ([`crate::fixed::dot_q15`]: one
+//! `SMLALD` per pair of features on a Cortex-M4) and rounds once, by the row's shift h_k:
 //!
-//! ŷ_k = t_k · 2^h_k · Σ_j round_shift(q_kj · qx_j, h_k) + b_k.
+//! ŷ_k = t_k · 2^h_k · round(Σ_j q_kj · qx_j / 2^h_k) + b_k.
 //!
 //! Each weight lies within δ_k steps of its grid point, |W_kj − t_k q_kj| ≤ δ_k t_k: δ_k = ½
 //! for nearest rounding, or the row's radius stored in `PROJ_ROUNDING` when the host
@@ -20,7 +21,7 @@
 //!
 //! |ŷ_k − y_k| ≤ (t_k/2)·(Σ_j |q_kj| + δ_k D)   input rounding, ½·Σ_j |W_kj| with |W_kj| ≤ t_k(|q_kj| + δ_k)
 //!             + t_k δ_k·Σ_j |qx_j|            weight rounding
-//!             + t_k·2^(h_k−1)·D  (if h_k > 0)  product rounding of the shift
+//!             + t_k·2^(h_k−1)    (if h_k > 0)  the one rounding of the shifted sum
 //!             + 4ε·(|t_k 2^h_k acc| + |b_k|)   `f32` rounding of the final rescale, ε = 2⁻²³.
 //!
 //! **Diagonal stages** (`PROJ_DIAGONAL`, d = D) scale and shift each feature on its own,
@@ -31,12 +32,15 @@
 //! the input rounding (|v_j − x_j/s_j| ≤ ½) and the `f32` multiply-add:
 //! |ŷ_j − y_j| ≤ |a_j|/2 + 4ε·(|a_j v_j| + |c_j|).
 
+use crate::bag::Instances;
+use crate::container::{tag, Elem, Encoding, Section, Sections};
 use crate::error::Error;
-use crate::model::{tag, Elem, Encoding, Instances, Section, Sections, Weights};
+use crate::fixed;
+use crate::weights::Weights;
 
 /// How a projection stage is stored.
 #[derive(Debug, Clone, Copy)]
-enum Stage<'a> {
+enum Storage<'a> {
     /// d × D weights (row k = output k), d biases, and for quantised weights rounded
     /// with error feedback the d rounding radii δ_k.
     Dense {
@@ -51,7 +55,7 @@ enum Stage<'a> {
 /// The projection stage of a model: y = A x + b, dense or diagonal (module docs).
 #[derive(Debug, Clone, Copy)]
 pub struct Projection<'a> {
-    stage: Stage<'a>,
+    storage: Storage<'a>,
     input_dim: usize,
     quantised: bool,
 }
@@ -83,7 +87,7 @@ impl<'a> Projection<'a> {
             diagonal.expect(Elem::F32, 2, input_dim)?;
             diagonal.expect_finite()?;
             return Ok(Projection {
-                stage: Stage::Diagonal(diagonal),
+                storage: Storage::Diagonal(diagonal),
                 input_dim,
                 quantised,
             });
@@ -93,7 +97,8 @@ impl<'a> Projection<'a> {
         if d == 0 {
             return Err(Error::BadModel("projection with no outputs"));
         }
-        let weights = sections.weights(
+        let weights = Weights::from_sections(
+            sections,
             encoding,
             tag::PROJ_WEIGHTS,
             tag::PROJ_SCALE,
@@ -106,7 +111,7 @@ impl<'a> Projection<'a> {
             for k in 0..d {
                 let sum = weights.values.abs_sum(k * input_dim..(k + 1) * input_dim);
                 let shift = weights.shift.map_or(0, |s| s.u32_at(k));
-                if shift < crate::fixed::safe_shift(sum) {
+                if shift < fixed::safe_shift(sum) {
                     return Err(Error::BadModel(
                         "accumulator shift too small for the weights",
                     ));
@@ -129,7 +134,7 @@ impl<'a> Projection<'a> {
             }
         };
         Ok(Projection {
-            stage: Stage::Dense {
+            storage: Storage::Dense {
                 weights,
                 bias,
                 rounding,
@@ -146,17 +151,17 @@ impl<'a> Projection<'a> {
 
     /// Output dimension d (D for a diagonal stage).
     pub fn output_dim(&self) -> usize {
-        match &self.stage {
-            Stage::Dense { weights, .. } => weights.rows(),
-            Stage::Diagonal(_) => self.input_dim,
+        match &self.storage {
+            Storage::Dense { weights, .. } => weights.rows(),
+            Storage::Diagonal(_) => self.input_dim,
         }
     }
 
     /// The weights of a dense stage (d × D, row k = output k); `None` when diagonal.
     pub fn weights(&self) -> Option<&Weights<'a>> {
-        match &self.stage {
-            Stage::Dense { weights, .. } => Some(weights),
-            Stage::Diagonal(_) => None,
+        match &self.storage {
+            Storage::Dense { weights, .. } => Some(weights),
+            Storage::Diagonal(_) => None,
         }
     }
 
@@ -174,8 +179,35 @@ impl<'a> Projection<'a> {
         let out = out
             .get_mut(..d)
             .ok_or(Error::BufferTooSmall { needed: d, got })?;
-        for (k, o) in out.iter_mut().enumerate() {
-            *o = self.output(k, x)?;
+        // One dispatch per instance; the loops below read typed rows, no per-element match.
+        match (&self.storage, x) {
+            (Storage::Dense { weights, bias, .. }, Instances::F32(x)) if !self.quantised => {
+                for ((k, o), b) in out.iter_mut().enumerate().zip(bias.f32s()) {
+                    *o = weights.dot_f32(k, x) + b;
+                }
+            }
+            (Storage::Dense { weights, bias, .. }, Instances::I16(x)) if self.quantised => {
+                for ((k, o), b) in out.iter_mut().enumerate().zip(bias.f32s()) {
+                    *o = weights.dot_q(k, x) + b;
+                }
+            }
+            (Storage::Diagonal(s), Instances::F32(x)) if !self.quantised => {
+                let (a, c) = s.f32s().split_at(d_in);
+                for (((o, &v), a), c) in out.iter_mut().zip(x).zip(a).zip(c) {
+                    *o = a * v + c;
+                }
+            }
+            (Storage::Diagonal(s), Instances::I16(x)) if self.quantised => {
+                let (a, c) = s.f32s().split_at(d_in);
+                for (((o, &v), a), c) in out.iter_mut().zip(x).zip(a).zip(c) {
+                    *o = a * v as f32 + c;
+                }
+            }
+            _ => {
+                return Err(Error::InvalidParameter(
+                    "f32 models take f32 instances, quantised models quantised ones",
+                ))
+            }
         }
         Ok(())
     }
@@ -188,18 +220,20 @@ impl<'a> Projection<'a> {
                 got: x.len(),
             });
         }
-        match (&self.stage, x) {
-            (Stage::Dense { weights, bias, .. }, Instances::F32(x)) if !self.quantised => {
+        match (&self.storage, x) {
+            (Storage::Dense { weights, bias, .. }, Instances::F32(x)) if !self.quantised => {
                 Ok(weights.dot_f32(k, x) + bias.f32_at(k))
             }
-            (Stage::Dense { weights, bias, .. }, Instances::I16(x)) if self.quantised => {
+            (Storage::Dense { weights, bias, .. }, Instances::I16(x)) if self.quantised => {
                 Ok(weights.dot_q(k, x) + bias.f32_at(k))
             }
-            (Stage::Diagonal(s), Instances::F32(x)) if !self.quantised => {
-                Ok(s.f32_at(k) * x[k] + s.f32_at(self.input_dim + k))
+            (Storage::Diagonal(s), Instances::F32(x)) if !self.quantised => {
+                let v = x.get(k).copied().unwrap_or(0.0);
+                Ok(s.f32_at(k) * v + s.f32_at(self.input_dim + k))
             }
-            (Stage::Diagonal(s), Instances::I16(x)) if self.quantised => {
-                Ok(s.f32_at(k) * x[k] as f32 + s.f32_at(self.input_dim + k))
+            (Storage::Diagonal(s), Instances::I16(x)) if self.quantised => {
+                let v = x.get(k).map_or(0.0, |&v| v as f32);
+                Ok(s.f32_at(k) * v + s.f32_at(self.input_dim + k))
             }
             _ => Err(Error::InvalidParameter(
                 "f32 models take f32 instances, quantised models quantised ones",
@@ -214,13 +248,13 @@ impl<'a> Projection<'a> {
         if !self.quantised || k >= self.output_dim() {
             return 0.0;
         }
-        let (weights, bias, rounding) = match &self.stage {
-            Stage::Dense {
+        let (weights, bias, rounding) = match &self.storage {
+            Storage::Dense {
                 weights,
                 bias,
                 rounding,
             } => (weights, bias, rounding),
-            Stage::Diagonal(s) => {
+            Storage::Diagonal(s) => {
                 let (a, c) = (s.f32_at(k), s.f32_at(self.input_dim + k));
                 let v = qx.get(k).map_or(0.0, |&v| v as f32);
                 return 0.5 * a.abs() + 4.0 * f32::EPSILON * ((a * v).abs() + c.abs());
@@ -238,7 +272,7 @@ impl<'a> Projection<'a> {
         let x_sum: f32 = qx.iter().map(|&v| (v as i32).abs() as f32).sum();
         let n = d_in as f32;
         let shift_term = if h > 0 {
-            t * (1u64 << (h - 1)) as f32 * n
+            t * (1u64 << (h - 1)) as f32
         } else {
             0.0
         };
@@ -252,8 +286,8 @@ impl<'a> Projection<'a> {
     /// error feedback) rather than being rounded to nearest.
     pub fn has_rounding_radii(&self) -> bool {
         matches!(
-            self.stage,
-            Stage::Dense {
+            self.storage,
+            Storage::Dense {
                 rounding: Some(_),
                 ..
             }
@@ -264,11 +298,67 @@ impl<'a> Projection<'a> {
     /// nearest rounding, the stored radius for error feedback; `None` for f32 or
     /// diagonal stages.
     pub fn rounding_radius(&self, k: usize) -> Option<f32> {
-        match &self.stage {
-            Stage::Dense { rounding, .. } if self.quantised && k < self.output_dim() => {
+        match &self.storage {
+            Storage::Dense { rounding, .. } if self.quantised && k < self.output_dim() => {
                 Some(rounding.map_or(0.5, |r| r.f32_at(k)))
             }
             _ => None,
+        }
+    }
+}
+
+/// The stage in front of every head: the model's projection, or the identity on its D
+/// features when it has none. Heads see instances only through it.
+#[derive(Debug, Clone, Copy)]
+pub struct Stage<'a> {
+    projection: Option<Projection<'a>>,
+    input_dim: usize,
+}
+
+impl<'a> Stage<'a> {
+    /// The stage of a model with `input_dim` features and this projection, if any.
+    pub fn new(projection: Option<Projection<'a>>, input_dim: usize) -> Self {
+        Stage {
+            projection,
+            input_dim,
+        }
+    }
+
+    /// Input dimension D.
+    pub fn input_dim(&self) -> usize {
+        self.input_dim
+    }
+
+    /// The dimension instances have after the stage: d, or D without a projection.
+    pub fn output_dim(&self) -> usize {
+        self.projection.map_or(self.input_dim, |p| p.output_dim())
+    }
+
+    /// The projection, if the model has one.
+    pub fn projection(&self) -> Option<&Projection<'a>> {
+        self.projection.as_ref()
+    }
+
+    /// Projects instance `i` of a bag into `out[..output_dim]` (or copies it when there
+    /// is no projection: f32 instances only).
+    pub fn project_instance(
+        &self,
+        bag: Instances<'_>,
+        i: usize,
+        out: &mut [f32],
+    ) -> Result<(), Error> {
+        let d_in = self.input_dim;
+        match (self.projection, bag.instance(i, d_in)?) {
+            (Some(p), x) => p.apply(x, out),
+            (None, Instances::F32(x)) => {
+                let o = out.get_mut(..d_in).ok_or(Error::BufferTooSmall {
+                    needed: d_in,
+                    got: 0,
+                })?;
+                o.iter_mut().zip(x).for_each(|(o, &v)| *o = v);
+                Ok(())
+            }
+            (None, Instances::I16(_)) => Err(Error::WrongModelKind),
         }
     }
 }

@@ -16,10 +16,11 @@
 //! the probabilities, the geometric mean is σ of a mean of logits (¼), Ray & Craven's
 //! softmax is (1+β)-Lipschitz in the probabilities, noisy-OR n-Lipschitz.
 
+use crate::bag::{argmax_first, instance_count, Decision, Instances};
+use crate::container::{tag, Elem, Encoding, Section, Sections};
 use crate::error::Error;
-use crate::model::{
-    argmax_first, tag, Decision, Elem, Encoding, Instances, Model, Section, Sections, Weights,
-};
+use crate::project::Stage;
+use crate::weights::Weights;
 
 /// How instance probabilities become a bag probability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +66,13 @@ impl Pooling {
     }
 }
 
+/// `v` split after `n` elements (all of it and nothing when shorter): callers size
+/// their buffers first, so this never shortens one that matters, and it cannot panic.
+pub(crate) fn split<T>(v: &mut [T], n: usize) -> (&mut [T], &mut [T]) {
+    let at = n.min(v.len());
+    v.split_at_mut(at)
+}
+
 /// `log(1 + e^z)` without overflow.
 fn softplus(z: f32) -> f32 {
     if z > 0.0 {
@@ -104,7 +112,8 @@ impl<'a> LinearScorer<'a> {
         if rows == 0 {
             return Err(Error::BadModel("scorer with no rows"));
         }
-        let weights = sections.weights(
+        let weights = Weights::from_sections(
+            sections,
             encoding,
             tag::SCORE_WEIGHTS,
             tag::SCORE_SCALE,
@@ -152,7 +161,7 @@ impl<'a> LinearScorer<'a> {
     /// Scores an `n`-instance bag; `scratch` holds d + 3C' values, `scores` C values.
     pub(crate) fn score_bag(
         &self,
-        model: &Model<'_>,
+        stage: &Stage<'_>,
         bag: Instances<'_>,
         n: usize,
         scratch: &mut [f32],
@@ -168,43 +177,47 @@ impl<'a> LinearScorer<'a> {
                 got: scratch.len(),
             });
         }
-        let (y, rest) = scratch.split_at_mut(d);
-        let (z, rest) = rest.split_at_mut(r);
-        let (a, rest) = rest.split_at_mut(r);
-        let b = &mut rest[..r];
-        let scores = &mut scores[..classes];
-        a.iter_mut().for_each(|v| *v = 0.0);
+        let (y, rest) = split(scratch, d);
+        let (z, rest) = split(rest, r);
+        let (a, rest) = split(rest, r);
+        let (b, _) = split(rest, r);
+        let (scores, _) = split(scores, classes);
+        let start = match self.pooling {
+            Pooling::Max => f32::NEG_INFINITY,
+            _ => 0.0,
+        };
+        a.iter_mut().for_each(|v| *v = start);
         b.iter_mut().for_each(|v| *v = 0.0);
-        if self.pooling == Pooling::Max {
-            a.iter_mut().for_each(|v| *v = f32::NEG_INFINITY);
-        }
         for i in 0..n {
-            model.project_instance(bag, i, y)?;
-            for (c, zc) in z.iter_mut().enumerate() {
-                *zc = self.weights.dot_f32(c, y) + self.bias.f32_at(c);
+            stage.project_instance(bag, i, y)?;
+            for ((c, zc), bias) in z.iter_mut().enumerate().zip(self.bias.f32s()) {
+                *zc = self.weights.dot_f32(c, y) + bias;
             }
-            for c in 0..r {
-                self.accumulate(z[c], &mut a[c], &mut b[c]);
+            for ((&zc, ac), bc) in z.iter().zip(a.iter_mut()).zip(b.iter_mut()) {
+                self.accumulate(zc, ac, bc);
             }
         }
         let nf = n as f32;
-        let pooled = |c: usize| match self.pooling {
-            Pooling::Max => a[c],
-            Pooling::Mean => a[c] / nf,
-            Pooling::Geometric => sigmoid(a[c] / nf),
-            Pooling::Softmax => a[c] / b[c],
-            Pooling::NoisyOr => -libm::expm1f(a[c]),
+        let pooled = |a: f32, b: f32| match self.pooling {
+            // σ is monotone: the largest probability is σ of the largest logit.
+            Pooling::Max => sigmoid(a),
+            Pooling::Mean => a / nf,
+            Pooling::Geometric => sigmoid(a / nf),
+            Pooling::Softmax => a / b,
+            Pooling::NoisyOr => -libm::expm1f(a),
         };
-        if r == 1 {
-            let p = pooled(0);
-            scores[0] = 1.0 - p;
-            scores[1] = p;
+        if let (1, [s0, s1]) = (r, &mut *scores) {
+            let p = pooled(
+                a.first().copied().unwrap_or(0.0),
+                b.first().copied().unwrap_or(0.0),
+            );
+            (*s0, *s1) = (1.0 - p, p);
             // Ties go to the first class, as the host's argmax does.
-            let label = usize::from(scores[1] > scores[0]);
+            let (label, _) = argmax_first(scores);
             return Ok(Decision { label, score: p });
         }
-        for (c, s) in scores.iter_mut().enumerate() {
-            *s = pooled(c);
+        for ((s, &ac), &bc) in scores.iter_mut().zip(a.iter()).zip(b.iter()) {
+            *s = pooled(ac, bc);
         }
         let (label, score) = argmax_first(scores);
         Ok(Decision { label, score })
@@ -212,12 +225,12 @@ impl<'a> LinearScorer<'a> {
 
     /// Adds one instance logit `z` to the pooling state (`a`, `b`) of its row.
     fn accumulate(&self, z: f32, a: &mut f32, b: &mut f32) {
-        let p = sigmoid(z);
         match self.pooling {
-            Pooling::Max => *a = a.max(p),
-            Pooling::Mean => *a += p,
+            Pooling::Max => *a = a.max(z),
+            Pooling::Mean => *a += sigmoid(z),
             Pooling::Geometric => *a += z,
             Pooling::Softmax => {
+                let p = sigmoid(z);
                 let e = libm::expf(self.beta * p);
                 *a += p * e;
                 *b += e;
@@ -237,23 +250,39 @@ impl<'a> LinearScorer<'a> {
         let mut prop = 0.0;
         let mut mag = 0.0;
         let mut y_sum = 0.0;
-        for k in 0..d.min(y.len()).min(e_y.len()) {
+        for (k, (&yk, &ek)) in y.iter().zip(e_y).take(d).enumerate() {
             let w = self.weights.get(c, k).abs();
-            prop += (w + 0.5 * t) * e_y[k];
-            mag += w * y[k].abs();
-            y_sum += y[k].abs();
+            prop += (w + 0.5 * t) * ek;
+            mag += w * yk.abs();
+            y_sum += yk.abs();
         }
         prop + 0.5 * t * y_sum + 4.0 * f32::EPSILON * (mag + self.bias.f32_at(c).abs())
     }
 }
 
+/// The parts of a [`crate::ModelKind::LinearMil`] model that [`bag_score_bound`] reads;
+/// a `&`[`crate::Model`] converts into it (or fails with [`Error::WrongModelKind`]).
+#[derive(Debug, Clone, Copy)]
+pub struct LinearMil<'m, 'a> {
+    /// The projection stage in front of the scorer.
+    pub stage: &'m Stage<'a>,
+    /// The scorer.
+    pub scorer: &'m LinearScorer<'a>,
+}
+
 /// The stated bound on the pooled scores of a quantised [`crate::ModelKind::LinearMil`]
 /// model for a quantised bag (projection bound, then [`LinearScorer::logit_error_bound`],
-/// then [`Pooling::lipschitz`]). `scratch` needs 2·d values.
-pub fn bag_score_bound(model: &Model<'_>, bag: &[i16], scratch: &mut [f32]) -> Result<f32, Error> {
-    let s = model.scorer().ok_or(Error::WrongModelKind)?;
-    let p = model.projection().ok_or(Error::WrongModelKind)?;
-    let n = model.bag_len(Instances::I16(bag))?;
+/// then [`Pooling::lipschitz`]). `scratch` needs 2·d values. `model` is a
+/// `&`[`crate::Model`] (through [`LinearMil`], so that this module need not know the
+/// model).
+pub fn bag_score_bound<'m, 'a: 'm>(
+    model: impl TryInto<LinearMil<'m, 'a>, Error = Error>,
+    bag: &[i16],
+    scratch: &mut [f32],
+) -> Result<f32, Error> {
+    let LinearMil { stage, scorer: s } = model.try_into()?;
+    let p = stage.projection().ok_or(Error::WrongModelKind)?;
+    let n = instance_count(bag.len(), stage.input_dim())?;
     let (d_in, d) = (p.input_dim(), p.output_dim());
     if scratch.len() < 2 * d {
         return Err(Error::BufferTooSmall {

@@ -25,11 +25,12 @@
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+use crate::bag::instance_count;
 use crate::box_kernel::discretize::{cell, check_precision};
 use crate::box_kernel::seeds::{bag_hash, pair_seed};
 use crate::box_kernel::{estimate, scratch_len, Accuracy, BoxKernel, Grid, Method, Scratch};
+use crate::container::{tag, Elem, Encoding, Section, Sections};
 use crate::error::Error;
-use crate::model::{instance_count, tag, Elem, Encoding, Section, Sections};
 
 /// Largest |T| and |b| a model may state (beyond them exp overflows f64 anyway).
 const MAX_OFFSET: f64 = 1e6;

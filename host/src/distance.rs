@@ -45,7 +45,7 @@ const COL_BLOCK: usize = 512;
 /// D features differs from the exact one by at most (2D + 4)·u·(‖a‖² + ‖b‖²) (u = 2⁻⁵³,
 /// Higham's γ bounds for the two dot products and the final sum), and Σ(aₖ − bₖ)² by at
 /// most D·u·2(‖a‖² + ‖b‖²). We use 8(D + 2)·u, a safe margin over both together.
-const ROUNDOFF: f64 = 8.0 * f64::EPSILON / 2.0;
+pub(crate) const ROUNDOFF: f64 = 8.0 * f64::EPSILON / 2.0;
 
 /// Squared Euclidean distance of two equal-length vectors.
 #[inline]
@@ -392,8 +392,11 @@ fn row_groups(data: &Dataset, rows: &[usize]) -> Vec<std::ops::Range<usize>> {
 }
 
 /// `out[c][r] = cols[c] · rows[r]` for row-major `cols` (nc × dim) and `rows` (nr × dim),
-/// `out` row-major nc × nr.
-fn gram_block(cols: &[f64], rows: &[f64], dim: usize, out: &mut [f64]) {
+/// `out` row-major nc × nr. Each entry is one fixed sequence of multiply-adds over
+/// the features in order (`matrixmultiply`'s micro-kernels), so its value depends on the
+/// two vectors only, not on where they sit in the block ([`crate::kernel::nsk`] relies on
+/// this, and tests it).
+pub(crate) fn gram_block(cols: &[f64], rows: &[f64], dim: usize, out: &mut [f64]) {
     let nc = cols.len() / dim;
     let nr = rows.len() / dim;
     assert!(cols.len() == nc * dim && rows.len() == nr * dim && out.len() == nc * nr);

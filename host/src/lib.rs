@@ -60,6 +60,7 @@ pub mod params;
 pub mod pipeline;
 pub mod progress;
 pub mod projection;
+pub mod shard;
 pub mod svm;
 
 pub use data::Dataset;

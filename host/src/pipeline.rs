@@ -1,6 +1,6 @@
 //! Projection → classifier pipelines and their evaluation by bag-level cross-validation.
 //!
-//! A pipeline is an optional projection ([`crate::projection::fit`]) fitted on the
+//! A pipeline is an optional projection ([`crate::projection::ProjectionParams::fit`]) fitted on the
 //! training bags only, followed by a bag classifier fitted on the projected training
 //! bags. Hyper-parameter lists of the projection (`--dim`, `--alpha`) and of the
 //! classifier (MILR's `--ridge`) are chosen jointly by an inner stratified
@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::classifier::citation_knn::Scaling;
 use crate::classifier::milr::Milr;
@@ -249,7 +249,7 @@ pub struct Candidate {
 }
 
 /// What a pipeline chose (or was given) in one fit, as `mil cv`/`mil train` report it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Chosen {
     /// The projection's output dimension.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -566,6 +566,37 @@ pub struct CvReport {
     pub predictions: Vec<(usize, usize, f64)>,
 }
 
+impl CvReport {
+    /// Balanced accuracy (mean per-class recall) of the pooled confusion matrix.
+    pub fn balanced_accuracy(&self) -> f64 {
+        crate::eval::metrics::balanced_accuracy(&self.confusion)
+    }
+
+    /// Recall, precision and F1 per class of the pooled confusion matrix.
+    pub fn per_class(&self) -> Vec<crate::eval::metrics::ClassMetrics> {
+        crate::eval::metrics::per_class(&self.confusion)
+    }
+
+    /// The class all out-of-fold predictions went to, if they collapsed to one.
+    pub fn collapsed_class(&self) -> Option<usize> {
+        crate::eval::metrics::collapsed_class(&self.confusion)
+    }
+}
+
+/// The outcome of one cross-validation job: the scores of one fold's test bags (in the
+/// fold's order) and what the pipeline chose on its training bags.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FoldOutcome {
+    /// The repetition.
+    pub repeat: usize,
+    /// The fold within it.
+    pub fold: usize,
+    /// Per-class scores of the fold's test bags.
+    pub scores: BagScores,
+    /// The projection's (dim, α) and MILR's ridge, when reported ([`Pipeline::chosen`]).
+    pub chosen: Option<Chosen>,
+}
+
 /// Cross-validates a pipeline on a labelled data set, reporting one step per fold (and
 /// the shared Gram matrix's entries first, when there is one) to `progress`.
 pub fn cross_validate(
@@ -574,12 +605,39 @@ pub fn cross_validate(
     folds: &Folds,
     progress: &dyn Progress,
 ) -> Result<CvReport> {
+    let assignments = folds.assignments(data)?;
+    let jobs = assignments.iter().map(|(_, f)| f.len()).sum();
+    let outcomes = run_folds(pipeline, data, folds, 0..jobs, progress)?;
+    summarize(data, &assignments, &outcomes)
+}
+
+/// Runs the cross-validation jobs `jobs` — (repetition, fold) pairs numbered
+/// repetition-major — and returns their outcomes. Each job's result depends on its own
+/// fold and seed only, so any split of the jobs over processes ([`crate::shard`]) gives,
+/// once merged, exactly what one process computes.
+pub fn run_folds(
+    pipeline: &Pipeline,
+    data: &Dataset,
+    folds: &Folds,
+    jobs: std::ops::Range<usize>,
+    progress: &dyn Progress,
+) -> Result<Vec<FoldOutcome>> {
     pipeline.check()?;
     let labels = data.require_labels(2)?;
-    let n_classes = data.n_classes();
     let all: Vec<usize> = (0..data.n_bags()).collect();
     let assignments = folds.assignments(data)?;
-    let k = assignments[0].1.len();
+    let job_list: Vec<(usize, usize)> = assignments
+        .iter()
+        .enumerate()
+        .flat_map(|(r, (_, f))| (0..f.len()).map(move |k| (r, k)))
+        .collect();
+    let Some(mine) = job_list.get(jobs.clone()) else {
+        return Err(Error::parameter(
+            "jobs",
+            format!("{}..{}", jobs.start, jobs.end),
+            format!("there are {} cross-validation jobs", job_list.len()),
+        ));
+    };
     // Fold-independent distances, computed once for the whole run.
     let shared = pipeline
         .shared_distances()
@@ -596,6 +654,54 @@ pub fn cross_validate(
         }
         _ => None,
     };
+    let n_classes = data.n_classes();
+    progress.start("cross-validation", mine.len() as u64);
+    let outcomes = mine
+        .par_iter()
+        .map(|&(repeat, f)| {
+            let (seed, test_sets) = &assignments[repeat];
+            let test = &test_sets[f];
+            let mut sorted = test.clone();
+            sorted.sort_unstable();
+            let train = complement(&all, &sorted);
+            let out = match (&shared, &shared_gram) {
+                (Some((c, dist)), _) => c
+                    .scores_from_distances(data, dist, &train, test)
+                    .map(|s| (s, None)),
+                (None, Some((svm, gram))) => svm
+                    .scores_from_gram(gram, data.n_bags(), labels, n_classes, &train, test)
+                    .map(|s| (s, None)),
+                (None, None) => {
+                    let inner_seed = derive_seed(*seed, 1000 + f as u64);
+                    pipeline.choose(data, &train, inner_seed).and_then(|c| {
+                        let (fitted, projected) = pipeline.fit_candidate(&c, data, &train)?;
+                        let scores = fitted.scores(data, projected.as_ref(), test)?;
+                        Ok((scores, pipeline.chosen(&c)))
+                    })
+                }
+            };
+            progress.advance(1);
+            out.map(|(scores, chosen)| FoldOutcome {
+                repeat,
+                fold: f,
+                scores,
+                chosen,
+            })
+        })
+        .collect::<Result<Vec<_>>>();
+    progress.finish();
+    outcomes
+}
+
+/// The report of a cross-validation from the outcomes of all its jobs (in any order).
+pub fn summarize(
+    data: &Dataset,
+    assignments: &[(u64, Vec<Vec<usize>>)],
+    outcomes: &[FoldOutcome],
+) -> Result<CvReport> {
+    let labels = data.require_labels(2)?;
+    let n_classes = data.n_classes();
+    let k = assignments.first().map_or(0, |a| a.1.len());
     let mut report = CvReport {
         accuracy: 0.0,
         auroc: None,
@@ -610,40 +716,28 @@ pub fn cross_validate(
     };
     let mut aurocs = Vec::new();
     let (mut hits, mut total) = (0usize, 0usize);
-    progress.start("cross-validation", (assignments.len() * k) as u64);
-    for (repeat, (seed, test_sets)) in assignments.iter().enumerate() {
-        let outcomes: Vec<(BagScores, Option<Chosen>)> = test_sets
-            .par_iter()
-            .enumerate()
-            .map(|(f, test)| {
-                let mut sorted = test.clone();
-                sorted.sort_unstable();
-                let train = complement(&all, &sorted);
-                let out = match (&shared, &shared_gram) {
-                    (Some((c, dist)), _) => c
-                        .scores_from_distances(data, dist, &train, test)
-                        .map(|s| (s, None)),
-                    (None, Some((svm, gram))) => svm
-                        .scores_from_gram(gram, data.n_bags(), labels, n_classes, &train, test)
-                        .map(|s| (s, None)),
-                    (None, None) => {
-                        let inner_seed = derive_seed(*seed, 1000 + f as u64);
-                        pipeline.choose(data, &train, inner_seed).and_then(|c| {
-                            let (fitted, projected) = pipeline.fit_candidate(&c, data, &train)?;
-                            let scores = fitted.scores(data, projected.as_ref(), test)?;
-                            Ok((scores, pipeline.chosen(&c)))
-                        })
-                    }
-                };
-                progress.advance(1);
-                out
-            })
-            .collect::<Result<_>>()?;
+    for (repeat, (_, test_sets)) in assignments.iter().enumerate() {
         let mut oof_scores = Vec::new();
         let mut oof_positive = Vec::new();
         let mut rep_hits = 0usize;
         let mut rep_total = 0usize;
-        for (test, (scores, chosen)) in test_sets.iter().zip(&outcomes) {
+        for (f, test) in test_sets.iter().enumerate() {
+            let outcome = outcomes
+                .iter()
+                .find(|o| o.repeat == repeat && o.fold == f)
+                .ok_or_else(|| {
+                    Error::data(
+                        data.name(),
+                        format!("no outcome for repetition {repeat}, fold {f}"),
+                    )
+                })?;
+            let (scores, chosen) = (&outcome.scores, &outcome.chosen);
+            if scores.len() != test.len() {
+                return Err(Error::data(
+                    data.name(),
+                    format!("repetition {repeat}, fold {f}: scores of another fold"),
+                ));
+            }
             let predicted = scores.labels();
             let truth: Vec<usize> = test.iter().map(|&b| labels[b]).collect();
             report.per_fold.push(accuracy(&predicted, &truth));
@@ -671,7 +765,6 @@ pub fn cross_validate(
             aurocs.push(auroc(&oof_scores, &oof_positive));
         }
     }
-    progress.finish();
     report.accuracy = hits as f64 / total as f64;
     if n_classes == 2 && aurocs.iter().all(|a| a.is_some()) {
         report.auroc = Some(aurocs.iter().flatten().sum::<f64>() / aurocs.len() as f64);

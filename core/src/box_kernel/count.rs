@@ -12,56 +12,13 @@
 //! For k∧ this is the inclusion–exclusion |B(P)| + |B(Q)| − |B(P ∪ Q)| of the paper's
 //! Theorem 8; the same sum gives k∨ and k_min. It is exact in 128-bit integers.
 
-use super::sets::{ln_set_size, Bags, Count};
-use super::{BoxKernel, Grid};
-use crate::Error;
+use super::estimator::BoxKernel;
+use super::grid::Grid;
+use super::sets::{ln_set_size, Bags, Count, LnProduct};
+use crate::error::Error;
 
 /// Most points (|P| + |Q|) the exact oracle accepts: it visits 2^(|P|+|Q|) subsets.
 pub const MAX_EXACT_POINTS: usize = 16;
-
-/// ln of a product of factors ≥ 1, kept as a mantissa and a power of two so that no
-/// partial product overflows: the power of two is moved out exactly every 15 factors
-/// (each factor ≤ 2⁶⁴, so a partial product stays below 2⁹⁶¹). One `ln` per product;
-/// relative rounding error ≤ (number of factors + 1)·2⁻⁵³.
-pub(crate) struct LnProduct {
-    mantissa: f64,
-    exponent: i64,
-    pending: u32,
-}
-
-impl LnProduct {
-    #[inline]
-    pub fn new() -> Self {
-        LnProduct {
-            mantissa: 1.0,
-            exponent: 0,
-            pending: 0,
-        }
-    }
-
-    #[inline]
-    pub fn mul(&mut self, factor: f64) {
-        self.mantissa *= factor;
-        self.pending += 1;
-        if self.pending == 15 {
-            self.normalise();
-        }
-    }
-
-    #[inline]
-    fn normalise(&mut self) {
-        const EXP_MASK: u64 = 0x7ff << 52;
-        let bits = self.mantissa.to_bits();
-        self.exponent += ((bits & EXP_MASK) >> 52) as i64 - 1023;
-        self.mantissa = f64::from_bits((bits & !EXP_MASK) | (1023 << 52));
-        self.pending = 0;
-    }
-
-    #[inline]
-    pub fn ln(&self) -> f64 {
-        self.exponent as f64 * core::f64::consts::LN_2 + libm::log(self.mantissa)
-    }
-}
 
 /// ln |B(p ∧ q)|: the boxes containing both grid points (§5.2,
 /// |B(p ∧ q)| = Π(ℓᵢ+1) Π(s−uᵢ+1)). With p = q this is ln |B(p)|.

@@ -4,8 +4,8 @@
 //! 0 and sᵢ stand for −∞ and +∞: values below or above the training range. Integer data at
 //! precision 0 is thus translated, nothing else: v ↦ v − minᵢ + 1.
 
-use super::Grid;
-use crate::Error;
+use super::grid::Grid;
+use crate::error::Error;
 
 /// Smallest precision accepted (values are divided by up to 10⁹).
 pub const MIN_PRECISION: i32 = -9;

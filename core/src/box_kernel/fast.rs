@@ -60,9 +60,9 @@
 
 use rand_core::Rng;
 
+use super::estimator::{Accuracy, Estimate, Scratch};
 use super::sets::{cumulative_sizes, pick_set, Bags, Count, LazyBox};
-use super::{Accuracy, Estimate, Scratch};
-use crate::Error;
+use crate::error::Error;
 
 /// ln(a/δ) without overflow: a tiny δ (a hostile model's) makes a/δ infinite, and then
 /// the bound never shrinks and the loop never stops. The quotient is kept where finite,

@@ -29,7 +29,9 @@
 
 pub mod count;
 pub mod discretize;
+mod estimator;
 pub mod fast;
+mod grid;
 pub mod paper;
 mod sampling;
 pub mod seeds;
@@ -40,150 +42,10 @@ mod tests;
 
 use rand_core::Rng;
 
-use crate::Error;
+use crate::error::Error;
+pub use estimator::{Accuracy, BoxKernel, Estimate, Method, Scratch, ScratchLen};
+pub use grid::Grid;
 use sets::Count;
-
-/// The grid 𝒳 = {0..s₁} × … × {0..s_d}: one upper value sᵢ ≥ 1 per dimension.
-#[derive(Debug, Clone, Copy)]
-pub struct Grid<'a> {
-    s: &'a [u32],
-}
-
-impl<'a> Grid<'a> {
-    /// A grid with upper values `s` (one per dimension; `u32::MAX` is reserved).
-    pub fn new(s: &'a [u32]) -> Result<Self, Error> {
-        if s.is_empty() {
-            return Err(Error::Empty);
-        }
-        if s.iter().any(|&v| v == 0 || v == u32::MAX) {
-            return Err(Error::InvalidParameter(
-                "every grid size s_i must be in 1..u32::MAX",
-            ));
-        }
-        Ok(Grid { s })
-    }
-
-    /// Dimension d.
-    pub fn dim(&self) -> usize {
-        self.s.len()
-    }
-
-    /// The upper values sᵢ.
-    pub fn upper(&self) -> &'a [u32] {
-        self.s
-    }
-
-    /// Checks that `points` is a non-empty row-major list of grid points; returns how many.
-    pub fn check_bag(&self, points: &[u32]) -> Result<usize, Error> {
-        let d = self.dim();
-        if points.is_empty() {
-            return Err(Error::Empty);
-        }
-        if !points.len().is_multiple_of(d) {
-            return Err(Error::DimensionMismatch {
-                expected: d,
-                got: points.len() % d,
-            });
-        }
-        for row in points.chunks_exact(d) {
-            if row.iter().zip(self.s).any(|(&x, &s)| x > s) {
-                return Err(Error::InvalidParameter("a point lies outside the grid"));
-            }
-        }
-        Ok(points.len() / d)
-    }
-}
-
-/// Which set kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize, serde::Deserialize),
-    serde(rename_all = "kebab-case")
-)]
-pub enum BoxKernel {
-    /// k∧: boxes containing a point of P and a point of Q.
-    And,
-    /// k∨: boxes containing a point of P or of Q.
-    Or,
-    /// k∧/∨ = k∧ / k∨.
-    AndOr,
-    /// k_min: Σ over boxes of min(|P_b|, |Q_b|).
-    Min,
-}
-
-/// Which estimator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(serde::Serialize, serde::Deserialize),
-    serde(rename_all = "kebab-case")
-)]
-pub enum Method {
-    /// Exact coverage counting with an empirical Bernstein stopping rule ([`fast`]).
-    Fast,
-    /// The paper's Tables 3 (k∧), 4 (k∨) and 5 (k_min) ([`paper`]).
-    Paper,
-}
-
-/// The requested accuracy: the estimate lies within (1 ± ε) of the true value with
-/// probability at least 1 − δ.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Accuracy {
-    epsilon: f64,
-    delta: f64,
-}
-
-impl Accuracy {
-    /// Checks 0 < ε < 1 and 0 < δ < 1.
-    pub fn new(epsilon: f64, delta: f64) -> Result<Self, Error> {
-        if !(epsilon > 0.0 && epsilon < 1.0) {
-            return Err(Error::InvalidParameter("epsilon must be in (0, 1)"));
-        }
-        if !(delta > 0.0 && delta < 1.0) {
-            return Err(Error::InvalidParameter("delta must be in (0, 1)"));
-        }
-        Ok(Accuracy { epsilon, delta })
-    }
-
-    /// Relative error ε.
-    pub fn epsilon(&self) -> f64 {
-        self.epsilon
-    }
-
-    /// Failure probability δ.
-    pub fn delta(&self) -> f64 {
-        self.delta
-    }
-}
-
-/// One estimate.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Estimate {
-    /// Natural logarithm of the estimated kernel value.
-    pub ln_value: f64,
-    /// Boxes drawn (fast; paper Table 5) or trials run (paper Tables 3, 4): the unit of
-    /// work whose cost the benchmarks report.
-    pub samples: u64,
-}
-
-/// Caller-provided working memory of an estimator.
-#[derive(Debug)]
-pub struct Scratch<'a> {
-    /// Floats: one per set of the union (point pairs or points).
-    pub floats: &'a mut [f64],
-    /// Integers: a few per dimension, for the sampled box.
-    pub ints: &'a mut [u32],
-}
-
-/// Sizes a [`Scratch`] must have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ScratchLen {
-    /// Length of [`Scratch::floats`].
-    pub floats: usize,
-    /// Length of [`Scratch::ints`].
-    pub ints: usize,
-}
 
 /// The scratch `estimate` needs for bags of `n_p` and `n_q` points in dimension `dim`:
 /// |P|·|Q| floats for k∧, k∧/∨ and k_min (one weight per point pair; the paper's
@@ -253,8 +115,8 @@ pub fn estimate<R: Rng + ?Sized>(
         BoxKernel::AndOr => {
             let acc = match method {
                 Method::Fast => Accuracy::new(
-                    accuracy.epsilon / (2.0 + accuracy.epsilon),
-                    accuracy.delta / 2.0,
+                    accuracy.epsilon() / (2.0 + accuracy.epsilon()),
+                    accuracy.delta() / 2.0,
                 )?,
                 Method::Paper => accuracy,
             };

@@ -5,10 +5,10 @@
 
 use rand_core::Rng;
 
+use super::estimator::{Accuracy, Estimate, Scratch};
 use super::sampling::uniform_between;
 use super::sets::{cumulative_sizes, ln_set_size, pick_set, uniform_set, Bags, Count};
-use super::{Accuracy, Estimate, Scratch};
-use crate::Error;
+use crate::error::Error;
 
 /// Runs the paper's estimator of k∧ (Table 3), k∨ (Table 4) or k_min (Table 5).
 pub(crate) fn estimate<R: Rng + ?Sized>(

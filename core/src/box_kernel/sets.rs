@@ -6,9 +6,8 @@
 
 use rand_core::Rng;
 
-use super::count::LnProduct;
+use super::grid::Grid;
 use super::sampling::{uniform_below, uniform_between, uniform_unit};
-use super::Grid;
 
 /// The two bags of one kernel evaluation (already checked against the grid).
 #[derive(Clone, Copy)]
@@ -75,6 +74,50 @@ impl Count {
             };
             (r, r)
         }
+    }
+}
+
+/// ln of a product of factors ≥ 1, kept as a mantissa and a power of two so that no
+/// partial product overflows: the power of two is moved out exactly every 15 factors
+/// (each factor ≤ 2⁶⁴, so a partial product stays below 2⁹⁶¹). One `ln` per product;
+/// relative rounding error ≤ (number of factors + 1)·2⁻⁵³.
+pub(crate) struct LnProduct {
+    mantissa: f64,
+    exponent: i64,
+    pending: u32,
+}
+
+impl LnProduct {
+    #[inline]
+    pub fn new() -> Self {
+        LnProduct {
+            mantissa: 1.0,
+            exponent: 0,
+            pending: 0,
+        }
+    }
+
+    #[inline]
+    pub fn mul(&mut self, factor: f64) {
+        self.mantissa *= factor;
+        self.pending += 1;
+        if self.pending == 15 {
+            self.normalise();
+        }
+    }
+
+    #[inline]
+    fn normalise(&mut self) {
+        const EXP_MASK: u64 = 0x7ff << 52;
+        let bits = self.mantissa.to_bits();
+        self.exponent += ((bits & EXP_MASK) >> 52) as i64 - 1023;
+        self.mantissa = f64::from_bits((bits & !EXP_MASK) | (1023 << 52));
+        self.pending = 0;
+    }
+
+    #[inline]
+    pub fn ln(&self) -> f64 {
+        self.exponent as f64 * core::f64::consts::LN_2 + libm::log(self.mantissa)
     }
 }
 

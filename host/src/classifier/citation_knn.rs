@@ -716,7 +716,8 @@ mod tests {
         // The explanation names the same votes: references bags 3 and 4 (the tie), citers
         // 3 and 4, each realised by the query's only instance and the bags' only one.
         let e = &model.explain(&q, &[0]).unwrap()[0];
-        let refs: Vec<(usize, f64, Option<(usize, usize)>)> = e
+        type Vote = (usize, f64, Option<(usize, usize)>);
+        let refs: Vec<Vote> = e
             .references
             .iter()
             .map(|n| (n.bag, n.distance, n.pair))
@@ -776,13 +777,13 @@ mod tests {
             let scores = model.scores(&musk, &test).unwrap();
             let explained = model.explain(&musk, &test).unwrap();
             for (i, e) in explained.iter().enumerate() {
-                let mut counts = vec![1.0 / train.len() as f64; 2];
+                let mut counts = [1.0 / train.len() as f64; 2];
                 for n in e.references.iter().chain(&e.citers) {
                     counts[n.label] += 1.0;
                 }
                 let total: f64 = counts.iter().sum();
-                for c in 0..2 {
-                    assert!((counts[c] / total - scores.row(i)[c]).abs() < 1e-12);
+                for (c, count) in counts.iter().enumerate() {
+                    assert!((count / total - scores.row(i)[c]).abs() < 1e-12);
                 }
                 assert!(!e.references.is_empty());
             }

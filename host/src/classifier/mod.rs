@@ -24,7 +24,7 @@ use milr::MilrModel;
 use svm::SvmModel;
 
 /// Per-class scores of a list of bags (higher = more likely), row-major bags × classes.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BagScores {
     n_classes: usize,
     scores: Vec<f64>,

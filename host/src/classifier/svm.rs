@@ -23,7 +23,7 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::explain::{Explanation, InstanceScore};
 use crate::kernel::boxes::{box_gram, BoxGramSpec, GridData};
-use crate::kernel::nsk::log_set_kernel;
+use crate::kernel::nsk::{check_gamma, log_nsk_cross, log_nsk_gram_and_self, log_self_kernels};
 use crate::kernel::{accuracy, SetKernelName};
 use crate::progress::{Progress, Silent};
 use crate::svm::bags::{svm_kernel, BagSvm, BagSvmSettings, EmpiricalMap};
@@ -115,12 +115,8 @@ impl MinMax {
         let d = data.dim();
         let mut f = data.features().to_vec();
         for x in f.chunks_exact_mut(d) {
-            for j in 0..d {
-                x[j] = if self.range[j] > 0.0 {
-                    (x[j] - self.min[j]) / self.range[j]
-                } else {
-                    0.0
-                };
+            for ((v, lo), range) in x.iter_mut().zip(&self.min).zip(&self.range) {
+                *v = if *range > 0.0 { (*v - lo) / range } else { 0.0 };
             }
         }
         data.with_features(d, f)
@@ -279,6 +275,11 @@ pub struct SvmModel {
     pub dim: usize,
     /// ln k between training bags, row-major m × m (needed by the empirical map).
     pub train_log_gram: Vec<f64>,
+    /// NSK: the training bags' unnormalised ln k_set(X, X), which normalise their kernel
+    /// values with new bags; empty for box kernels (and in models saved before it was
+    /// kept, which recompute it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub train_log_self: Vec<f64>,
     /// The trained SVM over training bags 0..m: class 1 against class 0 when binary;
     /// class 0 against the rest when there are more classes.
     pub svm: BagSvm,
@@ -322,36 +323,39 @@ impl FittedKernel {
                 let zscore = ZScore::fit(train, &all);
                 let active = zscore.std.iter().filter(|&&s| s > 0.0).count().max(1);
                 let gamma = gamma.unwrap_or(1.0 / active as f64);
-                if !(gamma > 0.0 && gamma.is_finite()) {
-                    return Err(Error::parameter(
-                        "gamma",
-                        gamma,
-                        "must be positive and finite",
-                    ));
-                }
+                check_gamma(gamma)?;
                 FittedKernel::Nsk { zscore, gamma }
             }
             SetKernel::MiRbf { gamma } => FittedKernel::MiRbf { gamma },
         })
     }
 
-    /// ln k among the training bags (m × m).
-    fn train_gram(&self, train: &Dataset) -> Result<Vec<f64>> {
+    /// ln k among the training bags (m × m), and for NSK the training bags'
+    /// unnormalised ln k_set(X, X) (empty for box kernels).
+    fn train_gram(&self, train: &Dataset) -> Result<(Vec<f64>, Vec<f64>)> {
         match self {
-            FittedKernel::Box { grid, spec } => Ok(box_gram(grid, *spec, &Silent)?.ln),
+            FittedKernel::Box { grid, spec } => Ok((box_gram(grid, *spec, &Silent)?.ln, vec![])),
             FittedKernel::Nsk { zscore, gamma } => {
-                let z = zscore.apply(train)?;
-                Ok(cross_nsk(&z, &z, *gamma))
+                log_nsk_gram_and_self(&zscore.apply(train)?, *gamma)
             }
-            FittedKernel::MiRbf { gamma } => Ok(cross_mi(train, train, *gamma)),
+            FittedKernel::MiRbf { gamma } => Ok((cross_mi(train, train, *gamma), vec![])),
         }
     }
 
-    /// ln k between every bag of `data` (rows) and every training bag (columns). Each box
-    /// estimate's generator is seeded by the pair of the two bags' content hashes
-    /// ([`bag_hash`]), so a bag's score does not depend on the bags scored with it, and
-    /// the core, running the exported model, draws the same numbers.
-    fn cross(&self, data: &Dataset, train: &Dataset) -> Result<Vec<f64>> {
+    /// ln k between every bag of `data` (rows) and the training bags `cols` (columns),
+    /// `train_self` the training bags' ln k_set(X, X) for NSK if kept (else recomputed).
+    /// Each box estimate's generator is seeded by the pair of the two bags' content
+    /// hashes ([`bag_hash`]), and each NSK value depends on its two bags only
+    /// ([`crate::kernel::nsk`]), so a bag's score does not depend on the bags scored with
+    /// it or on the columns asked for, and the core, running the exported model, draws
+    /// the same numbers.
+    fn cross(
+        &self,
+        data: &Dataset,
+        train: &Dataset,
+        cols: &[usize],
+        train_self: &[f64],
+    ) -> Result<Vec<f64>> {
         match self {
             FittedKernel::Box { grid, spec } => {
                 let points = grid.map(data)?;
@@ -374,8 +378,8 @@ impl FittedKernel {
                             let r = data.bag_range(b);
                             let bag = &points[r.start * d..r.end * d];
                             let hash = bag_hash(bag);
-                            (0..m)
-                                .map(|t| {
+                            cols.iter()
+                                .map(|&t| {
                                     let mut rng = Xoshiro256PlusPlus::seed_from_u64(pair_seed(
                                         spec.seed,
                                         hash,
@@ -401,12 +405,20 @@ impl FittedKernel {
                     .collect::<Result<_>>()?;
                 Ok(rows.concat())
             }
-            FittedKernel::Nsk { zscore, gamma } => Ok(cross_nsk(
-                &zscore.apply(data)?,
-                &zscore.apply(train)?,
-                *gamma,
-            )),
-            FittedKernel::MiRbf { gamma } => Ok(cross_mi(data, train, *gamma)),
+            FittedKernel::Nsk { zscore, gamma } => {
+                let rows = zscore.apply(data)?;
+                let cols_set = zscore.apply(&train.select(cols))?;
+                let self_cols: Vec<f64> = if train_self.len() == train.n_bags() {
+                    cols.iter().map(|&t| train_self[t]).collect()
+                } else {
+                    log_self_kernels(&cols_set, *gamma)
+                };
+                let self_rows = log_self_kernels(&rows, *gamma);
+                Ok(log_nsk_cross(
+                    &rows, &cols_set, &self_rows, &self_cols, *gamma,
+                ))
+            }
+            FittedKernel::MiRbf { gamma } => Ok(cross_mi(data, &train.select(cols), *gamma)),
         }
     }
 }
@@ -439,25 +451,6 @@ pub fn cross_mi(a: &Dataset, b: &Dataset, gamma: f64) -> Vec<f64> {
                 }
                 crate::numerics::log_sum_exp(exps.iter().copied())
             })
-        })
-        .collect()
-}
-
-/// Normalised ln k_NSK between all bags of `a` (rows) and of `b` (columns).
-fn cross_nsk(a: &Dataset, b: &Dataset, gamma: f64) -> Vec<f64> {
-    let self_a: Vec<f64> = (0..a.n_bags())
-        .map(|i| log_set_kernel(a.bag(i), a.bag(i), gamma))
-        .collect();
-    let self_b: Vec<f64> = (0..b.n_bags())
-        .map(|j| log_set_kernel(b.bag(j), b.bag(j), gamma))
-        .collect();
-    (0..a.n_bags())
-        .into_par_iter()
-        .flat_map_iter(|i| {
-            let self_b = &self_b;
-            let ai = self_a[i];
-            (0..b.n_bags())
-                .map(move |j| log_set_kernel(a.bag(i), b.bag(j), gamma) - 0.5 * (ai + self_b[j]))
         })
         .collect()
 }
@@ -509,7 +502,7 @@ impl Classifier for SetKernelSvm {
             train_set = map.apply(&train_set)?;
         }
         let kernel = FittedKernel::fit(&self.kernel, &train_set, self.seed)?;
-        let log_gram = kernel.train_gram(&train_set)?;
+        let (log_gram, train_log_self) = kernel.train_gram(&train_set)?;
         let m = train.len();
         let local: Vec<usize> = (0..m).collect();
         let labels: Vec<usize> = train.iter().map(|&b| labels_all[b]).collect();
@@ -526,6 +519,7 @@ impl Classifier for SetKernelSvm {
             train_starts: train_set.bag_starts().to_vec(),
             dim: data.dim(),
             train_log_gram: log_gram,
+            train_log_self,
             svm,
             rest: machines.collect(),
             minmax,
@@ -550,7 +544,7 @@ impl SetKernelSvm {
         let kernel = FittedKernel::fit(&self.kernel, data, self.seed)?;
         match &kernel {
             FittedKernel::Box { grid, spec } => Ok(box_gram(grid, *spec, progress)?.ln),
-            _ => kernel.train_gram(data),
+            FittedKernel::Nsk { .. } | FittedKernel::MiRbf { .. } => Ok(kernel.train_gram(data)?.0),
         }
     }
 
@@ -627,6 +621,11 @@ impl SvmModel {
         }
         if self.train_log_gram.len() != m * m {
             return Err("svm: training Gram matrix has the wrong size".into());
+        }
+        if !(self.train_log_self.is_empty() || self.train_log_self.len() == m)
+            || self.train_log_self.iter().any(|v| v.is_nan())
+        {
+            return Err("svm: training self-kernels do not match the training bags".into());
         }
         if self.train_starts.last().copied().unwrap_or(0) * self.dim != self.train_features.len() {
             return Err("svm: training features do not match the bag offsets".into());
@@ -824,26 +823,39 @@ impl BagModel for SvmModel {
         if let Some(map) = &self.minmax {
             wanted = map.apply(&wanted)?;
         }
-        let cross = kernel.cross(&wanted, &train)?;
         let m = train.n_bags();
+        // Plain φ needs the kernel to the support bags (of any machine) only; the empirical
+        // map to all.
+        let cols: Vec<usize> = match self.svm.settings.map {
+            EmpiricalMap::None => (0..m)
+                .filter(|&t| self.machines().any(|s| s.coefficients[t] != 0.0))
+                .collect(),
+            _ => (0..m).collect(),
+        };
+        let cross = kernel.cross(&wanted, &train, &cols, &self.train_log_self)?;
+        let w = cols.len();
         let rho = self.svm.settings.rho;
         let phi = |l: f64| crate::svm::maps::subpolynomial_from_log(l, rho);
-        let mut values = Vec::with_capacity(wanted.n_bags() * (1 + self.rest.len()));
+        let machines: Vec<&BagSvm> = self.machines().collect();
+        let mut values = Vec::with_capacity(wanted.n_bags() * machines.len());
         for x in 0..wanted.n_bags() {
-            let row = &cross[x * m..(x + 1) * m];
-            // The kernel to every training bag, shared by all machines.
-            let to: Vec<f64> = (0..m)
-                .map(|t| match self.svm.settings.map {
-                    EmpiricalMap::None => phi(row[t]),
-                    // k_emp(x, t) = Σ_r φ(k(x, r)) φ(k(t, r)) over the training bags r.
-                    _ => (0..m)
-                        .map(|r| phi(row[r]) * phi(self.train_log_gram[t * m + r]))
-                        .sum(),
-                })
-                .collect();
-            values.extend(self.machines().map(|svm| {
-                (0..m)
-                    .map(|t| svm.coefficients[t] * to[t] / svm.kernel_scale)
+            let row = &cross[x * w..(x + 1) * w];
+            // The kernel to every column bag, shared by all machines.
+            let to: Vec<f64> = match self.svm.settings.map {
+                EmpiricalMap::None => row.iter().map(|&l| phi(l)).collect(),
+                // k_emp(x, t) = Σ_r φ(k(x, r)) φ(k(t, r)) over the training bags r.
+                _ => (0..m)
+                    .map(|t| {
+                        (0..m)
+                            .map(|r| phi(row[r]) * phi(self.train_log_gram[t * m + r]))
+                            .sum()
+                    })
+                    .collect(),
+            };
+            values.extend(machines.iter().map(|svm| {
+                cols.iter()
+                    .zip(&to)
+                    .map(|(&t, k)| svm.coefficients[t] * k / svm.kernel_scale)
                     .sum::<f64>()
                     + svm.bias
             }));
@@ -1080,6 +1092,60 @@ mod tests {
             .iter()
             .all(|c| c.abs() / s <= 1.0 + 1e-9));
         assert!(model.deployment().is_err());
+    }
+
+    #[test]
+    fn nsk_scores_use_the_kept_self_kernels_and_the_support_bags() {
+        let data = toy();
+        let train: Vec<usize> = (0..10).collect();
+        let all: Vec<usize> = (0..12).collect();
+        for map in [EmpiricalMap::None, EmpiricalMap::Training] {
+            let model = svm(SetKernel::Nsk { gamma: None }, map)
+                .fit(&data, &train)
+                .unwrap();
+            assert_eq!(model.train_log_self.len(), 10);
+            let scores = model.scores(&data, &all).unwrap();
+            // A model saved before the self-kernels were kept recomputes the same bits.
+            let mut old = model.clone();
+            old.train_log_self.clear();
+            assert!(old.validate().is_ok());
+            assert_eq!(old.scores(&data, &all).unwrap(), scores);
+            let text = serde_json::to_string(&old).unwrap();
+            assert!(!text.contains("train_log_self"));
+            // The decision over every training bag, from the kernel directly.
+            let train_set = data.select(&train);
+            let zscore = ZScore::fit(&train_set, &train);
+            let gamma = 0.5; // 1 / two non-constant features
+            let (rows, cols) = (
+                zscore.apply(&data).unwrap(),
+                zscore.apply(&train_set).unwrap(),
+            );
+            let cross = log_nsk_cross(
+                &rows,
+                &cols,
+                &log_self_kernels(&rows, gamma),
+                &model.train_log_self,
+                gamma,
+            );
+            let phi = |l: f64| crate::svm::maps::subpolynomial_from_log(l, 0.5);
+            let s = &model.svm;
+            for x in all.iter().copied() {
+                let kernel_to = |t: usize| match map {
+                    EmpiricalMap::None => phi(cross[x * 10 + t]),
+                    _ => (0..10)
+                        .map(|r| phi(cross[x * 10 + r]) * phi(model.train_log_gram[t * 10 + r]))
+                        .sum(),
+                };
+                let f = (0..10)
+                    .map(|t| s.coefficients[t] * kernel_to(t) / s.kernel_scale)
+                    .sum::<f64>()
+                    + s.bias;
+                assert!(
+                    (scores.positive(x) - f).abs() <= 1e-12 * (1.0 + f.abs()),
+                    "{map:?}"
+                );
+            }
+        }
     }
 
     #[test]

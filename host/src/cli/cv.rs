@@ -9,13 +9,20 @@ use serde_json::json;
 use mil_core::keyword::Keyword;
 
 use super::{ClassifierArgs, CvArgs, InnerCvArgs, ProjectionArgs, Report};
+use super::{CvMerge, CvMergeArgs};
 use crate::classifier::ClassifierKind;
 use crate::data;
+use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::kernel::SetKernelName;
-use crate::pipeline::{cross_validate, read_folds_file, Folds, Pipeline, ProjectionGrid};
+use crate::pipeline::{
+    cross_validate, read_folds_file, run_folds, summarize, CvReport, FoldOutcome, Folds, Pipeline,
+    ProjectionGrid,
+};
 use crate::progress::Progress;
 use crate::projection::ProjectionParams;
+use crate::shard::{Fingerprint, Shard};
+use serde::{Deserialize, Serialize};
 
 /// The pipeline the flags describe; checked before any work.
 pub(super) fn pipeline(
@@ -29,7 +36,7 @@ pub(super) fn pipeline(
     let mut pipeline = Pipeline::new(grid)
         .inner_folds(inner.inner_folds)
         .select(inner.select);
-    match projection.projection {
+    match projection.projection.0 {
         None => {
             if !projection.dim.is_empty() || !projection.alpha.is_empty() {
                 return Err(Error::parameter(
@@ -64,7 +71,7 @@ pub(super) fn pipeline(
 
 /// A short description of the pipeline for human output, in the names users type.
 pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> String {
-    let c = match args.classifier {
+    let c = match args.classifier.unwrap_or(ClassifierKind::CitationKnn) {
         ClassifierKind::CitationKnn => format!(
             "citation-knn (R={}, C={}, {} Hausdorff, H={}, scaling {})",
             args.references,
@@ -73,7 +80,7 @@ pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> St
             args.rank,
             match args.scaling {
                 super::ScalingFlag::Knn(s) =>
-                    s.resolve(projection.projection.is_some()).to_string(),
+                    s.resolve(projection.projection.0.is_some()).to_string(),
                 other => other.to_string(),
             }
         ),
@@ -98,16 +105,74 @@ pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> St
             _ => format!("svm ({} kernel, {} map)", args.kernel, args.map),
         },
     };
-    match projection.projection {
+    match projection.projection.0 {
         None => c,
         Some(p) => format!("{} (dim {:?}) → {c}", p.name(), projection.dim),
     }
 }
 
-/// Runs `mil cv`.
+/// The `format` of a `mil cv --shard` part.
+const PART_FORMAT: &str = "mil-cv-part";
+
+/// One share of a sharded `mil cv`: the outcomes of its jobs and what the merge needs to
+/// print the single run's report.
+#[derive(Debug, Serialize, Deserialize)]
+struct CvPart {
+    format: String,
+    version: u32,
+    /// Fingerprint of the data, the folds and every setting.
+    fingerprint: String,
+    /// DATA as given, reloaded (and fingerprinted again) by the merge.
+    data: String,
+    /// The pipeline as the report describes it.
+    description: String,
+    /// Whether the pipeline chooses among candidates (the report lists the choices).
+    chooses: bool,
+    /// Test bags of every fold of every repetition.
+    assignments: Vec<(u64, Vec<Vec<usize>>)>,
+    shard: usize,
+    shards: usize,
+    outcomes: Vec<FoldOutcome>,
+    seconds: f64,
+}
+
+/// Runs `mil cv` (or `mil cv merge`).
 pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
+    if let Some(CvMerge::Merge(m)) = &args.merge {
+        return merge(m);
+    }
     let start = Instant::now();
-    let d = data::load(&args.data)?;
+    let data_spec = args.data.as_deref().unwrap_or_default();
+    let shard = match args.shard.as_deref() {
+        None => None,
+        Some(spec) if spec.starts_with("auto") => {
+            Some(Shard::from_scheduler(spec, |v| std::env::var(v).ok())?)
+        }
+        Some(spec) => Some(spec.parse::<Shard>()?),
+    };
+    match (&shard, &args.output) {
+        (Some(_), None) => {
+            return Err(Error::parameter(
+                "--output",
+                "(missing)",
+                "a shard writes its part to -o for `mil cv merge`",
+            ))
+        }
+        (None, Some(out)) => {
+            return Err(Error::parameter(
+                "--output",
+                out,
+                "only a shard (--shard) writes a file; `mil cv` prints its report",
+            ))
+        }
+        (Some(_), Some(out)) => {
+            let mut inputs = vec![data_spec];
+            inputs.extend(args.folds_file.as_deref());
+            super::output::refuse_input_as_output("--output", out, &inputs)?;
+        }
+        (None, None) => {}
+    }
+    let d = data::load(data_spec)?;
     let pipeline = pipeline(&args.classifier, &args.projection, args.seed, &args.inner)?;
     let folds = match &args.folds_file {
         Some(path) => Folds::Given(read_folds_file(Path::new(path), &d)?),
@@ -117,12 +182,136 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
             seed: args.seed,
         },
     };
-    let r = cross_validate(&pipeline, &d, &folds, progress)?;
-    let seconds = start.elapsed().as_secs_f64();
+    let assignments = folds.assignments(&d)?;
+    let description = describe(&args.classifier, &args.projection);
+    let chooses = pipeline.n_candidates() > 1;
+    let Some(shard) = shard else {
+        let r = cross_validate(&pipeline, &d, &folds, progress)?;
+        return Ok(report(
+            &d,
+            &description,
+            chooses,
+            &r,
+            start.elapsed().as_secs_f64(),
+        ));
+    };
+    let jobs: usize = assignments.iter().map(|(_, f)| f.len()).sum();
+    // Folds cost about the same: equal shares of jobs.
+    let range = shard.range(&vec![1.0; jobs]);
+    let outcomes = run_folds(&pipeline, &d, &folds, range.clone(), progress)?;
+    let fingerprint = Fingerprint::default()
+        .dataset(&d)
+        .bytes(format!("{:?}{:?}{:?}", args.classifier, args.projection, args.inner).as_bytes())
+        .bytes(format!("{assignments:?}{}", args.seed).as_bytes())
+        .hex();
+    let part = CvPart {
+        format: PART_FORMAT.into(),
+        version: 1,
+        fingerprint,
+        data: data_spec.to_string(),
+        description,
+        chooses,
+        assignments,
+        shard: shard.index,
+        shards: shard.count,
+        outcomes,
+        seconds: start.elapsed().as_secs_f64(),
+    };
+    let out = args.output.as_deref().unwrap_or_default();
+    let text = serde_json::to_string(&part).map_err(|e| Error::Numerical {
+        method: "part serialisation",
+        reason: e.to_string(),
+    })?;
+    super::output::write_output(out, text.as_bytes())?;
+    let human = format!(
+        "{}: shard {shard} of {jobs} cross-validation jobs: jobs {}..{} in {:.2} s → {out}",
+        d.name(),
+        range.start,
+        range.end,
+        part.seconds
+    );
+    let json = json!({
+        "shard": shard.to_string(),
+        "jobs": jobs,
+        "first": range.start,
+        "end": range.end,
+        "seconds": part.seconds,
+        "output": out,
+    });
+    Ok(Report { human, json })
+}
+
+/// `mil cv merge`: the report of the single run from the parts of a sharded one. A
+/// missing, duplicated or mismatched part is an error naming it.
+fn merge(args: &CvMergeArgs) -> Result<Report> {
+    let mut parts = Vec::new();
+    for name in &args.parts {
+        let text = data::read_text(Path::new(name))?;
+        let part: CvPart = serde_json::from_str(&text).map_err(|e| Error::Parse {
+            file: name.clone(),
+            line: e.line(),
+            field: "part".into(),
+            problem: format!("not a `mil cv --shard` part: {e}"),
+        })?;
+        if part.format != PART_FORMAT || part.version != 1 {
+            return Err(Error::data(
+                name,
+                "not a `mil cv --shard` part of this version",
+            ));
+        }
+        parts.push(part);
+    }
+    let first = &parts[0];
+    let mut seen: Vec<Option<usize>> = vec![None; first.shards];
+    for (p, part) in parts.iter().enumerate() {
+        let name = &args.parts[p];
+        if part.fingerprint != first.fingerprint || part.shards != first.shards {
+            return Err(Error::data(
+                name,
+                format!(
+                    "from another run than {} (other data, folds, seed or settings)",
+                    args.parts[0]
+                ),
+            ));
+        }
+        match seen.get_mut(part.shard) {
+            Some(Some(other)) => {
+                return Err(Error::data(
+                    name,
+                    format!(
+                        "shard {}/{} is also {}",
+                        part.shard, part.shards, args.parts[*other]
+                    ),
+                ))
+            }
+            Some(slot) => *slot = Some(p),
+            None => {
+                return Err(Error::data(
+                    name,
+                    format!("shard {} of {}", part.shard, part.shards),
+                ))
+            }
+        }
+    }
+    if let Some(missing) = seen.iter().position(Option::is_none) {
+        return Err(Error::data(
+            &args.parts[0],
+            format!("shard {missing}/{} is missing", first.shards),
+        ));
+    }
+    let d = data::load(&first.data)?;
+    let outcomes: Vec<FoldOutcome> = parts.iter().flat_map(|p| p.outcomes.clone()).collect();
+    let r = summarize(&d, &first.assignments, &outcomes)?;
+    let seconds = parts.iter().map(|p| p.seconds).sum();
+    Ok(report(&d, &first.description, first.chooses, &r, seconds))
+}
+
+/// The report of a cross-validation run.
+fn report(d: &Dataset, description: &str, chooses: bool, r: &CvReport, seconds: f64) -> Report {
     let mut human = format!(
         "{}: {} — {} × {}-fold CV\naccuracy {:.4}",
         d.name(),
-        describe(&args.classifier, &args.projection),
+        description,
         r.repeats,
         r.folds,
         r.accuracy
@@ -133,6 +322,28 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
             s.mean, s.sd, s.ci_low, s.ci_high
         ));
     }
+    let per_class = r.per_class();
+    let balanced = r.balanced_accuracy();
+    human.push_str(&format!("\nbalanced accuracy {balanced:.4}"));
+    let show = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.4}"));
+    for (name, m) in d.class_names().iter().zip(&per_class) {
+        human.push_str(&format!(
+            "\n  class {name}: recall {}, precision {}, F1 {} ({} bags, {} predicted)",
+            show(m.recall),
+            show(m.precision),
+            show(m.f1),
+            m.support,
+            m.predicted
+        ));
+    }
+    if let Some(c) = r.collapsed_class() {
+        let warning = format!(
+            "warning: every out-of-fold prediction is class {}: the classifier ignores the other class(es) (imbalanced classes: weight them or move the decision threshold)",
+            d.class_names()[c]
+        );
+        eprintln!("{warning}");
+        human.push_str(&format!("\n{warning}"));
+    }
     match r.auroc {
         Some(a) => human.push_str(&format!("\nAUROC {a:.4} (pooled out-of-fold scores)")),
         None => human.push_str("\nAUROC n/a (multi-class)"),
@@ -142,7 +353,7 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
         let cells: Vec<String> = row.iter().map(|c| format!("{c:>5}")).collect();
         human.push_str(&format!("\n  {name:>6} {}", cells.join("")));
     }
-    if pipeline.n_candidates() > 1 {
+    if chooses {
         human.push_str("\nchosen by inner CV, per fold:");
         for (f, c) in r.chosen.iter().enumerate() {
             if let Some(c) = c {
@@ -154,6 +365,11 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
     let json = json!({
         "data": d.name(),
         "accuracy": r.accuracy,
+        "balanced_accuracy": balanced,
+        "per_class": d.class_names().iter().zip(&per_class).map(|(name, m)| {
+            (name.clone(), json!(m))
+        }).collect::<serde_json::Map<String, serde_json::Value>>(),
+        "collapsed": r.collapsed_class().map(|c| d.class_names()[c].clone()),
         "auroc": r.auroc,
         "folds": r.folds,
         "repeats": r.repeats,
@@ -167,5 +383,5 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
         })).collect::<Vec<_>>(),
         "seconds": seconds,
     });
-    Ok(Report { human, json })
+    Report { human, json }
 }

@@ -23,7 +23,7 @@ pub fn run(args: &ExportArgs, progress: &dyn Progress) -> Result<Report> {
     inputs.extend(args.data.as_deref());
     super::output::refuse_input_as_output("--output", &args.output, &inputs)?;
     let path = Path::new(&args.model);
-    if is_cluster_model(path) {
+    if super::output::is_cluster_model(path) {
         return run_cluster(args, path);
     }
     let model = HostModel::load(path)?;
@@ -197,15 +197,6 @@ fn svm_report(
     json["stored_bags"] = json!(stored);
     json["error_bound"] = json!(bound);
     Ok(with_warnings(human, json))
-}
-
-/// Whether the file is a clustering model written by `mil cluster -o` (tagged by its
-/// `kind`), rather than a `mil train` model.
-pub(super) fn is_cluster_model(path: &Path) -> bool {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-        .is_some_and(|v| v.get("format").is_none() && v.get("kind").is_some())
 }
 
 /// Exports an M³IC clustering: the core runs step 14 of the paper's Table 1. BAMIC's

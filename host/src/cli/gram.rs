@@ -6,14 +6,16 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::{GramArgs, Report};
+use super::{GramArgs, GramMerge, GramMergeArgs, Report};
 use crate::data;
 use crate::data::standardize::ZScore;
 use crate::error::{Error, Result};
 use crate::kernel::nsk::log_nsk_gram;
+use crate::kernel::tiles::{compute_tile, merge_tiles, read_tile, TileKernel};
 use crate::kernel::SetKernelName;
 use crate::kernel::{box_gram, npy, spectrum, BoxGramSpec, GridData, LogGram};
 use crate::progress::Progress;
+use crate::shard::{Fingerprint, Shard};
 
 /// Output formats, by file extension.
 enum Format {
@@ -21,49 +23,93 @@ enum Format {
     Npy,
 }
 
-/// Runs `mil gram`.
-pub fn run(args: &GramArgs, progress: &dyn Progress) -> Result<Report> {
-    let format = match &args.output {
-        None => None,
-        Some(path) => match Path::new(path)
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
-            Some("csv") => Some((path.as_str(), Format::Csv)),
-            Some("npy") => Some((path.as_str(), Format::Npy)),
-            _ => {
-                return Err(Error::parameter(
-                    "--output",
-                    path,
-                    "must end in .csv or .npy",
-                ))
-            }
-        },
+/// The output format an `-o` path names, if any.
+fn output_format(output: Option<&str>) -> Result<Option<(&str, Format)>> {
+    let Some(path) = output else {
+        return Ok(None);
     };
+    match Path::new(path)
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("csv") => Ok(Some((path, Format::Csv))),
+        Some("npy") => Ok(Some((path, Format::Npy))),
+        _ => Err(Error::parameter(
+            "--output",
+            path,
+            "must end in .csv or .npy",
+        )),
+    }
+}
+
+/// Runs `mil gram` (or `mil gram merge`).
+pub fn run(args: &GramArgs, progress: &dyn Progress) -> Result<Report> {
+    if let Some(GramMerge::Merge(m)) = &args.merge {
+        return merge(m);
+    }
+    let (Some(data_spec), Some(kernel)) = (args.data.as_deref(), args.kernel) else {
+        return Err(Error::parameter(
+            "DATA",
+            "(missing)",
+            "give DATA and --kernel",
+        ));
+    };
+    let shard = match args.shard.as_deref() {
+        None => None,
+        Some(spec) if spec.starts_with("auto") => {
+            Some(Shard::from_scheduler(spec, |v| std::env::var(v).ok())?)
+        }
+        Some(spec) => Some(spec.parse::<Shard>()?),
+    };
+    let format = match shard {
+        Some(_) => None,
+        None => output_format(args.output.as_deref())?,
+    };
+    if shard.is_some() && args.output.is_none() {
+        return Err(Error::parameter(
+            "--output",
+            "(missing)",
+            "a shard writes its tile to -o for `mil gram merge`",
+        ));
+    }
     crate::svm::bags::check_settings(
         &crate::svm::bags::BagSvmSettings::default().rho(args.set_kernel.rho),
     )?;
     let accuracy = crate::kernel::accuracy(args.set_kernel.epsilon, args.set_kernel.delta)?;
     let method = args.set_kernel.estimator;
     if let Some(out) = &args.output {
-        super::output::refuse_input_as_output("--output", out, &[&args.data])?;
+        super::output::refuse_input_as_output("--output", out, &[data_spec])?;
     }
-    let data = select_bags(data::load(&args.data)?, args)?;
+    let data = select_bags(data::load(data_spec)?, args)?;
+    // The matrix, its normalised and powered copies and the eigensolver's workspace.
+    let n = data.n_bags() as f64;
+    super::output::check_memory(
+        "the Gram matrix and its spectra",
+        4.0 * 8.0 * n * n,
+        args.max_memory_gib,
+    )?;
     let start = Instant::now();
     let mut nsk_gamma = None;
-    progress.start("gram entries", 0);
-    let (gram, precision) = match args.kernel {
+    let mut precision = None;
+    let bag_sizes: Vec<usize> = (0..data.n_bags()).map(|b| data.bag(b).len()).collect();
+    // The kernel, on the data as its entries see them.
+    let grid;
+    let zscored;
+    let tile_kernel = match kernel {
         SetKernelName::Box(kernel) => {
-            let grid = GridData::fit(&data, args.set_kernel.precision)?;
-            let spec = BoxGramSpec {
-                kernel,
-                method,
-                accuracy,
-                seed: args.seed,
-            };
-            (box_gram(&grid, spec, progress)?, Some(grid.precision()))
+            grid = GridData::fit(&data, args.set_kernel.precision)?;
+            precision = Some(grid.precision());
+            TileKernel::Box(
+                &grid,
+                BoxGramSpec {
+                    kernel,
+                    method,
+                    accuracy,
+                    seed: args.seed,
+                },
+            )
         }
         SetKernelName::MiRbf => {
             return Err(Error::parameter(
@@ -85,18 +131,118 @@ pub fn run(args: &GramArgs, progress: &dyn Progress) -> Result<Report> {
                 ));
             }
             nsk_gamma = Some(gamma);
-            let ln = log_nsk_gram(&zscore.apply(&data)?, gamma)?;
-            let n = data.n_bags();
-            (LogGram { n, ln, samples: 0 }, None)
+            zscored = zscore.apply(&data)?;
+            TileKernel::Nsk(&zscored, gamma)
         }
     };
-    let seconds = start.elapsed().as_secs_f64();
+    let summary = json!({
+        "data": data.name(),
+        "kernel": kernel.to_string(),
+        "estimator": args.set_kernel.estimator.to_string(),
+        "epsilon": args.set_kernel.epsilon,
+        "delta": args.set_kernel.delta,
+        "precision": precision,
+        "gamma": nsk_gamma,
+        "seed": args.seed,
+        "rho": args.set_kernel.rho,
+        "bag_ids": data.bag_ids(),
+    });
+    if let Some(shard) = shard {
+        let mut fingerprint = Fingerprint::default()
+            .dataset(&data)
+            .bytes(summary.to_string().as_bytes());
+        if kernel == SetKernelName::Nsk {
+            // Tiles of another NSK arithmetic would not join into the single run's bits.
+            fingerprint = fingerprint.bytes(crate::kernel::nsk::ARITHMETIC.as_bytes());
+        }
+        let fingerprint = fingerprint.hex();
+        progress.start("gram entries", 0);
+        let tile = compute_tile(
+            tile_kernel,
+            &bag_sizes,
+            shard,
+            fingerprint,
+            summary,
+            progress,
+        )?;
+        progress.finish();
+        let out = args.output.as_deref().unwrap_or_default();
+        let text = serde_json::to_string(&tile).map_err(|e| Error::Numerical {
+            method: "tile serialisation",
+            reason: e.to_string(),
+        })?;
+        super::output::write_output(out, text.as_bytes())?;
+        let human = format!(
+            "{}: shard {shard} of the {n}×{n} Gram matrix: {} entries from entry {} in {:.2} s → {out}",
+            data.name(),
+            tile.values.len(),
+            tile.first,
+            tile.seconds,
+            n = tile.n,
+        );
+        let json = json!({
+            "bags": tile.n,
+            "shard": shard.to_string(),
+            "entries": tile.values.len(),
+            "first": tile.first,
+            "samples": tile.samples,
+            "seconds": tile.seconds,
+            "output": out,
+        });
+        return Ok(Report { human, json });
+    }
+    progress.start("gram entries", 0);
+    let gram = match tile_kernel {
+        TileKernel::Box(grid, spec) => box_gram(grid, spec, progress)?,
+        TileKernel::Nsk(z, gamma) => LogGram {
+            n: z.n_bags(),
+            ln: log_nsk_gram(z, gamma)?,
+            samples: 0,
+        },
+    };
     progress.finish();
+    let seconds = start.elapsed().as_secs_f64();
     if let Some((path, format)) = format {
         write(&gram, path, format)?;
     }
+    Ok(report(&gram, &summary, seconds, args.output.as_deref()))
+}
+
+/// `mil gram merge`: joins tiles into the matrix and the report of the single run.
+fn merge(args: &GramMergeArgs) -> Result<Report> {
+    let format = output_format(args.output.as_deref())?;
+    if let Some(out) = &args.output {
+        let inputs: Vec<&str> = args.tiles.iter().map(String::as_str).collect();
+        super::output::refuse_input_as_output("--output", out, &inputs)?;
+    }
+    let tiles = args
+        .tiles
+        .iter()
+        .map(|t| read_tile(Path::new(t)))
+        .collect::<Result<Vec<_>>>()?;
+    let gram = merge_tiles(&tiles, &args.tiles)?;
+    if let Some((path, format)) = format {
+        write(&gram, path, format)?;
+    }
+    let seconds = tiles.iter().map(|t| t.seconds).sum();
+    Ok(report(
+        &gram,
+        &tiles[0].summary,
+        seconds,
+        args.output.as_deref(),
+    ))
+}
+
+/// The summary of a Gram matrix as a single run reports it.
+fn report(
+    gram: &LogGram,
+    summary: &serde_json::Value,
+    seconds: f64,
+    output: Option<&str>,
+) -> Report {
     let normalised = spectrum(gram.normalised());
-    let mapped = spectrum(gram.powered(args.set_kernel.rho));
+    let rho = summary["rho"].as_f64().unwrap_or(0.02);
+    let mapped = spectrum(gram.powered(rho));
     let n = gram.n;
     let (lo, hi) = gram
         .ln
@@ -104,48 +250,53 @@ pub fn run(args: &GramArgs, progress: &dyn Progress) -> Result<Report> {
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
             (lo.min(v), hi.max(v))
         });
-    let kernel_name = args.kernel.to_string();
-    let estimator_name = args.set_kernel.estimator.to_string();
+    let text = |key: &str| summary[key].as_str().unwrap_or_default().to_string();
     let ns_per_sample = seconds * 1e9 / gram.samples.max(1) as f64;
     let human = format!(
-        "{}: {n}×{n} ln {kernel_name} Gram ({estimator_name}, ε = {}, δ = {}, precision 10^{}) in {seconds:.2} s → {}\n\
+        "{}: {n}×{n} ln {} Gram ({}, ε = {}, δ = {}, precision 10^{}) in {seconds:.2} s → {}\n\
          ln k in [{lo:.2}, {hi:.2}]; {:.1}% negative eigenvalues of the normalised matrix (smallest {:.3e}), {:.1}% of k^ρ (ρ = {}); {} samples, {ns_per_sample:.0} ns of wall time each",
-        data.name(),
-        args.set_kernel.epsilon,
-        args.set_kernel.delta,
-        precision.map_or("-".to_string(), |p| p.to_string()),
-        args.output.as_deref().unwrap_or("(no file)"),
+        text("data"),
+        text("kernel"),
+        text("estimator"),
+        summary["epsilon"],
+        summary["delta"],
+        summary["precision"].as_i64().map_or("-".to_string(), |p| p.to_string()),
+        output.unwrap_or("(no file)"),
         100.0 * normalised.negative_fraction,
         normalised.smallest,
         100.0 * mapped.negative_fraction,
-        args.set_kernel.rho,
+        rho,
         gram.samples,
     );
-    let json = json!({
+    let mut json = json!({
         "bags": n,
         "seconds": seconds,
         "negative_eigenvalues": normalised.negative_fraction,
         "negative_eigenvalues_of": "k(P,Q)/sqrt(k(P,P)k(Q,Q)), formed in log space",
         "smallest_eigenvalue": normalised.smallest,
         "largest_eigenvalue": normalised.largest,
-        "rho": args.set_kernel.rho,
         "negative_eigenvalues_svm": mapped.negative_fraction,
         "negative_eigenvalues_svm_of": "phi(k) = k^rho (GMIL §5.3, §8.4), the matrix the SVM sees with --map none",
-        "kernel": kernel_name,
-        "estimator": estimator_name,
-        "epsilon": args.set_kernel.epsilon,
-        "delta": args.set_kernel.delta,
-        "precision": precision,
-        "gamma": nsk_gamma,
-        "seed": args.seed,
         "samples": gram.samples,
         "wall_ns_per_sample": ns_per_sample,
         "min_ln": lo,
         "max_ln": hi,
-        "output": args.output,
-        "bag_ids": data.bag_ids(),
+        "output": output,
     });
-    Ok(Report { human, json })
+    for key in [
+        "kernel",
+        "estimator",
+        "epsilon",
+        "delta",
+        "precision",
+        "gamma",
+        "seed",
+        "rho",
+        "bag_ids",
+    ] {
+        json[key] = summary[key].clone();
+    }
+    Report { human, json }
 }
 
 /// Keeps the bags within `--min-bag-size` and `--max-bag-size`.

@@ -41,7 +41,7 @@ pub fn run(args: &InspectArgs) -> Result<Report> {
         ModelKind::Projection => {}
         ModelKind::LinearMil => {
             if let Some(s) = model.scorer() {
-                let pooling = format!("{:?}", s.pooling()).to_lowercase();
+                let pooling = s.pooling().name().to_string();
                 human.push_str(&format!(
                     "\nlinear instance scores pooled by {pooling} (β = {})",
                     s.beta()
@@ -76,9 +76,9 @@ pub fn run(args: &InspectArgs) -> Result<Report> {
         }
         ModelKind::SetKernelSvm => {
             if let Some(svm) = model.svm() {
-                let kernel = format!("{:?}", svm.kernel()).to_lowercase();
+                let kernel = svm.kernel().name().to_string();
                 let (method, accuracy) = svm.estimator();
-                let method = format!("{method:?}").to_lowercase();
+                let method = method.name().to_string();
                 human.push_str(&format!(
                     "\nSVM over {} stored bags, kernel {kernel} estimated by the {method} estimator to ε = {}, δ = {}",
                     svm.n_bags(),

@@ -22,7 +22,7 @@ use crate::pipeline::Selection;
 use crate::projection::midr::Midr;
 use crate::projection::ProjectionKind;
 use crate::svm::bags::{BagSvmSettings, EmpiricalMap};
-use keyword::keyword;
+use keyword::{keyword, keyword_or_none, OrNone};
 
 mod cluster;
 mod cv;
@@ -112,9 +112,15 @@ pub struct SynthArgs {
     /// Dimension D (mialm-ii only; default 100 = `synth::DEFAULT_DIMS`).
     #[arg(long)]
     pub dims: Option<usize>,
-    /// Relevant dimensions d (mialm-ii only; default 20 = `synth::DEFAULT_RELEVANT`).
+    /// Relevant dimensions d (mialm-ii, term-counts; default 20).
     #[arg(long)]
     pub relevant: Option<usize>,
+    /// Number of bags (term-counts only; default 80).
+    #[arg(long)]
+    pub bags: Option<usize>,
+    /// Negative bags per positive bag, e.g. 20 for 1:20 (term-counts only; default 1).
+    #[arg(long)]
+    pub imbalance: Option<f64>,
     /// Also write the ground truth, one line per instance: `bag_id,instance,positive`
     /// (instance numbered from 1 within its bag; positive 1 or 0).
     #[arg(long, value_name = "PATH")]
@@ -126,8 +132,8 @@ pub struct SynthArgs {
 #[derive(Args, Debug, Clone)]
 pub struct ClassifierArgs {
     /// The bag classifier.
-    #[arg(long, value_parser = keyword::<ClassifierKind>())]
-    pub classifier: ClassifierKind,
+    #[arg(long, value_parser = keyword::<ClassifierKind>(), required = true)]
+    pub classifier: Option<ClassifierKind>,
     /// Citation-kNN: number of references R.
     #[arg(long, default_value_t = CitationKnn::default().references)]
     pub references: usize,
@@ -178,7 +184,8 @@ impl ClassifierArgs {
     /// The classifier the flags describe.
     pub fn params(&self, seed: u64) -> Result<ClassifierParams> {
         let args = self;
-        Ok(match args.classifier {
+        // clap requires --classifier wherever these flags are parsed (not under `merge`).
+        Ok(match args.classifier.unwrap_or(ClassifierKind::CitationKnn) {
             ClassifierKind::CitationKnn => CitationKnn::default()
                 .references(args.references)
                 .citers(args.citers)
@@ -323,9 +330,9 @@ pub struct SetKernelArgs {
 /// Projection choice; lists are tuned by inner cross-validation.
 #[derive(Args, Debug, Clone)]
 pub struct ProjectionArgs {
-    /// The projection fitted on the training bags (none when absent).
-    #[arg(long, value_parser = keyword::<ProjectionKind>())]
-    pub projection: Option<ProjectionKind>,
+    /// The projection fitted on the training bags.
+    #[arg(long, value_parser = keyword_or_none::<ProjectionKind>(), default_value_t = OrNone(None))]
+    pub projection: OrNone<ProjectionKind>,
     /// Output dimension(s); a list is chosen by inner CV.
     #[arg(long, value_delimiter = ',')]
     pub dim: Vec<usize>,
@@ -341,9 +348,14 @@ pub struct ProjectionArgs {
 
 /// `mil cv`.
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct CvArgs {
+    /// `mil cv merge PARTS…`: join the parts of a sharded run.
+    #[command(subcommand)]
+    pub merge: Option<CvMerge>,
     /// A .csv or .arff path, or a built-in data set name.
-    pub data: String,
+    #[arg(required = true)]
+    pub data: Option<String>,
     #[command(flatten)]
     pub classifier: ClassifierArgs,
     #[command(flatten)]
@@ -363,6 +375,28 @@ pub struct CvArgs {
     /// bags are predicted in file order. Overrides --folds, --repeats and --seed.
     #[arg(long)]
     pub folds_file: Option<String>,
+    /// Run one share of the (repetition, fold) jobs: `i/n`, `auto` or `auto/N` (as `mil
+    /// gram --shard`); the part goes to -o for `mil cv merge`.
+    #[arg(long)]
+    pub shard: Option<String>,
+    /// With --shard: where the part is written.
+    #[arg(short, long)]
+    pub output: Option<String>,
+}
+
+/// `mil cv merge`.
+#[derive(Subcommand, Debug)]
+pub enum CvMerge {
+    /// Join the parts of a sharded `mil cv` into the report one run prints.
+    Merge(CvMergeArgs),
+}
+
+/// The parts to join.
+#[derive(Args, Debug)]
+pub struct CvMergeArgs {
+    /// The parts written by `mil cv … --shard i/n -o PART`, all n of them.
+    #[arg(required = true, num_args = 1..)]
+    pub parts: Vec<String>,
 }
 
 /// `mil train`.
@@ -433,26 +467,58 @@ pub struct ProjectArgs {
 
 /// `mil gram`.
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct GramArgs {
+    /// `mil gram merge TILES… -o OUT`: join the tiles of a sharded run.
+    #[command(subcommand)]
+    pub merge: Option<GramMerge>,
     /// A .csv or .arff path, or a built-in data set name.
-    pub data: String,
+    #[arg(required = true)]
+    pub data: Option<String>,
     /// The set kernel.
-    #[arg(long, value_parser = keyword::<SetKernelName>())]
-    pub kernel: SetKernelName,
+    #[arg(long, value_parser = keyword::<SetKernelName>(), required = true)]
+    pub kernel: Option<SetKernelName>,
     #[command(flatten)]
     pub set_kernel: SetKernelArgs,
-    /// Output: .csv (bags × bags) or .npy (float64); without it only the summary.
+    /// Output: .csv (bags × bags) or .npy (float64); without it only the summary. With
+    /// --shard, the tile (JSON) that `mil gram merge` joins.
     #[arg(short, long)]
     pub output: Option<String>,
+    /// Compute one share of the entries: `i/n` (share i of n, from 0), `auto` (Slurm's
+    /// array task id and count) or `auto/N` (N shares; the index from Slurm or from
+    /// Kubernetes' JOB_COMPLETION_INDEX). Shares have equal estimated work.
+    #[arg(long)]
+    pub shard: Option<String>,
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Keep only bags with at least this many instances.
     #[arg(long)]
     pub min_bag_size: Option<usize>,
+    /// Refuse to start when the matrices are estimated to need more memory than this.
+    #[arg(long, default_value_t = output::DEFAULT_MAX_MEMORY_GIB)]
+    pub max_memory_gib: f64,
     /// Keep only bags with at most this many instances.
     #[arg(long)]
     pub max_bag_size: Option<usize>,
+}
+
+/// `mil gram merge`.
+#[derive(Subcommand, Debug)]
+pub enum GramMerge {
+    /// Join the tiles of a sharded `mil gram` into the matrix one run writes.
+    Merge(GramMergeArgs),
+}
+
+/// The tiles to join and where the matrix goes.
+#[derive(Args, Debug)]
+pub struct GramMergeArgs {
+    /// The tiles written by `mil gram … --shard i/n -o TILE`, all n of them.
+    #[arg(required = true, num_args = 1..)]
+    pub tiles: Vec<String>,
+    /// Output: .csv or .npy, byte for byte what the single run writes.
+    #[arg(short, long)]
+    pub output: Option<String>,
 }
 
 /// `mil cluster`.

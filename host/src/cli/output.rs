@@ -6,8 +6,11 @@ use std::path::Path;
 use crate::atomic_write::{same_file, write_atomic};
 use crate::error::{Error, Result};
 
-/// Writes `bytes` to `path` atomically.
+/// Writes `bytes` to `path` atomically; a directory there is the user's mistake (exit 2).
 pub fn write_output(path: &str, bytes: &[u8]) -> Result<()> {
+    if Path::new(path).is_dir() {
+        return Err(Error::data(path, "is a directory; name a file to write"));
+    }
     write_atomic(Path::new(path), bytes).map_err(|source| Error::Io {
         path: path.into(),
         source,
@@ -63,4 +66,30 @@ pub fn read_compact_model(path: &str) -> Result<Vec<u8>> {
         ));
     }
     Ok(bytes)
+}
+
+/// Memory a command may plan to use unless `--max-memory-gib` raises it.
+pub const DEFAULT_MAX_MEMORY_GIB: f64 = 8.0;
+
+/// Refuses work whose estimated memory exceeds `limit_gib`, with the estimate and the
+/// flag that raises the limit.
+pub fn check_memory(what: &str, bytes: f64, limit_gib: f64) -> Result<()> {
+    let gib = bytes / f64::from(1u32 << 30);
+    if gib > limit_gib {
+        return Err(Error::parameter(
+            "max_memory_gib",
+            limit_gib,
+            format!("{what} needs about {gib:.1} GiB; raise --max-memory-gib to run it"),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether the file is a clustering model written by `mil cluster -o` (tagged by its
+/// `kind`), rather than a `mil train` model.
+pub fn is_cluster_model(path: &Path) -> bool {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .is_some_and(|v| v.get("format").is_none() && v.get("kind").is_some())
 }

@@ -58,7 +58,7 @@ pub fn run(args: &PredictArgs, progress: &dyn Progress) -> Result<Report> {
             "is a compact model for the device (written by `mil export`); `mil predict` takes a model saved by `mil train` or `mil cluster -o` (`mil inspect` describes compact models)",
         ));
     }
-    if super::export::is_cluster_model(Path::new(&args.model)) {
+    if super::output::is_cluster_model(Path::new(&args.model)) {
         return assign_clusters(args, start);
     }
     let model = HostModel::load(Path::new(&args.model))?;

@@ -15,8 +15,12 @@ use crate::projection::{ProjectionKind, ProjectionParams};
 
 /// Runs `mil project`.
 pub fn run(args: &ProjectArgs) -> Result<Report> {
-    let kind = args.projection.projection.ok_or_else(|| {
-        Error::parameter("--projection", "(missing)", "choose a projection to fit")
+    let kind = args.projection.projection.0.ok_or_else(|| {
+        Error::parameter(
+            "--projection",
+            args.projection.projection,
+            "choose a projection to fit",
+        )
     })?;
     let dim = match args.projection.dim.as_slice() {
         [d] => *d,

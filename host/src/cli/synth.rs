@@ -15,7 +15,28 @@ pub fn run(args: &SynthArgs) -> Result<Report> {
     if let Some(truth) = &args.truth {
         super::output::refuse_input_as_output("--truth", truth, &[&args.output])?;
     }
+    if args.name != SyntheticSet::TermCounts {
+        if let Some(v) = args.bags {
+            return Err(Error::parameter("--bags", v, "applies to term-counts only"));
+        }
+        if let Some(v) = args.imbalance {
+            return Err(Error::parameter(
+                "--imbalance",
+                v,
+                "applies to term-counts only",
+            ));
+        }
+    }
     let set = match args.name {
+        SyntheticSet::TermCounts => {
+            let d = synth::TermCounts::default();
+            let shape = d
+                .dims(args.dims.unwrap_or(d.dims))
+                .relevant(args.relevant.unwrap_or(d.relevant))
+                .bags(args.bags.unwrap_or(d.bags))
+                .imbalance(args.imbalance.unwrap_or(d.imbalance));
+            synth::term_counts(shape, args.seed)?
+        }
         SyntheticSet::MidaOne | SyntheticSet::MidaTwo => {
             for (flag, given) in [("--dims", args.dims), ("--relevant", args.relevant)] {
                 if let Some(v) = given {

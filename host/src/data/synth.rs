@@ -208,12 +208,16 @@ pub enum SyntheticSet {
     MidaTwo,
     /// MI-ALM §3.1 data set II (`dims` dimensions, `relevant` of them informative).
     MialmIi,
+    /// High-dimensional sparse term counts, few informative features, optionally
+    /// imbalanced ([`term_counts`]).
+    TermCounts,
 }
 
 mil_core::keywords!(SyntheticSet {
     SyntheticSet::MidaOne => "mida-one": "MIDA §5.1 data set one (binary)",
     SyntheticSet::MidaTwo => "mida-two": "MIDA §5.1 data set two (three classes)",
     SyntheticSet::MialmIi => "mialm-ii": "MI-ALM §3.1 data set II (dims D, relevant d)",
+    SyntheticSet::TermCounts => "term-counts": "sparse non-negative term counts: dims D (default 6000), relevant d, bags, imbalance",
 });
 
 /// D of MI-ALM's data set II unless given.
@@ -324,6 +328,137 @@ pub fn mialm_ii(dims: usize, relevant: usize, seed: u64) -> Result<Synthetic> {
         b.bag(format!("neg-{i}"), 0, 0, 10, draw);
     }
     b.finish("mialm-ii", 2, columns)
+}
+
+/// The shape of a [`term_counts`] set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TermCounts {
+    /// Features D (the vocabulary).
+    pub dims: usize,
+    /// Informative features (terms whose rate rises in witness instances).
+    pub relevant: usize,
+    /// Bags in all.
+    pub bags: usize,
+    /// Instances per bag.
+    pub bag_size: usize,
+    /// Negative bags per positive bag (1 = balanced, 20 = 1:20).
+    pub imbalance: f64,
+}
+
+impl Default for TermCounts {
+    /// 80 bags of 25 instances (2,000 in all), 6,000 features, 20 informative, balanced.
+    fn default() -> Self {
+        TermCounts {
+            dims: 6000,
+            relevant: 20,
+            bags: 80,
+            bag_size: 25,
+            imbalance: 1.0,
+        }
+    }
+}
+
+crate::params::setters!(TermCounts {
+    dims: usize,
+    relevant: usize,
+    bags: usize,
+    bag_size: usize,
+    imbalance: f64,
+});
+
+/// Largest D [`term_counts`] accepts.
+pub const TERM_COUNTS_MAX_DIMS: usize = 100_000;
+
+/// Sparse non-negative term counts, like bag-of-words documents split into passages.
+///
+/// Each instance is a passage of L ~ 20 + Poisson(20) terms drawn from a Zipf vocabulary
+/// (term j has probability ∝ 1/(j + 1)); a feature is the count of its term, so most
+/// are 0. `relevant` terms, chosen uniformly at random among the rarer half of the
+/// vocabulary, are the concept: a witness passage adds Poisson(3) occurrences of each of
+/// three of them (chosen at random). A positive bag (label 1, ids `pos-1…`) holds
+/// ⌈20%⌉ witness passages, a negative bag (label 0, `neg-1…`) none. Of the `bags`, a
+/// share 1/(1 + imbalance) (at least one) are positive; positives come first.
+pub fn term_counts(shape: TermCounts, seed: u64) -> Result<Synthetic> {
+    let TermCounts {
+        dims,
+        relevant,
+        bags,
+        bag_size,
+        imbalance,
+    } = shape;
+    if !(2..=TERM_COUNTS_MAX_DIMS).contains(&dims) {
+        return Err(Error::parameter(
+            "dims",
+            dims,
+            format!("must be between 2 and {TERM_COUNTS_MAX_DIMS}"),
+        ));
+    }
+    if relevant == 0 || relevant > dims / 2 {
+        return Err(Error::parameter(
+            "relevant",
+            relevant,
+            format!("must be between 1 and dims/2 = {}", dims / 2),
+        ));
+    }
+    if !(2..=100_000).contains(&bags) {
+        return Err(Error::parameter(
+            "bags",
+            bags,
+            "must be between 2 and 100000",
+        ));
+    }
+    if bag_size == 0 || bag_size > 10_000 {
+        return Err(Error::parameter(
+            "bag_size",
+            bag_size,
+            "must be between 1 and 10000",
+        ));
+    }
+    if !(imbalance.is_finite() && (1.0..=1000.0).contains(&imbalance)) {
+        return Err(Error::parameter(
+            "imbalance",
+            imbalance,
+            "must be between 1 and 1000 (negative bags per positive bag)",
+        ));
+    }
+    let positives = ((bags as f64 / (1.0 + imbalance)).round() as usize).clamp(1, bags - 1);
+    let mut b = Builder::new(seed, dims);
+    let mut columns: Vec<usize> = index::sample(&mut b.rng, dims - dims / 2, relevant)
+        .into_iter()
+        .map(|c| c + dims / 2)
+        .collect();
+    columns.sort_unstable();
+    // Cumulative Zipf weights for inverse-CDF sampling of terms.
+    let mut cdf: Vec<f64> = (0..dims).map(|j| 1.0 / (j + 1) as f64).collect();
+    for j in 1..dims {
+        cdf[j] += cdf[j - 1];
+    }
+    let total = cdf[dims - 1];
+    let length = rand_distr::Poisson::new(20.0).unwrap_or_else(|_| unreachable!("rate > 0"));
+    let boost = rand_distr::Poisson::new(3.0).unwrap_or_else(|_| unreachable!("rate > 0"));
+    let draw = |rng: &mut Xoshiro256PlusPlus, positive: bool, row: &mut [f64]| {
+        row.iter_mut().for_each(|x| *x = 0.0);
+        let terms = 20 + length.sample(rng) as usize;
+        for _ in 0..terms {
+            let u = rng.random::<f64>() * total;
+            let j = cdf.partition_point(|&c| c < u).min(dims - 1);
+            row[j] += 1.0;
+        }
+        if positive {
+            for _ in 0..3 {
+                let c = columns[rng.random_range(0..columns.len())];
+                row[c] += boost.sample(rng);
+            }
+        }
+    };
+    let witnesses = bag_size.div_ceil(5);
+    for i in 1..=positives {
+        b.bag(format!("pos-{i}"), 1, witnesses, bag_size - witnesses, draw);
+    }
+    for i in 1..=bags - positives {
+        b.bag(format!("neg-{i}"), 0, 0, bag_size, draw);
+    }
+    b.finish("term-counts", 2, columns)
 }
 
 #[cfg(test)]

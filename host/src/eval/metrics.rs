@@ -51,6 +51,69 @@ pub fn confusion_matrix(predicted: &[usize], truth: &[usize], n_classes: usize) 
     m
 }
 
+/// Recall, precision and F1 of one class, from a confusion matrix.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct ClassMetrics {
+    /// Bags of this class (row sum).
+    pub support: usize,
+    /// Bags predicted as this class (column sum).
+    pub predicted: usize,
+    /// TP / support; `None` when the class has no bags.
+    pub recall: Option<f64>,
+    /// TP / predicted; `None` when nothing was predicted as this class.
+    pub precision: Option<f64>,
+    /// 2·TP / (support + predicted), the harmonic mean of recall and precision (0 when
+    /// one of them is 0); `None` when both counts are 0.
+    pub f1: Option<f64>,
+}
+
+/// Per-class recall, precision and F1 of a confusion matrix `m[truth][predicted]`.
+pub fn per_class(confusion: &[Vec<usize>]) -> Vec<ClassMetrics> {
+    let k = confusion.len();
+    (0..k)
+        .map(|c| {
+            let tp = confusion[c].get(c).copied().unwrap_or(0);
+            let support: usize = confusion[c].iter().sum();
+            let predicted: usize = confusion
+                .iter()
+                .map(|row| row.get(c).copied().unwrap_or(0))
+                .sum();
+            let ratio = |num: usize, den: usize| (den > 0).then(|| num as f64 / den as f64);
+            ClassMetrics {
+                support,
+                predicted,
+                recall: ratio(tp, support),
+                precision: ratio(tp, predicted),
+                f1: ratio(2 * tp, support + predicted),
+            }
+        })
+        .collect()
+}
+
+/// Balanced accuracy: the mean recall over the classes that have bags (equal to the
+/// accuracy on balanced data; 1/C for a classifier that predicts one class always).
+/// 0 for an empty matrix.
+pub fn balanced_accuracy(confusion: &[Vec<usize>]) -> f64 {
+    let recalls: Vec<f64> = per_class(confusion)
+        .iter()
+        .filter_map(|m| m.recall)
+        .collect();
+    if recalls.is_empty() {
+        0.0
+    } else {
+        recalls.iter().sum::<f64>() / recalls.len() as f64
+    }
+}
+
+/// The one class every prediction went to, when the predictions collapsed to a single
+/// class while the truth has more than one.
+pub fn collapsed_class(confusion: &[Vec<usize>]) -> Option<usize> {
+    let m = per_class(confusion);
+    let present = m.iter().filter(|c| c.support > 0).count();
+    let predicted: Vec<usize> = (0..m.len()).filter(|&c| m[c].predicted > 0).collect();
+    (present > 1 && predicted.len() == 1).then(|| predicted[0])
+}
+
 /// Contingency table `table[cluster][class]` and its sizes.
 fn contingency(assignment: &[usize], truth: &[usize]) -> Vec<Vec<usize>> {
     let k = assignment.iter().max().map_or(0, |m| m + 1);
@@ -148,6 +211,28 @@ pub fn adjusted_rand_index(assignment: &[usize], truth: &[usize]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn balanced_accuracy_and_per_class_by_hand() {
+        // 90 negatives (80 right), 10 positives (5 right), 15 predicted positive.
+        let m = vec![vec![80, 10], vec![5, 5]];
+        assert!((balanced_accuracy(&m) - (80.0 / 90.0 + 0.5) / 2.0).abs() < 1e-15);
+        let pc = per_class(&m);
+        assert_eq!((pc[1].support, pc[1].predicted), (10, 15));
+        assert_eq!(pc[1].recall, Some(0.5));
+        assert_eq!(pc[1].precision, Some(5.0 / 15.0));
+        assert!((pc[1].f1.unwrap() - 10.0 / 25.0).abs() < 1e-15);
+        assert_eq!(collapsed_class(&m), None);
+        // Everything predicted negative: balanced accuracy 1/2, precision undefined.
+        let all_neg = vec![vec![90, 0], vec![10, 0]];
+        assert_eq!(balanced_accuracy(&all_neg), 0.5);
+        assert_eq!(per_class(&all_neg)[1].precision, None);
+        assert_eq!(per_class(&all_neg)[1].f1, Some(0.0));
+        assert_eq!(collapsed_class(&all_neg), Some(0));
+        // A class without bags does not count towards the mean.
+        let three = vec![vec![3, 1, 0], vec![0, 0, 0], vec![0, 2, 2]];
+        assert!((balanced_accuracy(&three) - (0.75 + 0.5) / 2.0).abs() < 1e-15);
+    }
 
     #[test]
     fn auroc_by_hand() {

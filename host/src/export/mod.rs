@@ -1,5 +1,5 @@
 //! Export of trained host models into the container `mil-core` reads
-//! ([`mil_core::model`] documents the layout), in f32, Q15 or Q7, and the check that
+//! ([`mil_core::container`] documents the layout), in f32, Q15 or Q7, and the check that
 //! core inference on the exported bytes matches the host model.
 //!
 //! Every model is a *projection stage* (standardisation folded in: G'_kj = G_jk/σ_j,
@@ -13,7 +13,8 @@
 //! instead of a D × D matrix. A quantised dense stage rounds its weights with error
 //! feedback over the training instances unless asked for nearest rounding ([`rounding`]).
 
-use mil_core::model::{self as container, tag, Elem, Encoding, ModelKind};
+use mil_core::container::{self, tag, Elem, Encoding, ModelKind, Payload};
+use mil_core::keyword::Keyword;
 use mil_core::score::Pooling;
 use mil_core::{fixed, Instances, Model};
 
@@ -63,7 +64,7 @@ pub enum Head {
         /// One bias per cluster.
         bias: Vec<f64>,
         /// For instances scaled to unit length: the z-score as z_j = a_j·x_j + c_j on raw
-        /// features, `(a, c)` ([`mil_core::model::tag::INSTANCE_NORM`]).
+        /// features, `(a, c)` ([`mil_core::container::tag::INSTANCE_NORM`]).
         instance_norm: Option<(Vec<f64>, Vec<f64>)>,
     },
     /// A box-kernel SVM over stored bags, on raw features (no projection stage).
@@ -293,7 +294,8 @@ impl Writer {
         feedback.map(|_| radii)
     }
 
-    /// Lays the sections out (aligned, ascending) behind the header and table.
+    /// Lays the sections out in tag order with the core's own writer
+    /// ([`container::write`]: header, table, aligned payloads, checksum).
     fn finish(
         mut self,
         kind: ModelKind,
@@ -301,39 +303,20 @@ impl Writer {
         dims: (usize, usize),
     ) -> Result<Vec<u8>> {
         self.sections.sort_by_key(|s| s.0);
-        let n = self.sections.len();
-        let too_big = |what: &str| Error::parameter("model", what, "too large for the container");
-        let mut out = vec![0u8; container::HEADER_LEN + container::ENTRY_LEN * n];
-        for (i, (t, elem, rows, cols, bytes)) in self.sections.iter().enumerate() {
-            while out.len() & (container::ALIGN - 1) != 0 {
-                out.push(0);
-            }
-            let e = container::HEADER_LEN + i * container::ENTRY_LEN;
-            let u32_of = |v: usize| u32::try_from(v).map_err(|_| too_big("section"));
-            out[e..e + 2].copy_from_slice(&t.to_le_bytes());
-            out[e + 2] = *elem as u8;
-            let offset = u32_of(out.len())?;
-            out[e + 4..e + 8].copy_from_slice(&offset.to_le_bytes());
-            out[e + 8..e + 12].copy_from_slice(&u32_of(*rows)?.to_le_bytes());
-            out[e + 12..e + 16].copy_from_slice(&u32_of(*cols)?.to_le_bytes());
-            out.extend_from_slice(bytes);
-        }
-        while out.len() & (container::ALIGN - 1) != 0 {
-            out.push(0);
-        }
-        let u32_of = |v: usize| u32::try_from(v).map_err(|_| too_big("dimension"));
-        let total = u32_of(out.len())?;
-        out[..4].copy_from_slice(&container::MAGIC);
-        out[4..6].copy_from_slice(&container::VERSION.to_le_bytes());
-        out[6] = kind as u8;
-        out[7] = encoding as u8;
-        out[8..12].copy_from_slice(&u32_of(dims.0)?.to_le_bytes());
-        out[12..16].copy_from_slice(&u32_of(dims.1)?.to_le_bytes());
-        out[16..20].copy_from_slice(&total.to_le_bytes());
-        out[20..22].copy_from_slice(&(n as u16).to_le_bytes());
-        let crc = container::model_checksum(&out);
-        let c = container::CHECKSUM_OFFSET;
-        out[c..c + 4].copy_from_slice(&crc.to_le_bytes());
+        let payloads: Vec<Payload<'_>> = self
+            .sections
+            .iter()
+            .map(|(tag, elem, rows, cols, bytes)| Payload {
+                tag: *tag,
+                elem: *elem,
+                rows: *rows,
+                cols: *cols,
+                bytes,
+            })
+            .collect();
+        let mut out = vec![0u8; container::written_len(&payloads)];
+        container::write(&mut out, kind, encoding, dims.0, dims.1, &payloads)
+            .map_err(|e| Error::parameter("model", e, "does not fit the container"))?;
         Ok(out)
     }
 }
@@ -812,7 +795,7 @@ pub fn m3ic_score_bound(model: &Model<'_>, bag: &[i16]) -> Result<f64> {
         .ok_or_else(|| Error::NotAvailable("an M³IC bound for another model kind".into()))?;
     let worst = bag
         .chunks_exact(model.input_dim())
-        .flat_map(|x| (0..m.n_clusters()).map(move |u| m.instance_score_bound(model, x, u)))
+        .flat_map(|x| (0..m.n_clusters()).map(move |u| m.instance_score_bound(model.stage(), x, u)))
         .fold(0.0f32, f32::max);
     Ok(worst as f64)
 }
@@ -983,7 +966,7 @@ impl Compact {
                 if m.params.hausdorff != crate::distance::Hausdorff::Min {
                     return Err(Error::parameter(
                         "hausdorff",
-                        mil_core::keyword::Keyword::name(m.params.hausdorff),
+                        m.params.hausdorff.name(),
                         "the core runs Citation-kNN with the minimal Hausdorff distance only",
                     ));
                 }

@@ -151,17 +151,43 @@ pub struct BoxGramSpec {
     pub seed: u64,
 }
 
+/// The entries of the upper triangle, row-major: (i, j) for every i ≤ j.
+pub fn upper_pairs(n: usize) -> Vec<(usize, usize)> {
+    (0..n).flat_map(|i| (i..n).map(move |j| (i, j))).collect()
+}
+
 /// The full Gram matrix of ln k over the bags of `data`, in parallel; `progress` (if
 /// any) advances once per estimated entry.
 pub fn box_gram(data: &GridData, spec: BoxGramSpec, progress: &dyn Progress) -> Result<LogGram> {
+    let n = data.n_bags();
+    let pairs = upper_pairs(n);
+    let entries = box_entries(data, spec, &pairs, progress)?;
+    let mut ln = vec![0.0; n * n];
+    let mut samples = 0u64;
+    for (&(i, j), &(value, s)) in pairs.iter().zip(&entries) {
+        ln[i * n + j] = value;
+        ln[j * n + i] = value;
+        samples += s;
+    }
+    Ok(LogGram { n, ln, samples })
+}
+
+/// ln k and the samples drawn for each of the entries `pairs`, in parallel. Entry (i, j)
+/// draws from its own generator seeded by (seed, i, j), so its value does not depend on
+/// which other entries are computed with it, nor on the thread count.
+pub fn box_entries(
+    data: &GridData,
+    spec: BoxGramSpec,
+    pairs: &[(usize, usize)],
+    progress: &dyn Progress,
+) -> Result<Vec<(f64, u64)>> {
     let n = data.n_bags();
     let grid = data.grid();
     let largest = (0..n).map(|b| data.bag_len(b)).max().unwrap_or(0);
     let need = scratch_len(spec.kernel, spec.method, largest, largest, grid.dim())
         .ok_or_else(|| Error::data("gram", "bags too large to address"))?;
-    let pairs: Vec<(usize, usize)> = (0..n).flat_map(|i| (i..n).map(move |j| (i, j))).collect();
     progress.set_total(pairs.len() as u64);
-    let entries: Vec<(f64, u64)> = pairs
+    pairs
         .par_iter()
         .map_init(
             || (vec![0.0f64; need.floats], vec![0u32; need.ints]),
@@ -183,13 +209,5 @@ pub fn box_gram(data: &GridData, spec: BoxGramSpec, progress: &dyn Progress) -> 
                 Ok((est.ln_value, est.samples))
             },
         )
-        .collect::<Result<_>>()?;
-    let mut ln = vec![0.0; n * n];
-    let mut samples = 0u64;
-    for (&(i, j), &(value, s)) in pairs.iter().zip(&entries) {
-        ln[i * n + j] = value;
-        ln[j * n + i] = value;
-        samples += s;
-    }
-    Ok(LogGram { n, ln, samples })
+        .collect()
 }

@@ -6,6 +6,7 @@
 pub mod boxes;
 pub mod npy;
 pub mod nsk;
+pub mod tiles;
 
 pub use boxes::{box_gram, BoxGramSpec, GridData};
 

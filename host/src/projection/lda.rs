@@ -4,6 +4,8 @@
 
 use nalgebra::DMatrix;
 
+use super::lfda::pad_columns;
+use super::span::{self, Span};
 use super::{
     generalized_top_eigenvectors, weight_by_eigenvalues, InputScaling, LinearProjection,
     ProjectionKind, Projector, TrainingInstances,
@@ -71,9 +73,21 @@ impl Projector for Lda {
         }
         let t = TrainingInstances::new(data, train, InputScaling::ZScore)?;
         let labels: Vec<usize> = t.bag_of.iter().map(|&k| bag_labels[k]).collect();
-        let (sw, sb) = fisher_scatters(&t.x, &labels, classes);
-        let (mut w, values) = generalized_top_eigenvectors(&sb, &sw, self.dim, "LDA")?;
-        weight_by_eigenvalues(&mut w, &values);
+        let (w, values) = if t.is_wide() {
+            // Span path (D > n): the same problem in span coordinates, lifted back.
+            let s = Span::new(&t.x, "LDA")?;
+            let (sw, sb) = fisher_scatters(&s.z, &labels, classes);
+            let (mut w, mut values) =
+                span::generalized_top_eigenvectors(&sb, &sw, self.dim, t.x.ncols(), "LDA")?;
+            weight_by_eigenvalues(&mut w, &values);
+            values.resize(self.dim, 0.0);
+            (pad_columns(s.lift(&t.x, &w), self.dim), values)
+        } else {
+            let (sw, sb) = fisher_scatters(&t.x, &labels, classes);
+            let (mut w, values) = generalized_top_eigenvectors(&sb, &sw, self.dim, "LDA")?;
+            weight_by_eigenvalues(&mut w, &values);
+            (w, values)
+        };
         Ok(t.projection(
             ProjectionKind::Lda,
             &w,

@@ -8,7 +8,8 @@
 //! on the max(R, C)-NN graph of all instances (Algorithm 1, line 20).
 //!
 //! Memory is O(n·k + D²) in the number n of instances: the dense 1/n between-class
-//! weights of eq. 5 are summed in closed form, never stored.
+//! weights of eq. 5 are summed in closed form, never stored. With more features than
+//! instances (D > n) the span path needs O(nD + n²) instead ([`super::span`]).
 //!
 //! ```
 //! use mil_toolkit::projection::lfda::Clfda;
@@ -26,6 +27,7 @@
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 
+use super::span::{self, Span};
 use super::{
     generalized_top_eigenvectors, weight_by_eigenvalues, InputScaling, LinearProjection,
     ProjectionKind, Projector, TrainingInstances,
@@ -110,13 +112,14 @@ impl Projector for Lfda {
         let bag_labels = data.training_labels(train, 2)?;
         let t = TrainingInstances::new(data, train, InputScaling::ZScore)?;
         let labels: Vec<usize> = t.bag_of.iter().map(|&k| bag_labels[k]).collect();
-        let rows = row_major(&t.x);
-        let graph = knn_graph(&rows, t.x.ncols(), self.neighbours, |i, j| {
+        let span = wide_span(&t, "LFDA")?;
+        let graph = neighbour_graph(&t, span.as_ref(), self.neighbours, |i, j| {
             labels[i] == labels[j]
         });
         let classes = data.n_classes();
         solve(
             &t,
+            span.as_ref(),
             &labels,
             classes,
             &graph,
@@ -146,9 +149,9 @@ impl Projector for Clfda {
         let bag_labels = data.training_labels(train, 2)?;
         let t = TrainingInstances::new(data, train, InputScaling::ZScore)?;
         let mut labels: Vec<usize> = t.bag_of.iter().map(|&k| bag_labels[k]).collect();
-        let rows = row_major(&t.x);
+        let span = wide_span(&t, "CLFDA")?;
         let k = self.references.max(self.citers);
-        let graph = knn_graph(&rows, t.x.ncols(), k, |_, _| true);
+        let graph = neighbour_graph(&t, span.as_ref(), k, |_, _| true);
         let flags = false_positives(
             &graph,
             &labels,
@@ -170,6 +173,7 @@ impl Projector for Clfda {
         let total = if classes == 2 { 2 } else { classes + 1 };
         solve(
             &t,
+            span.as_ref(),
             &labels,
             total,
             &graph,
@@ -177,6 +181,37 @@ impl Projector for Clfda {
             ProjectionKind::Clfda,
             vec![("relabelled".into(), relabelled as f64)],
         )
+    }
+}
+
+/// The span of the training instances when the span path applies (D > n).
+fn wide_span(t: &TrainingInstances, method: &'static str) -> Result<Option<Span>> {
+    t.is_wide().then(|| Span::new(&t.x, method)).transpose()
+}
+
+/// The k-nearest-neighbour graph of the training instances: from their rows on the
+/// dense path, from the Gram matrix (‖x_i − x_j‖² = K_ii + K_jj − 2K_ij) on the span
+/// path, which costs O(n²) once K is known instead of O(n²D).
+fn neighbour_graph(
+    t: &TrainingInstances,
+    span: Option<&Span>,
+    k: usize,
+    allowed: impl Fn(usize, usize) -> bool + Sync,
+) -> Vec<Vec<usize>> {
+    match span {
+        Some(s) => {
+            let g = &s.gram;
+            knn_graph_by(
+                t.len(),
+                k,
+                |i, j| g[(i, i)] + g[(j, j)] - 2.0 * g[(i, j)],
+                allowed,
+            )
+        }
+        None => {
+            let rows = row_major(&t.x);
+            knn_graph(&rows, t.x.ncols(), k, allowed)
+        }
     }
 }
 
@@ -190,13 +225,27 @@ pub(crate) fn knn_graph(
     allowed: impl Fn(usize, usize) -> bool + Sync,
 ) -> Vec<Vec<usize>> {
     let n = rows.len() / dim;
+    knn_graph_by(
+        n,
+        k,
+        |i, j| squared_euclidean(&rows[i * dim..(i + 1) * dim], &rows[j * dim..(j + 1) * dim]),
+        allowed,
+    )
+}
+
+/// [`knn_graph`] over `n` points with squared distances `dist(i, j)`.
+pub(crate) fn knn_graph_by(
+    n: usize,
+    k: usize,
+    dist: impl Fn(usize, usize) -> f64 + Sync,
+    allowed: impl Fn(usize, usize) -> bool + Sync,
+) -> Vec<Vec<usize>> {
     (0..n)
         .into_par_iter()
         .map(|i| {
-            let xi = &rows[i * dim..(i + 1) * dim];
             let mut best: Vec<(f64, usize)> = Vec::with_capacity(k + 1);
             for j in (0..n).filter(|&j| j != i && allowed(i, j)) {
-                let d = squared_euclidean(xi, &rows[j * dim..(j + 1) * dim]);
+                let d = dist(i, j);
                 if best.len() == k && d >= best[k - 1].0 {
                     continue;
                 }
@@ -249,8 +298,14 @@ pub fn false_positives(
 }
 
 /// LFDA's scatters (eqs. 2–5) from a neighbour graph, then the generalised eigen step.
+///
+/// On the span path the scatters are formed in span coordinates (r × r) and the
+/// solution lifted back ([`span`](super::span)); directions beyond the rank get
+/// eigenvalue 0 and so weight 0, as on the dense path.
+#[allow(clippy::too_many_arguments)]
 fn solve(
     t: &TrainingInstances,
+    span: Option<&Span>,
     labels: &[usize],
     classes: usize,
     graph: &[Vec<usize>],
@@ -258,14 +313,27 @@ fn solve(
     kind: ProjectionKind,
     mut diagnostics: Vec<(String, f64)>,
 ) -> Result<LinearProjection> {
-    let (sw, sb) = local_scatters(&t.x, labels, classes, graph);
     let method = if kind == ProjectionKind::Lfda {
         "LFDA"
     } else {
         "CLFDA"
     };
-    let (mut w, values) = generalized_top_eigenvectors(&sb, &sw, dim, method)?;
-    weight_by_eigenvalues(&mut w, &values);
+    let (w, values) = match span {
+        None => {
+            let (sw, sb) = local_scatters(&t.x, labels, classes, graph);
+            let (mut w, values) = generalized_top_eigenvectors(&sb, &sw, dim, method)?;
+            weight_by_eigenvalues(&mut w, &values);
+            (w, values)
+        }
+        Some(s) => {
+            let (sw, sb) = local_scatters_sparse(&s.z, labels, classes, graph);
+            let (mut w, mut values) =
+                span::generalized_top_eigenvectors(&sb, &sw, dim, t.x.ncols(), method)?;
+            weight_by_eigenvalues(&mut w, &values);
+            values.resize(dim, 0.0);
+            (pad_columns(s.lift(&t.x, &w), dim), values)
+        }
+    };
     diagnostics.push(("local_fisher_ratio".into(), values[0]));
     Ok(t.projection(kind, &w, diagnostics))
 }
@@ -335,6 +403,70 @@ pub(crate) fn local_scatters(
     }
     let sb = st - weighted_class / n as f64 + edges_over_n - &sw;
     (sw, sb)
+}
+
+/// The scatters of [`local_scatters`] as ZᵀMZ with a sparse M (for the span path, where
+/// the D × D form would be the cost to avoid): with L_W and L_E the Laplacians of the
+/// same-class edges weighted 1/n_c and 1, N = diag(n_{c(i)}) and z̄, z̄_c the mean and
+/// class means, S_W = ZᵀL_W Z and
+/// S_B = Zᵀ[(I − N/n)Z + L_E Z/n − L_W Z] − n z̄z̄ᵀ + (1/n) Σ_c n_c² z̄_c z̄_cᵀ,
+/// which is S_t − (1/n) Σ_c n_c S_c + (1/n) Σ_edges − S_W written over the rows.
+pub(crate) fn local_scatters_sparse(
+    z: &DMatrix<f64>,
+    labels: &[usize],
+    classes: usize,
+    graph: &[Vec<usize>],
+) -> (DMatrix<f64>, DMatrix<f64>) {
+    let (n, r) = z.shape();
+    let mut counts = vec![0usize; classes];
+    labels.iter().for_each(|&c| counts[c] += 1);
+    let mut edges: Vec<(usize, usize)> = graph
+        .iter()
+        .enumerate()
+        .flat_map(|(i, nn)| nn.iter().map(move |&j| (i.min(j), i.max(j))))
+        .filter(|&(i, j)| labels[i] == labels[j])
+        .collect();
+    edges.sort_unstable();
+    edges.dedup();
+    let mut lw = DMatrix::<f64>::zeros(n, r);
+    let mut y = DMatrix::<f64>::zeros(n, r);
+    for (i, row) in z.row_iter().enumerate() {
+        y.set_row(i, &(row * (1.0 - counts[labels[i]] as f64 / n as f64)));
+    }
+    for &(i, j) in &edges {
+        let w = 1.0 / counts[labels[i]] as f64;
+        let diff = z.row(i) - z.row(j);
+        let e = 1.0 / n as f64;
+        let (wd, ed) = (&diff * w, &diff * e);
+        let mut row = lw.row_mut(i);
+        row += &wd;
+        let mut row = lw.row_mut(j);
+        row -= &wd;
+        let mut row = y.row_mut(i);
+        row += &ed;
+        let mut row = y.row_mut(j);
+        row -= &ed;
+    }
+    y -= &lw;
+    let sw = span::at_b(z, &lw);
+    let mut sb = span::at_b(z, &y);
+    let mean = z.row_mean();
+    sb -= mean.transpose() * &mean * n as f64;
+    for c in (0..classes).filter(|&c| counts[c] > 0) {
+        let members: Vec<usize> = (0..n).filter(|&i| labels[i] == c).collect();
+        let mc = z.select_rows(&members).row_mean();
+        sb += mc.transpose() * &mc * ((counts[c] * counts[c]) as f64 / n as f64);
+    }
+    ((&sw + sw.transpose()) * 0.5, (&sb + sb.transpose()) * 0.5)
+}
+
+/// `w` with zero columns appended up to `dim` (null directions, weight 0).
+pub(crate) fn pad_columns(w: DMatrix<f64>, dim: usize) -> DMatrix<f64> {
+    let k = w.ncols();
+    if k >= dim {
+        return w;
+    }
+    w.insert_columns(k, dim - k, 0.0)
 }
 
 fn row_major(x: &DMatrix<f64>) -> Vec<f64> {

@@ -13,7 +13,9 @@
 //! Instances are centred with the training bags' mean but keep their units, as in the
 //! paper (its σ grid is on the data's own scale); `scaling` can z-score them instead.
 //! Memory is O(n + D²) in the number n of instances: the density estimate streams over
-//! the negatives of one candidate at a time.
+//! the negatives of one candidate at a time. With more features than instances
+//! (D > n) the D × D matrices are never formed: M = FᵀCF over the prototypes F is
+//! solved in the span of F's rows ([`super::span`]), in O(nD) memory.
 //!
 //! ```
 //! use mil_toolkit::projection::mida::Bmida;
@@ -36,6 +38,7 @@
 use nalgebra::{DMatrix, DVector};
 use rayon::prelude::*;
 
+use super::span::top_eigenvectors_factored;
 use super::{
     top_eigenvectors, InputScaling, LinearProjection, ProjectionKind, Projector, TrainingInstances,
 };
@@ -337,6 +340,74 @@ fn trace_objective(m: &DMatrix<f64>, g: &DMatrix<f64>) -> f64 {
     (g.transpose() * m * g).trace()
 }
 
+/// B-MIDA's M = S_b − αS_w (eqs. 1, 3, 6, 7) as FᵀCF, F = [A; B] the positive
+/// prototypes (rows `protos` of x, l⁺ of them) over the negative ones (l⁻ bag means).
+/// With H_k = I − 11ᵀ/k the centring matrix, g = [1/l⁺; −1/l⁻] (so Fᵀg = ā − b̄) and
+/// P = I − 1ωᵀ (rows b_q − μ⁻ for the negative instance mean μ⁻ = Bᵀω):
+/// C = blockdiag((l⁻ − α)H_{l⁺}, l⁺H_{l⁻} − αPᵀP) + l⁺l⁻ ggᵀ, the dense path's
+/// l⁻S_A + l⁺S_B + l⁺l⁻(ā − b̄)(ā − b̄)ᵀ − α(S_A + S_w⁻) term by term.
+fn bmida_factors(
+    x: &DMatrix<f64>,
+    protos: &[usize],
+    neg_protos: &DMatrix<f64>,
+    neg_weights: &[f64],
+    alpha: f64,
+) -> (DMatrix<f64>, DMatrix<f64>) {
+    let (lp, ln) = (protos.len(), neg_protos.nrows());
+    let (p, q) = (lp as f64, ln as f64);
+    let f = x.select_rows(protos).insert_rows(lp, ln, 0.0);
+    let mut f = f;
+    f.rows_mut(lp, ln).copy_from(neg_protos);
+    let centring =
+        |k: usize| DMatrix::<f64>::identity(k, k) - DMatrix::from_element(k, k, 1.0 / k as f64);
+    let mut c = DMatrix::zeros(lp + ln, lp + ln);
+    c.view_mut((0, 0), (lp, lp))
+        .copy_from(&(centring(lp) * (q - alpha)));
+    let omega = nalgebra::DVector::from_column_slice(neg_weights);
+    let pm =
+        DMatrix::<f64>::identity(ln, ln) - DMatrix::from_element(ln, 1, 1.0) * omega.transpose();
+    let neg = centring(ln) * p - pm.transpose() * &pm * alpha;
+    c.view_mut((lp, lp), (ln, ln)).copy_from(&neg);
+    let g = nalgebra::DVector::from_fn(lp + ln, |i, _| if i < lp { 1.0 / p } else { -1.0 / q });
+    c += &g * g.transpose() * (p * q);
+    (f, c)
+}
+
+/// M-MIDA's M (eqs. 12, 14) as FᵀCF with F the prototypes in `slot` order: with
+/// H_c the centring matrix of class c's rows and g_ce = 1_c/l_c − 1_e/l_e (so
+/// Fᵀg_ce = m_c − m_e), C = Σ_c (C' − 1 − α) H_c + Σ_c Σ_{e≠c} l_c g_ce g_ceᵀ.
+fn mmida_factors(slot: &[usize], classes: usize, alpha: f64) -> DMatrix<f64> {
+    let m = slot.len();
+    let sizes: Vec<f64> = (0..classes)
+        .map(|c| slot.iter().filter(|&&s| s == c).count() as f64)
+        .collect();
+    let other = (classes - 1) as f64;
+    let mut c = DMatrix::zeros(m, m);
+    for i in 0..m {
+        for j in 0..m {
+            if slot[i] == slot[j] {
+                let h = if i == j { 1.0 } else { 0.0 } - 1.0 / sizes[slot[i]];
+                c[(i, j)] += (other - alpha) * h;
+            }
+        }
+    }
+    for a in 0..classes {
+        for e in (0..classes).filter(|&e| e != a) {
+            let g = nalgebra::DVector::from_fn(m, |i, _| {
+                if slot[i] == a {
+                    1.0 / sizes[a]
+                } else if slot[i] == e {
+                    -1.0 / sizes[e]
+                } else {
+                    0.0
+                }
+            });
+            c += &g * g.transpose() * sizes[a];
+        }
+    }
+    c
+}
+
 /// Has the block-coordinate ascent converged (relative change below ξ, §3.2)?
 fn converged(previous: f64, current: f64, tolerance: f64) -> bool {
     let change = (current - previous).abs();
@@ -360,8 +431,12 @@ pub struct BmidaInit {
     bag_ranges: Vec<std::ops::Range<usize>>,
     neg_protos: DMatrix<f64>,
     neg_plain_mean: DVector<f64>,
+    /// D × D scatters of the dense path (empty on the span path, D > n).
     neg_within: DMatrix<f64>,
     neg_about_own: DMatrix<f64>,
+    /// ω_q = n_q / N: the share of negative bag q among the negative instances, so
+    /// that the negative instance mean is Σ_q ω_q b_q.
+    neg_weights: Vec<f64>,
     /// The chosen kernel width.
     pub sigma: f64,
     /// Initial prototype rows, one per positive bag.
@@ -398,8 +473,18 @@ impl BmidaInit {
         let neg_mean = mean_of_rows(&t.x, &negative_rows);
         let neg_plain_mean = neg_protos.row_mean().transpose();
         let all_neg: Vec<usize> = (0..negative.len()).collect();
-        let neg_within = scatter_about(&neg_protos, &all_neg, &neg_mean);
-        let neg_about_own = scatter_about(&neg_protos, &all_neg, &neg_plain_mean);
+        let (neg_within, neg_about_own) = if t.is_wide() {
+            (DMatrix::zeros(0, 0), DMatrix::zeros(0, 0))
+        } else {
+            (
+                scatter_about(&neg_protos, &all_neg, &neg_mean),
+                scatter_about(&neg_protos, &all_neg, &neg_plain_mean),
+            )
+        };
+        let neg_weights = negative
+            .iter()
+            .map(|&k| t.bag_rows(k).len() as f64 / negative_rows.len() as f64)
+            .collect();
 
         let bag_ranges: Vec<_> = positive.iter().map(|&k| t.bag_rows(k)).collect();
         let groups = [t.x.select_rows(&negative_rows)];
@@ -423,6 +508,7 @@ impl BmidaInit {
             neg_plain_mean,
             neg_within,
             neg_about_own,
+            neg_weights,
         })
     }
 }
@@ -478,8 +564,24 @@ impl Bmida {
             let sb = &pos_within * ln + neg_about_own * lp + (&gap * gap.transpose()) * (lp * ln);
             sb - (pos_within + neg_within) * self.alpha
         };
-        let (mut g, _) = top_eigenvectors(objective_matrix(&protos), self.dim);
-        let mut objectives = vec![trace_objective(&objective_matrix(&protos), &g)];
+        // The span path (D > n): M = FᵀCF with F the l⁺ + l⁻ prototypes (see
+        // `bmida_factors`), solved without the D × D matrix.
+        let wide = t.is_wide();
+        let solve = |protos: &[usize]| -> (DMatrix<f64>, f64) {
+            if wide {
+                let (f, c) = bmida_factors(&t.x, protos, neg_protos, &init.neg_weights, self.alpha);
+                let (g, _) = top_eigenvectors_factored(&f, &c, self.dim);
+                let fg = &f * &g;
+                (g, (fg.transpose() * c * fg).trace())
+            } else {
+                let m = objective_matrix(protos);
+                let g = top_eigenvectors(m.clone(), self.dim).0;
+                let obj = trace_objective(&m, &g);
+                (g, obj)
+            }
+        };
+        let (mut g, first) = solve(&protos);
+        let mut objectives = vec![first];
 
         // Algorithm 2.
         for _ in 0..self.max_rounds {
@@ -512,9 +614,8 @@ impl Bmida {
                 }
             }
             // Second step (eq. 10): G from the top-d eigenvectors.
-            let m = objective_matrix(&protos);
-            g = top_eigenvectors(m.clone(), self.dim).0;
-            let obj = trace_objective(&m, &g);
+            let obj;
+            (g, obj) = solve(&protos);
             let previous = *objectives.last().unwrap_or(&obj);
             objectives.push(obj);
             if converged(previous, obj, self.tolerance) {
@@ -668,8 +769,25 @@ impl Mmida {
                 .sum()
         };
 
-        let (mut g, _) = top_eigenvectors(objective_matrix(&protos), self.dim);
-        let mut objectives = vec![trace_objective(&objective_matrix(&protos), &g)];
+        // The span path (D > n): M = FᵀCF with F the prototypes, one per bag (eq. 14
+        // over the rows of F; see `mmida_factors`).
+        let wide = t.is_wide();
+        let solve = |protos: &[usize]| -> (DMatrix<f64>, f64) {
+            if wide {
+                let f = t.x.select_rows(protos);
+                let c = mmida_factors(&slot, classes, self.alpha);
+                let (g, _) = top_eigenvectors_factored(&f, &c, self.dim);
+                let fg = &f * &g;
+                (g, (fg.transpose() * c * fg).trace())
+            } else {
+                let m = objective_matrix(protos);
+                let g = top_eigenvectors(m.clone(), self.dim).0;
+                let obj = trace_objective(&m, &g);
+                (g, obj)
+            }
+        };
+        let (mut g, first) = solve(&protos);
+        let mut objectives = vec![first];
         let mut reverted = 0;
 
         // Algorithm 4.
@@ -720,9 +838,8 @@ impl Mmida {
                     reverted += 1;
                 }
             }
-            let m = objective_matrix(&protos);
-            g = top_eigenvectors(m.clone(), self.dim).0;
-            let obj = trace_objective(&m, &g);
+            let obj;
+            (g, obj) = solve(&protos);
             let previous = *objectives.last().unwrap_or(&obj);
             objectives.push(obj);
             if converged(previous, obj, self.tolerance) {

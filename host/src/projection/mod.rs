@@ -17,6 +17,7 @@ pub mod mi_alm;
 pub mod mida;
 pub mod midr;
 pub mod pca;
+pub(crate) mod span;
 
 /// The projection algorithms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -363,17 +364,35 @@ impl TrainingInstances {
         let mut x = DMatrix::zeros(n, dim);
         let mut bag_of = Vec::with_capacity(n);
         let mut starts = Vec::with_capacity(train.len() + 1);
-        let mut row = vec![0.0; dim];
+        // Rows are standardised into a row-major block, then written column by column:
+        // x is column-major, and writing it a row at a time touches a new page per entry
+        // on wide data.
+        const BLOCK: usize = 64;
+        let mut block = vec![0.0; BLOCK * dim];
+        let mut filled = 0;
         let mut r = 0;
+        let flush = |x: &mut DMatrix<f64>, block: &[f64], first: usize, rows: usize| {
+            for j in 0..dim {
+                let mut col = x.column_mut(j);
+                for i in 0..rows {
+                    col[first + i] = block[i * dim + j];
+                }
+            }
+        };
         for (k, &b) in train.iter().enumerate() {
             starts.push(r);
             for inst in data.bag(b).instances() {
-                zscore.apply_row(inst, &mut row);
-                x.row_mut(r).iter_mut().zip(&row).for_each(|(o, v)| *o = *v);
+                zscore.apply_row(inst, &mut block[filled * dim..(filled + 1) * dim]);
+                filled += 1;
                 bag_of.push(k);
                 r += 1;
+                if filled == BLOCK {
+                    flush(&mut x, &block, r - filled, filled);
+                    filled = 0;
+                }
             }
         }
+        flush(&mut x, &block, r - filled, filled);
         starts.push(r);
         Ok(TrainingInstances {
             zscore,
@@ -386,6 +405,16 @@ impl TrainingInstances {
     /// Number of instances.
     pub fn len(&self) -> usize {
         self.x.nrows()
+    }
+
+    /// More features than instances: the projections then take the span path
+    /// ([`span`]), whose cost grows with n²D instead of D³.
+    pub fn is_wide(&self) -> bool {
+        #[cfg(test)]
+        if test_support::FORCE_DENSE.with(|f| f.get()) {
+            return false;
+        }
+        self.x.ncols() > self.x.nrows()
     }
 
     /// Rows of the `k`-th training bag.
@@ -513,6 +542,45 @@ pub(crate) mod test_support {
     use rand_distr::{Distribution, StandardNormal};
     use rand_xoshiro::Xoshiro256PlusPlus;
 
+    thread_local! {
+        /// Makes this thread's fits take the dense path whatever the shape, so that the
+        /// span path can be compared with it.
+        pub static FORCE_DENSE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// Bags of `size` instances, `dim` features: four latent factors mixed into the
+    /// features, a class-dependent shift on the first few, plus noise. Bag b has class
+    /// b mod `classes`.
+    pub fn wide_set(seed: u64, bags: usize, size: usize, dim: usize, classes: usize) -> Dataset {
+        let n = bags * size;
+        let latent = normals(seed, n * 4);
+        let mix = normals(seed + 1, 4 * dim);
+        let noise = normals(seed + 2, n * dim);
+        let mut features = Vec::with_capacity(n * dim);
+        for i in 0..n {
+            let class = (i / size) % classes;
+            for j in 0..dim {
+                let s: f64 = (0..4).map(|k| latent[i * 4 + k] * mix[k * dim + j]).sum();
+                let shift = if j < 6 && i % size == 0 {
+                    2.0 * class as f64
+                } else {
+                    0.0
+                };
+                features.push(s * (1.0 + (j % 3) as f64) + shift + 0.3 * noise[i * dim + j]);
+            }
+        }
+        Dataset::new(
+            "wide",
+            dim,
+            features,
+            (0..=bags).map(|b| b * size).collect(),
+            (0..bags).map(|b| format!("b{b}")).collect(),
+            Some((0..bags).map(|b| b % classes).collect()),
+            (0..classes).map(|c| c.to_string()).collect(),
+        )
+        .unwrap()
+    }
+
     /// A labelled data set with one instance per bag (supervised data as MIL).
     pub fn single_instance_bags(dim: usize, rows: &[Vec<f64>], labels: &[usize]) -> Dataset {
         let features: Vec<f64> = rows.iter().flatten().copied().collect();
@@ -604,6 +672,63 @@ mod tests {
             let gram = w.transpose() * &reg * &w;
             assert!((gram - DMatrix::<f64>::identity(3, 3)).norm() < 1e-9);
             assert!(l.windows(2).all(|p| p[0] >= p[1]));
+        }
+    }
+
+    /// G Gᵀ of a fitted projection (invariant to the columns' signs, and for
+    /// orthonormal G the projector onto its subspace).
+    fn outer(p: &LinearProjection) -> DMatrix<f64> {
+        let g = DMatrix::from_row_slice(p.input_dim(), p.output_dim, &p.matrix);
+        &g * g.transpose()
+    }
+
+    #[test]
+    fn span_path_equals_dense_path_for_every_eigen_projection() {
+        use test_support::{wide_set, FORCE_DENSE};
+        // (seed, bags, instances per bag, D, classes, d): D > n throughout.
+        let shapes = [
+            (1, 8, 3, 40, 2, 3),
+            (2, 12, 2, 30, 2, 2),
+            (3, 6, 4, 60, 2, 4),
+            (4, 9, 3, 50, 3, 2),
+        ];
+        let kinds = [
+            ProjectionKind::Pca,
+            ProjectionKind::Lda,
+            ProjectionKind::Lfda,
+            ProjectionKind::Clfda,
+            ProjectionKind::Bmida,
+            ProjectionKind::Mmida,
+        ];
+        for (seed, bags, size, dim, classes, d) in shapes {
+            let data = wide_set(seed, bags, size, dim, classes);
+            let train: Vec<usize> = (0..bags).collect();
+            for kind in kinds {
+                let d = if kind == ProjectionKind::Lda {
+                    classes - 1
+                } else {
+                    d
+                };
+                if kind == ProjectionKind::Bmida && classes != 2 {
+                    continue;
+                }
+                let mut params = ProjectionParams::new(kind).with_dim(d);
+                if params.alpha().is_some() {
+                    // α < C − 1 keeps d positive eigenvalues, where the leading subspace
+                    // is unique (with α = 1 and two classes M-MIDA's M has rank one and
+                    // both paths pick arbitrary null directions).
+                    params = params.with_alpha(0.1).unwrap();
+                }
+                let span = params.fit(&data, &train).unwrap();
+                FORCE_DENSE.with(|f| f.set(true));
+                let dense = params.fit(&data, &train);
+                FORCE_DENSE.with(|f| f.set(false));
+                let dense = dense.unwrap();
+                let (a, b) = (outer(&span), outer(&dense));
+                let gap = (&a - &b).norm() / b.norm().max(1e-300);
+                assert!(gap < 1e-6, "{kind} seed {seed}: relative gap {gap}");
+                assert_eq!(span.output_dim, d);
+            }
         }
     }
 

@@ -1,11 +1,13 @@
 //! Principal component analysis: the unsupervised baseline of both discriminant papers
 //! (MIDA §5, CLFDA §4). Every training instance counts once; labels are ignored.
 
+use super::span::{complete_orthonormal, Span};
 use super::{
     top_eigenvectors, InputScaling, LinearProjection, ProjectionKind, Projector, TrainingInstances,
 };
 use crate::data::Dataset;
 use crate::error::Result;
+use nalgebra::DMatrix;
 
 /// PCA onto the `dim` leading principal axes of the z-scored training instances.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -27,6 +29,9 @@ crate::params::setters!(Pca { dim: usize });
 impl Projector for Pca {
     fn fit(&self, data: &Dataset, train: &[usize]) -> Result<LinearProjection> {
         let t = TrainingInstances::new(data, train, InputScaling::ZScore)?;
+        if t.is_wide() {
+            return self.fit_span(&t);
+        }
         // The z-scored instances have zero mean, so XᵀX/n is their covariance
         // (the correlation matrix of the raw features).
         let cov = t.x.transpose() * &t.x / t.len() as f64;
@@ -42,11 +47,72 @@ impl Projector for Pca {
     }
 }
 
+impl Pca {
+    /// The span path (D > n): the eigenvectors of XᵀX/n with nonzero eigenvalues are the
+    /// columns of Q = XᵀUΛ^{-1/2} for K = XXᵀ = UΛUᵀ, with the same eigenvalues Λ/n; the
+    /// leading `dim` of them are the leading columns of Q. If `dim` exceeds the rank,
+    /// the rest are null directions (eigenvalue 0), as the dense solver's.
+    fn fit_span(&self, t: &TrainingInstances) -> Result<LinearProjection> {
+        let span = Span::new(&t.x, "PCA")?;
+        let n = t.len() as f64;
+        let k = self.dim.min(span.rank());
+        let g = span.lift(&t.x, &DMatrix::identity(span.rank(), k));
+        let mut g = complete_orthonormal(&g, None, self.dim);
+        for mut col in g.column_iter_mut() {
+            let pivot = col.iamax();
+            if col[pivot] < 0.0 {
+                col.neg_mut();
+            }
+        }
+        let total = span.gram.trace() / n;
+        let kept: f64 = span.values.iter().take(k).sum::<f64>() / n;
+        let explained = if total > 0.0 { kept / total } else { 0.0 };
+        Ok(t.projection(
+            ProjectionKind::Pca,
+            &g,
+            vec![("explained_variance".into(), explained)],
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::projection::test_support::*;
-    use nalgebra::DMatrix;
+
+    #[test]
+    fn the_span_path_equals_the_dense_path() {
+        for (seed, bags, size, dim, d) in [(1, 6, 3, 40, 3), (2, 10, 2, 25, 5), (3, 4, 4, 90, 2)] {
+            let data = wide_set(seed, bags, size, dim, 2);
+            let all: Vec<usize> = (0..bags).collect();
+            let p = Pca { dim: d }.fit(&data, &all).unwrap();
+            let t = TrainingInstances::new(&data, &all, InputScaling::ZScore).unwrap();
+            assert!(t.is_wide());
+            let cov = t.x.transpose() * &t.x / t.len() as f64;
+            let (g_dense, _) = crate::projection::top_eigenvectors(cov, d);
+            let g = DMatrix::from_row_slice(dim, d, &p.matrix);
+            let gap = (&g * g.transpose() - &g_dense * g_dense.transpose()).norm();
+            assert!(gap < 1e-8, "seed {seed}: {gap}");
+            // Column by column, up to sign.
+            for c in 0..d {
+                let a: Vec<f64> = g.column(c).iter().copied().collect();
+                let b: Vec<f64> = g_dense.column(c).iter().copied().collect();
+                assert!(
+                    (abs_cosine(&a, &b) - 1.0).abs() < 1e-8,
+                    "seed {seed} axis {c}"
+                );
+            }
+            assert!(orthonormality_error(&p) < 1e-9);
+        }
+    }
+
+    #[test]
+    fn more_directions_than_the_rank_are_completed_orthonormally() {
+        let data = wide_set(4, 3, 2, 30, 2);
+        let p = Pca { dim: 8 }.fit(&data, &[0, 1, 2]).unwrap();
+        assert!(orthonormality_error(&p) < 1e-9);
+        assert!((p.diagnostic("explained_variance").unwrap() - 1.0).abs() < 1e-9);
+    }
 
     #[test]
     fn two_correlated_features_give_the_closed_form_axes() {

@@ -1,0 +1,143 @@
+//! Weight matrices in a model's encoding, and their dot products: `f32` values, or
+//! Q15/Q7 integers with a per-row scale and, for a projection stage, a per-row
+//! accumulator shift ([`crate::fixed`]). Every head that multiplies by stored weights
+//! reads them through [`Weights`].
+
+use crate::container::{le_f32, le_i16, Elem, Encoding, Section, Sections};
+use crate::error::Error;
+use crate::fixed;
+
+/// A weight matrix in the model's encoding: `rows × cols`, with a per-row scale and
+/// accumulator shift when quantised. Row `r` dequantises to `scale[r] · q[r][c]`.
+#[derive(Debug, Clone, Copy)]
+pub struct Weights<'a> {
+    /// The stored values.
+    pub values: Section<'a>,
+    /// Per-row scale (quantised encodings).
+    pub scale: Option<Section<'a>>,
+    /// Per-row accumulator shift (quantised projections).
+    pub shift: Option<Section<'a>>,
+}
+
+impl<'a> Weights<'a> {
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.values.rows
+    }
+
+    /// Columns.
+    pub fn cols(&self) -> usize {
+        self.values.cols
+    }
+
+    /// The dequantised value at (`r`, `c`).
+    pub fn get(&self, r: usize, c: usize) -> f32 {
+        let v = self.values.f32_at(r * self.cols() + c);
+        match &self.scale {
+            Some(s) => v * s.f32_at(r),
+            None => v,
+        }
+    }
+
+    /// The stored bytes of row `r` (empty when out of range).
+    fn row_bytes(&self, r: usize) -> &'a [u8] {
+        self.values.row_bytes(r)
+    }
+
+    /// `Σ_c w[r][c] · x[c]` in `f32` (weights dequantised by one multiply per row).
+    pub fn dot_f32(&self, r: usize, x: &[f32]) -> f32 {
+        let row = self.row_bytes(r);
+        let sum: f32 = match self.values.elem {
+            Elem::F32 => row
+                .chunks_exact(4)
+                .zip(x)
+                .map(|(b, &v)| le_f32(b) * v)
+                .sum(),
+            Elem::I16 => row
+                .chunks_exact(2)
+                .zip(x)
+                .map(|(b, &v)| le_i16(b) as f32 * v)
+                .sum(),
+            Elem::I8 => row.iter().zip(x).map(|(&b, &v)| b as i8 as f32 * v).sum(),
+            Elem::U32 | Elem::U16 | Elem::F64 => 0.0,
+        };
+        match &self.scale {
+            Some(s) => sum * s.f32_at(r),
+            None => sum,
+        }
+    }
+
+    /// `scale[r] · 2^shift[r] · round(Σ_c q[r][c] · x[c] / 2^shift[r])`: the fixed-point
+    /// dot product of a quantised row with quantised inputs, the products summed exactly
+    /// ([`fixed::dot_q15`], [`fixed::dot_q7`]) and rounded once ([`fixed::round_shift_wide`]).
+    pub fn dot_q(&self, r: usize, x: &[i16]) -> f32 {
+        let row = self.row_bytes(r);
+        let acc = match self.values.elem {
+            Elem::I16 => fixed::dot_q15(row, x),
+            Elem::I8 => fixed::dot_q7(row, x),
+            Elem::F32 | Elem::U32 | Elem::U16 | Elem::F64 => 0,
+        };
+        let shift = self.shift.map_or(0, |s| s.u32_at(r)).min(30);
+        let scale = self.scale.map_or(1.0, |s| s.f32_at(r));
+        // 2^shift as an f32 from its exponent bits (shift ≤ 30: checked at parse).
+        let step = f32::from_bits((127 + shift) << 23);
+        fixed::round_shift_wide(acc, shift) as f32 * scale * step
+    }
+
+    /// The matrix stored under the tag `values`, with its per-row `scale` and (for
+    /// projections) `shift` companions when quantised, checked against `rows × cols` in
+    /// `encoding`: f32 weights finite and without companions; quantised values within
+    /// the symmetric range, scales positive and finite, shifts at most 30.
+    pub fn from_sections(
+        sections: &Sections<'a>,
+        encoding: Encoding,
+        values: u16,
+        scale: u16,
+        shift: Option<u16>,
+        rows: usize,
+        cols: usize,
+    ) -> Result<Self, Error> {
+        let v = sections.require(values)?;
+        v.expect(encoding.elem(), rows, cols)?;
+        if encoding == Encoding::F32 {
+            v.expect_finite()?;
+            if sections.get(scale).is_some() || shift.and_then(|t| sections.get(t)).is_some() {
+                return Err(Error::BadModel("f32 weights with a quantisation scale"));
+            }
+            return Ok(Weights {
+                values: v,
+                scale: None,
+                shift: None,
+            });
+        }
+        let q_max = encoding.q_max();
+        if v.max_abs(0..v.len()) > q_max.unsigned_abs() {
+            return Err(Error::BadModel(
+                "quantised value outside the symmetric range",
+            ));
+        }
+        let s = sections.require(scale)?;
+        s.expect(Elem::F32, 1, rows)?;
+        if (0..rows).any(|r| !(s.f32_at(r) > 0.0 && s.f32_at(r).is_finite())) {
+            return Err(Error::BadModel(
+                "quantisation scale not positive and finite",
+            ));
+        }
+        let sh = match shift {
+            Some(t) => {
+                let sh = sections.require(t)?;
+                sh.expect(Elem::U32, 1, rows)?;
+                if (0..rows).any(|r| sh.u32_at(r) > 30) {
+                    return Err(Error::BadModel("accumulator shift above 30"));
+                }
+                Some(sh)
+            }
+            None => None,
+        };
+        Ok(Weights {
+            values: v,
+            scale: Some(s),
+            shift: sh,
+        })
+    }
+}

@@ -1,0 +1,67 @@
+"""miltk: multiple-instance learning with a scikit-learn interface.
+
+Bags are lists of 2-D arrays (instances x features), labels one per bag. The
+estimators wrap the Rust library ``mil-toolkit``: classifiers (:class:`CitationKNN`,
+:class:`MILR`, :class:`SetKernelSVM`), projections (:class:`BMIDA`, :class:`MIALM`, ...)
+whose ``transform`` returns projected bags for a ``Pipeline``, bag clustering
+(:class:`M3IC`, :class:`BAMIC`), set-kernel Gram matrices, the shipped benchmark sets,
+the folds of ``mil cv``, and export to the ``no_std`` core (:mod:`miltk.deploy`).
+"""
+
+from ._bags import ProjectedBags, bags_from_instances, check_bags
+from ._parallel import get_num_threads, set_num_threads
+from .classifiers import MILR, CitationKNN, SetKernelSVM
+from .cluster import BAMIC, M3IC
+from .datasets import (
+    load_corel3,
+    load_dataset,
+    load_elephant,
+    load_musk1,
+    load_musk2,
+    load_sival6,
+)
+from .deploy import CoreModel, export
+from .kernels import gram_matrix
+from .model_selection import (
+    StratifiedBagKFold,
+    clustering_accuracy,
+    library_cross_validate,
+    stratified_bag_folds,
+)
+from .projections import BMIDA, CLFDA, LDA, LFDA, MIALM, MIDR, MMIDA, PCA
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BAMIC",
+    "BMIDA",
+    "CLFDA",
+    "CitationKNN",
+    "CoreModel",
+    "LDA",
+    "LFDA",
+    "M3IC",
+    "MIALM",
+    "MIDR",
+    "MILR",
+    "MMIDA",
+    "PCA",
+    "ProjectedBags",
+    "SetKernelSVM",
+    "StratifiedBagKFold",
+    "bags_from_instances",
+    "check_bags",
+    "clustering_accuracy",
+    "export",
+    "gram_matrix",
+    "get_num_threads",
+    "library_cross_validate",
+    "load_corel3",
+    "load_dataset",
+    "load_elephant",
+    "load_musk1",
+    "load_musk2",
+    "load_sival6",
+    "set_num_threads",
+    "stratified_bag_folds",
+]

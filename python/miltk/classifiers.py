@@ -1,0 +1,349 @@
+"""Bag classifiers with the scikit-learn interface: Citation-kNN, MILR and the
+set-kernel SVM. Each wraps the library's parameters type; ``fit`` runs the library's
+fit with the GIL released."""
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.metrics import accuracy_score
+
+from . import _native
+from ._bags import ProjectedBags, check_positive_int, native_bags
+from ._base import NativeStateMixin, fitted
+
+__all__ = ["CitationKNN", "MILR", "SetKernelSVM"]
+
+
+class _BagClassifier(NativeStateMixin, ClassifierMixin, BaseEstimator):
+    """Common ``fit``/``predict``/``score`` over the native classifier.
+
+    Fitted attributes: ``classes_`` (the sorted labels; class index i is
+    ``classes_[i]``), ``n_features_in_``, ``projected_input_`` (whether ``fit`` was
+    given :class:`miltk.ProjectedBags`) and ``model_`` (the native fitted model).
+    """
+
+    def _spec(self):
+        raise NotImplementedError
+
+    def fit(self, X, y):
+        """Fit on labelled bags.
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+        y : array-like of shape (n_bags,)
+            Bag labels, of any sortable type; at least two distinct values.
+
+        Returns
+        -------
+        self
+        """
+        spec = self._spec()
+        bags, classes = native_bags(X, y, what="X")
+        if len(classes) < 2:
+            raise ValueError(
+                f"y holds one class ({classes[0]!r}): a classifier needs at least two"
+            )
+        projected = isinstance(X, ProjectedBags)
+        self.model_ = spec.fit(bags, projected)
+        self.classes_ = classes
+        self.n_features_in_ = bags.dim
+        self.projected_input_ = projected
+        return self
+
+    def _scores(self, X):
+        fitted(self)
+        bags, _ = native_bags(X, n_features=self.n_features_in_, what="X")
+        scores, labels = self.model_.scores(bags)
+        return scores, np.asarray(labels, dtype=np.intp)
+
+    def predict(self, X):
+        """Predict the label of every bag.
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+
+        Returns
+        -------
+        ndarray of shape (n_bags,)
+            Labels from ``classes_``: the class of highest score, ties to the first.
+        """
+        _, labels = self._scores(X)
+        return self.classes_[labels]
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy on the given bags and labels.
+
+        Equal to ``sklearn.metrics.accuracy_score(y, self.predict(X))``, computed
+        directly when the labels and predictions are plain arrays of one kind (scikit-learn's
+        checks of the target type cost more than scoring a fold of Citation-kNN).
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+        y : array-like of shape (n_bags,)
+            True labels.
+        sample_weight : array-like of shape (n_bags,), optional
+            Weights of the bags.
+
+        Returns
+        -------
+        float
+        """
+        predicted = self.predict(X)
+        truth = np.asarray(y)
+        if truth.shape != predicted.shape or truth.dtype.kind != predicted.dtype.kind:
+            return accuracy_score(y, predicted, sample_weight=sample_weight)
+        return float(np.average(truth == predicted, weights=sample_weight))
+
+    def export(self, format="f32"):
+        """The compact model the ``no_std`` core runs (see :mod:`miltk.deploy`).
+
+        Parameters
+        ----------
+        format : {"f32", "q15", "q7"}
+            Scalar encoding; Q15/Q7 quantise inputs with the ranges of the training bags.
+
+        Returns
+        -------
+        bytes
+            The model as ``mil_core::Model::parse`` reads it from flash.
+        """
+        fitted(self)
+        return _native.export_model(self.model_, None, format)
+
+
+class CitationKNN(_BagClassifier):
+    """Citation-kNN (Wang & Zucker 2000) with Weka's rules.
+
+    A bag's label is voted by its R nearest training bags (references) and by the
+    training bags that count it among their C nearest (citers), under a Hausdorff-type
+    bag distance.
+
+    Parameters
+    ----------
+    references : int, default=2
+        R, the number of references.
+    citers : int, default=4
+        C, the number of citers (0: none).
+    scaling : {"auto", "zscore", "weka", "none"}, default="auto"
+        Attribute scaling before distances. ``"auto"`` is the z-score on raw bags and
+        none on :class:`miltk.ProjectedBags` (the output of a miltk projection's
+        ``transform``, e.g. in a ``Pipeline``), as the library's pipelines do.
+    hausdorff : {"min", "max", "avg"}, default="min"
+        The bag distance.
+    rank : int, default=1
+        H of the H-th ranked minimal Hausdorff distance (``hausdorff="min"`` only).
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The labels, sorted.
+    n_features_in_ : int
+        Features per instance.
+    projected_input_ : bool
+        Whether ``fit`` saw projected bags (``"auto"`` then meant no scaling).
+    model_ : object
+        The native fitted model.
+
+    Examples
+    --------
+    >>> from miltk import CitationKNN, load_musk1
+    >>> bags, y = load_musk1()
+    >>> CitationKNN().fit(bags[::2], y[::2]).score(bags[1::2], y[1::2]) > 0.7
+    True
+    """
+
+    def __init__(self, references=2, citers=4, scaling="auto", hausdorff="min", rank=1):
+        self.references = references
+        self.citers = citers
+        self.scaling = scaling
+        self.hausdorff = hausdorff
+        self.rank = rank
+
+    def _spec(self):
+        return _native.ClassifierSpec.citation_knn(
+            check_positive_int("references", self.references),
+            check_positive_int("citers", self.citers, minimum=0),
+            check_positive_int("rank", self.rank),
+            self.scaling,
+            self.hausdorff,
+        )
+
+    def predict_proba(self, X):
+        """Vote shares of every class.
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+
+        Returns
+        -------
+        ndarray of shape (n_bags, n_classes)
+            (1/N + references + citers of the class) / total, per class (rows sum to 1).
+        """
+        scores, _ = self._scores(X)
+        return scores
+
+
+class MILR(_BagClassifier):
+    """Multiple-instance logistic regression (Ray & Craven 2005; Weka's MILR).
+
+    Instance probabilities from one logistic model, pooled over the bag. More than two
+    classes are fitted one-vs-rest.
+
+    Parameters
+    ----------
+    pooling : {"noisy-or", "mean", "geometric", "softmax", "max"}, default="noisy-or"
+        How instance probabilities combine into the bag's.
+    ridge : float, default=1e-6
+        Ridge penalty on the standardised coefficients (Weka's ``-R``).
+    beta : float, default=3.0
+        Sharpness of the softmax pooling.
+    optimizer : {"lbfgs", "weka"}, default="lbfgs"
+        L-BFGS, or Weka 3.6's quasi-Newton method reproduced (noisy-or, mean, geometric).
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The labels, sorted.
+    n_features_in_ : int
+        Features per instance.
+    model_ : object
+        The native fitted model.
+    """
+
+    def __init__(self, pooling="noisy-or", ridge=1e-6, beta=3.0, optimizer="lbfgs"):
+        self.pooling = pooling
+        self.ridge = ridge
+        self.beta = beta
+        self.optimizer = optimizer
+
+    def _spec(self):
+        return _native.ClassifierSpec.milr(
+            self.pooling, float(self.ridge), float(self.beta), self.optimizer
+        )
+
+    def predict_proba(self, X):
+        """Bag probabilities.
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+
+        Returns
+        -------
+        ndarray of shape (n_bags, n_classes)
+            For two classes, [1 - p, p] with p the pooled probability of ``classes_[1]``;
+            for more, the one-vs-rest probabilities normalised to sum to 1.
+        """
+        scores, _ = self._scores(X)
+        if scores.shape[1] > 2:
+            total = scores.sum(axis=1, keepdims=True)
+            scores = np.divide(
+                scores, total, out=np.full_like(scores, 1.0 / scores.shape[1]),
+                where=total > 0,
+            )
+        return scores
+
+
+class SetKernelSVM(_BagClassifier):
+    """SVM over bags with a set kernel (Tao et al.'s box-counting kernels, or NSK).
+
+    The box kernels count the grid boxes that contain points of both bags (``kand``),
+    normalise by either bag (``kandor``) or sum the smaller counts (``kmin``), estimated
+    to relative error ``epsilon`` with probability ``1 - delta``; ``nsk`` is Gärtner et
+    al.'s normalised set kernel on z-scored features. Every kernel value goes through
+    k ** rho before the SVM (SMO). Binary problems only.
+
+    Parameters
+    ----------
+    kernel : {"kand", "kandor", "kmin", "nsk"}, default="kand"
+        The set kernel.
+    epsilon : float, default=0.1
+        Relative error of the box-kernel estimates, in (0, 1).
+    delta : float, default=0.01
+        Failure probability of the estimates, in (0, 1).
+    gamma : float or None, default=None
+        NSK's gamma in exp(-gamma ||x - y||^2); None is 1 / (non-constant features).
+    rho : float, default=0.02
+        Exponent of the subpolynomial map k ** rho.
+    map : {"none", "emp"}, default="none"
+        ``"emp"`` uses the empirical kernel map over the training bags.
+    C : float, default=1e10
+        Misclassification cost (the default is a hard margin).
+    estimator : {"fast", "paper"}, default="fast"
+        The box-kernel estimators.
+    precision : int or None, default=None
+        Power of ten of the discretisation grid; None picks it from the data.
+    seed : int, default=1
+        Seed of the kernel estimates.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The labels; ``classes_[1]`` is the positive class.
+    n_features_in_ : int
+        Features per instance.
+    model_ : object
+        The native fitted model.
+    """
+
+    def __init__(
+        self,
+        kernel="kand",
+        epsilon=0.1,
+        delta=0.01,
+        gamma=None,
+        rho=0.02,
+        map="none",
+        C=1e10,
+        estimator="fast",
+        precision=None,
+        seed=1,
+    ):
+        self.kernel = kernel
+        self.epsilon = epsilon
+        self.delta = delta
+        self.gamma = gamma
+        self.rho = rho
+        self.map = map
+        self.C = C
+        self.estimator = estimator
+        self.precision = precision
+        self.seed = seed
+
+    def _spec(self):
+        return _native.ClassifierSpec.svm(
+            self.kernel,
+            self.estimator,
+            float(self.epsilon),
+            float(self.delta),
+            None if self.precision is None else int(self.precision),
+            None if self.gamma is None else float(self.gamma),
+            float(self.rho),
+            self.map,
+            float(self.C),
+            check_positive_int("seed", self.seed, minimum=0),
+        )
+
+    def decision_function(self, X):
+        """Signed distance to the SVM's boundary.
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+
+        Returns
+        -------
+        ndarray of shape (n_bags,)
+            f(X); positive values predict ``classes_[1]``.
+        """
+        scores, _ = self._scores(X)
+        return scores[:, 1].copy()

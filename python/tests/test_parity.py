@@ -1,0 +1,176 @@
+"""The Python face gives exactly what the library and the `mil` program give: the
+cross-validation folds and predictions of `mil cv`, Gram matrices of `mil gram`,
+clusterings of `mil cluster`, and the core's labels on exported models."""
+
+import numpy as np
+import pytest
+from sklearn.model_selection import cross_val_predict, cross_val_score
+from sklearn.pipeline import Pipeline
+
+import miltk
+from conftest import run_mil
+
+
+def reference_cv(estimator, bags, y, ids, cli_args):
+    """(pooled accuracy, out-of-fold label by bag id) from `mil cv` when it is built,
+    else from the library's own cross-validation through the native module."""
+    report = run_mil("cv", "musk1", *cli_args, "--folds", "10", "--seed", "1")
+    if report is None:
+        lib = miltk.library_cross_validate(estimator, bags, y, n_splits=10, seed=1)
+        return lib["accuracy"], {i: str(p) for i, p in zip(ids, lib["predictions"])}
+    return report["accuracy"], {p["bag"]: p["label"] for p in report["predictions"]}
+
+
+def python_cv(estimator, bags, y):
+    folds = miltk.stratified_bag_folds(y, n_splits=10, seed=1)
+    predicted = cross_val_predict(estimator, bags, y, cv=folds)
+    scores = cross_val_score(estimator, bags, y, cv=folds)
+    return predicted, scores
+
+
+CASES = [
+    ("citation-knn", lambda: miltk.CitationKNN(), ["--classifier", "citation-knn"]),
+    ("milr", lambda: miltk.MILR(), ["--classifier", "milr"]),
+    (
+        "bmida+citation-knn",
+        lambda: Pipeline([("bmida", miltk.BMIDA(n_components=10)), ("knn", miltk.CitationKNN())]),
+        ["--classifier", "citation-knn", "--projection", "bmida", "--dim", "10"],
+    ),
+    (
+        "bmida+milr",
+        lambda: Pipeline(
+            [("bmida", miltk.BMIDA(n_components=10)), ("milr", miltk.MILR(pooling="mean", ridge=1.0))]
+        ),
+        ["--classifier", "milr", "--pooling", "mean", "--ridge", "1", "--projection", "bmida",
+         "--dim", "10"],
+    ),
+]
+
+
+@pytest.mark.parametrize("name,make,cli_args", CASES, ids=[c[0] for c in CASES])
+def test_cross_validation_matches_mil_cv(musk1, name, make, cli_args):
+    bags, y, ids = musk1
+    predicted, fold_scores = python_cv(make(), bags, y)
+    accuracy, by_id = reference_cv(make(), bags, y, ids, cli_args)
+    assert len(by_id) == len(bags)
+    for bag_id, label in zip(ids, predicted):
+        assert str(label) == by_id[bag_id], f"bag {bag_id}"
+    assert np.mean(predicted == y) == pytest.approx(accuracy, abs=1e-12)
+    # The library's own loop agrees too, fold by fold.
+    lib = miltk.library_cross_validate(make(), bags, y, n_splits=10, seed=1)
+    assert np.array_equal(lib["predictions"], predicted)
+    assert np.allclose(lib["per_fold"], fold_scores)
+
+
+def test_folds_are_mil_cv_folds(musk1):
+    bags, y, _ = musk1
+    folds = miltk.stratified_bag_folds(y, n_splits=10, seed=1)
+    assert len(folds) == 10
+    tests = np.concatenate([t for _, t in folds])
+    assert sorted(tests) == list(range(len(y)))
+    for train, test in folds:
+        assert len(set(train) & set(test)) == 0 and len(train) + len(test) == len(y)
+        # stratified: each fold's positives within one bag of the share
+        assert abs(y[test].mean() - y.mean()) < 1.0 / len(test) + 1e-9
+    again = miltk.stratified_bag_folds(list(y), n_splits=10, seed=1)
+    assert all(np.array_equal(a[1], b[1]) for a, b in zip(folds, again))
+    other = miltk.stratified_bag_folds(y, n_splits=10, seed=2)
+    assert any(not np.array_equal(a[1], b[1]) for a, b in zip(folds, other))
+
+
+def test_gram_matrix_matches_mil_gram(musk1, tmp_path):
+    bags, _, _ = musk1
+    ln = miltk.gram_matrix(bags, kernel="kand", epsilon=0.1, delta=0.01, seed=1, log=True)
+    assert ln.shape == (92, 92)
+    assert np.array_equal(ln, ln.T)
+    assert np.all(np.diag(ln) >= ln.max(axis=1) - 0.2)
+    nsk = miltk.gram_matrix(bags, kernel="nsk", log=True)
+    assert np.array_equal(nsk, nsk.T) and np.all(np.diag(nsk) == 0.0)
+    k = miltk.gram_matrix(bags, kernel="nsk")
+    assert np.allclose(k, np.exp(nsk)) and k.max() <= 1.0 + 1e-12
+    out = tmp_path / "g.npy"
+    if run_mil("gram", "musk1", "--kernel", "kand", "--seed", "1", "-o", str(out)) is not None:
+        assert np.array_equal(np.load(out), ln)
+        run_mil("gram", "musk1", "--kernel", "nsk", "-o", str(out))
+        assert np.array_equal(np.load(out), nsk)
+
+
+def test_m3ic_matches_mil_cluster(corel3):
+    bags, y = corel3
+    m3ic = miltk.M3IC(n_clusters=3, C=4.0, balance=0.01, restarts=5, seed=1)
+    labels = m3ic.fit_predict(bags)
+    acc = miltk.clustering_accuracy(y, labels)
+    report = run_mil("cluster", "corel3", "--method", "m3ic", "--k", "3", "--seed", "1")
+    if report is not None:
+        assert list(labels) == report["assignments"]
+        assert acc == pytest.approx(report["accuracy"], abs=1e-12)
+    assert acc > 0.4
+    for fmt in ("f32", "q15"):
+        core = miltk.CoreModel(miltk.export(m3ic, fmt))
+        assert core.kind == "m3ic"
+        assert np.mean(core.predict(bags) == labels) >= 0.97
+    bamic = miltk.BAMIC(n_clusters=3, distance="avg", seed=1).fit(bags)
+    with pytest.raises(ValueError, match="BAMIC"):
+        bamic.export()
+    report = run_mil("cluster", "corel3", "--method", "bamic-avg", "--k", "3", "--seed", "1")
+    if report is not None:
+        assert list(bamic.labels_) == report["assignments"]
+
+
+def test_clustering_accuracy():
+    assert miltk.clustering_accuracy([0, 0, 1, 1], [5, 5, 3, 3]) == 1.0
+    assert miltk.clustering_accuracy(["a", "a", "b", "b"], [1, 0, 0, 0]) == 0.75
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: miltk.MILR(pooling="mean", ridge=1.0),
+        lambda: miltk.MILR(),
+        lambda: miltk.CitationKNN(),
+        lambda: Pipeline([("bmida", miltk.BMIDA(n_components=10)),
+                          ("milr", miltk.MILR(pooling="mean", ridge=1.0))]),
+        lambda: Pipeline([("bmida", miltk.BMIDA(n_components=10)), ("knn", miltk.CitationKNN())]),
+    ],
+    ids=["milr-mean", "milr-noisy-or", "citation-knn", "bmida+milr", "bmida+citation-knn"],
+)
+def test_export_core_labels_equal_predict(musk1, make):
+    bags, y, _ = musk1
+    model = make().fit(bags, y)
+    expected = model.predict(bags)
+    for fmt, least in (("f32", 1.0), ("q15", 0.97)):
+        core = miltk.CoreModel.from_estimator(model, fmt)
+        assert core.encoding == fmt and core.input_dim == 166
+        agree = np.mean(core.predict(bags) == expected)
+        assert agree >= least, f"{fmt}: core and host agree on {agree:.3f}"
+    data = miltk.export(model, "q7")
+    assert isinstance(data, bytes) and len(miltk.CoreModel(data)) == len(data)
+
+
+def test_export_svm_and_refusals(musk1):
+    bags, y, _ = musk1
+    train = list(range(0, 92, 3))
+    sub = [bags[i] for i in train]
+    svm = miltk.SetKernelSVM(kernel="kand").fit(sub, y[train])
+    core = miltk.CoreModel(svm.export("f32"), classes=svm.classes_)
+    assert core.kind == "set-kernel-svm"
+    assert np.mean(core.predict(bags[:20]) == svm.predict(bags[:20])) >= 0.95
+    nsk = miltk.SetKernelSVM(kernel="nsk").fit(sub, y[train])
+    with pytest.raises((ValueError, RuntimeError)):
+        nsk.export()
+    with pytest.raises(ValueError, match="hausdorff"):
+        miltk.CitationKNN(hausdorff="max").fit(sub, y[train]).export()
+    with pytest.raises(ValueError, match="format"):
+        miltk.MILR().fit(sub, y[train]).export("f16")
+
+
+def test_export_folded_projection(musk1):
+    bags, y, _ = musk1
+    pipe = Pipeline([("bmida", miltk.BMIDA(n_components=10)),
+                     ("milr", miltk.MILR(pooling="mean", ridge=1.0))]).fit(bags, y)
+    folded = miltk.export(pipe, "f32", fold_projection=True)
+    assert len(folded) < len(miltk.export(pipe, "f32"))
+    core = miltk.CoreModel(folded, classes=pipe.classes_)
+    assert np.array_equal(core.predict(bags), pipe.predict(bags))
+    with pytest.raises(ValueError, match="fold"):
+        miltk.export(miltk.CitationKNN().fit(bags, y), fold_projection=True)

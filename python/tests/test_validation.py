@@ -1,0 +1,147 @@
+"""Bad input raises ValueError/TypeError naming the bag, instance and feature."""
+
+import numpy as np
+import pytest
+from sklearn.exceptions import NotFittedError
+
+import miltk
+
+
+def toy(n_bags=12, dim=3, seed=0):
+    rng = np.random.default_rng(seed)
+    bags = [rng.normal(size=(rng.integers(1, 5), dim)) + (b % 2) for b in range(n_bags)]
+    y = np.array([b % 2 for b in range(n_bags)])
+    return bags, y
+
+
+def test_nan_names_bag_instance_and_feature():
+    bags, y = toy()
+    bags[3] = bags[3].copy()
+    bags[3][-1, 2] = np.nan
+    with pytest.raises(ValueError, match=r"X\[3\] instance \d+ feature 2 is nan"):
+        miltk.CitationKNN().fit(bags, y)
+    bags[3][-1, 2] = np.inf
+    with pytest.raises(ValueError, match=r"X\[3\] .* feature 2 is inf"):
+        miltk.MILR().fit(bags, y)
+
+
+def test_wrong_number_of_features():
+    bags, y = toy()
+    bad = list(bags)
+    bad[5] = np.zeros((2, 4))
+    with pytest.raises(ValueError, match=r"X\[5\] has 4 features but X\[0\] has 3"):
+        miltk.CitationKNN().fit(bad, y)
+    clf = miltk.CitationKNN().fit(bags, y)
+    with pytest.raises(ValueError, match=r"X\[1\] has 2 features but the fitted model expects 3"):
+        clf.predict([bags[0], np.zeros((1, 2))])
+
+
+def test_empty_bag_and_one_d_bag():
+    bags, y = toy()
+    bad = list(bags)
+    bad[2] = np.zeros((0, 3))
+    with pytest.raises(ValueError, match=r"X\[2\] is empty"):
+        miltk.MILR().fit(bad, y)
+    bad[2] = np.zeros(3)
+    with pytest.raises(ValueError, match=r"X\[2\] is 1-D"):
+        miltk.MILR().fit(bad, y)
+    with pytest.raises(ValueError, match="no bags"):
+        miltk.MILR().fit([], [])
+
+
+def test_types():
+    bags, y = toy()
+    with pytest.raises(TypeError, match="sequence of 2-D arrays"):
+        miltk.CitationKNN().fit(5, y)
+    bad = list(bags)
+    bad[1] = np.array([["a", "b", "c"]])
+    with pytest.raises(TypeError, match=r"X\[1\] has dtype"):
+        miltk.CitationKNN().fit(bad, y)
+    with pytest.raises(ValueError, match="one 2-D array"):
+        miltk.CitationKNN().fit(np.zeros((12, 3)), y)
+
+
+def test_labels():
+    bags, y = toy()
+    with pytest.raises(ValueError, match="11 labels for 12 bags"):
+        miltk.CitationKNN().fit(bags, y[:-1])
+    with pytest.raises(ValueError, match="one class"):
+        miltk.CitationKNN().fit(bags, np.ones(12))
+    with pytest.raises(ValueError, match="1-D"):
+        miltk.CitationKNN().fit(bags, np.ones((12, 2)))
+
+
+def test_parameters_are_checked_with_their_names():
+    bags, y = toy()
+    with pytest.raises(ValueError, match="pooling=.*'noisy-or'"):
+        miltk.MILR(pooling="bogus").fit(bags, y)
+    with pytest.raises(ValueError, match="scaling"):
+        miltk.CitationKNN(scaling="minmax").fit(bags, y)
+    with pytest.raises(ValueError, match="references"):
+        miltk.CitationKNN(references=0).fit(bags, y)
+    with pytest.raises(ValueError, match="citers"):
+        miltk.CitationKNN(citers=50).fit(bags, y)
+    with pytest.raises(ValueError, match="epsilon"):
+        miltk.SetKernelSVM(epsilon=2.0).fit(bags, y)
+    with pytest.raises(ValueError, match="dim"):
+        miltk.BMIDA(n_components=7).fit(bags, y)
+    with pytest.raises(ValueError, match="alpha"):
+        miltk.MIALM(n_components=2, alpha=-1.0).fit(bags, y)
+    with pytest.raises(ValueError, match="k"):
+        miltk.M3IC(n_clusters=40).fit(bags)
+    with pytest.raises(ValueError, match="distance"):
+        miltk.BAMIC(distance="mean").fit(bags)
+
+
+def test_svm_is_binary():
+    bags, _ = toy(n_bags=12)
+    y = np.arange(12) % 3
+    with pytest.raises(ValueError, match="binary"):
+        miltk.SetKernelSVM().fit(bags, y)
+
+
+def test_not_fitted():
+    bags, _ = toy()
+    with pytest.raises(NotFittedError):
+        miltk.CitationKNN().predict(bags)
+    with pytest.raises(NotFittedError):
+        miltk.BMIDA().transform(bags)
+
+
+def test_float32_noncontiguous_and_int_input_agree():
+    bags, y = toy(dim=4)
+    clf = miltk.MILR(pooling="mean", ridge=1.0).fit(bags, y)
+    expected = clf.predict_proba(bags)
+    f32 = [b.astype(np.float32).astype(np.float64) for b in bags]
+    assert np.array_equal(clf.predict_proba([b.astype(np.float32) for b in bags]),
+                          clf.predict_proba(f32))
+    # Non-contiguous views: every second column of a wider array, and transposed copies.
+    wide = [np.repeat(b, 2, axis=1)[:, ::2] for b in bags]
+    assert not wide[0].flags.c_contiguous
+    assert np.array_equal(clf.predict_proba(wide), expected)
+    fortran = [np.asfortranarray(b) for b in bags]
+    assert np.array_equal(clf.predict_proba(fortran), expected)
+    # Fortran order reaching the native layer directly is read in logical order too.
+    x, starts = miltk.check_bags(bags)
+    from miltk import _native
+    native = _native.Bags(np.asfortranarray(x), starts)
+    assert np.array_equal(clf.model_.scores(native)[0], expected)
+    ints = [np.round(b).astype(np.int32) for b in bags]
+    assert clf.predict(ints).shape == (12,)
+
+
+def test_bags_from_instances():
+    X = np.arange(12.0).reshape(6, 2)
+    ids = np.array([7, 3, 7, 9, 3, 7])
+    bags, order = miltk.bags_from_instances(X, ids)
+    assert list(order) == [7, 3, 9]
+    assert np.array_equal(bags[0], X[[0, 2, 5]])
+    assert np.array_equal(bags[1], X[[1, 4]])
+    assert np.array_equal(bags[2], X[[3]])
+    with pytest.raises(ValueError, match="one id per row"):
+        miltk.bags_from_instances(X, ids[:-1])
+
+
+def test_core_model_rejects_garbage():
+    with pytest.raises(ValueError, match="not a valid compact model"):
+        miltk.CoreModel(b"not a model at all")
