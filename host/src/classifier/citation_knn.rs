@@ -716,8 +716,8 @@ mod tests {
         // The explanation names the same votes: references bags 3 and 4 (the tie), citers
         // 3 and 4, each realised by the query's only instance and the bags' only one.
         let e = &model.explain(&q, &[0]).unwrap()[0];
-        type Vote = (usize, f64, Option<(usize, usize)>);
-        let refs: Vec<Vote> = e
+        type Reference = (usize, f64, Option<(usize, usize)>);
+        let refs: Vec<Reference> = e
             .references
             .iter()
             .map(|n| (n.bag, n.distance, n.pair))

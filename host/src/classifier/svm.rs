@@ -824,11 +824,11 @@ impl BagModel for SvmModel {
             wanted = map.apply(&wanted)?;
         }
         let m = train.n_bags();
-        // Plain φ needs the kernel to the support bags (of any machine) only; the empirical
-        // map to all.
+        // Plain φ needs the kernel to the support bags (of any machine) only; the
+        // empirical map to all.
         let cols: Vec<usize> = match self.svm.settings.map {
             EmpiricalMap::None => (0..m)
-                .filter(|&t| self.machines().any(|s| s.coefficients[t] != 0.0))
+                .filter(|&t| self.machines().any(|svm| svm.coefficients[t] != 0.0))
                 .collect(),
             _ => (0..m).collect(),
         };

@@ -9,7 +9,7 @@
 //!
 //! Memory is O(n·k + D²) in the number n of instances: the dense 1/n between-class
 //! weights of eq. 5 are summed in closed form, never stored. With more features than
-//! instances (D > n) the span path needs O(nD + n²) instead ([`super::span`]).
+//! instances (D > n) the span path needs O(nD + n²) instead (`projection/span.rs`).
 //!
 //! ```
 //! use mil_toolkit::projection::lfda::Clfda;
@@ -300,7 +300,7 @@ pub fn false_positives(
 /// LFDA's scatters (eqs. 2–5) from a neighbour graph, then the generalised eigen step.
 ///
 /// On the span path the scatters are formed in span coordinates (r × r) and the
-/// solution lifted back ([`span`](super::span)); directions beyond the rank get
+/// solution lifted back (`projection/span.rs`); directions beyond the rank get
 /// eigenvalue 0 and so weight 0, as on the dense path.
 #[allow(clippy::too_many_arguments)]
 fn solve(

@@ -15,7 +15,7 @@
 //! Memory is O(n + D²) in the number n of instances: the density estimate streams over
 //! the negatives of one candidate at a time. With more features than instances
 //! (D > n) the D × D matrices are never formed: M = FᵀCF over the prototypes F is
-//! solved in the span of F's rows ([`super::span`]), in O(nD) memory.
+//! solved in the span of F's rows (`projection/span.rs`), in O(nD) memory.
 //!
 //! ```
 //! use mil_toolkit::projection::mida::Bmida;
