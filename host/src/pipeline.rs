@@ -646,7 +646,7 @@ pub fn run_folds(
     // A set-kernel SVM without a projection: one Gram matrix over all bags, shared by
     // every fold and repetition (the kernel uses no labels).
     let shared_gram = match (&pipeline.projection, pipeline.classifier.single()) {
-        (None, Some(ClassifierParams::Svm(svm))) => {
+        (None, Some(ClassifierParams::Svm(svm))) if svm.shares_gram() => {
             progress.start("Gram matrix", 0);
             let gram = svm.full_log_gram(data, progress)?;
             progress.finish();

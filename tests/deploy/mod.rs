@@ -88,5 +88,6 @@ pub fn svm(map: mil_toolkit::svm::bags::EmpiricalMap) -> ClassifierParams {
             cost: 1e10,
         },
         seed: 1,
+        preprocessing: mil_toolkit::classifier::svm::Preprocessing::None,
     })
 }

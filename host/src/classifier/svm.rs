@@ -21,7 +21,7 @@ use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::standardize::ZScore;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::explain::Explanation;
+use crate::explain::{Explanation, InstanceScore};
 use crate::kernel::boxes::{box_gram, BoxGramSpec, GridData};
 use crate::kernel::nsk::{check_gamma, log_nsk_cross, log_nsk_gram_and_self, log_self_kernels};
 use crate::kernel::{accuracy, SetKernelName};
@@ -52,6 +52,75 @@ pub enum SetKernel {
         /// γ; `None` is 1 / (number of non-constant features).
         gamma: Option<f64>,
     },
+    /// The MI kernel of Gärtner et al. (2002), k(X, Y) = Σ_{x∈X, y∈Y} exp(−γ‖x − y‖²), on
+    /// the features as [`Preprocessing`] leaves them; used as is (no φ, no empirical map,
+    /// no conditioning), so C means what Weka's MISMO means by it.
+    MiRbf {
+        /// γ (MISMO's default 0.01, on attributes scaled to [0, 1]).
+        gamma: f64,
+    },
+}
+
+/// MISMO's default γ of the MI kernel.
+pub const MI_RBF_GAMMA: f64 = 0.01;
+/// MISMO's default C.
+pub const MI_RBF_COST: f64 = 1.0;
+
+/// Attribute pre-processing of the SVM, fitted on the training instances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Preprocessing {
+    /// The features as given (the box kernels discretise them; NSK z-scores them).
+    #[default]
+    None,
+    /// Every attribute scaled to [0, 1] by the minimum and maximum over the training
+    /// instances, x' = (x − min)/(max − min) (0 for a constant attribute), new bags by the
+    /// same map without clipping: Weka's `Normalize` filter, MISMO's default (-N 0).
+    MinMax,
+}
+
+mil_core::keywords!(Preprocessing {
+    Preprocessing::None => "none": "the features as given",
+    Preprocessing::MinMax => "minmax": "each attribute scaled to [0, 1] over the training instances (Weka MISMO's default)",
+});
+
+/// A fitted min–max map (Weka's `Normalize`): per attribute the training minimum and
+/// range.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MinMax {
+    /// Minimum per attribute.
+    pub min: Vec<f64>,
+    /// max − min per attribute (0: the attribute maps to 0).
+    pub range: Vec<f64>,
+}
+
+impl MinMax {
+    /// Fits on every instance of `data`.
+    pub fn fit(data: &Dataset) -> MinMax {
+        let d = data.dim();
+        let mut min = vec![f64::INFINITY; d];
+        let mut max = vec![f64::NEG_INFINITY; d];
+        for x in data.features().chunks_exact(d) {
+            for j in 0..d {
+                min[j] = min[j].min(x[j]);
+                max[j] = max[j].max(x[j]);
+            }
+        }
+        let range = min.iter().zip(&max).map(|(a, b)| b - a).collect();
+        MinMax { min, range }
+    }
+
+    /// Applies the map to every instance of `data`.
+    pub fn apply(&self, data: &Dataset) -> Result<Dataset> {
+        let d = data.dim();
+        let mut f = data.features().to_vec();
+        for x in f.chunks_exact_mut(d) {
+            for ((v, lo), range) in x.iter_mut().zip(&self.min).zip(&self.range) {
+                *v = if *range > 0.0 { (*v - lo) / range } else { 0.0 };
+            }
+        }
+        data.with_features(d, f)
+    }
 }
 
 impl SetKernel {
@@ -72,6 +141,7 @@ impl SetKernel {
         match self {
             SetKernel::Box { kernel, .. } => SetKernelName::Box(*kernel),
             SetKernel::Nsk { .. } => SetKernelName::Nsk,
+            SetKernel::MiRbf { .. } => SetKernelName::MiRbf,
         }
     }
 }
@@ -92,6 +162,8 @@ pub struct SetKernelSvm {
     pub settings: BagSvmSettings,
     /// Seed of the kernel estimates.
     pub seed: u64,
+    /// Attribute pre-processing fitted on the training bags.
+    pub preprocessing: Preprocessing,
 }
 
 impl Default for SetKernelSvm {
@@ -102,6 +174,7 @@ impl Default for SetKernelSvm {
             kernel: SetKernel::default(),
             settings: BagSvmSettings::default(),
             seed: 1,
+            preprocessing: Preprocessing::None,
         }
     }
 }
@@ -110,7 +183,56 @@ crate::params::setters!(SetKernelSvm {
     kernel: SetKernel,
     settings: BagSvmSettings,
     seed: u64,
+    preprocessing: Preprocessing,
 });
+
+impl SetKernelSvm {
+    /// Weka MISMO's setting (`MISMO -K MIRBFKernel`): the MI kernel with γ = 0.01, C = 1,
+    /// attributes scaled to [0, 1] on the training bags.
+    pub fn mismo() -> Self {
+        SetKernelSvm {
+            kernel: SetKernel::MiRbf {
+                gamma: MI_RBF_GAMMA,
+            },
+            settings: BagSvmSettings::default().cost(MI_RBF_COST).rho(1.0),
+            seed: 1,
+            preprocessing: Preprocessing::MinMax,
+        }
+    }
+
+    /// The SVM settings actually used: the MI kernel is used as is (ρ = 1).
+    fn effective_settings(&self) -> BagSvmSettings {
+        match self.kernel {
+            SetKernel::MiRbf { .. } => self.settings.rho(1.0),
+            _ => self.settings,
+        }
+    }
+
+    /// The kernel matrix for SMO and the settings to train with: [`svm_kernel`]'s
+    /// conditioning divides the kernel by a constant s; the dual with kernel K/s and bound
+    /// C' is the dual with K and bound C'/s (α = s·β), so for the MI kernel SMO gets
+    /// C' = C·s and C means MISMO's C on the kernel itself.
+    fn smo_kernel(
+        &self,
+        log_gram: &[f64],
+        n: usize,
+        train: &[usize],
+    ) -> Result<(Vec<f64>, f64, BagSvmSettings)> {
+        let settings = self.effective_settings();
+        let (k, scale) = svm_kernel(log_gram, n, train, &settings)?;
+        let smo = match self.kernel {
+            SetKernel::MiRbf { .. } => settings.cost(settings.cost * scale),
+            _ => settings,
+        };
+        Ok((k, scale, smo))
+    }
+
+    /// Whether cross-validation may share one Gram matrix over all bags: not when a
+    /// pre-processing is fitted on the training bags (it would see the test bags).
+    pub fn shares_gram(&self) -> bool {
+        self.preprocessing == Preprocessing::None
+    }
+}
 
 impl SetKernelSvm {
     /// Checks the parameters that do not depend on the data: ε and δ in (0, 1), γ
@@ -120,10 +242,19 @@ impl SetKernelSvm {
             SetKernel::Box { epsilon, delta, .. } => {
                 accuracy(epsilon, delta)?;
             }
-            SetKernel::Nsk { gamma: Some(g) } if !(g > 0.0 && g.is_finite()) => {
+            SetKernel::Nsk { gamma: Some(g) } | SetKernel::MiRbf { gamma: g }
+                if !(g > 0.0 && g.is_finite()) =>
+            {
                 return Err(Error::parameter("gamma", g, "must be positive and finite"));
             }
-            SetKernel::Nsk { .. } => {}
+            SetKernel::MiRbf { .. } if self.settings.map != EmpiricalMap::None => {
+                return Err(Error::parameter(
+                    "map",
+                    self.settings.map,
+                    "the MI kernel is used as is: use --map none",
+                ));
+            }
+            SetKernel::Nsk { .. } | SetKernel::MiRbf { .. } => {}
         }
         crate::svm::bags::check_settings(&self.settings)
     }
@@ -156,12 +287,17 @@ pub struct SvmModel {
     /// on the same kernel as `svm`); empty when binary.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rest: Vec<BagSvm>,
+    /// The min–max map fitted on the training bags ([`Preprocessing::MinMax`]); the stored
+    /// training features are already mapped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minmax: Option<MinMax>,
 }
 
 /// A set kernel fitted on training bags, able to evaluate ln k between any bags.
 enum FittedKernel {
     Box { grid: GridData, spec: BoxGramSpec },
     Nsk { zscore: ZScore, gamma: f64 },
+    MiRbf { gamma: f64 },
 }
 
 impl FittedKernel {
@@ -190,6 +326,7 @@ impl FittedKernel {
                 check_gamma(gamma)?;
                 FittedKernel::Nsk { zscore, gamma }
             }
+            SetKernel::MiRbf { gamma } => FittedKernel::MiRbf { gamma },
         })
     }
 
@@ -201,6 +338,7 @@ impl FittedKernel {
             FittedKernel::Nsk { zscore, gamma } => {
                 log_nsk_gram_and_self(&zscore.apply(train)?, *gamma)
             }
+            FittedKernel::MiRbf { gamma } => Ok((cross_mi(train, train, *gamma), vec![])),
         }
     }
 
@@ -280,8 +418,41 @@ impl FittedKernel {
                     &rows, &cols_set, &self_rows, &self_cols, *gamma,
                 ))
             }
+            FittedKernel::MiRbf { gamma } => Ok(cross_mi(data, &train.select(cols), *gamma)),
         }
     }
+}
+
+/// ln of the MI kernel Σ_{x∈X, y∈Y} exp(−γ‖x − y‖²) between every bag of `a` (rows) and
+/// of `b` (columns); squared distances as ‖x‖² + ‖y‖² − 2x·y (clamped at 0), the sum in
+/// log space when it would underflow.
+pub fn cross_mi(a: &Dataset, b: &Dataset, gamma: f64) -> Vec<f64> {
+    use crate::numerics::dot8;
+    let norms = |d: &Dataset| -> Vec<f64> {
+        d.features()
+            .chunks_exact(d.dim())
+            .map(|x| dot8(x, x))
+            .collect()
+    };
+    let (na, nb) = (norms(a), norms(b));
+    (0..a.n_bags())
+        .into_par_iter()
+        .flat_map_iter(|i| {
+            let (na, nb) = (&na, &nb);
+            let mut exps = Vec::new();
+            (0..b.n_bags()).map(move |j| {
+                exps.clear();
+                for p in a.bag_range(i) {
+                    let x = a.instance(p);
+                    for q in b.bag_range(j) {
+                        let d2 = (na[p] + nb[q] - 2.0 * dot8(x, b.instance(q))).max(0.0);
+                        exps.push(-gamma * d2);
+                    }
+                }
+                crate::numerics::log_sum_exp(exps.iter().copied())
+            })
+        })
+        .collect()
 }
 
 /// The machines to train on labels `labels` of `n_classes` classes, as one flag per bag
@@ -325,15 +496,19 @@ impl Classifier for SetKernelSvm {
                 "the transductive map needs the test bags while training: use it with `mil cv`",
             ));
         }
-        let train_set = data.select(train);
+        let mut train_set = data.select(train);
+        let minmax = (self.preprocessing == Preprocessing::MinMax).then(|| MinMax::fit(&train_set));
+        if let Some(map) = &minmax {
+            train_set = map.apply(&train_set)?;
+        }
         let kernel = FittedKernel::fit(&self.kernel, &train_set, self.seed)?;
         let (log_gram, train_log_self) = kernel.train_gram(&train_set)?;
         let m = train.len();
         let local: Vec<usize> = (0..m).collect();
         let labels: Vec<usize> = train.iter().map(|&b| labels_all[b]).collect();
-        let (k, scale) = svm_kernel(&log_gram, m, &local, &self.settings)?;
+        let (k, scale, settings) = self.smo_kernel(&log_gram, m, &local)?;
         let targets = machine_targets(&labels, n_classes);
-        let mut machines = fit_machines(&k, m, &local, &targets, self.settings, scale)?.into_iter();
+        let mut machines = fit_machines(&k, m, &local, &targets, settings, scale)?.into_iter();
         let svm = machines
             .next()
             .ok_or_else(|| Error::data(data.name(), "no classes"))?;
@@ -347,6 +522,7 @@ impl Classifier for SetKernelSvm {
             train_log_self,
             svm,
             rest: machines.collect(),
+            minmax,
         })
     }
 }
@@ -357,10 +533,18 @@ impl SetKernelSvm {
     /// uses no labels, so this leaks no test label into training; it does fit the grid on
     /// every bag, where [`Classifier::fit`] fits it on the training bags only.
     pub fn full_log_gram(&self, data: &Dataset, progress: &dyn Progress) -> Result<Vec<f64>> {
+        let mapped;
+        let data = match self.preprocessing {
+            Preprocessing::None => data,
+            Preprocessing::MinMax => {
+                mapped = MinMax::fit(data).apply(data)?;
+                &mapped
+            }
+        };
         let kernel = FittedKernel::fit(&self.kernel, data, self.seed)?;
         match &kernel {
             FittedKernel::Box { grid, spec } => Ok(box_gram(grid, *spec, progress)?.ln),
-            FittedKernel::Nsk { .. } => Ok(kernel.train_gram(data)?.0),
+            FittedKernel::Nsk { .. } | FittedKernel::MiRbf { .. } => Ok(kernel.train_gram(data)?.0),
         }
     }
 
@@ -377,9 +561,9 @@ impl SetKernelSvm {
         train: &[usize],
         test: &[usize],
     ) -> Result<BagScores> {
-        let (k, scale) = svm_kernel(log_gram, n, train, &self.settings)?;
+        let (k, scale, settings) = self.smo_kernel(log_gram, n, train)?;
         let targets = machine_targets(labels, n_classes);
-        let machines = fit_machines(&k, n, train, &targets, self.settings, scale)?;
+        let machines = fit_machines(&k, n, train, &targets, settings, scale)?;
         Ok(decision_scores(
             n_classes,
             test.iter()
@@ -451,10 +635,20 @@ impl SvmModel {
             kernel: self.kernel,
             settings: self.svm.settings,
             seed: self.seed,
+            preprocessing: Preprocessing::None,
         }
         .check()
         .map_err(|e| format!("svm: {e}"))?;
         let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
+        if let Some(m) = &self.minmax {
+            if m.min.len() != self.dim
+                || m.range.len() != self.dim
+                || !finite(&m.min)
+                || !finite(&m.range)
+            {
+                return Err("svm: min-max map of the wrong dimension or not finite".into());
+            }
+        }
         if !finite(&self.train_features)
             || self.machines().any(|s| {
                 !finite(&s.coefficients)
@@ -517,6 +711,12 @@ impl SvmModel {
                     "is a {}-class one-vs-rest SVM; the core's set-kernel SVM head decides two classes only, so it cannot be exported (train on two classes to export)",
                     self.n_classes()
                 ),
+            ));
+        }
+        if matches!(self.kernel, SetKernel::MiRbf { .. }) || self.minmax.is_some() {
+            return Err(Error::data(
+                "model",
+                "is an MI-kernel (or min-max scaled) SVM; the core's SVM head estimates box-counting kernels only, so it cannot be exported",
             ));
         }
         let SetKernel::Box {
@@ -619,7 +819,10 @@ impl BagModel for SvmModel {
         check_dim(data, self.dim)?;
         let train = self.train_set()?;
         let kernel = FittedKernel::fit(&self.kernel, &train, self.seed)?;
-        let wanted = data.select(bags);
+        let mut wanted = data.select(bags);
+        if let Some(map) = &self.minmax {
+            wanted = map.apply(&wanted)?;
+        }
         let m = train.n_bags();
         // Plain φ needs the kernel to the support bags (of any machine) only; the
         // empirical map to all.
@@ -633,10 +836,11 @@ impl BagModel for SvmModel {
         let w = cols.len();
         let rho = self.svm.settings.rho;
         let phi = |l: f64| crate::svm::maps::subpolynomial_from_log(l, rho);
-        let mut values = Vec::with_capacity(wanted.n_bags() * (1 + self.rest.len()));
+        let machines: Vec<&BagSvm> = self.machines().collect();
+        let mut values = Vec::with_capacity(wanted.n_bags() * machines.len());
         for x in 0..wanted.n_bags() {
             let row = &cross[x * w..(x + 1) * w];
-            // The kernel to each column's training bag, shared by all machines.
+            // The kernel to every column bag, shared by all machines.
             let to: Vec<f64> = match self.svm.settings.map {
                 EmpiricalMap::None => row.iter().map(|&l| phi(l)).collect(),
                 // k_emp(x, t) = Σ_r φ(k(x, r)) φ(k(t, r)) over the training bags r.
@@ -648,10 +852,10 @@ impl BagModel for SvmModel {
                     })
                     .collect(),
             };
-            values.extend(self.machines().map(|svm| {
+            values.extend(machines.iter().map(|svm| {
                 cols.iter()
                     .zip(&to)
-                    .map(|(&t, &k)| svm.coefficients[t] * k / svm.kernel_scale)
+                    .map(|(&t, k)| svm.coefficients[t] * k / svm.kernel_scale)
                     .sum::<f64>()
                     + svm.bias
             }));
@@ -659,11 +863,51 @@ impl BagModel for SvmModel {
         Ok(decision_scores(self.n_classes(), values))
     }
 
-    /// The box-counting and normalised set kernels define no per-instance score: each bag
-    /// gets [`Explanation::none`].
+    /// The MI kernel is a sum over instances, so f(X) = Σ_{x∈X} g(x) + b with
+    /// g(x) = Σ_t α_t y_t Σ_{y∈Y_t} exp(−γ‖x − y‖²) / s (s the kernel's conditioning
+    /// constant): each instance's contribution, for the machine of the predicted class
+    /// (the only one when binary); the witness is the largest. The box-counting and
+    /// normalised set kernels define no per-instance score ([`Explanation::none`]).
     fn explain(&self, data: &Dataset, bags: &[usize]) -> Result<Vec<Explanation>> {
         check_dim(data, self.dim)?;
-        Ok(bags.iter().map(|_| Explanation::none()).collect())
+        let SetKernel::MiRbf { gamma } = self.kernel else {
+            return Ok(bags.iter().map(|_| Explanation::none()).collect());
+        };
+        let labels = self.scores(data, bags)?.labels();
+        let train = self.train_set()?;
+        let mut wanted = data.select(bags);
+        if let Some(map) = &self.minmax {
+            wanted = map.apply(&wanted)?;
+        }
+        Ok((0..wanted.n_bags())
+            .map(|x| {
+                let machine = if self.rest.is_empty() {
+                    &self.svm
+                } else {
+                    self.machines().nth(labels[x]).unwrap_or(&self.svm)
+                };
+                let g = wanted
+                    .bag(x)
+                    .instances()
+                    .map(|xi| {
+                        (0..train.n_bags())
+                            .filter(|&t| machine.coefficients[t] != 0.0)
+                            .map(|t| {
+                                let k: f64 = train
+                                    .bag(t)
+                                    .instances()
+                                    .map(|y| {
+                                        (-gamma * crate::distance::squared_euclidean(xi, y)).exp()
+                                    })
+                                    .sum();
+                                machine.coefficients[t] * k / machine.kernel_scale
+                            })
+                            .sum()
+                    })
+                    .collect();
+                Explanation::from_scores(InstanceScore::Contribution, g)
+            })
+            .collect())
     }
 }
 
@@ -706,6 +950,7 @@ mod tests {
                 cost: 1e10,
             },
             seed: 3,
+            preprocessing: Preprocessing::None,
         }
     }
 
@@ -809,6 +1054,44 @@ mod tests {
         assert_eq!(shared.labels(), labels);
         // The core's SVM head is binary: export refuses (a data error, exit status 2).
         assert!(matches!(model.deployment(), Err(Error::Data { .. })));
+    }
+
+    #[test]
+    fn mi_kernel_matches_its_definition_and_explains_additively() {
+        // ln k(X, Y) against the double sum by brute force; the MISMO setting separates the
+        // toy set; the instance contributions plus b give the decision value.
+        let data = toy();
+        let all: Vec<usize> = (0..12).collect();
+        let gram = cross_mi(&data, &data, 0.3);
+        for (i, j) in [(0, 0), (0, 5), (7, 3)] {
+            let brute: f64 = data
+                .bag(i)
+                .instances()
+                .flat_map(|x| {
+                    data.bag(j)
+                        .instances()
+                        .map(move |y| (-0.3 * crate::distance::squared_euclidean(x, y)).exp())
+                })
+                .sum();
+            assert!((gram[i * 12 + j] - brute.ln()).abs() < 1e-12);
+        }
+        let train: Vec<usize> = (0..10).collect();
+        let model = SetKernelSvm::mismo().fit(&data, &train).unwrap();
+        assert!(model.minmax.is_some());
+        let scores = model.scores(&data, &all).unwrap();
+        assert_eq!(scores.labels(), data.labels().unwrap());
+        for (b, e) in model.explain(&data, &all).unwrap().iter().enumerate() {
+            let total: f64 = e.instance_scores.iter().sum::<f64>() + model.svm.bias;
+            assert!((total - scores.row(b)[1]).abs() < 1e-9, "bag {b}");
+        }
+        // C means MISMO's C on the unscaled kernel: β = α/s never exceeds it.
+        let s = model.svm.kernel_scale;
+        assert!(model
+            .svm
+            .coefficients
+            .iter()
+            .all(|c| c.abs() / s <= 1.0 + 1e-9));
+        assert!(model.deployment().is_err());
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::classifier::ClassifierKind;
 use crate::data;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::kernel::SetKernelName;
 use crate::pipeline::{
     cross_validate, read_folds_file, run_folds, summarize, CvReport, FoldOutcome, Folds, Pipeline,
     ProjectionGrid,
@@ -30,7 +31,7 @@ pub(super) fn pipeline(
     seed: u64,
     inner: &InnerCvArgs,
 ) -> Result<Pipeline> {
-    let params = classifier.params(seed);
+    let params = classifier.params(seed)?;
     let grid = crate::pipeline::ClassifierGrid::new(params, &classifier.ridge)?;
     let mut pipeline = Pipeline::new(grid)
         .inner_folds(inner.inner_folds)
@@ -77,7 +78,11 @@ pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> St
             args.citers,
             args.hausdorff,
             args.rank,
-            args.scaling.resolve(projection.projection.0.is_some())
+            match args.scaling {
+                super::ScalingFlag::Knn(s) =>
+                    s.resolve(projection.projection.0.is_some()).to_string(),
+                other => other.to_string(),
+            }
         ),
         ClassifierKind::Milr => format!(
             "milr ({} pooling, {} optimizer, ridge {})",
@@ -89,7 +94,16 @@ pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> St
                 .collect::<Vec<_>>()
                 .join("/")
         ),
-        ClassifierKind::Svm => format!("svm ({} kernel, {} map)", args.kernel, args.map),
+        ClassifierKind::Svm => match args.kernel {
+            SetKernelName::MiRbf => format!(
+                "svm (mi-rbf kernel, gamma {}, scaling {})",
+                args.set_kernel
+                    .gamma
+                    .unwrap_or(crate::classifier::svm::MI_RBF_GAMMA),
+                args.scaling
+            ),
+            _ => format!("svm ({} kernel, {} map)", args.kernel, args.map),
+        },
     };
     match projection.projection.0 {
         None => c,

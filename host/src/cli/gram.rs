@@ -111,6 +111,13 @@ pub fn run(args: &GramArgs, progress: &dyn Progress) -> Result<Report> {
                 },
             )
         }
+        SetKernelName::MiRbf => {
+            return Err(Error::parameter(
+                "kernel",
+                "mi-rbf",
+                "mil gram computes box kernels and nsk; the MI kernel is available to the SVM (mil cv/train --classifier svm)",
+            ))
+        }
         SetKernelName::Nsk => {
             let all: Vec<usize> = (0..data.n_bags()).collect();
             let zscore = ZScore::fit(&data, &all);

@@ -9,7 +9,7 @@ use mil_core::Encoding;
 
 use crate::classifier::citation_knn::{CitationKnn, Scaling};
 use crate::classifier::milr::{Milr, Optimizer};
-use crate::classifier::svm::{SetKernel, SetKernelSvm};
+use crate::classifier::svm::{Preprocessing, SetKernel, SetKernelSvm, MI_RBF_COST, MI_RBF_GAMMA};
 use crate::classifier::{ClassifierKind, ClassifierParams};
 use crate::cluster::m3ic::{BalanceMode, M3icParams};
 use crate::cluster::ClusterMethod;
@@ -140,10 +140,12 @@ pub struct ClassifierArgs {
     /// Citation-kNN: number of citers C.
     #[arg(long, default_value_t = CitationKnn::default().citers)]
     pub citers: usize,
-    /// Citation-kNN: attribute scaling (`weka` reproduces Weka's CitationKNN exactly;
-    /// `auto` is the z-score on raw features and none after a projection).
-    #[arg(long, value_parser = keyword::<Scaling>(), default_value_t = CitationKnn::default().scaling)]
-    pub scaling: Scaling,
+    /// Attribute scaling. Citation-kNN: `weka` reproduces Weka's CitationKNN exactly; `auto`
+    /// is the z-score on raw features and none after a projection. SVM: `minmax` scales
+    /// every attribute to [0, 1] on the training bags (Weka MISMO's default), `none` keeps
+    /// them, `auto` is minmax for `--kernel mi-rbf` and none otherwise.
+    #[arg(long, value_parser = keyword::<ScalingFlag>(), default_value_t = ScalingFlag::Knn(CitationKnn::default().scaling))]
+    pub scaling: ScalingFlag,
     /// Citation-kNN: rank H of the Hausdorff distance (1 = minimal Hausdorff distance).
     #[arg(long, default_value_t = CitationKnn::default().rank)]
     pub rank: usize,
@@ -170,25 +172,35 @@ pub struct ClassifierArgs {
     /// SVM: empirical kernel map.
     #[arg(long, value_parser = keyword::<EmpiricalMap>(), default_value_t = BagSvmSettings::default().map)]
     pub map: EmpiricalMap,
-    /// SVM: misclassification cost C.
-    #[arg(long = "cost", default_value_t = BagSvmSettings::default().cost, allow_negative_numbers = true)]
-    pub cost: f64,
+    /// SVM: misclassification cost C; default 10¹⁰ (the GMIL paper's hard margin), or
+    /// MISMO's 1 with `--kernel mi-rbf`.
+    #[arg(long = "cost", allow_negative_numbers = true)]
+    pub cost: Option<f64>,
     #[command(flatten)]
     pub set_kernel: SetKernelArgs,
 }
 
 impl ClassifierArgs {
     /// The classifier the flags describe.
-    pub fn params(&self, seed: u64) -> ClassifierParams {
+    pub fn params(&self, seed: u64) -> Result<ClassifierParams> {
         let args = self;
         // clap requires --classifier wherever these flags are parsed (not under `merge`).
-        match args.classifier.unwrap_or(ClassifierKind::CitationKnn) {
+        Ok(match args.classifier.unwrap_or(ClassifierKind::CitationKnn) {
             ClassifierKind::CitationKnn => CitationKnn::default()
                 .references(args.references)
                 .citers(args.citers)
                 .rank(args.rank)
                 .hausdorff(args.hausdorff)
-                .scaling(args.scaling)
+                .scaling(match args.scaling {
+                    ScalingFlag::Knn(s) => s,
+                    ScalingFlag::Svm(p) => {
+                        return Err(Error::parameter(
+                            "--scaling",
+                            p,
+                            "applies to --classifier svm; Citation-kNN takes auto, weka, zscore or none",
+                        ))
+                    }
+                })
                 .into(),
             ClassifierKind::Milr => Milr::default()
                 .pooling(args.pooling)
@@ -197,14 +209,27 @@ impl ClassifierArgs {
                 .beta(args.beta)
                 .optimizer(args.optimizer)
                 .into(),
-            ClassifierKind::Svm => self.svm_params(seed).into(),
-        }
+            ClassifierKind::Svm => self.svm_params(seed)?.into(),
+        })
     }
 
     /// The set-kernel SVM the flags describe.
-    fn svm_params(&self, seed: u64) -> SetKernelSvm {
+    fn svm_params(&self, seed: u64) -> Result<SetKernelSvm> {
         let args = self;
         let k = &args.set_kernel;
+        let mi = args.kernel == SetKernelName::MiRbf;
+        let preprocessing = match args.scaling {
+            ScalingFlag::Knn(Scaling::Auto) if mi => Preprocessing::MinMax,
+            ScalingFlag::Knn(Scaling::Auto | Scaling::None) => Preprocessing::None,
+            ScalingFlag::Svm(p) => p,
+            ScalingFlag::Knn(other) => {
+                return Err(Error::parameter(
+                    "--scaling",
+                    other,
+                    "applies to Citation-kNN; the SVM takes auto, none or minmax",
+                ))
+            }
+        };
         let kernel = match args.kernel {
             SetKernelName::Box(kernel) => SetKernel::Box {
                 kernel,
@@ -214,16 +239,65 @@ impl ClassifierArgs {
                 precision: k.precision,
             },
             SetKernelName::Nsk => SetKernel::Nsk { gamma: k.gamma },
+            SetKernelName::MiRbf => SetKernel::MiRbf {
+                gamma: k.gamma.unwrap_or(MI_RBF_GAMMA),
+            },
         };
-        SetKernelSvm::default()
+        let cost = args.cost.unwrap_or(if mi {
+            MI_RBF_COST
+        } else {
+            BagSvmSettings::default().cost
+        });
+        Ok(SetKernelSvm::default()
             .kernel(kernel)
             .settings(
                 BagSvmSettings::default()
                     .rho(k.rho)
                     .map(args.map)
-                    .cost(args.cost),
+                    .cost(cost),
             )
             .seed(seed)
+            .preprocessing(preprocessing))
+    }
+}
+
+/// `--scaling`: one flag for Citation-kNN's [`Scaling`] and the SVM's [`Preprocessing`],
+/// whose names it takes from those two library enums (`none` is both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScalingFlag {
+    /// A Citation-kNN scaling (`auto` and `none` also apply to the SVM).
+    Knn(Scaling),
+    /// An SVM pre-processing other than none.
+    Svm(Preprocessing),
+}
+
+impl mil_core::keyword::Keyword for ScalingFlag {
+    const ALL: &'static [Self] = &[
+        ScalingFlag::Knn(Scaling::Auto),
+        ScalingFlag::Knn(Scaling::Weka),
+        ScalingFlag::Knn(Scaling::Zscore),
+        ScalingFlag::Knn(Scaling::None),
+        ScalingFlag::Svm(Preprocessing::MinMax),
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            ScalingFlag::Knn(s) => s.name(),
+            ScalingFlag::Svm(p) => p.name(),
+        }
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            ScalingFlag::Knn(s) => s.help(),
+            ScalingFlag::Svm(p) => p.help(),
+        }
+    }
+}
+
+impl std::fmt::Display for ScalingFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(mil_core::keyword::Keyword::name(*self))
     }
 }
 

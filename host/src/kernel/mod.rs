@@ -50,6 +50,9 @@ pub enum SetKernelName {
     Box(BoxKernel),
     /// The normalised set kernel of Gärtner et al. ([`nsk`]).
     Nsk,
+    /// The MI kernel of Gärtner et al. (2002), k(X, Y) = Σ_{x∈X, y∈Y} exp(−γ‖x − y‖²),
+    /// unnormalised, as Weka's `MIRBFKernel` computes it.
+    MiRbf,
 }
 
 impl Keyword for SetKernelName {
@@ -58,12 +61,14 @@ impl Keyword for SetKernelName {
         SetKernelName::Box(BoxKernel::AndOr),
         SetKernelName::Box(BoxKernel::Min),
         SetKernelName::Nsk,
+        SetKernelName::MiRbf,
     ];
 
     fn name(self) -> &'static str {
         match self {
             SetKernelName::Box(k) => k.name(),
             SetKernelName::Nsk => "nsk",
+            SetKernelName::MiRbf => "mi-rbf",
         }
     }
 
@@ -71,6 +76,7 @@ impl Keyword for SetKernelName {
         match self {
             SetKernelName::Box(k) => k.help(),
             SetKernelName::Nsk => "normalised set kernel (Gärtner et al. 2002)",
+            SetKernelName::MiRbf => "MI kernel sum of exp(-gamma |x - y|^2) over instance pairs (Gärtner et al. 2002; Weka's MIRBFKernel)",
         }
     }
 }
