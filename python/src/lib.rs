@@ -269,6 +269,9 @@ impl ClassifierSpec {
                 precision,
             },
             SetKernelName::Nsk => SetKernel::Nsk { gamma },
+            SetKernelName::MiRbf => SetKernel::MiRbf {
+                gamma: gamma.unwrap_or(mil_toolkit::classifier::svm::MI_RBF_GAMMA),
+            },
         };
         let settings = BagSvmSettings::default()
             .rho(rho)
@@ -732,6 +735,16 @@ fn log_gram<'py>(
                     epsilon,
                     delta,
                     precision,
+                })
+                .seed(seed);
+            svm.check().map_err(py_err)?;
+            py.detach(|| svm.full_log_gram(&data, &Silent))
+                .map_err(py_err)?
+        }
+        SetKernelName::MiRbf => {
+            let svm = SetKernelSvm::default()
+                .kernel(SetKernel::MiRbf {
+                    gamma: gamma.unwrap_or(mil_toolkit::classifier::svm::MI_RBF_GAMMA),
                 })
                 .seed(seed);
             svm.check().map_err(py_err)?;
