@@ -39,7 +39,11 @@ cargo test --workspace --release
 if [ -f python/pyproject.toml ]; then
     echo "== Python: build the package from source and run its tests"
     venv=target/pyenv
-    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    if ! [ -x "$venv/bin/python" ] && ! python3 -m venv "$venv"; then
+        # Debian's own python3 keeps venv in a separate package.
+        [ "$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+        python3 -m venv "$venv"
+    fi
     "$venv/bin/pip" install -q --upgrade pip
     "$venv/bin/pip" install -q maturin numpy scikit-learn pytest
     CARGO_TARGET_DIR="$PWD/target/python" "$venv/bin/pip" install -q ./python

@@ -67,26 +67,7 @@ fn run_firmware(model: &[u8], bags: &[u8], features: &[&str]) -> String {
         "qemu-system-arm is not installed: `apt-get install -y qemu-system-arm` (.ci/run does it)"
     );
     let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("mil-firmware-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("model.milm"), model).unwrap();
-    std::fs::write(dir.join("bags.bin"), bags).unwrap();
-
-    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/qemu");
-    let mut args = vec!["run", "--release", "--quiet"];
-    if !features.is_empty() {
-        args.push("--features");
-        args.extend(features);
-    }
-    let run = Command::new(env!("CARGO"))
-        .args(&args)
-        .current_dir(&crate_dir)
-        .env("MIL_FIRMWARE_DATA", &dir)
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_TARGET_DIR")
-        .env_remove("CARGO_BUILD_TARGET")
-        .output()
-        .expect("cargo runs");
+    let run = cargo_firmware("run", model, bags, features);
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
@@ -94,27 +75,29 @@ fn run_firmware(model: &[u8], bags: &[u8], features: &[&str]) -> String {
         "firmware failed ({}):\n{stdout}\n{stderr}",
         run.status
     );
-    std::fs::remove_dir_all(&dir).ok();
     stdout
 }
 
-/// Builds the firmware (without running it) around `model` and `bags` with `features`;
-/// returns cargo's output and the path of the ELF file.
-fn build_firmware(model: &[u8], bags: &[u8], features: &[&str]) -> (std::process::Output, PathBuf) {
-    let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("mil-firmware-build-{}", std::process::id()));
+/// `cargo VERB --release` in `tests/qemu` with `model` and `bags` embedded and the cargo
+/// `features`; the caller holds [`FIRMWARE`].
+fn cargo_firmware(
+    verb: &str,
+    model: &[u8],
+    bags: &[u8],
+    features: &[&str],
+) -> std::process::Output {
+    let dir = std::env::temp_dir().join(format!("mil-firmware-{verb}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("model.milm"), model).unwrap();
     std::fs::write(dir.join("bags.bin"), bags).unwrap();
-    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/qemu");
-    let mut args = vec!["build", "--release", "--quiet"];
+    let mut args = vec![verb, "--release", "--quiet"];
     if !features.is_empty() {
         args.push("--features");
         args.extend(features);
     }
     let out = Command::new(env!("CARGO"))
         .args(&args)
-        .current_dir(&crate_dir)
+        .current_dir(firmware_dir())
         .env("MIL_FIRMWARE_DATA", &dir)
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_TARGET_DIR")
@@ -122,7 +105,20 @@ fn build_firmware(model: &[u8], bags: &[u8], features: &[&str]) -> (std::process
         .output()
         .expect("cargo runs");
     std::fs::remove_dir_all(&dir).ok();
-    let elf = crate_dir.join("target/thumbv7em-none-eabihf/release/mil-firmware");
+    out
+}
+
+/// The firmware crate.
+fn firmware_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/qemu")
+}
+
+/// Builds the firmware (without running it) around `model` and `bags` with `features`;
+/// returns cargo's output and the path of the ELF file.
+fn build_firmware(model: &[u8], bags: &[u8], features: &[&str]) -> (std::process::Output, PathBuf) {
+    let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
+    let out = cargo_firmware("build", model, bags, features);
+    let elf = firmware_dir().join("target/thumbv7em-none-eabihf/release/mil-firmware");
     (out, elf)
 }
 

@@ -94,6 +94,16 @@ impl Shard {
         Shard::new(index, count)
     }
 
+    /// The share a `--shard` argument names: `i/n`, or `auto`/`auto/N` read from this
+    /// process's environment ([`Shard::from_scheduler`]).
+    pub fn from_arg(spec: &str) -> Result<Shard> {
+        if spec.starts_with("auto") {
+            Shard::from_scheduler(spec, |v| std::env::var(v).ok())
+        } else {
+            spec.parse()
+        }
+    }
+
     /// This share's contiguous range of jobs whose estimated costs are `costs`: the
     /// jobs are cut where the running total crosses index/count and (index+1)/count of
     /// the whole, so each share gets about the same estimated work (not the same number
@@ -139,6 +149,42 @@ impl std::str::FromStr for Shard {
 impl std::fmt::Display for Shard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// Checks that the shares `shares` — (index, count) of the files `names` — are all the
+/// shares of one count, each exactly once; the error names the file at fault.
+pub fn check_complete(shares: &[(usize, usize)], names: &[String]) -> Result<()> {
+    let count = shares
+        .first()
+        .map(|s| s.1)
+        .ok_or_else(|| Error::parameter("shards", 0, "give at least one share"))?;
+    let mut seen: Vec<Option<usize>> = vec![None; count];
+    for (f, &(index, n)) in shares.iter().enumerate() {
+        let name = &names[f];
+        if n != count {
+            return Err(Error::data(
+                name,
+                format!("one of {n} shares, where {} is one of {count}", names[0]),
+            ));
+        }
+        match seen.get_mut(index) {
+            Some(Some(other)) => {
+                return Err(Error::data(
+                    name,
+                    format!("shard {index}/{count} is also {}", names[*other]),
+                ))
+            }
+            Some(slot) => *slot = Some(f),
+            None => return Err(Error::data(name, format!("shard {index} of {count}"))),
+        }
+    }
+    match seen.iter().position(Option::is_none) {
+        Some(missing) => Err(Error::data(
+            &names[0],
+            format!("shard {missing}/{count} is missing"),
+        )),
+        None => Ok(()),
     }
 }
 

@@ -113,6 +113,8 @@ pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> St
 
 /// The `format` of a `mil cv --shard` part.
 const PART_FORMAT: &str = "mil-cv-part";
+/// The part format version this build writes and reads.
+const PART_VERSION: u32 = 1;
 
 /// One share of a sharded `mil cv`: the outcomes of its jobs and what the merge needs to
 /// print the single run's report.
@@ -143,13 +145,7 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
     }
     let start = Instant::now();
     let data_spec = args.data.as_deref().unwrap_or_default();
-    let shard = match args.shard.as_deref() {
-        None => None,
-        Some(spec) if spec.starts_with("auto") => {
-            Some(Shard::from_scheduler(spec, |v| std::env::var(v).ok())?)
-        }
-        Some(spec) => Some(spec.parse::<Shard>()?),
-    };
+    let shard = args.shard.as_deref().map(Shard::from_arg).transpose()?;
     match (&shard, &args.output) {
         (Some(_), None) => {
             return Err(Error::parameter(
@@ -206,7 +202,7 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
         .hex();
     let part = CvPart {
         format: PART_FORMAT.into(),
-        version: 1,
+        version: PART_VERSION,
         fingerprint,
         data: data_spec.to_string(),
         description,
@@ -253,7 +249,7 @@ fn merge(args: &CvMergeArgs) -> Result<Report> {
             field: "part".into(),
             problem: format!("not a `mil cv --shard` part: {e}"),
         })?;
-        if part.format != PART_FORMAT || part.version != 1 {
+        if part.format != PART_FORMAT || part.version != PART_VERSION {
             return Err(Error::data(
                 name,
                 "not a `mil cv --shard` part of this version",
@@ -262,43 +258,19 @@ fn merge(args: &CvMergeArgs) -> Result<Report> {
         parts.push(part);
     }
     let first = &parts[0];
-    let mut seen: Vec<Option<usize>> = vec![None; first.shards];
     for (p, part) in parts.iter().enumerate() {
-        let name = &args.parts[p];
-        if part.fingerprint != first.fingerprint || part.shards != first.shards {
+        if part.fingerprint != first.fingerprint {
             return Err(Error::data(
-                name,
+                &args.parts[p],
                 format!(
                     "from another run than {} (other data, folds, seed or settings)",
                     args.parts[0]
                 ),
             ));
         }
-        match seen.get_mut(part.shard) {
-            Some(Some(other)) => {
-                return Err(Error::data(
-                    name,
-                    format!(
-                        "shard {}/{} is also {}",
-                        part.shard, part.shards, args.parts[*other]
-                    ),
-                ))
-            }
-            Some(slot) => *slot = Some(p),
-            None => {
-                return Err(Error::data(
-                    name,
-                    format!("shard {} of {}", part.shard, part.shards),
-                ))
-            }
-        }
     }
-    if let Some(missing) = seen.iter().position(Option::is_none) {
-        return Err(Error::data(
-            &args.parts[0],
-            format!("shard {missing}/{} is missing", first.shards),
-        ));
-    }
+    let shares: Vec<(usize, usize)> = parts.iter().map(|p| (p.shard, p.shards)).collect();
+    crate::shard::check_complete(&shares, &args.parts)?;
     let d = data::load(&first.data)?;
     let outcomes: Vec<FoldOutcome> = parts.iter().flat_map(|p| p.outcomes.clone()).collect();
     let r = summarize(&d, &first.assignments, &outcomes)?;

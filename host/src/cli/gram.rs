@@ -56,13 +56,7 @@ pub fn run(args: &GramArgs, progress: &dyn Progress) -> Result<Report> {
             "give DATA and --kernel",
         ));
     };
-    let shard = match args.shard.as_deref() {
-        None => None,
-        Some(spec) if spec.starts_with("auto") => {
-            Some(Shard::from_scheduler(spec, |v| std::env::var(v).ok())?)
-        }
-        Some(spec) => Some(spec.parse::<Shard>()?),
-    };
+    let shard = args.shard.as_deref().map(Shard::from_arg).transpose()?;
     let format = match shard {
         Some(_) => None,
         None => output_format(args.output.as_deref())?,

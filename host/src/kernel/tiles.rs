@@ -147,45 +147,20 @@ pub fn merge_tiles(tiles: &[GramTile], names: &[String]) -> Result<LogGram> {
     let first = tiles
         .first()
         .ok_or_else(|| Error::parameter("tiles", 0, "give at least one tile"))?;
-    let (n, shards) = (first.n, first.shards);
-    let mut seen: Vec<Option<usize>> = vec![None; shards];
+    let n = first.n;
     for (t, tile) in tiles.iter().enumerate() {
-        let name = &names[t];
-        if tile.fingerprint != first.fingerprint
-            || tile.n != n
-            || tile.shards != shards
-            || tile.nsk != first.nsk
-        {
+        if tile.fingerprint != first.fingerprint || tile.n != n || tile.nsk != first.nsk {
             return Err(Error::data(
-                name,
+                &names[t],
                 format!(
-                    "computed from other data or settings than {} (fingerprint {} vs {}, {} of {} shards)",
-                    names[0], tile.fingerprint, first.fingerprint, tile.shard, tile.shards
+                    "computed from other data or settings than {} (fingerprint {} vs {})",
+                    names[0], tile.fingerprint, first.fingerprint
                 ),
             ));
         }
-        match seen.get_mut(tile.shard) {
-            Some(Some(other)) => {
-                return Err(Error::data(
-                    name,
-                    format!("shard {}/{shards} is also {}", tile.shard, names[*other]),
-                ))
-            }
-            Some(slot) => *slot = Some(t),
-            None => {
-                return Err(Error::data(
-                    name,
-                    format!("shard {} of {shards}", tile.shard),
-                ))
-            }
-        }
     }
-    if let Some(missing) = seen.iter().position(Option::is_none) {
-        return Err(Error::data(
-            &names[0],
-            format!("shard {missing}/{shards} is missing"),
-        ));
-    }
+    let shares: Vec<(usize, usize)> = tiles.iter().map(|t| (t.shard, t.shards)).collect();
+    crate::shard::check_complete(&shares, names)?;
     let pairs = upper_pairs(n);
     let mut entries = vec![f64::NAN; pairs.len()];
     let mut filled = 0;
