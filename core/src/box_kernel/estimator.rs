@@ -90,6 +90,10 @@ pub struct Scratch<'a> {
 pub struct ScratchLen {
     /// Length of [`Scratch::floats`].
     pub floats: usize,
-    /// Length of [`Scratch::ints`].
+    /// Length of [`Scratch::ints`] with which the fast estimator also keeps the two bags
+    /// column by column, its fastest form.
     pub ints: usize,
+    /// The shortest [`Scratch::ints`] accepted (a device short of memory): the estimates
+    /// are the same, bit for bit, only slower.
+    pub ints_min: usize,
 }

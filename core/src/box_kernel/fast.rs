@@ -98,20 +98,13 @@ pub(crate) fn estimate<R: Rng + ?Sized>(
         Count::Or => 1.0 / (n_p + n_q) as f64,
     };
     let mut rule = EmpiricalBernstein::new(accuracy, x_min);
-    let mut lazy = LazyBox::new(&mut scratch.ints[..4 * bags.dim()]);
+    let mut lazy = LazyBox::new(scratch.ints, bags.dim(), bags.p, bags.q);
     let s = bags.grid.upper();
     loop {
         let set = pick_set(rng, cum);
         let (x, y) = count.corners(bags, set);
-        lazy.next_box();
-        let mut a = 0u64;
-        for r in bags.p.chunks_exact(bags.dim()) {
-            a += u64::from(lazy.contains(rng, s, x, y, r));
-        }
-        let mut b = 0u64;
-        for r in bags.q.chunks_exact(bags.dim()) {
-            b += u64::from(lazy.contains(rng, s, x, y, r));
-        }
+        lazy.next_box(x, y);
+        let (a, b) = lazy.count(rng, s, bags.p, bags.q, count.generators(bags, set));
         let value = match count {
             Count::And => 1.0 / (a * b) as f64,
             Count::Min => 1.0 / a.max(b) as f64,

@@ -49,7 +49,9 @@ use sets::Count;
 
 /// The scratch `estimate` needs for bags of `n_p` and `n_q` points in dimension `dim`:
 /// |P|·|Q| floats for k∧, k∧/∨ and k_min (one weight per point pair; the paper's
-/// Table 5 needs none), |P| + |Q| for k∨, and 4d integers. `None` if the size overflows.
+/// Table 5 needs none), |P| + |Q| for k∨, and 4d + ⌈(|P| + |Q|)/32⌉ integers, plus
+/// (|P| + |Q|)·d for the fast estimator's fastest form (see [`ScratchLen::ints_min`]).
+/// `None` if the size overflows.
 pub fn scratch_len(
     kernel: BoxKernel,
     method: Method,
@@ -65,9 +67,19 @@ pub fn scratch_len(
         (BoxKernel::Or, _) => points,
         (BoxKernel::AndOr, _) => pairs.max(points),
     };
+    let ints_min = dim
+        .checked_mul(sets::LAZY_INTS_PER_DIM)?
+        .checked_add(points.div_ceil(sets::WORD))?;
+    let columns = match method {
+        Method::Fast => points
+            .checked_mul(dim)?
+            .checked_mul(sets::LAZY_INTS_PER_COORDINATE)?,
+        Method::Paper => 0,
+    };
     Some(ScratchLen {
         floats,
-        ints: dim.checked_mul(4)?,
+        ints: ints_min.checked_add(columns)?,
+        ints_min,
     })
 }
 
@@ -100,9 +112,9 @@ pub fn estimate<R: Rng + ?Sized>(
             got: scratch.floats.len(),
         });
     }
-    if scratch.ints.len() < need.ints {
+    if scratch.ints.len() < need.ints_min {
         return Err(Error::BufferTooSmall {
-            needed: need.ints,
+            needed: need.ints_min,
             got: scratch.ints.len(),
         });
     }

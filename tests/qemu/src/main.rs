@@ -297,6 +297,11 @@ fn main() -> ! {
 }
 
 #[cfg(feature = "svm")]
+/// The estimator's integers in their short form (`ScratchLen::ints_min`): 4 per
+/// dimension and a bit per point of the two bags; no column copy of the bags.
+const SVM_INTS: usize = 4 * MAX_DIM + (2 * MAX_VALUES).div_ceil(32);
+
+#[cfg(feature = "svm")]
 /// Static buffers of the set-kernel SVM: the bag in f64 (the grid can be finer than f32),
 /// and the decision's scratch.
 struct SvmBuffers {
@@ -305,7 +310,7 @@ struct SvmBuffers {
     query: [u32; MAX_VALUES],
     reference: [u32; MAX_VALUES],
     floats: [f64; MAX_PAIRS],
-    ints: [u32; 4 * MAX_DIM],
+    ints: [u32; SVM_INTS],
 }
 
 #[cfg(feature = "svm")]
@@ -317,7 +322,7 @@ impl SvmBuffers {
             query: [0; MAX_VALUES],
             reference: [0; MAX_VALUES],
             floats: [0.0; MAX_PAIRS],
-            ints: [0; 4 * MAX_DIM],
+            ints: [0; SVM_INTS],
         }
     }
 }
