@@ -808,6 +808,7 @@ pub fn core_classify(model: &Model<'_>, bag: Bag<'_>) -> Result<(mil_core::Decis
         let decision = mil_core::Decision {
             label: d.label,
             score: d.value as f32,
+            witness: None,
         };
         return Ok((decision, vec![0.0, d.value as f32]));
     }
