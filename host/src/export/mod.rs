@@ -19,7 +19,7 @@ use mil_core::score::Pooling;
 use mil_core::{fixed, Instances, Model};
 
 use crate::classifier::citation_knn::Scaler;
-use crate::classifier::svm::SvmDeployment;
+use crate::classifier::svm::{MiSvmDeployment, SetKernel, SvmDeployment};
 use crate::data::{Bag, Dataset};
 use crate::error::{Error, Result};
 use crate::model::{ClassifierModel, HostModel};
@@ -69,6 +69,9 @@ pub enum Head {
     },
     /// A box-kernel SVM over stored bags, on raw features (no projection stage).
     SetKernelSvm(Box<SvmDeployment>),
+    /// An MI-kernel SVM over stored bags, on raw features with its min–max map (no
+    /// projection stage; f32 only).
+    MiKernelSvm(Box<MiSvmDeployment>),
 }
 
 /// A host model in the shape the container stores.
@@ -452,6 +455,14 @@ pub fn export_with(
         }
         return export_svm(svm, encoding, dim_in, w);
     }
+    if let Head::MiKernelSvm(svm) = &model.head {
+        if model.stage.is_some() {
+            return Err(Error::NotAvailable(
+                "exporting an MI-kernel SVM after a projection".into(),
+            ));
+        }
+        return export_mi_svm(svm, encoding, dim_in, w);
+    }
     // The projection stage: the fitted projection, or the linear head's own rows.
     let mut head = model.head.clone();
     let stage = match (&model.stage, &mut head) {
@@ -618,6 +629,7 @@ pub fn export_with(
             (ModelKind::M3ic, k)
         }
         Head::SetKernelSvm(svm) => return export_svm(svm, encoding, dim_in, w),
+        Head::MiKernelSvm(svm) => return export_mi_svm(svm, encoding, dim_in, w),
     };
     if let Head::CitationKnn { citers, .. } = &head {
         // The citer radius of reference bag u is its C-th smallest distance to another
@@ -695,8 +707,66 @@ fn export_svm(
     Ok(bytes)
 }
 
-/// The decision of a set-kernel SVM model on one host bag, in buffers sized for it.
+/// Writes an MI-kernel SVM ([`mil_core::mi_svm`]): γ and b, the min–max map in `f64`,
+/// the support bags' scaled instances and one weight each in `f32`. Q15 and Q7 are
+/// refused (exit status 2): the kernel's exponent turns a coordinate's rounding into a
+/// relative error of γ·Σ|x − y|·step per term, so only f32 storage is offered.
+fn export_mi_svm(
+    svm: &MiSvmDeployment,
+    encoding: Encoding,
+    dim_in: usize,
+    mut w: Writer,
+) -> Result<Vec<u8>> {
+    if encoding != Encoding::F32 {
+        return Err(Error::parameter(
+            "format",
+            encoding.name(),
+            "an MI-kernel SVM exports in f32 only",
+        ));
+    }
+    if svm.min.len() != dim_in {
+        return Err(Error::parameter(
+            "data",
+            format!("{dim_in} features"),
+            format!("the SVM was trained on {} features", svm.min.len()),
+        ));
+    }
+    let n = svm.bag_starts.len() - 1;
+    w.f64s(tag::KERNEL_PARAMS, &[svm.gamma, svm.bias]);
+    let mut minmax = svm.min.clone();
+    minmax.extend_from_slice(&svm.range);
+    w.f64s(tag::GRID_MIN, &minmax);
+    // Two rows: minima, then ranges.
+    if let Some(sec) = w.sections.last_mut() {
+        (sec.2, sec.3) = (2, dim_in);
+    }
+    w.f32s(
+        tag::REF_INSTANCES,
+        svm.instances.len() / dim_in,
+        dim_in,
+        svm.instances.iter().copied(),
+    );
+    let starts: Vec<u32> = svm.bag_starts.iter().map(|&v| v as u32).collect();
+    w.u32s(tag::REF_BAGS, &starts);
+    w.f32s(tag::SCORE_WEIGHTS, 1, n, svm.weights.iter().copied());
+    let bytes = w.finish(ModelKind::MiKernelSvm, encoding, (dim_in, 2))?;
+    Model::parse(&bytes)?;
+    Ok(bytes)
+}
+
+/// The decision of an MI-kernel SVM model on one host bag.
+pub fn core_mi_svm_decide(model: &Model<'_>, bag: Bag<'_>) -> Result<mil_core::svm::SvmDecision> {
+    let svm = model.mi_svm().ok_or(mil_core::Error::WrongModelKind)?;
+    let mut scratch = vec![0.0f64; svm.dim()];
+    Ok(svm.decide(bag.as_slice(), &mut scratch)?)
+}
+
+/// The decision of a set-kernel SVM model (box-counting or MI kernel) on one host bag, in
+/// buffers sized for it.
 pub fn core_svm_decide(model: &Model<'_>, bag: Bag<'_>) -> Result<mil_core::svm::SvmDecision> {
+    if model.mi_svm().is_some() {
+        return core_mi_svm_decide(model, bag);
+    }
     let svm = model.svm().ok_or(mil_core::Error::WrongModelKind)?;
     let len = svm
         .scratch_len(bag.len())
@@ -802,13 +872,16 @@ pub fn m3ic_score_bound(model: &Model<'_>, bag: &[i16]) -> Result<f64> {
 
 /// Core inference on one host bag: the decision and the per-class (or per-cluster) scores.
 pub fn core_classify(model: &Model<'_>, bag: Bag<'_>) -> Result<(mil_core::Decision, Vec<f32>)> {
-    if model.kind() == ModelKind::SetKernelSvm {
+    if matches!(
+        model.kind(),
+        ModelKind::SetKernelSvm | ModelKind::MiKernelSvm
+    ) {
         // Scores as the host's SVM gives them: (0, f) per bag.
         let d = core_svm_decide(model, bag)?;
         let decision = mil_core::Decision {
             label: d.label,
             score: d.value as f32,
-            witness: None,
+            witness: d.witness,
         };
         return Ok((decision, vec![0.0, d.value as f32]));
     }
@@ -1018,7 +1091,11 @@ impl Compact {
             ClassifierModel::Svm(svm) => Ok((
                 Compact {
                     stage: projection,
-                    head: Head::SetKernelSvm(Box::new(svm.deployment()?)),
+                    head: if matches!(svm.kernel, SetKernel::MiRbf { .. }) {
+                        Head::MiKernelSvm(Box::new(svm.mi_deployment()?))
+                    } else {
+                        Head::SetKernelSvm(Box::new(svm.deployment()?))
+                    },
                 },
                 None,
             )),
