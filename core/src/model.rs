@@ -124,10 +124,7 @@ impl<'a> Head<'a> {
                 if header.output_dim != 2 {
                     return Err(Error::BadModel("an MI-kernel SVM has two classes"));
                 }
-                if enc != Encoding::F32 {
-                    return Err(Error::BadModel("an MI-kernel SVM is stored in f32 only"));
-                }
-                Head::MiKernelSvm(MiKernelSvm::from_sections(sections, header.input_dim)?)
+                Head::MiKernelSvm(MiKernelSvm::from_sections(sections, enc, header.input_dim)?)
             }
         })
     }
@@ -160,8 +157,12 @@ impl<'a> Model<'a> {
         let (header, sections) = container::parse(bytes)?;
         let enc = header.encoding;
         let d_in = header.input_dim;
-        // The SVM discretises raw f32 features; its encoding applies to its weights only.
-        let input_exp = if enc != Encoding::F32 && header.kind != ModelKind::SetKernelSvm {
+        // The SVMs take raw features; their encoding applies to what they store only.
+        let input_exp = if enc != Encoding::F32
+            && !matches!(
+                header.kind,
+                ModelKind::SetKernelSvm | ModelKind::MiKernelSvm
+            ) {
             let s = sections.require(tag::INPUT_EXP)?;
             s.expect(Elem::I8, 1, d_in)?;
             if s.max_abs(0..d_in) > MAX_INPUT_EXP.unsigned_abs() {

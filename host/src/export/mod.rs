@@ -708,22 +708,15 @@ fn export_svm(
 }
 
 /// Writes an MI-kernel SVM ([`mil_core::mi_svm`]): γ and b, the min–max map in `f64`,
-/// the support bags' scaled instances and one weight each in `f32`. Q15 and Q7 are
-/// refused (exit status 2): the kernel's exponent turns a coordinate's rounding into a
-/// relative error of γ·Σ|x − y|·step per term, so only f32 storage is offered.
+/// the support bags' scaled instances (f32, or in `encoding` with one step per feature)
+/// and one weight each (f32, or Q15 with one step in both quantised encodings, as the
+/// box-kernel SVM stores them). Queries stay raw `f64` features in every encoding.
 fn export_mi_svm(
     svm: &MiSvmDeployment,
     encoding: Encoding,
     dim_in: usize,
     mut w: Writer,
 ) -> Result<Vec<u8>> {
-    if encoding != Encoding::F32 {
-        return Err(Error::parameter(
-            "format",
-            encoding.name(),
-            "an MI-kernel SVM exports in f32 only",
-        ));
-    }
     if svm.min.len() != dim_in {
         return Err(Error::parameter(
             "data",
@@ -732,6 +725,7 @@ fn export_mi_svm(
         ));
     }
     let n = svm.bag_starts.len() - 1;
+    let rows = svm.instances.len() / dim_in;
     w.f64s(tag::KERNEL_PARAMS, &[svm.gamma, svm.bias]);
     let mut minmax = svm.min.clone();
     minmax.extend_from_slice(&svm.range);
@@ -740,15 +734,47 @@ fn export_mi_svm(
     if let Some(sec) = w.sections.last_mut() {
         (sec.2, sec.3) = (2, dim_in);
     }
-    w.f32s(
-        tag::REF_INSTANCES,
-        svm.instances.len() / dim_in,
-        dim_in,
-        svm.instances.iter().copied(),
-    );
+    if encoding == Encoding::F32 {
+        w.f32s(
+            tag::REF_INSTANCES,
+            rows,
+            dim_in,
+            svm.instances.iter().copied(),
+        );
+    } else {
+        let q_max = encoding.q_max();
+        let steps: Vec<f32> = (0..dim_in)
+            .map(|j| {
+                let max_abs = svm.instances[j..]
+                    .iter()
+                    .step_by(dim_in)
+                    .fold(0.0f64, |m, v| m.max(v.abs()));
+                fixed::scale_for(max_abs as f32, q_max)
+            })
+            .collect();
+        let q: Vec<i32> = svm
+            .instances
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| fixed::quantize(v as f32, steps[i % dim_in], q_max))
+            .collect();
+        w.ints(tag::REF_INSTANCES, encoding, rows, dim_in, &q);
+        w.f32s(tag::REF_SCALE, 1, dim_in, steps.iter().map(|&s| s as f64));
+    }
     let starts: Vec<u32> = svm.bag_starts.iter().map(|&v| v as u32).collect();
     w.u32s(tag::REF_BAGS, &starts);
-    w.f32s(tag::SCORE_WEIGHTS, 1, n, svm.weights.iter().copied());
+    let weight_encoding = match encoding {
+        Encoding::F32 => Encoding::F32,
+        Encoding::Q15 | Encoding::Q7 => Encoding::Q15,
+    };
+    w.weights(
+        weight_encoding,
+        (tag::SCORE_WEIGHTS, tag::SCORE_SCALE, None),
+        1,
+        n,
+        &svm.weights,
+        None,
+    );
     let bytes = w.finish(ModelKind::MiKernelSvm, encoding, (dim_in, 2))?;
     Model::parse(&bytes)?;
     Ok(bytes)
