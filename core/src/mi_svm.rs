@@ -147,7 +147,7 @@ impl<'a> MiKernelSvm<'a> {
 
     /// Number of stored (support) bags.
     pub fn n_bags(&self) -> usize {
-        self.bags.len() - 1
+        self.bags.len().saturating_sub(1)
     }
 
     /// Number of stored instances.
@@ -253,7 +253,7 @@ impl<'a> MiKernelSvm<'a> {
                 witness = (i, g);
             }
         }
-        let terms = (n * self.n_instances()) as f64;
+        let terms = n as f64 * self.n_instances() as f64;
         let bound = error + (terms + 16.0) * f64::EPSILON * magnitude;
         Ok(SvmDecision {
             label: usize::from(value > 0.0),
