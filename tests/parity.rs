@@ -194,6 +194,64 @@ fn milr_without_projection_every_pooling() {
 }
 
 #[test]
+fn the_core_names_the_hosts_witness() {
+    // Max pooling: the core's witness is the host explanation's (the first instance of
+    // largest probability in the decided class's row), except where another instance's
+    // host probability lies within the stated bound of the witness's (f32: 1e-6), which
+    // the core's rounding may reorder. Other poolings name none.
+    let corel3 = mil_toolkit::data::load("corel3").unwrap();
+    let [musk1, elephant] = datasets();
+    for data in [&musk1, &elephant, &corel3] {
+        for pooling in [Pooling::Max, Pooling::NoisyOr] {
+            let model = deploy::train(data, None, deploy::milr(pooling));
+            let all: Vec<usize> = (0..data.n_bags()).collect();
+            let explained = model.explain(data, &all).unwrap();
+            let (compact, _) = Compact::from_host(&model).unwrap();
+            for encoding in [Encoding::F32, Encoding::Q15] {
+                let bytes = export(&compact, encoding, data).unwrap();
+                let core = Model::parse(&bytes).unwrap();
+                let mut same = 0;
+                for (b, e) in explained.iter().enumerate() {
+                    let (decision, _) = core_classify(&core, data.bag(b)).unwrap();
+                    if pooling != Pooling::Max {
+                        assert_eq!(decision.witness, None);
+                        continue;
+                    }
+                    let got = decision.witness.expect("max pooling names a witness");
+                    let want = e.witnesses[0];
+                    same += usize::from(got == want);
+                    if got != want {
+                        let bound = match CoreBag::new(&core, data.bag(b)).unwrap() {
+                            CoreBag::I16(q) => {
+                                let mut scratch = vec![0.0f32; 2 * core.projected_dim()];
+                                bag_score_bound(&core, &q, &mut scratch).unwrap() as f64
+                            }
+                            CoreBag::F32(_) => 1e-6,
+                        };
+                        let p = &e.instance_scores;
+                        assert!(
+                            decision.label == model.scores(data, &[b]).unwrap().label(0)
+                                && p[want] - p[got] <= 2.0 * bound,
+                            "{} {encoding:?} bag {b}: core witness {got}, host {want} ({} vs {})",
+                            data.name(),
+                            p[got],
+                            p[want]
+                        );
+                    }
+                }
+                if pooling == Pooling::Max {
+                    eprintln!(
+                        "{} {encoding:?}: witnesses agree on {same}/{}",
+                        data.name(),
+                        data.n_bags()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn bmida_milr_in_q15_fits_in_4_kib_with_the_f32_labels() {
     let musk1 = mil_toolkit::data::load("musk1").unwrap();
     let model = deploy::musk1_firmware_model(&musk1);
@@ -397,9 +455,10 @@ fn export_and_inspect_on_the_command_line() {
 
 /// Step 14 of M³IC's Table 1 in f64, written from the paper: the witness instance j*
 /// maximises max_u s_ju − mean_v s_jv, the bag goes to argmax_p s_j*p (first on ties).
-fn m3ic_step14(weights: &[f64], k: usize, z: &[Vec<f64>]) -> usize {
-    let mut best = (f64::NEG_INFINITY, 0);
-    for x in z {
+/// Step 14 of M³IC on the host's prepared instances `z`: (cluster, witness j*).
+fn m3ic_step14(weights: &[f64], k: usize, z: &[Vec<f64>]) -> (usize, usize) {
+    let mut best = (f64::NEG_INFINITY, 0, 0);
+    for (j, x) in z.iter().enumerate() {
         let s: Vec<f64> = (0..k)
             .map(|p| {
                 weights[p * x.len()..(p + 1) * x.len()]
@@ -422,10 +481,10 @@ fn m3ic_step14(weights: &[f64], k: usize, z: &[Vec<f64>]) -> usize {
             );
         let margin = top - s.iter().sum::<f64>() / k as f64;
         if margin > best.0 {
-            best = (margin, arg);
+            best = (margin, arg, j);
         }
     }
-    best.1
+    (best.1, best.2)
 }
 
 /// `x` scaled to unit length (an all-zero `x` left alone), as the host's M³IC does.
@@ -490,13 +549,14 @@ fn m3ic_assignment_matches_step_14() {
                     &mut sc
                 )
                 .is_err());
-            let mut agree = 0;
+            let (mut agree, mut witnesses) = (0, 0);
             let (mut scratch, mut scores) = (vec![0.0f32; core.projected_dim()], vec![0.0f32; k]);
             for b in 0..musk1.n_bags() {
                 let host_rows = rows(b);
-                let want = m3ic_step14(&weights, k, &host_rows);
+                let (want, witness) = m3ic_step14(&weights, k, &host_rows);
                 let (got, _) = core_classify(&core, musk1.bag(b)).unwrap();
                 agree += usize::from(got.label == want);
+                witnesses += usize::from(got.witness == Some(witness));
                 let host_scores = |host: &Vec<f64>| -> Vec<f64> {
                     (0..k)
                         .map(|u| {
@@ -508,6 +568,7 @@ fn m3ic_assignment_matches_step_14() {
                 // Every instance's scores within the stated bound (f32: to 1e-5 relative).
                 let CoreBag::I16(q) = CoreBag::new(&core, musk1.bag(b)).unwrap() else {
                     assert_eq!(got.label, want, "f32 unit={unit_length} bag {b}");
+                    assert_eq!(got.witness, Some(witness), "f32 unit={unit_length} bag {b}");
                     for (x, host) in musk1.bag(b).instances().zip(&host_rows) {
                         let x: Vec<f32> = x.iter().map(|&v| v as f32).collect();
                         let x = mil_core::Instances::F32(&x);
@@ -555,9 +616,18 @@ fn m3ic_assignment_matches_step_14() {
                     });
                     assert!(ambiguous, "{encoding:?} unit={unit_length} bag {b}");
                 }
+                // Likewise the witness: another instance within the bounds of j*'s margin.
+                if got.witness != Some(witness) {
+                    let star = instances[witness];
+                    let j = got.witness.unwrap();
+                    assert!(
+                        star.0 - instances[j].0 <= 2.0 * (instances[j].3 + star.3),
+                        "{encoding:?} unit={unit_length} bag {b}: witness {j} vs {witness}"
+                    );
+                }
             }
             eprintln!(
-                "{encoding:?} unit={unit_length}: {agree}/{}",
+                "{encoding:?} unit={unit_length}: {agree}/{} clusters, {witnesses} witnesses",
                 musk1.n_bags()
             );
             if encoding == Encoding::Q15 {
@@ -637,6 +707,67 @@ fn set_kernel_svm_on_stored_bags() {
                 data.n_bags()
             );
             assert_eq!(agree, data.n_bags(), "{what}");
+        }
+    }
+}
+
+#[test]
+fn mi_kernel_svm_on_stored_bags() {
+    // Weka MISMO's setting (MI kernel, γ = 0.01, C = 1, min–max scaling) on musk1 and
+    // elephant: the core's decision values within its stated bound of the host's in
+    // every encoding; f32 labels identical on every bag, quantised labels identical
+    // wherever |f| exceeds the bound; and the witness the host's explanation names unless
+    // another instance's contribution lies within the bound of it.
+    use mil_toolkit::classifier::svm::SetKernelSvm;
+    use mil_toolkit::classifier::ClassifierParams;
+    let [musk1, elephant] = datasets();
+    for data in [&musk1, &elephant] {
+        let model = deploy::train(data, None, ClassifierParams::Svm(SetKernelSvm::mismo()));
+        let all: Vec<usize> = (0..data.n_bags()).collect();
+        let host = model.scores(data, &all).unwrap();
+        let explained = model.explain(data, &all).unwrap();
+        let (compact, _) = Compact::from_host(&model).unwrap();
+        for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+            let bytes = export(&compact, encoding, data).unwrap();
+            let core = Model::parse(&bytes).unwrap();
+            assert_eq!(core.kind(), mil_core::ModelKind::MiKernelSvm);
+            let svm = core.mi_svm().unwrap();
+            let (mut agree, mut witnesses, mut worst) = (0, 0, 0.0f64);
+            for (b, e) in explained.iter().enumerate() {
+                let d = mil_toolkit::export::core_mi_svm_decide(&core, data.bag(b)).unwrap();
+                let f = host.row(b)[1];
+                let err = (d.value - f).abs();
+                let what = format!("{} {encoding:?} bag {b}", data.name());
+                assert!(
+                    err <= d.bound,
+                    "{what}: {} vs {f}, bound {}",
+                    d.value,
+                    d.bound
+                );
+                worst = worst.max(err / f.abs().max(1.0));
+                agree += usize::from(d.label == host.label(b));
+                if f.abs() > d.bound {
+                    assert_eq!(d.label, host.label(b), "{what}");
+                }
+                let (got, want) = (d.witness.unwrap(), e.witnesses[0]);
+                witnesses += usize::from(got == want);
+                if got != want {
+                    // Each contribution is off by at most the bag's bound.
+                    let g = &e.instance_scores;
+                    assert!(g[want] - g[got] <= 2.0 * d.bound, "{what}: witness");
+                }
+            }
+            println!(
+                "{} mi-kernel svm {encoding:?}: {} bytes, {} stored bags of {} instances, labels agree on {agree}/{}, witnesses {witnesses}, largest relative error {worst:.1e}",
+                data.name(),
+                bytes.len(),
+                svm.n_bags(),
+                svm.n_instances(),
+                data.n_bags()
+            );
+            if encoding == Encoding::F32 {
+                assert_eq!(agree, data.n_bags(), "{}", data.name());
+            }
         }
     }
 }

@@ -37,13 +37,21 @@ impl Instances<'_> {
     }
 }
 
-/// What a bag classifier decided: the label and the pooled score of each class.
+/// What a bag classifier decided: the label, the pooled score, and the witness instance
+/// where the head has a natural one.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Decision {
     /// Predicted class index (binary: 1 = positive).
     pub label: usize,
     /// The score of the positive class (binary) or of the predicted class.
     pub score: f32,
+    /// The witness: index within the bag of the instance the decision rests on, found in
+    /// the same pass at no extra memory. A linear head with max pooling names the first
+    /// instance of largest logit in the row of the decided class (binary: the one row),
+    /// whose probability is the bag's; M³IC names j* of step 14, the first instance of
+    /// largest modified margin. `None` for heads whose decision pools every instance
+    /// (mean, geometric, softmax, noisy-OR pooling, Citation-kNN, the set-kernel SVM).
+    pub witness: Option<usize>,
 }
 
 /// Number of instances in a row-major bag of `values` values with `dim` features each,

@@ -263,6 +263,10 @@ impl<'a> CitationKnn<'a> {
         let total: f32 = scores.iter().sum();
         scores.iter_mut().for_each(|s| *s /= total);
         let (label, score) = argmax_first(scores);
-        Ok(Decision { label, score })
+        Ok(Decision {
+            label,
+            score,
+            witness: None,
+        })
     }
 }

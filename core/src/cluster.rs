@@ -173,7 +173,8 @@ impl<'a> M3ic<'a> {
         (e_u + relative) / n_hat + 2.0 * eps * (s_hat / n_hat).abs()
     }
 
-    /// Assigns an `n`-instance bag; `scores` receives the witness instance's cluster scores.
+    /// Assigns an `n`-instance bag; `scores` receives the witness instance's cluster scores
+    /// and the decision names the witness j*.
     pub(crate) fn assign(
         &self,
         stage: &Stage<'_>,
@@ -197,6 +198,7 @@ impl<'a> M3ic<'a> {
         let mut best = Decision {
             label: 0,
             score: f32::NEG_INFINITY,
+            witness: None,
         };
         let d_in = stage.input_dim();
         for i in 0..n {
@@ -208,6 +210,7 @@ impl<'a> M3ic<'a> {
                 best = Decision {
                     label: arg,
                     score: top,
+                    witness: Some(i),
                 };
                 scores.iter_mut().zip(s.iter()).for_each(|(o, &v)| *o = v);
             }

@@ -94,6 +94,7 @@ keywords!(crate::ModelKind {
     crate::ModelKind::CitationKnn => "citation-knn": "projection, Citation-kNN over stored reference bags",
     crate::ModelKind::M3ic => "m3ic": "projection, M³IC cluster assignment",
     crate::ModelKind::SetKernelSvm => "set-kernel-svm": "SVM over stored bags with a box-counting set kernel",
+    crate::ModelKind::MiKernelSvm => "mi-kernel-svm": "SVM over stored bags with the MI kernel (sum of RBF over instance pairs)",
 });
 
 keywords!(crate::box_kernel::BoxKernel {

@@ -36,6 +36,7 @@ pub mod container;
 pub mod error;
 pub mod fixed;
 pub mod keyword;
+pub mod mi_svm;
 pub mod model;
 pub mod project;
 pub mod sample;

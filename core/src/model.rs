@@ -31,6 +31,7 @@ use crate::cluster::M3ic;
 use crate::container::{self, tag, Elem, Section, Sections, MAX_INPUT_EXP};
 use crate::error::Error;
 use crate::fixed;
+use crate::mi_svm::MiKernelSvm;
 use crate::project::{Projection, Stage};
 use crate::score::{LinearMil, LinearScorer};
 use crate::svm::SetKernelSvm;
@@ -51,6 +52,8 @@ pub enum Head<'a> {
     M3ic(M3ic<'a>),
     /// A set-kernel SVM over stored bags (its own entry point: [`SetKernelSvm::decide`]).
     SetKernelSvm(SetKernelSvm<'a>),
+    /// An MI-kernel SVM over stored bags (its own entry point: [`MiKernelSvm::decide`]).
+    MiKernelSvm(MiKernelSvm<'a>),
 }
 
 impl<'a> Head<'a> {
@@ -114,6 +117,15 @@ impl<'a> Head<'a> {
                     header.input_dim,
                 )?)
             }
+            ModelKind::MiKernelSvm => {
+                if projected {
+                    return Err(Error::BadModel("an MI-kernel SVM has no projection stage"));
+                }
+                if header.output_dim != 2 {
+                    return Err(Error::BadModel("an MI-kernel SVM has two classes"));
+                }
+                Head::MiKernelSvm(MiKernelSvm::from_sections(sections, enc, header.input_dim)?)
+            }
         })
     }
 }
@@ -145,8 +157,12 @@ impl<'a> Model<'a> {
         let (header, sections) = container::parse(bytes)?;
         let enc = header.encoding;
         let d_in = header.input_dim;
-        // The SVM discretises raw f32 features; its encoding applies to its weights only.
-        let input_exp = if enc != Encoding::F32 && header.kind != ModelKind::SetKernelSvm {
+        // The SVMs take raw features; their encoding applies to what they store only.
+        let input_exp = if enc != Encoding::F32
+            && !matches!(
+                header.kind,
+                ModelKind::SetKernelSvm | ModelKind::MiKernelSvm
+            ) {
             let s = sections.require(tag::INPUT_EXP)?;
             s.expect(Elem::I8, 1, d_in)?;
             if s.max_abs(0..d_in) > MAX_INPUT_EXP.unsigned_abs() {
@@ -252,6 +268,15 @@ impl<'a> Model<'a> {
     pub fn svm(&self) -> Option<&SetKernelSvm<'a>> {
         match &self.head {
             Head::SetKernelSvm(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The MI-kernel SVM of a [`ModelKind::MiKernelSvm`] model, with its own entry point
+    /// [`MiKernelSvm::decide`] (raw `f64` features, D values of scratch).
+    pub fn mi_svm(&self) -> Option<&MiKernelSvm<'a>> {
+        match &self.head {
+            Head::MiKernelSvm(s) => Some(s),
             _ => None,
         }
     }
@@ -362,7 +387,7 @@ impl<'a> Model<'a> {
             Head::LinearMil(_) => d + 3 * self.header.output_dim,
             Head::CitationKnn(c) => c.scratch_len(max_instances, d),
             Head::M3ic(_) => d + self.header.output_dim,
-            Head::SetKernelSvm(_) => 0,
+            Head::SetKernelSvm(_) | Head::MiKernelSvm(_) => 0,
         }
     }
 
@@ -383,7 +408,7 @@ impl<'a> Model<'a> {
     }
 
     /// Classifies (or, for M³IC, assigns to a cluster) one bag; a set-kernel SVM answers
-    /// [`Error::WrongModelKind`] here (use [`Model::svm`]). `scratch` needs
+    /// [`Error::WrongModelKind`] here (use [`Model::svm`] or [`Model::mi_svm`]). `scratch` needs
     /// [`Model::scratch_len`] elements; `scores` receives one value per class or cluster
     /// and must hold [`Model::output_dim`] elements.
     pub fn classify(
@@ -408,7 +433,9 @@ impl<'a> Model<'a> {
         })?;
         let stage = &self.stage;
         match &self.head {
-            Head::Projection | Head::SetKernelSvm(_) => Err(Error::WrongModelKind),
+            Head::Projection | Head::SetKernelSvm(_) | Head::MiKernelSvm(_) => {
+                Err(Error::WrongModelKind)
+            }
             Head::LinearMil(s) => s.score_bag(stage, bag, n, scratch, scores),
             Head::CitationKnn(c) => c.classify(stage, bag, n, scratch, scores),
             Head::M3ic(c) => c.assign(stage, bag, n, scratch, scores),

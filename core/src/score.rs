@@ -22,6 +22,10 @@ use crate::error::Error;
 use crate::project::Stage;
 use crate::weights::Weights;
 
+/// Bags up to this many instances get a witness under max pooling: every index below
+/// 2²⁴ is exact in f32, where the pooling state keeps it.
+const WITNESS_LIMIT: usize = 1 << 24;
+
 /// How instance probabilities become a bag probability.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(
@@ -187,16 +191,30 @@ impl<'a> LinearScorer<'a> {
             _ => 0.0,
         };
         a.iter_mut().for_each(|v| *v = start);
-        b.iter_mut().for_each(|v| *v = 0.0);
+        // Max pooling: −1 (no witness) until a logit beats −∞ (a NaN never does).
+        let b_start = match self.pooling {
+            Pooling::Max => -1.0,
+            _ => 0.0,
+        };
+        b.iter_mut().for_each(|v| *v = b_start);
         for i in 0..n {
             stage.project_instance(bag, i, y)?;
             for ((c, zc), bias) in z.iter_mut().enumerate().zip(self.bias.f32s()) {
                 *zc = self.weights.dot_f32(c, y) + bias;
             }
             for ((&zc, ac), bc) in z.iter().zip(a.iter_mut()).zip(b.iter_mut()) {
-                self.accumulate(zc, ac, bc);
+                self.accumulate(zc, i, ac, bc);
             }
         }
+        // Max pooling leaves `b` free: it holds each row's witness index, exact in f32
+        // below 2²⁴ instances (no bag comes near; beyond, no witness is named).
+        let witness = |row: usize| match self.pooling {
+            Pooling::Max if n <= WITNESS_LIMIT => b
+                .get(row)
+                .filter(|w| w.is_finite() && **w >= 0.0)
+                .map(|&w| w as usize),
+            _ => None,
+        };
         let nf = n as f32;
         let pooled = |a: f32, b: f32| match self.pooling {
             // σ is monotone: the largest probability is σ of the largest logit.
@@ -214,19 +232,33 @@ impl<'a> LinearScorer<'a> {
             (*s0, *s1) = (1.0 - p, p);
             // Ties go to the first class, as the host's argmax does.
             let (label, _) = argmax_first(scores);
-            return Ok(Decision { label, score: p });
+            return Ok(Decision {
+                label,
+                score: p,
+                witness: witness(0),
+            });
         }
         for ((s, &ac), &bc) in scores.iter_mut().zip(a.iter()).zip(b.iter()) {
             *s = pooled(ac, bc);
         }
         let (label, score) = argmax_first(scores);
-        Ok(Decision { label, score })
+        Ok(Decision {
+            label,
+            score,
+            witness: witness(label),
+        })
     }
 
-    /// Adds one instance logit `z` to the pooling state (`a`, `b`) of its row.
-    fn accumulate(&self, z: f32, a: &mut f32, b: &mut f32) {
+    /// Adds the logit `z` of instance `i` to the pooling state (`a`, `b`) of its row; for
+    /// max pooling `b` keeps the first instance of largest logit.
+    fn accumulate(&self, z: f32, i: usize, a: &mut f32, b: &mut f32) {
         match self.pooling {
-            Pooling::Max => *a = a.max(z),
+            Pooling::Max => {
+                if z > *a {
+                    *a = z;
+                    *b = i as f32;
+                }
+            }
             Pooling::Mean => *a += sigmoid(z),
             Pooling::Geometric => *a += z,
             Pooling::Softmax => {

@@ -81,6 +81,10 @@ pub struct SvmDecision {
     pub value: f64,
     /// Bound on |f(x) − f_host(x)| from the storage of ω (see the module documentation).
     pub bound: f64,
+    /// The witness instance, where the kernel defines one: the MI kernel's instance of
+    /// largest contribution ([`crate::mi_svm`]); `None` for box-counting kernels, whose
+    /// value is not a sum over instances.
+    pub witness: Option<usize>,
 }
 
 /// Sizes of the buffers of an [`SvmScratch`].
@@ -364,6 +368,7 @@ impl<'a> SetKernelSvm<'a> {
             label: usize::from(value > 0.0),
             value,
             bound,
+            witness: None,
         })
     }
 }

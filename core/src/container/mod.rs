@@ -54,6 +54,9 @@ pub enum ModelKind {
     M3ic = 4,
     /// SVM over stored bags with a box-counting set kernel (GMIL §8): see [`crate::svm`].
     SetKernelSvm = 5,
+    /// SVM over stored bags with the MI kernel (Gärtner et al. 2002): see
+    /// [`crate::mi_svm`].
+    MiKernelSvm = 6,
 }
 
 impl ModelKind {
@@ -65,6 +68,7 @@ impl ModelKind {
             3 => Some(ModelKind::CitationKnn),
             4 => Some(ModelKind::M3ic),
             5 => Some(ModelKind::SetKernelSvm),
+            6 => Some(ModelKind::MiKernelSvm),
             _ => None,
         }
     }
@@ -190,7 +194,8 @@ pub mod tag {
     /// Citer radius of each reference bag, 1 × bags, `f32`.
     pub const CITER_RADII: u16 = 14;
     /// Smallest rounded training value per feature of a box-kernel grid, 1 × D, `f64`
-    /// (integers below 2⁵³, exact).
+    /// (integers below 2⁵³, exact). For an MI-kernel SVM, its min–max map: 2 × D, `f64`,
+    /// row 0 the minima, row 1 the ranges ([`crate::mi_svm`]).
     pub const GRID_MIN: u16 = 15;
     /// Grid size sᵢ per feature of a box-kernel grid, 1 × D, `u32`.
     pub const GRID_SIZE: u16 = 16;
@@ -199,7 +204,8 @@ pub mod tag {
     /// Integer settings of a set kernel, 1 × 5, `u32`: kernel, estimator, precision
     /// (two's complement), seed low and high words (see [`crate::svm`]).
     pub const KERNEL_CONFIG: u16 = 18;
-    /// Real settings of a set kernel SVM, 1 × 5, `f64`: ε, δ, ρ, log offset T, bias b.
+    /// Real settings of a set kernel SVM, 1 × 5, `f64`: ε, δ, ρ, log offset T, bias b
+    /// (an MI-kernel SVM: 1 × 2, γ and b).
     pub const KERNEL_PARAMS: u16 = 19;
     /// Per-feature affine map z_j = a_j·v_j + c_j of an M³IC model whose instances are
     /// scaled to unit length: 2 × D, `f32`, row 0 the a_j, row 1 the c_j, where v_j is

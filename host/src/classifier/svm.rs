@@ -713,10 +713,15 @@ impl SvmModel {
                 ),
             ));
         }
-        if matches!(self.kernel, SetKernel::MiRbf { .. }) || self.minmax.is_some() {
+        if matches!(self.kernel, SetKernel::MiRbf { .. }) {
+            return Err(Error::NotAvailable(
+                "a box-kernel deployment of an MI-kernel SVM (see SvmModel::mi_deployment)".into(),
+            ));
+        }
+        if self.minmax.is_some() {
             return Err(Error::data(
                 "model",
-                "is an MI-kernel (or min-max scaled) SVM; the core's SVM head estimates box-counting kernels only, so it cannot be exported",
+                "is a min-max scaled box-kernel SVM; the core's box-kernel head discretises raw features, so it cannot be exported",
             ));
         }
         let SetKernel::Box {
@@ -789,6 +794,78 @@ impl SvmModel {
             grid_min: grid.min().to_vec(),
             grid_size: grid.sizes().to_vec(),
             points,
+            bag_starts,
+            weights,
+        })
+    }
+}
+
+/// A trained MI-kernel SVM in the form `mil-core` runs ([`mil_core::mi_svm`]): the support
+/// bags' (scaled) instances and one weight each,
+/// f(X) = Σ_r ω_r Σ_{x∈X, y∈R_r} exp(−γ‖x − y‖²) + b on X scaled by the min–max map.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MiSvmDeployment {
+    /// γ of the kernel.
+    pub gamma: f64,
+    /// b.
+    pub bias: f64,
+    /// Minimum per feature (0 without scaling).
+    pub min: Vec<f64>,
+    /// Range per feature (1 without scaling; 0 maps the feature to 0).
+    pub range: Vec<f64>,
+    /// The support bags' instances, scaled, row-major.
+    pub instances: Vec<f64>,
+    /// Bag offsets into `instances` (in instances).
+    pub bag_starts: Vec<usize>,
+    /// ω_r = α_r y_r / s per support bag (s the kernel's conditioning constant).
+    pub weights: Vec<f64>,
+}
+
+impl SvmModel {
+    /// The MI-kernel model as the core runs it: the support bags with ω_t = α_t y_t / s
+    /// (the MI kernel is used as is: ρ = 1, no empirical map). Two classes only.
+    pub fn mi_deployment(&self) -> Result<MiSvmDeployment> {
+        let SetKernel::MiRbf { gamma } = self.kernel else {
+            return Err(Error::NotAvailable(
+                "an MI-kernel deployment of a model with another kernel".into(),
+            ));
+        };
+        if !self.rest.is_empty() {
+            return Err(Error::data(
+                "model",
+                format!(
+                    "is a {}-class one-vs-rest SVM; the core's MI-kernel SVM head decides two classes only, so it cannot be exported (train on two classes to export)",
+                    self.n_classes()
+                ),
+            ));
+        }
+        let train = self.train_set()?;
+        let c = &self.svm.coefficients;
+        let s = self.svm.kernel_scale;
+        let mut instances = Vec::new();
+        let mut bag_starts = vec![0];
+        let mut weights = Vec::new();
+        for t in (0..train.n_bags()).filter(|&t| c[t] != 0.0) {
+            instances.extend_from_slice(train.bag(t).as_slice());
+            bag_starts.push(bag_starts.last().copied().unwrap_or(0) + train.bag(t).len());
+            weights.push(c[t] / s);
+        }
+        if weights.is_empty() || !weights.iter().all(|w| w.is_finite()) {
+            return Err(Error::Numerical {
+                method: "SVM export",
+                reason: "no support bags, or weights that are not finite".into(),
+            });
+        }
+        let (min, range) = match &self.minmax {
+            Some(m) => (m.min.clone(), m.range.clone()),
+            None => (vec![0.0; self.dim], vec![1.0; self.dim]),
+        };
+        Ok(MiSvmDeployment {
+            gamma,
+            bias: self.svm.bias,
+            min,
+            range,
+            instances,
             bag_starts,
             weights,
         })

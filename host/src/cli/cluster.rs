@@ -32,7 +32,8 @@ pub fn run(args: &ClusterArgs) -> Result<Report> {
                 .standardize(!args.raw)
                 .normalize(!args.no_instance_norm)
                 .balance_mode(args.balance_mode)
-                .min_size(args.min_size);
+                .min_size(args.min_size)
+                .max_size(args.max_size);
             let fit = m3ic::fit(&data, args.k, &params, args.seed)?;
             let best = &fit.runs[fit.best];
             let detail = json!({
@@ -40,6 +41,7 @@ pub fn run(args: &ClusterArgs) -> Result<Report> {
                 "l": params.l,
                 "balance_mode": params.balance_mode.to_string(),
                 "min_size": params.min_size,
+                "max_size": params.max_size,
                 "epsilon1": params.eps1,
                 "epsilon2": params.eps2,
                 "standardized": params.standardize,

@@ -50,7 +50,7 @@ pub fn run(args: &ExportArgs, progress: &dyn Progress) -> Result<Report> {
     let bytes = export::export_with(&compact, encoding, &train, args.rounding)?;
     let all: Vec<usize> = (0..train.n_bags()).collect();
     let core = Model::parse(&bytes)?;
-    if core.svm().is_some() {
+    if core.svm().is_some() || core.mi_svm().is_some() {
         // Both the host's and the core's SVM scores estimate the kernel against every
         // stored bag: the slow part of the export, shown bag by bag.
         let host = super::predict::scores_with_progress(&model, &train, progress)?;
@@ -154,8 +154,8 @@ fn with_warnings(mut human: String, json: serde_json::Value) -> Report {
     Report { human, json }
 }
 
-/// The report of an exported set-kernel SVM: one core decision per training bag (each
-/// estimates the kernel against every stored bag), its deviation from the host's decision
+/// The report of an exported set-kernel SVM (box-counting or MI kernel): one core
+/// decision per training bag (each evaluates the kernel against every stored bag), its deviation from the host's decision
 /// value and the bound the core states for it.
 fn svm_report(
     args: &ExportArgs,
@@ -184,10 +184,15 @@ fn svm_report(
     }
     write_bytes(&args.output, bytes)?;
     let n = train.n_bags();
-    let stored = core.svm().map_or(0, |s| s.n_bags());
+    let stored = core
+        .svm()
+        .map(|s| s.n_bags())
+        .or(core.mi_svm().map(|s| s.n_bags()))
+        .unwrap_or(0);
     let encoding = core.encoding().name();
+    let kind = core.kind().name();
     let human = format!(
-        "{} → {} (set-kernel-svm, {encoding}, {} bytes, {stored} stored bags)\nmax |core − host| decision value on {n} training bags of {}: {max_abs_error:.3e} (stated bound {bound:.3e}); labels agree on {agree}/{n}",
+        "{} → {} ({kind}, {encoding}, {} bytes, {stored} stored bags)\nmax |core − host| decision value on {n} training bags of {}: {max_abs_error:.3e} (stated bound {bound:.3e}); labels agree on {agree}/{n}",
         args.model,
         args.output,
         bytes.len(),

@@ -92,6 +92,20 @@ pub fn run(args: &InspectArgs) -> Result<Report> {
                 details.insert("delta".into(), json!(accuracy.delta()));
             }
         }
+        ModelKind::MiKernelSvm => {
+            if let Some(svm) = model.mi_svm() {
+                human.push_str(&format!(
+                    "\nSVM over {} stored bags ({} instances), MI kernel with γ = {} on min-max scaled features",
+                    svm.n_bags(),
+                    svm.n_instances(),
+                    svm.gamma()
+                ));
+                details.insert("stored_bags".into(), json!(svm.n_bags()));
+                details.insert("stored_instances".into(), json!(svm.n_instances()));
+                details.insert("kernel".into(), json!("mi-rbf"));
+                details.insert("gamma".into(), json!(svm.gamma()));
+            }
+        }
     }
     let mut json = json!({
         "model": args.model,

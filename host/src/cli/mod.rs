@@ -571,6 +571,10 @@ pub struct ClusterArgs {
     /// the mean cluster size n/k, in [0, 1].
     #[arg(long, default_value_t = M3icParams::default().min_size, allow_negative_numbers = true)]
     pub min_size: f64,
+    /// M³IC with `--balance-mode sizes`: every cluster labels at most this multiple of
+    /// the mean cluster size n/k, at least 1 (`inf`: no upper bound).
+    #[arg(long, default_value_t = M3icParams::default().max_size)]
+    pub max_size: f64,
 }
 
 /// `mil export`.

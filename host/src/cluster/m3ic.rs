@@ -76,6 +76,9 @@ pub struct M3icParams {
     pub balance_mode: BalanceMode,
     /// [`BalanceMode::Sizes`]: every cluster labels at least ⌊min_size · n/k⌋ bags.
     pub min_size: f64,
+    /// [`BalanceMode::Sizes`]: every cluster labels at most ⌈max_size · n/k⌉ bags
+    /// (infinite: no upper bound).
+    pub max_size: f64,
 }
 
 /// The balance constraints of M³IC.
@@ -146,6 +149,7 @@ impl Default for M3icParams {
             normalize: true,
             balance_mode: BalanceMode::Sizes,
             min_size: 0.5,
+            max_size: 1.25,
         }
     }
 }
@@ -162,6 +166,7 @@ crate::params::setters!(M3icParams {
     normalize: bool,
     balance_mode: BalanceMode,
     min_size: f64,
+    max_size: f64,
 });
 
 impl M3icParams {
@@ -184,6 +189,13 @@ impl M3icParams {
                 "min_size",
                 self.min_size,
                 "must be in [0, 1] (a fraction of the mean cluster size n/k)",
+            ));
+        }
+        if self.max_size.is_nan() || self.max_size < 1.0 {
+            return Err(Error::parameter(
+                "max_size",
+                self.max_size,
+                "must be at least 1 (a multiple of the mean cluster size n/k; inf: no bound)",
             ));
         }
         if self.max_cccp == 0 || self.max_planes == 0 {
@@ -378,14 +390,20 @@ impl<'a> Problem<'a> {
         (k / (k - 1.0) * best.0, best.1)
     }
 
-    /// The smallest number of bags every cluster must label under `params`
-    /// ([`BalanceMode::Sizes`]); 0 under the paper's constraint alone.
-    pub fn min_count(&self, params: &M3icParams) -> usize {
+    /// The smallest and largest numbers of bags every cluster may label under `params`
+    /// ([`BalanceMode::Sizes`]): ⌊min_size · n/k⌋ and ⌈max_size · n/k⌉, clipped so that
+    /// some labelling fits; (0, n) under the paper's constraint alone.
+    pub fn count_bounds(&self, params: &M3icParams) -> (usize, usize) {
+        let n = self.data.n_bags();
+        let mean = n as f64 / self.k as f64;
         match params.balance_mode {
-            BalanceMode::Paper => 0,
-            BalanceMode::Sizes => ((params.min_size * self.data.n_bags() as f64 / self.k as f64)
-                .floor() as usize)
-                .min(self.data.n_bags() / self.k),
+            BalanceMode::Paper => (0, n),
+            BalanceMode::Sizes => {
+                let lo = ((params.min_size * mean).floor() as usize).min(n / self.k);
+                let hi = (params.max_size * mean).ceil();
+                let hi = if hi >= n as f64 { n } else { hi as usize };
+                (lo, hi.max(n.div_ceil(self.k)))
+            }
         }
     }
 
@@ -416,8 +434,8 @@ impl<'a> Problem<'a> {
     /// h_i(w̃, u_i) for the balanced labels u minimising the loss ([`balanced_labels`]).
     fn subgradients(&self, w: &[f64], params: &M3icParams) -> (Vec<Subgradient>, f64) {
         let n = self.data.n_bags();
-        let min_count = self.min_count(params);
-        if min_count == 0 {
+        let (min_count, max_count) = self.count_bounds(params);
+        if min_count == 0 && max_count >= n {
             let (sub, loss) = (0..n)
                 .map(|b| {
                     let (f, g) = self.bag_margin(w, b);
@@ -439,7 +457,7 @@ impl<'a> Problem<'a> {
                 loss_of(e / self.k, e % self.k) - 1e-12 * h.clamp(-1e3, 1e3)
             })
             .collect();
-        let labels = balanced_labels(&cost, n, self.k, min_count);
+        let labels = balanced_labels(&cost, n, self.k, min_count, max_count);
         let mut loss = 0.0;
         let sub = labels
             .iter()
@@ -678,15 +696,26 @@ impl<'a> Problem<'a> {
     }
 }
 
-/// Labels u minimising Σ_i cost[i·k + u_i] subject to every cluster labelling at least
-/// `min_count` bags (the discrete balance constraint; `min_count · k ≤ n`). Exact: a
-/// transportation problem solved by successive shortest paths. Start from each bag's
-/// cheapest label (optimal without the constraint); while a cluster p is short, move one
-/// bag into p along the cheapest chain of single-bag moves q₀ → q₁ → … → p that starts
-/// at a cluster with bags to spare (Bellman–Ford over the k clusters, the cost of an edge
-/// q → r being the cheapest cost increase of moving one of q's bags to r). Each step is a
-/// shortest augmenting path of the min-cost flow, so the result is optimal.
-pub fn balanced_labels(cost: &[f64], n: usize, k: usize, min_count: usize) -> Vec<usize> {
+/// Labels u minimising Σ_i cost[i·k + u_i] subject to every cluster labelling between
+/// `min_count` and `max_count` bags (the discrete class balance of Xu et al. 2005,
+/// two-sided; `min_count · k ≤ n ≤ max_count · k`, else the bounds are clipped to it).
+/// Exact: a transportation problem with bounded column sums, solved as a min-cost flow
+/// with convex count penalties. Start from each bag's cheapest label (optimal without
+/// bounds: no move lowers the cost); then, while some chain of single-bag moves
+/// q₀ → q₁ → … → r lowers the cost plus M·(total bound violation) (M larger than any cost
+/// difference, so violations go first), apply the cheapest such chain. Chains are
+/// shortest paths by Bellman–Ford over the k clusters (edge q → r: the cheapest cost
+/// change of moving one of q's bags to r), each started at q₀ with the penalty change of
+/// q₀ losing a bag and ended at r with that of r gaining one. Each step is a shortest
+/// augmenting path of the flow, which keeps it free of negative cycles, so the labels are
+/// optimal when no chain improves.
+pub fn balanced_labels(
+    cost: &[f64],
+    n: usize,
+    k: usize,
+    min_count: usize,
+    max_count: usize,
+) -> Vec<usize> {
     let mut labels: Vec<usize> = (0..n)
         .map(|i| {
             argmax(
@@ -698,13 +727,36 @@ pub fn balanced_labels(cost: &[f64], n: usize, k: usize, min_count: usize) -> Ve
             .0
         })
         .collect();
-    if min_count == 0 || min_count * k > n {
+    let lo = min_count.min(n / k);
+    let hi = max_count.max(n.div_ceil(k));
+    if lo == 0 && hi >= n {
         return labels;
     }
     let mut counts = vec![0usize; k];
     labels.iter().for_each(|&u| counts[u] += 1);
-    while let Some(short) = (0..k).find(|&p| counts[p] < min_count) {
-        // edge[q][r] = (cost increase, bag) of the cheapest move of a bag of q to r.
+    // M exceeds any change of Σ cost, so one unit of violation outweighs every cost.
+    let spread: f64 = cost
+        .chunks_exact(k)
+        .map(|c| {
+            let max = c.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let min = c.iter().copied().fold(f64::INFINITY, f64::min);
+            max - min
+        })
+        .sum();
+    let big = 4.0 * (1.0 + spread);
+    let violation = |c: usize| (lo.saturating_sub(c) + c.saturating_sub(hi)) as f64;
+    // Penalty change of a cluster with c bags losing one / gaining one.
+    let lose = |c: usize| {
+        if c == 0 {
+            f64::INFINITY
+        } else {
+            big * (violation(c - 1) - violation(c))
+        }
+    };
+    let gain = |c: usize| big * (violation(c + 1) - violation(c));
+    // Each step lowers Σ cost + M·violation; the cap is a guard against round-off cycles.
+    for _ in 0..4 * n * k + 16 {
+        // edge[q][r] = (cost change, bag) of the cheapest move of a bag of q to r.
         let mut edge = vec![(f64::INFINITY, usize::MAX); k * k];
         for (i, &q) in labels.iter().enumerate() {
             for r in (0..k).filter(|&r| r != q) {
@@ -714,17 +766,7 @@ pub fn balanced_labels(cost: &[f64], n: usize, k: usize, min_count: usize) -> Ve
                 }
             }
         }
-        // Bellman–Ford from every cluster with bags to spare (intermediate clusters of
-        // a chain keep their counts, so any cluster may be one).
-        let mut dist: Vec<f64> = (0..k)
-            .map(|q| {
-                if counts[q] > min_count {
-                    0.0
-                } else {
-                    f64::INFINITY
-                }
-            })
-            .collect();
+        let mut dist: Vec<f64> = counts.iter().map(|&c| lose(c)).collect();
         let mut pred = vec![usize::MAX; k];
         for _ in 0..k {
             let mut changed = false;
@@ -734,7 +776,7 @@ pub fn balanced_labels(cost: &[f64], n: usize, k: usize, min_count: usize) -> Ve
                 }
                 for r in (0..k).filter(|&r| r != q && edge[q * k + r].1 != usize::MAX) {
                     let d = dist[q] + edge[q * k + r].0;
-                    if d < dist[r] - 1e-12 {
+                    if d < dist[r] - 1e-12 * (1.0 + d.abs()) {
                         dist[r] = d;
                         pred[r] = q;
                         changed = true;
@@ -745,8 +787,17 @@ pub fn balanced_labels(cost: &[f64], n: usize, k: usize, min_count: usize) -> Ve
                 break;
             }
         }
-        // Walk back from the short cluster to the chain's source, one move per edge.
-        let mut r = short;
+        // The best end of a chain (a chain has at least one move: pred set).
+        let end = (0..k)
+            .filter(|&r| pred[r] != usize::MAX)
+            .map(|r| (r, dist[r] + gain(counts[r])))
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        let Some((end, total)) = end else { break };
+        if total >= -1e-12 * (1.0 + big) {
+            break;
+        }
+        // Walk back to the chain's start, one move per edge.
+        let mut r = end;
         let mut moves = Vec::new();
         let mut seen = vec![false; k];
         while pred[r] != usize::MAX && !seen[r] {
@@ -755,7 +806,8 @@ pub fn balanced_labels(cost: &[f64], n: usize, k: usize, min_count: usize) -> Ve
             moves.push((edge[q * k + r].1, q, r));
             r = q;
         }
-        if moves.is_empty() || counts[r] <= min_count {
+        if seen[r] {
+            // A cycle in the predecessors (round-off); stop rather than loop.
             break;
         }
         for (i, q, r) in moves {
@@ -986,7 +1038,7 @@ mod tests {
     #[test]
     fn balanced_labels_match_brute_force() {
         // Every labelling of 7 bags into 3 clusters (3⁷ = 2187) against the transportation
-        // solution, for random costs and every feasible minimum size.
+        // solution, for random costs and feasible lower and upper bounds on the sizes.
         use rand::RngExt;
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(17);
         let (n, k) = (7usize, 3usize);
@@ -1001,11 +1053,18 @@ mod tests {
                     }
                 })
                 .collect();
-            for min_count in 0..=n / k {
-                let labels = balanced_labels(&cost, n, k, min_count);
+            // Every feasible (L, U), including none (0, n) and exact balance.
+            for (min_count, max_count) in (0..=n / k)
+                .flat_map(|lo| (n.div_ceil(k)..=n).map(move |hi| (lo, hi)))
+                .filter(|&(lo, hi)| trial % 4 == 0 || hi <= n / 2 + 1 || lo == 0 && hi == n)
+            {
+                let labels = balanced_labels(&cost, n, k, min_count, max_count);
                 let mut counts = vec![0; k];
                 labels.iter().for_each(|&u| counts[u] += 1);
-                assert!(counts.iter().all(|&c| c >= min_count), "{counts:?}");
+                assert!(
+                    counts.iter().all(|&c| (min_count..=max_count).contains(&c)),
+                    "L={min_count} U={max_count}: {counts:?}"
+                );
                 let got: f64 = labels
                     .iter()
                     .enumerate()
@@ -1022,13 +1081,13 @@ mod tests {
                         counts[u] += 1;
                         total += cost[i * k + u];
                     }
-                    if counts.iter().all(|&c| c >= min_count) {
+                    if counts.iter().all(|&c| (min_count..=max_count).contains(&c)) {
                         best = best.min(total);
                     }
                 }
                 assert!(
                     (got - best).abs() < 1e-9,
-                    "trial {trial} L={min_count}: {got} vs {best}"
+                    "trial {trial} L={min_count} U={max_count}: {got} vs {best}"
                 );
             }
         }
@@ -1082,6 +1141,76 @@ mod tests {
                 assert!(acc >= floor, "{params:?} seed {seed}: accuracy {acc}");
             }
         }
+    }
+
+    #[test]
+    fn the_two_sided_bound_keeps_four_of_six_clusters_where_one_sided_collapses() {
+        // sival6 in small: k = 6 groups of 20 bags, 16 instances each in 10-D, of which
+        // 2 lie near the group's axis (3 e_c + N(0, I)) and 14 are background N(0, I).
+        // With labels bounded below only, the clusters that label more bags grow longer
+        // weight vectors (C is small against the margin unit-length instances can reach,
+        // so w_p sums its bags' subgradients) and at step 14 take every bag. Bounded on
+        // both sides (≤ 1.25 n/k), at most four clusters can be large, and all of those
+        // keep bags; the one-sided form must collapse here for the test to mean anything.
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(21);
+        let (k, per, n_inst, dim) = (6usize, 20usize, 16usize, 10usize);
+        let mut features = Vec::new();
+        let mut starts = vec![0];
+        let mut labels = Vec::new();
+        for c in 0..k {
+            for _ in 0..per {
+                for i in 0..n_inst {
+                    for d in 0..dim {
+                        let shift = if i < 2 && d == c { 3.0 } else { 0.0 };
+                        let z: f64 = StandardNormal.sample(&mut rng);
+                        features.push(shift + z);
+                    }
+                }
+                starts.push(starts.last().unwrap() + n_inst);
+                labels.push(c);
+            }
+        }
+        let data = Dataset::new(
+            "six",
+            dim,
+            features,
+            starts,
+            (0..k * per).map(|i| i.to_string()).collect(),
+            Some(labels),
+            (0..k).map(|c| c.to_string()).collect(),
+        )
+        .unwrap();
+        let non_empty = |params: &M3icParams, seed: u64| {
+            let fit = fit(&data, k, params, seed).unwrap();
+            let mut sizes = vec![0; k];
+            fit.assignments.iter().for_each(|&a| sizes[a] += 1);
+            // The labels of the fitted w̃ respect both bounds (20 ± the band: 10..=25).
+            let all: Vec<usize> = (0..data.n_bags()).collect();
+            let prepared =
+                normalize_instances(&ZScore::fit(&data, &all).apply(&data).unwrap()).unwrap();
+            let problem = Problem::new(&prepared, k);
+            let (lo, hi) = problem.count_bounds(params);
+            let mut counts = vec![0; k];
+            let (sub, _) = problem.subgradients(&fit.model.weights, params);
+            sub.iter().for_each(|g| counts[g.top] += 1);
+            assert!(
+                counts.iter().all(|c| (lo..=hi).contains(c)),
+                "{counts:?} outside {lo}..={hi}"
+            );
+            sizes.iter().filter(|&&s| s > 0).count()
+        };
+        let one_sided = M3icParams::default().max_size(f64::INFINITY);
+        let mut collapsed = 0;
+        for seed in 1..=5 {
+            let kept = non_empty(&M3icParams::default(), seed);
+            assert!(kept >= 4, "seed {seed}: {kept} non-empty clusters");
+            collapsed += usize::from(non_empty(&one_sided, seed) <= 3);
+        }
+        assert!(
+            collapsed >= 4,
+            "the one-sided bound kept ≥ 4 clusters on {} seeds",
+            5 - collapsed
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ use mil_core::score::Pooling;
 use mil_core::{fixed, Instances, Model};
 
 use crate::classifier::citation_knn::Scaler;
-use crate::classifier::svm::SvmDeployment;
+use crate::classifier::svm::{MiSvmDeployment, SetKernel, SvmDeployment};
 use crate::data::{Bag, Dataset};
 use crate::error::{Error, Result};
 use crate::model::{ClassifierModel, HostModel};
@@ -69,6 +69,9 @@ pub enum Head {
     },
     /// A box-kernel SVM over stored bags, on raw features (no projection stage).
     SetKernelSvm(Box<SvmDeployment>),
+    /// An MI-kernel SVM over stored bags, on raw features with its min–max map (no
+    /// projection stage; f32 only).
+    MiKernelSvm(Box<MiSvmDeployment>),
 }
 
 /// A host model in the shape the container stores.
@@ -452,6 +455,14 @@ pub fn export_with(
         }
         return export_svm(svm, encoding, dim_in, w);
     }
+    if let Head::MiKernelSvm(svm) = &model.head {
+        if model.stage.is_some() {
+            return Err(Error::NotAvailable(
+                "exporting an MI-kernel SVM after a projection".into(),
+            ));
+        }
+        return export_mi_svm(svm, encoding, dim_in, w);
+    }
     // The projection stage: the fitted projection, or the linear head's own rows.
     let mut head = model.head.clone();
     let stage = match (&model.stage, &mut head) {
@@ -618,6 +629,7 @@ pub fn export_with(
             (ModelKind::M3ic, k)
         }
         Head::SetKernelSvm(svm) => return export_svm(svm, encoding, dim_in, w),
+        Head::MiKernelSvm(svm) => return export_mi_svm(svm, encoding, dim_in, w),
     };
     if let Head::CitationKnn { citers, .. } = &head {
         // The citer radius of reference bag u is its C-th smallest distance to another
@@ -695,8 +707,92 @@ fn export_svm(
     Ok(bytes)
 }
 
-/// The decision of a set-kernel SVM model on one host bag, in buffers sized for it.
+/// Writes an MI-kernel SVM ([`mil_core::mi_svm`]): γ and b, the min–max map in `f64`,
+/// the support bags' scaled instances (f32, or in `encoding` with one step per feature)
+/// and one weight each (f32, or Q15 with one step in both quantised encodings, as the
+/// box-kernel SVM stores them). Queries stay raw `f64` features in every encoding.
+fn export_mi_svm(
+    svm: &MiSvmDeployment,
+    encoding: Encoding,
+    dim_in: usize,
+    mut w: Writer,
+) -> Result<Vec<u8>> {
+    if svm.min.len() != dim_in {
+        return Err(Error::parameter(
+            "data",
+            format!("{dim_in} features"),
+            format!("the SVM was trained on {} features", svm.min.len()),
+        ));
+    }
+    let n = svm.bag_starts.len() - 1;
+    let rows = svm.instances.len() / dim_in;
+    w.f64s(tag::KERNEL_PARAMS, &[svm.gamma, svm.bias]);
+    let mut minmax = svm.min.clone();
+    minmax.extend_from_slice(&svm.range);
+    w.f64s(tag::GRID_MIN, &minmax);
+    // Two rows: minima, then ranges.
+    if let Some(sec) = w.sections.last_mut() {
+        (sec.2, sec.3) = (2, dim_in);
+    }
+    if encoding == Encoding::F32 {
+        w.f32s(
+            tag::REF_INSTANCES,
+            rows,
+            dim_in,
+            svm.instances.iter().copied(),
+        );
+    } else {
+        let q_max = encoding.q_max();
+        let steps: Vec<f32> = (0..dim_in)
+            .map(|j| {
+                let max_abs = svm.instances[j..]
+                    .iter()
+                    .step_by(dim_in)
+                    .fold(0.0f64, |m, v| m.max(v.abs()));
+                fixed::scale_for(max_abs as f32, q_max)
+            })
+            .collect();
+        let q: Vec<i32> = svm
+            .instances
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| fixed::quantize(v as f32, steps[i % dim_in], q_max))
+            .collect();
+        w.ints(tag::REF_INSTANCES, encoding, rows, dim_in, &q);
+        w.f32s(tag::REF_SCALE, 1, dim_in, steps.iter().map(|&s| s as f64));
+    }
+    let starts: Vec<u32> = svm.bag_starts.iter().map(|&v| v as u32).collect();
+    w.u32s(tag::REF_BAGS, &starts);
+    let weight_encoding = match encoding {
+        Encoding::F32 => Encoding::F32,
+        Encoding::Q15 | Encoding::Q7 => Encoding::Q15,
+    };
+    w.weights(
+        weight_encoding,
+        (tag::SCORE_WEIGHTS, tag::SCORE_SCALE, None),
+        1,
+        n,
+        &svm.weights,
+        None,
+    );
+    let bytes = w.finish(ModelKind::MiKernelSvm, encoding, (dim_in, 2))?;
+    Model::parse(&bytes)?;
+    Ok(bytes)
+}
+
+/// The decision of an MI-kernel SVM model on one host bag.
+pub fn core_mi_svm_decide(model: &Model<'_>, bag: Bag<'_>) -> Result<mil_core::svm::SvmDecision> {
+    let svm = model.mi_svm().ok_or(mil_core::Error::WrongModelKind)?;
+    let mut scratch = vec![0.0f64; svm.dim()];
+    Ok(svm.decide(bag.as_slice(), &mut scratch)?)
+}
+
+/// The decision of a set-kernel SVM model (box-counting or MI kernel) on one host bag, in
+/// buffers sized for it.
 pub fn core_svm_decide(model: &Model<'_>, bag: Bag<'_>) -> Result<mil_core::svm::SvmDecision> {
+    if model.mi_svm().is_some() {
+        return core_mi_svm_decide(model, bag);
+    }
     let svm = model.svm().ok_or(mil_core::Error::WrongModelKind)?;
     let len = svm
         .scratch_len(bag.len())
@@ -802,12 +898,16 @@ pub fn m3ic_score_bound(model: &Model<'_>, bag: &[i16]) -> Result<f64> {
 
 /// Core inference on one host bag: the decision and the per-class (or per-cluster) scores.
 pub fn core_classify(model: &Model<'_>, bag: Bag<'_>) -> Result<(mil_core::Decision, Vec<f32>)> {
-    if model.kind() == ModelKind::SetKernelSvm {
+    if matches!(
+        model.kind(),
+        ModelKind::SetKernelSvm | ModelKind::MiKernelSvm
+    ) {
         // Scores as the host's SVM gives them: (0, f) per bag.
         let d = core_svm_decide(model, bag)?;
         let decision = mil_core::Decision {
             label: d.label,
             score: d.value as f32,
+            witness: d.witness,
         };
         return Ok((decision, vec![0.0, d.value as f32]));
     }
@@ -1017,7 +1117,11 @@ impl Compact {
             ClassifierModel::Svm(svm) => Ok((
                 Compact {
                     stage: projection,
-                    head: Head::SetKernelSvm(Box::new(svm.deployment()?)),
+                    head: if matches!(svm.kernel, SetKernel::MiRbf { .. }) {
+                        Head::MiKernelSvm(Box::new(svm.mi_deployment()?))
+                    } else {
+                        Head::SetKernelSvm(Box::new(svm.deployment()?))
+                    },
                 },
                 None,
             )),

@@ -354,6 +354,7 @@ fn svm_decide(
     Ok(mil_core::Decision {
         label: d.label,
         score: d.value as f32,
+        witness: None,
     })
 }
 
