@@ -180,6 +180,9 @@ pub struct Pipeline {
     pub threshold_metric: ThresholdMetric,
 }
 
+/// Fits on the first bags and scores the second: `score(train, test)`.
+type FitAndScore<'a> = dyn Fn(&[usize], &[usize]) -> Result<BagScores> + 'a;
+
 /// The stream of [`derive_seed`] that seeds the inner CV choosing a threshold.
 const THRESHOLD_STREAM: u64 = 2000;
 
@@ -314,7 +317,7 @@ impl Pipeline {
         data: &Dataset,
         train: &[usize],
         seed: u64,
-        score: &dyn Fn(&[usize], &[usize]) -> Result<BagScores>,
+        score: &FitAndScore<'_>,
     ) -> Result<Option<f64>> {
         match self.threshold {
             Threshold::None => Ok(None),

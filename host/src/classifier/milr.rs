@@ -544,8 +544,7 @@ impl Milr {
         starts: &[usize],
         positive: &[bool],
         weights: &[f64],
-        mean: &[f64],
-        sd: &[f64],
+        (mean, sd): (&[f64], &[f64]),
     ) -> Result<Vec<f64>> {
         // Weighted counts (exactly the counts when every weight is 1).
         let n_pos: f64 = positive
@@ -664,8 +663,7 @@ impl Classifier for Milr {
                     picked.bag_starts(),
                     &positive,
                     &weights,
-                    &mean,
-                    &sd,
+                    (&mean, &sd),
                 )
             })
             .collect::<Result<Vec<_>>>()?;
