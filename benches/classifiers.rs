@@ -24,12 +24,9 @@ fn run(name: &str, classifier: ClassifierParams) -> f64 {
         env!("CARGO_MANIFEST_DIR")
     );
     let folds = Folds::Given(read_folds_file(Path::new(&folds_path), &d).unwrap());
-    let pipeline = Pipeline {
-        projection: None,
-        classifier: classifier.into(),
-        inner_folds: 3,
-        select: mil_toolkit::pipeline::Selection::Accuracy,
-    };
+    let pipeline = Pipeline::new(classifier)
+        .inner_folds(3)
+        .select(mil_toolkit::pipeline::Selection::Accuracy);
     cross_validate(&pipeline, &d, &folds, &mil_toolkit::progress::Silent)
         .unwrap()
         .accuracy

@@ -38,6 +38,11 @@ pub struct HostModel {
     /// `mil export` can quantise inputs and measure its error on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub training_data: Option<String>,
+    /// The binary decision threshold on the positive score (given, or chosen on the
+    /// training bags: [`crate::pipeline::Pipeline::threshold`]); `None`: the larger class
+    /// score wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
 }
 
 impl HostModel {
@@ -56,11 +61,12 @@ impl HostModel {
             projection,
             classifier,
             training_data: None,
+            threshold: None,
         }
     }
 
     /// Scores the bags `bags` of raw data (projecting first when the model has a
-    /// projection).
+    /// projection), labelled by the model's threshold when it has one.
     pub fn scores(&self, data: &Dataset, bags: &[usize]) -> Result<BagScores> {
         if data.dim() != self.input_dim {
             return Err(Error::data(
@@ -75,7 +81,8 @@ impl HostModel {
         let scores = match &self.projection {
             Some(p) => self.classifier.scores(&p.transform(data)?, bags)?,
             None => self.classifier.scores(data, bags)?,
-        };
+        }
+        .with_threshold(self.threshold);
         // A model read from a file can hold finite numbers whose products overflow.
         if let Some(i) = (0..scores.len()).find(|&i| scores.row(i).iter().any(|s| !s.is_finite())) {
             return Err(Error::data(
@@ -170,6 +177,11 @@ impl HostModel {
 
     fn validate(&self) -> std::result::Result<(), String> {
         self.classifier.validate()?;
+        if let Some(t) = self.threshold {
+            if !t.is_finite() || self.classifier.n_classes() != 2 {
+                return Err("a threshold must be finite and the model binary".into());
+            }
+        }
         if self.class_names.len() != self.classifier.n_classes() {
             return Err("class names do not match the classifier's classes".into());
         }

@@ -10,6 +10,15 @@
 //!
 //! Citation-kNN without a projection and with raw features has fold-independent bag
 //! distances: they are computed once per run and shared by all folds and repetitions.
+//!
+//! A decision threshold ([`Pipeline::threshold`]) `auto` is chosen on the training bags
+//! alone: an inner stratified CV over them (the inner folds of [`Pipeline::inner_folds`])
+//! gives every training bag an out-of-fold score from a model that did not see it, and
+//! the cut that maximises [`Pipeline::threshold_metric`] on those scores
+//! ([`crate::classifier::imbalance::best_threshold`]) becomes the model's threshold. The
+//! training scores themselves would not do: a bag is its own nearest reference in
+//! Citation-kNN, and MILR separates thousands of features' worth of training bags
+//! perfectly, so any cut in the wide gap between the classes would look best there.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -18,6 +27,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::classifier::citation_knn::Scaling;
+use crate::classifier::imbalance::{best_threshold, Threshold, ThresholdMetric};
 use crate::classifier::milr::Milr;
 use crate::classifier::{BagModel, BagScores, ClassifierKind, ClassifierParams};
 use crate::data::Dataset;
@@ -163,7 +173,18 @@ pub struct Pipeline {
     pub inner_folds: usize,
     /// What that inner CV maximises.
     pub select: Selection,
+    /// The binary decision rule: the classifier's own, a given threshold on the positive
+    /// score, or one chosen on the training bags (module documentation).
+    pub threshold: Threshold,
+    /// What a chosen threshold maximises.
+    pub threshold_metric: ThresholdMetric,
 }
+
+/// Fits on the first bags and scores the second: `score(train, test)`.
+type FitAndScore<'a> = dyn Fn(&[usize], &[usize]) -> Result<BagScores> + 'a;
+
+/// The stream of [`derive_seed`] that seeds the inner CV choosing a threshold.
+const THRESHOLD_STREAM: u64 = 2000;
 
 /// Folds of the inner CV that chooses among candidates, unless set.
 pub const DEFAULT_INNER_FOLDS: usize = 3;
@@ -191,7 +212,39 @@ impl Pipeline {
             classifier: classifier.into(),
             inner_folds: DEFAULT_INNER_FOLDS,
             select: Selection::default(),
+            threshold: Threshold::None,
+            threshold_metric: ThresholdMetric::default(),
         }
+    }
+
+    /// The same pipeline with the binary decision rule `threshold`.
+    ///
+    /// ```
+    /// use mil_toolkit::classifier::imbalance::Threshold;
+    /// use mil_toolkit::classifier::milr::{Milr, Pooling};
+    /// use mil_toolkit::pipeline::Pipeline;
+    ///
+    /// let data = mil_toolkit::data::load("musk1")?;
+    /// let all: Vec<usize> = (0..data.n_bags()).collect();
+    /// let pipeline = Pipeline::new(Milr::default().pooling(Pooling::Mean)).threshold(Threshold::Auto);
+    /// let model = pipeline.fit_model(&data, &all)?;
+    /// // Chosen on inner out-of-fold probabilities, stored in the model, used by predict.
+    /// let t = model.threshold.expect("a chosen threshold");
+    /// let scores = model.scores(&data, &all)?;
+    /// assert!((0..all.len()).all(|i| scores.label(i) == usize::from(scores.row(i)[1] > t)));
+    /// # Ok::<(), mil_toolkit::Error>(())
+    /// ```
+    #[must_use]
+    pub fn threshold(mut self, threshold: Threshold) -> Self {
+        self.threshold = threshold;
+        self
+    }
+
+    /// The same pipeline choosing thresholds by `metric`.
+    #[must_use]
+    pub fn threshold_metric(mut self, metric: ThresholdMetric) -> Self {
+        self.threshold_metric = metric;
+        self
     }
 
     /// The same pipeline with a projection (or a grid of them) fitted first.
@@ -230,6 +283,77 @@ impl Pipeline {
             c.check()?;
         }
         Ok(())
+    }
+
+    /// Checks what depends on the data: a threshold needs two classes, class weights one
+    /// per class.
+    pub fn check_data(&self, data: &Dataset) -> Result<()> {
+        let k = data.n_classes();
+        if self.threshold != Threshold::None && k != 2 {
+            return Err(Error::parameter(
+                "threshold",
+                self.threshold,
+                format!("a threshold on the positive score needs two classes; the data have {k}"),
+            ));
+        }
+        for c in self.classifier.candidates() {
+            let w = match c {
+                ClassifierParams::CitationKnn(p) => p.class_weight,
+                ClassifierParams::Milr(p) => p.class_weight,
+                ClassifierParams::Svm(p) => p.class_weight,
+            };
+            // The labels only matter to `balanced`; the count is checked here.
+            w.resolve(&[], k)?;
+        }
+        Ok(())
+    }
+
+    /// The threshold of a model fitted on `train`: none, the given one, or (auto) the
+    /// best cut of the out-of-fold scores of an inner CV on `train` (inner folds seeded
+    /// by `seed`), where `score(inner_train, inner_test)` fits on the first and scores
+    /// the second.
+    pub(crate) fn decide_threshold(
+        &self,
+        data: &Dataset,
+        train: &[usize],
+        seed: u64,
+        score: &FitAndScore<'_>,
+    ) -> Result<Option<f64>> {
+        match self.threshold {
+            Threshold::None => Ok(None),
+            Threshold::Value(t) => Ok(Some(t)),
+            Threshold::Auto => {
+                let labels = data.require_labels(2)?;
+                let smallest = [0, 1]
+                    .iter()
+                    .map(|&c| train.iter().filter(|&&b| labels[b] == c).count())
+                    .min()
+                    .unwrap_or(0);
+                if self.inner_folds > smallest {
+                    return Err(Error::parameter(
+                        "inner_folds",
+                        self.inner_folds,
+                        format!(
+                            "the inner CV that chooses the threshold needs at most the smallest class among the training bags ({smallest} bags)"
+                        ),
+                    ));
+                }
+                let folds = inner_folds(labels, train, self.inner_folds, seed)?;
+                let (mut scores, mut positive) = (Vec::new(), Vec::new());
+                for test in &folds {
+                    let mut sorted = test.clone();
+                    sorted.sort_unstable();
+                    let s = score(&complement(train, &sorted), test)?;
+                    for (i, &b) in test.iter().enumerate() {
+                        scores.push(s.positive(i));
+                        positive.push(labels[b] == 1);
+                    }
+                }
+                best_threshold(&scores, &positive, self.threshold_metric)
+                    .map(Some)
+                    .ok_or_else(|| Error::data(data.name(), "no scores to choose a threshold from"))
+            }
+        }
     }
 
     /// Fits the pipeline on the bags `train` with seed 1 for the inner CV, returning
@@ -472,17 +596,26 @@ impl Pipeline {
         seed: u64,
     ) -> Result<(HostModel, Candidate)> {
         self.check()?;
+        self.check_data(data)?;
         let candidate = self.choose(data, train, seed)?;
         let (fitted, _) = self.fit_candidate(&candidate, data, train)?;
-        Ok((
-            HostModel::new(
-                data.class_names().to_vec(),
-                data.dim(),
-                fitted.projection,
-                fitted.classifier,
-            ),
-            candidate,
-        ))
+        let threshold = self.decide_threshold(
+            data,
+            train,
+            derive_seed(seed, THRESHOLD_STREAM),
+            &|tr, te| {
+                let (f, projected) = self.fit_candidate(&candidate, data, tr)?;
+                f.scores(data, projected.as_ref(), te)
+            },
+        )?;
+        let mut model = HostModel::new(
+            data.class_names().to_vec(),
+            data.dim(),
+            fitted.projection,
+            fitted.classifier,
+        );
+        model.threshold = threshold;
+        Ok((model, candidate))
     }
 
     /// Whether the bag distances of this pipeline are the same in every fold.
@@ -562,6 +695,8 @@ pub struct CvReport {
     /// fitted — chosen by inner CV when lists were given; `None` without a projection
     /// and without a choice ([`Pipeline::chosen`]).
     pub chosen: Vec<Option<Chosen>>,
+    /// Per fold (all repetitions, in order), the decision threshold of its model, if any.
+    pub thresholds: Vec<Option<f64>>,
     /// Out-of-fold predictions of the first repetition: (bag index, class, score).
     pub predictions: Vec<(usize, usize, f64)>,
 }
@@ -595,6 +730,9 @@ pub struct FoldOutcome {
     pub scores: BagScores,
     /// The projection's (dim, α) and MILR's ridge, when reported ([`Pipeline::chosen`]).
     pub chosen: Option<Chosen>,
+    /// The decision threshold of the fold's model, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
 }
 
 /// Cross-validates a pipeline on a labelled data set, reporting one step per fold (and
@@ -623,6 +761,7 @@ pub fn run_folds(
     progress: &dyn Progress,
 ) -> Result<Vec<FoldOutcome>> {
     pipeline.check()?;
+    pipeline.check_data(data)?;
     let labels = data.require_labels(2)?;
     let all: Vec<usize> = (0..data.n_bags()).collect();
     let assignments = folds.assignments(data)?;
@@ -664,28 +803,48 @@ pub fn run_folds(
             let mut sorted = test.clone();
             sorted.sort_unstable();
             let train = complement(&all, &sorted);
+            let threshold_seed = derive_seed(*seed, THRESHOLD_STREAM + f as u64);
             let out = match (&shared, &shared_gram) {
-                (Some((c, dist)), _) => c
-                    .scores_from_distances(data, dist, &train, test)
-                    .map(|s| (s, None)),
-                (None, Some((svm, gram))) => svm
-                    .scores_from_gram(gram, data.n_bags(), labels, n_classes, &train, test)
-                    .map(|s| (s, None)),
+                (Some((c, dist)), _) => {
+                    let score =
+                        |tr: &[usize], te: &[usize]| c.scores_from_distances(data, dist, tr, te);
+                    pipeline
+                        .decide_threshold(data, &train, threshold_seed, &score)
+                        .and_then(|t| Ok((score(&train, test)?, None, t)))
+                }
+                (None, Some((svm, gram))) => {
+                    let score = |tr: &[usize], te: &[usize]| {
+                        svm.scores_from_gram(gram, data.n_bags(), labels, n_classes, tr, te)
+                    };
+                    pipeline
+                        .decide_threshold(data, &train, threshold_seed, &score)
+                        .and_then(|t| Ok((score(&train, test)?, None, t)))
+                }
                 (None, None) => {
                     let inner_seed = derive_seed(*seed, 1000 + f as u64);
                     pipeline.choose(data, &train, inner_seed).and_then(|c| {
                         let (fitted, projected) = pipeline.fit_candidate(&c, data, &train)?;
                         let scores = fitted.scores(data, projected.as_ref(), test)?;
-                        Ok((scores, pipeline.chosen(&c)))
+                        let t = pipeline.decide_threshold(
+                            data,
+                            &train,
+                            threshold_seed,
+                            &|tr, te| {
+                                let (f, projected) = pipeline.fit_candidate(&c, data, tr)?;
+                                f.scores(data, projected.as_ref(), te)
+                            },
+                        )?;
+                        Ok((scores, pipeline.chosen(&c), t))
                     })
                 }
             };
             progress.advance(1);
-            out.map(|(scores, chosen)| FoldOutcome {
+            out.map(|(scores, chosen, threshold)| FoldOutcome {
                 repeat,
                 fold: f,
-                scores,
+                scores: scores.with_threshold(threshold),
                 chosen,
+                threshold,
             })
         })
         .collect::<Result<Vec<_>>>();
@@ -712,6 +871,7 @@ pub fn summarize(
         per_repeat: Vec::new(),
         confusion: vec![vec![0; n_classes]; n_classes],
         chosen: Vec::new(),
+        thresholds: Vec::new(),
         predictions: Vec::new(),
     };
     let mut aurocs = Vec::new();
@@ -757,6 +917,7 @@ pub fn summarize(
                 }
             }
             report.chosen.push(*chosen);
+            report.thresholds.push(outcome.threshold);
         }
         report.per_repeat.push(rep_hits as f64 / rep_total as f64);
         hits += rep_hits;
@@ -871,6 +1032,8 @@ mod tests {
             classifier: ClassifierParams::CitationKnn(c).into(),
             inner_folds: 3,
             select: Selection::Accuracy,
+            threshold: Threshold::None,
+            threshold_metric: ThresholdMetric::default(),
         };
         let folds = Folds::Stratified {
             k: 5,
@@ -924,6 +1087,8 @@ mod tests {
             classifier: ClassifierGrid::new(milr(1e-6), &ridges).unwrap(),
             inner_folds: 3,
             select,
+            threshold: Threshold::None,
+            threshold_metric: ThresholdMetric::default(),
         };
         let seed = 5;
         let r = cross_validate(
@@ -1003,6 +1168,8 @@ mod tests {
             classifier: ClassifierGrid::new(milr(1e-6), &[1e-6, 1.0, 100.0]).unwrap(),
             inner_folds: 3,
             select: Selection::Accuracy,
+            threshold: Threshold::None,
+            threshold_metric: ThresholdMetric::default(),
         }
     }
 
@@ -1100,6 +1267,8 @@ mod tests {
             classifier: ClassifierParams::Milr(Milr::default()).into(),
             inner_folds: 3,
             select: Selection::Accuracy,
+            threshold: Threshold::None,
+            threshold_metric: ThresholdMetric::default(),
         };
         let r = cross_validate(
             &p,

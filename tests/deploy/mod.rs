@@ -89,5 +89,6 @@ pub fn svm(map: mil_toolkit::svm::bags::EmpiricalMap) -> ClassifierParams {
         },
         seed: 1,
         preprocessing: mil_toolkit::classifier::svm::Preprocessing::None,
+        class_weight: Default::default(),
     })
 }

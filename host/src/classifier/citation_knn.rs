@@ -10,6 +10,8 @@
 //! - References: the R nearest training bags plus every tie at the R-th distance.
 //! - Vote: class c scores (1/N + R_c + C_c) / Σ, N the number of training bags; the
 //!   highest score wins, ties going to the first class (the negative one when binary).
+//!   With class weights ([`CitationKnn::class_weight`]) each reference and citer of
+//!   class c counts w_c instead of 1: (1/N + w_c(R_c + C_c)) / Σ.
 //!
 //! Attribute scaling ([`Scaling`]): `weka` reproduces Weka — (x − lo)/(hi − lo) with
 //! lo = 0.95·min and hi = 1.05·max over the training instances, widened by every bag it
@@ -21,6 +23,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::imbalance::ClassWeight;
 use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::standardize::ZScore;
 use crate::data::Dataset;
@@ -89,6 +92,9 @@ pub struct CitationKnn {
     /// The bag distance: minimal (with `rank`), maximal or average Hausdorff.
     #[serde(default)]
     pub hausdorff: Hausdorff,
+    /// Weight of the votes of each class's references and citers.
+    #[serde(default, skip_serializing_if = "ClassWeight::is_none")]
+    pub class_weight: ClassWeight,
 }
 
 impl Default for CitationKnn {
@@ -99,6 +105,7 @@ impl Default for CitationKnn {
             rank: 1,
             scaling: Scaling::Auto,
             hausdorff: Hausdorff::Min,
+            class_weight: ClassWeight::None,
         }
     }
 }
@@ -109,6 +116,7 @@ crate::params::setters!(CitationKnn {
     rank: usize,
     scaling: Scaling,
     hausdorff: Hausdorff,
+    class_weight: ClassWeight,
 });
 
 /// A fitted scaling of the attributes.
@@ -231,6 +239,10 @@ pub struct CitationKnnModel {
     /// Identifiers of the training bags (for explanations; empty in older models).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bag_ids: Vec<String>,
+    /// The vote of each class ([`CitationKnn::class_weight`] resolved on the training
+    /// bags); empty: every vote counts 1.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub class_weights: Vec<f64>,
 }
 
 impl CitationKnn {
@@ -311,10 +323,17 @@ impl CitationKnn {
             .collect();
         let radius = radii(&tt, train.len(), self.citers);
         let n_classes = data.n_classes();
+        let weights = self.class_weight.resolve(&labels, n_classes)?;
         let mut scores = Vec::with_capacity(test.len() * n_classes);
         for &t in test {
             let row: Vec<f64> = train.iter().map(|&j| dist[t * n + j]).collect();
-            scores.extend(vote(&row, &labels, &radius, n_classes, self.references));
+            scores.extend(weighted_vote(
+                &row,
+                &labels,
+                &radius,
+                &weights,
+                self.references,
+            ));
         }
         Ok(BagScores::new(n_classes, scores))
     }
@@ -341,6 +360,10 @@ impl Classifier for CitationKnn {
         let scaled = scaler.apply(data, train)?;
         let tt = params.all_distances(&scaled);
         let raw = data.select(train);
+        let class_weights = match self.class_weight {
+            ClassWeight::None => Vec::new(),
+            w => w.resolve(&labels, data.n_classes())?,
+        };
         Ok(CitationKnnModel {
             params,
             n_classes: data.n_classes(),
@@ -351,11 +374,21 @@ impl Classifier for CitationKnn {
             labels,
             radius: radii(&tt, train.len(), self.citers),
             bag_ids: raw.bag_ids().to_vec(),
+            class_weights,
         })
     }
 }
 
 impl CitationKnnModel {
+    /// The vote of each class (all 1 without class weights).
+    pub fn vote_weights(&self) -> Vec<f64> {
+        if self.class_weights.is_empty() {
+            vec![1.0; self.n_classes]
+        } else {
+            self.class_weights.clone()
+        }
+    }
+
     /// The training bags as a data set (raw features).
     fn training_set(&self) -> Result<Dataset> {
         let n = self.labels.len();
@@ -384,6 +417,15 @@ impl CitationKnnModel {
         }
         if !self.bag_ids.is_empty() && self.bag_ids.len() != n {
             return Err("citation-knn: bag identifiers do not match the bags".into());
+        }
+        if !(self.class_weights.is_empty()
+            || (self.class_weights.len() == self.n_classes
+                && self
+                    .class_weights
+                    .iter()
+                    .all(|&w| w > 0.0 && w <= crate::params::limits::MAX_WEIGHT)))
+        {
+            return Err("citation-knn: class weights do not match the classes".into());
         }
         let scaler_ok = match &self.scaler {
             Scaler::Weka { lo, hi } => lo.len() == self.dim && hi.len() == self.dim,
@@ -490,13 +532,14 @@ impl BagModel for CitationKnnModel {
         let train = self.training_set()?;
         let n_train = self.labels.len();
         let mut scores = Vec::with_capacity(bags.len() * self.n_classes);
+        let weights = self.vote_weights();
         let mut push = |dist: &[f64]| {
             for row in dist.chunks_exact(n_train) {
-                scores.extend(vote(
+                scores.extend(weighted_vote(
                     row,
                     &self.labels,
                     &self.radius,
-                    self.n_classes,
+                    &weights,
                     self.params.references,
                 ));
             }
@@ -619,8 +662,20 @@ pub fn vote(
     n_classes: usize,
     references: usize,
 ) -> Vec<f64> {
+    weighted_vote(row, labels, radius, &vec![1.0; n_classes], references)
+}
+
+/// [`vote`] with each reference and citer of class c counting `weights[c]` (one weight
+/// per class); weights of 1 give [`vote`]'s scores bit for bit.
+pub fn weighted_vote(
+    row: &[f64],
+    labels: &[usize],
+    radius: &[f64],
+    weights: &[f64],
+    references: usize,
+) -> Vec<f64> {
     let n = row.len();
-    let mut counts = vec![1.0 / n.max(1) as f64; n_classes];
+    let mut counts = vec![1.0 / n.max(1) as f64; weights.len()];
     // References: R nearest plus ties (Weka uses N − 1 when fewer than R bags exist).
     let r = if n < references { n - 1 } else { references };
     if r > 0 {
@@ -629,14 +684,14 @@ pub fn vote(
         let kth = *kth;
         for (&d, &l) in row.iter().zip(labels) {
             if d <= kth {
-                counts[l] += 1.0;
+                counts[l] += weights[l];
             }
         }
     }
     // Citers: training bags for which the query falls within their radius.
     for ((&d, &l), &rad) in row.iter().zip(labels).zip(radius) {
         if d <= rad {
-            counts[l] += 1.0;
+            counts[l] += weights[l];
         }
     }
     let total: f64 = counts.iter().sum();
@@ -680,6 +735,7 @@ mod tests {
             rank: 1,
             hausdorff: Hausdorff::Min,
             scaling: Scaling::None,
+            class_weight: ClassWeight::None,
         };
         // Train on bags 0..=4, predict bag 5 (instance 9).
         let train = [0, 1, 2, 3, 4];
@@ -743,6 +799,7 @@ mod tests {
                 rank: 1,
                 hausdorff,
                 scaling: Scaling::None,
+                class_weight: ClassWeight::None,
             };
             let model = c.fit(&d, &train).unwrap();
             let e = &model.explain(&d, &[5]).unwrap()[0];
@@ -861,6 +918,7 @@ mod tests {
             rank: 1,
             hausdorff: Hausdorff::Min,
             scaling: Scaling::None,
+            class_weight: ClassWeight::None,
         };
         let dist = pairwise(&d, Hausdorff::Min);
         let (train, test) = ([0, 2, 3, 4, 5], [1]);
@@ -1052,6 +1110,7 @@ mod tests {
             rank: 1,
             hausdorff: Hausdorff::Min,
             scaling: Scaling::Weka,
+            class_weight: ClassWeight::None,
         }
         .fit(&d, &train)
         .unwrap();

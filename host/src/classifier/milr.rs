@@ -14,6 +14,11 @@
 //! to raw units afterwards, as Weka does. Attributes with zero spread contribute nothing.
 //! Multi-class data: one model per class against the rest.
 //!
+//! Class weights ([`Milr::class_weight`]) multiply each bag's term of the likelihood by
+//! the weight w_b of its class: −Σ_i w_i [y_i log P_i + (1 − y_i) log(1 − P_i)]. The
+//! standardisation and the starting intercept count bag i w_i times too, so integer
+//! weights fit exactly the unweighted model of the set with each bag repeated w_i times.
+//!
 //! [`Optimizer::Weka`] instead reproduces Weka 3.6's fit step by step: its objective and
 //! gradient formulas in plain (not log-space) arithmetic, overflowing to ∞ where Weka's
 //! do, its quasi-Newton method with its stopping rules ([`crate::optim::weka_bfgs`]), its
@@ -24,6 +29,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::imbalance::ClassWeight;
 use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -71,6 +77,9 @@ pub struct Milr {
     /// The minimiser (models saved before this field existed used L-BFGS).
     #[serde(default)]
     pub optimizer: Optimizer,
+    /// Weight of each bag's likelihood term by its class (L-BFGS only).
+    #[serde(default, skip_serializing_if = "ClassWeight::is_none")]
+    pub class_weight: ClassWeight,
 }
 
 impl Default for Milr {
@@ -80,6 +89,7 @@ impl Default for Milr {
             ridge: 1e-6,
             beta: 3.0,
             optimizer: Optimizer::Lbfgs,
+            class_weight: ClassWeight::None,
         }
     }
 }
@@ -89,6 +99,7 @@ crate::params::setters!(Milr {
     ridge: f64,
     beta: f64,
     optimizer: Optimizer,
+    class_weight: ClassWeight,
 });
 
 mil_core::keywords!(Optimizer {
@@ -260,6 +271,8 @@ struct Objective<'a> {
     /// Bag offsets into the instances.
     starts: &'a [usize],
     positive: &'a [bool],
+    /// Each bag's weight (its class's).
+    weights: &'a [f64],
     params: Milr,
 }
 
@@ -275,12 +288,11 @@ impl Objective<'_> {
         let z = self.logits(theta);
         let mut dz = vec![0.0; z.len()];
         let mut value = 0.0;
-        for (b, &pos) in self.positive.iter().enumerate() {
+        for (b, (&pos, &w)) in self.positive.iter().zip(self.weights).enumerate() {
             let r = self.starts[b]..self.starts[b + 1];
-            value += self
-                .params
-                .pooling
-                .loss(self.params.beta, &z[r.clone()], pos, &mut dz[r]);
+            let dzb = &mut dz[r.clone()];
+            value += w * self.params.pooling.loss(self.params.beta, &z[r], pos, dzb);
+            dzb.iter_mut().for_each(|d| *d *= w);
         }
         grad.iter_mut().for_each(|g| *g = 0.0);
         for (row, &d) in self.x.chunks_exact(self.dim).zip(&dz) {
@@ -456,12 +468,18 @@ impl WekaObjective<'_> {
 /// sqrt(|Σ_b E_b[x²] / (B − 1) − mean² B / (B − 1)|). A spread that is zero up to
 /// round-off marks a constant attribute (standard deviation 0: it contributes nothing),
 /// unless `exact` (Weka's rule: only a computed spread of exactly 0 counts).
-fn bag_standardisation(data: &Dataset, train: &[usize], exact: bool) -> (Vec<f64>, Vec<f64>) {
+/// Bag `train[i]` counts `weights[i]` times (frequency weights; all 1 unweighted).
+fn bag_standardisation(
+    data: &Dataset,
+    train: &[usize],
+    weights: &[f64],
+    exact: bool,
+) -> (Vec<f64>, Vec<f64>) {
     let dim = data.dim();
-    let nb = train.len() as f64;
+    let nb: f64 = weights.iter().sum();
     let mut mean = vec![0.0; dim];
     let mut second = vec![0.0; dim];
-    for &b in train {
+    for (&b, &w) in train.iter().zip(weights) {
         let bag = data.bag(b);
         let n = bag.len() as f64;
         let mut m = vec![0.0; dim];
@@ -473,8 +491,8 @@ fn bag_standardisation(data: &Dataset, train: &[usize], exact: bool) -> (Vec<f64
             }
         }
         for j in 0..dim {
-            mean[j] += m[j] / n;
-            second[j] += s[j] / n;
+            mean[j] += w * (m[j] / n);
+            second[j] += w * (s[j] / n);
         }
     }
     mean.iter_mut().for_each(|m| *m /= nb);
@@ -498,6 +516,14 @@ impl Milr {
     pub fn validate(&self) -> Result<()> {
         crate::params::check_weight("ridge", self.ridge, false)?;
         crate::params::check_weight("beta", self.beta, true)?;
+        self.class_weight.check()?;
+        if self.optimizer == Optimizer::Weka && !self.class_weight.is_none() {
+            return Err(Error::parameter(
+                "class_weight",
+                self.class_weight,
+                "reproduces nothing of Weka's MILR, which has no class weights: use the lbfgs optimizer",
+            ));
+        }
         if self.optimizer == Optimizer::Weka
             && matches!(self.pooling, Pooling::Softmax | Pooling::Max)
         {
@@ -517,11 +543,22 @@ impl Milr {
         dim: usize,
         starts: &[usize],
         positive: &[bool],
-        mean: &[f64],
-        sd: &[f64],
+        weights: &[f64],
+        (mean, sd): (&[f64], &[f64]),
     ) -> Result<Vec<f64>> {
-        let n_pos = positive.iter().filter(|&&p| p).count() as f64;
-        let n_neg = positive.len() as f64 - n_pos;
+        // Weighted counts (exactly the counts when every weight is 1).
+        let n_pos: f64 = positive
+            .iter()
+            .zip(weights)
+            .filter(|(&p, _)| p)
+            .map(|(_, w)| w)
+            .sum();
+        let n_neg: f64 = positive
+            .iter()
+            .zip(weights)
+            .filter(|(&p, _)| !p)
+            .map(|(_, w)| w)
+            .sum();
         let mut theta = vec![0.0; dim + 1];
         // Weka's start: the log odds of the (smoothed) class counts.
         theta[0] = ((n_pos + 1.0) / (n_neg + 1.0)).ln();
@@ -560,6 +597,7 @@ impl Milr {
             dim,
             starts,
             positive,
+            weights,
             params: *self,
         };
         // Tolerances of the order of scipy's L-BFGS-B defaults (factr 10⁷): on separable
@@ -594,7 +632,8 @@ impl Classifier for Milr {
         let labels = data.training_labels(train, 2)?;
         let dim = data.dim();
         let weka = self.optimizer == Optimizer::Weka;
-        let (mean, sd) = bag_standardisation(data, train, weka);
+        let weights = self.class_weight.bag_weights(&labels, data.n_classes())?;
+        let (mean, sd) = bag_standardisation(data, train, &weights, weka);
         let picked = data.select(train);
         let mut x = picked.features().to_vec();
         for row in x.chunks_exact_mut(dim) {
@@ -618,7 +657,14 @@ impl Classifier for Milr {
             .iter()
             .map(|&c| {
                 let positive: Vec<bool> = labels.iter().map(|&l| l == c).collect();
-                self.fit_binary(&x, dim, picked.bag_starts(), &positive, &mean, &sd)
+                self.fit_binary(
+                    &x,
+                    dim,
+                    picked.bag_starts(),
+                    &positive,
+                    &weights,
+                    (&mean, &sd),
+                )
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(MilrModel {
@@ -833,12 +879,14 @@ mod tests {
                     ridge: 0.1,
                     beta: 3.0,
                     optimizer: Optimizer::Lbfgs,
+                    class_weight: ClassWeight::None,
                 };
                 let obj = Objective {
                     x: &x,
                     dim,
                     starts: &starts,
                     positive: &positive,
+                    weights: &vec![1.0; positive.len()],
                     params,
                 };
                 let mut rng = Xoshiro256PlusPlus::seed_from_u64(100 + seed);
@@ -950,6 +998,7 @@ mod tests {
                     dim,
                     starts: &starts,
                     positive: &positive,
+                    weights: &vec![1.0; positive.len()],
                     params,
                 };
                 let weka = WekaObjective {
@@ -1108,6 +1157,102 @@ mod tests {
                 );
             }
             assert_eq!(round(w[k]), largest, "{pooling:?} f{k}: {}", w[k]);
+        }
+    }
+
+    /// `positive` bags of `random_problem(seed)` as a data set, and the same set with
+    /// every bag of class c repeated `copies[c]` times (copies kept together).
+    fn with_copies(seed: u64, copies: [usize; 2]) -> (Dataset, Dataset) {
+        let (x, starts, positive, dim) = random_problem(seed);
+        let make = |reps: &dyn Fn(bool) -> usize| {
+            let (mut f, mut s, mut labels) = (Vec::new(), vec![0], Vec::new());
+            for (b, &p) in positive.iter().enumerate() {
+                for _ in 0..reps(p) {
+                    f.extend_from_slice(&x[starts[b] * dim..starts[b + 1] * dim]);
+                    s.push(s.last().unwrap() + starts[b + 1] - starts[b]);
+                    labels.push(usize::from(p));
+                }
+            }
+            let n = labels.len();
+            Dataset::new(
+                "r",
+                dim,
+                f,
+                s,
+                (0..n).map(|b| b.to_string()).collect(),
+                Some(labels),
+                vec!["0".into(), "1".into()],
+            )
+            .unwrap()
+        };
+        (make(&|_| 1), make(&|p| copies[usize::from(p)]))
+    }
+
+    #[test]
+    fn integer_class_weights_fit_the_set_with_repeated_bags() {
+        // Closed form: weights (w0, w1) = the unweighted fit on the set where each bag of
+        // class c appears w_c times (likelihood, standardisation and start alike).
+        for pooling in ALL {
+            for (seed, copies) in [(1u64, [1usize, 3usize]), (2, [2, 1]), (4, [3, 2])] {
+                let (data, repeated) = with_copies(seed, copies);
+                let w = ClassWeight::given(&copies.map(|c| c as f64)).unwrap();
+                let base = Milr::default().pooling(pooling).ridge(0.1);
+                let all: Vec<usize> = (0..data.n_bags()).collect();
+                let every: Vec<usize> = (0..repeated.n_bags()).collect();
+                let weighted = base.class_weight(w).fit(&data, &all).unwrap();
+                let copied = base.fit(&repeated, &every).unwrap();
+                let (a, b) = (
+                    weighted.scores(&data, &all).unwrap(),
+                    copied.scores(&data, &all).unwrap(),
+                );
+                for i in 0..all.len() {
+                    // Only the summation order differs: the two L-BFGS runs take the same
+                    // steps up to round-off.
+                    assert!(
+                        (a.row(i)[1] - b.row(i)[1]).abs() < 1e-9,
+                        "{pooling:?} seed {seed}: bag {i} {} vs {}",
+                        a.row(i)[1],
+                        b.row(i)[1]
+                    );
+                }
+                assert_ne!(
+                    weighted.weights,
+                    base.fit(&data, &all).unwrap().weights,
+                    "the weights change the fit"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn balanced_weights_on_a_balanced_set_change_nothing() {
+        // n / (k · n_c) = 1 exactly when the classes are equal: bit-identical fits.
+        let (x, starts, _, dim) = random_problem(7);
+        let n = starts.len() - 1;
+        let labels: Vec<usize> = (0..n).map(|b| b % 2).collect();
+        let data = Dataset::new(
+            "r",
+            dim,
+            x,
+            starts,
+            (0..n).map(|b| b.to_string()).collect(),
+            Some(labels),
+            vec!["0".into(), "1".into()],
+        )
+        .unwrap();
+        let all: Vec<usize> = (0..n).collect();
+        for pooling in ALL {
+            let plain = Milr::default().pooling(pooling).fit(&data, &all).unwrap();
+            let balanced = Milr::default()
+                .pooling(pooling)
+                .class_weight(ClassWeight::Balanced)
+                .fit(&data, &all)
+                .unwrap();
+            assert_eq!(plain.weights, balanced.weights, "{pooling:?}");
+            assert_eq!(
+                plain.scores(&data, &all).unwrap(),
+                balanced.scores(&data, &all).unwrap()
+            );
         }
     }
 }

@@ -11,6 +11,7 @@
 //! in [`ClassifierModel`].
 
 pub mod citation_knn;
+pub mod imbalance;
 pub mod milr;
 pub mod svm;
 
@@ -28,13 +29,34 @@ use svm::SvmModel;
 pub struct BagScores {
     n_classes: usize,
     scores: Vec<f64>,
+    /// Binary decision threshold on the positive score ([`BagScores::with_threshold`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    threshold: Option<f64>,
 }
 
 impl BagScores {
     /// Wraps row-major scores (`scores.len()` must be a multiple of `n_classes`).
     pub fn new(n_classes: usize, scores: Vec<f64>) -> Self {
         debug_assert!(n_classes > 0 && scores.len().is_multiple_of(n_classes));
-        BagScores { n_classes, scores }
+        BagScores {
+            n_classes,
+            scores,
+            threshold: None,
+        }
+    }
+
+    /// The same scores labelled by a threshold on the positive score when binary: class
+    /// 1 when `row[1] > t`, else 0 (`None`: the larger score wins). Multi-class tables
+    /// ignore it.
+    #[must_use]
+    pub fn with_threshold(mut self, threshold: Option<f64>) -> Self {
+        self.threshold = threshold;
+        self
+    }
+
+    /// The threshold [`BagScores::label`] applies, if any.
+    pub fn threshold(&self) -> Option<f64> {
+        self.threshold
     }
 
     /// Number of classes.
@@ -58,9 +80,13 @@ impl BagScores {
     }
 
     /// The predicted class of bag `i`: the highest score, ties to the lower class index
-    /// (Weka's rule: ties go to the first class, the negative one when binary).
+    /// (Weka's rule: ties go to the first class, the negative one when binary); with a
+    /// threshold t (binary), class 1 exactly when the positive score exceeds t.
     pub fn label(&self, i: usize) -> usize {
         let row = self.row(i);
+        if let (Some(t), 2) = (self.threshold, self.n_classes) {
+            return usize::from(row[1] > t);
+        }
         let mut best = 0;
         for (c, &s) in row.iter().enumerate() {
             if s > row[best] {
@@ -181,6 +207,17 @@ impl ClassifierParams {
                 ClassifierParams::CitationKnn(c.scaling(c.scaling.resolve(true)))
             }
             other => other,
+        }
+    }
+
+    /// The same parameters with the class weights `w` ([`imbalance::ClassWeight`]); every
+    /// classifier takes them.
+    #[must_use]
+    pub fn with_class_weight(self, w: imbalance::ClassWeight) -> Self {
+        match self {
+            ClassifierParams::CitationKnn(c) => c.class_weight(w).into(),
+            ClassifierParams::Milr(m) => m.class_weight(w).into(),
+            ClassifierParams::Svm(s) => s.class_weight(w).into(),
         }
     }
 

@@ -17,6 +17,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::imbalance::ClassWeight;
 use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::standardize::ZScore;
 use crate::data::Dataset;
@@ -164,6 +165,8 @@ pub struct SetKernelSvm {
     pub seed: u64,
     /// Attribute pre-processing fitted on the training bags.
     pub preprocessing: Preprocessing,
+    /// Cost C of each class's bags multiplied by its weight (libsvm's class weights).
+    pub class_weight: ClassWeight,
 }
 
 impl Default for SetKernelSvm {
@@ -175,6 +178,7 @@ impl Default for SetKernelSvm {
             settings: BagSvmSettings::default(),
             seed: 1,
             preprocessing: Preprocessing::None,
+            class_weight: ClassWeight::None,
         }
     }
 }
@@ -184,6 +188,7 @@ crate::params::setters!(SetKernelSvm {
     settings: BagSvmSettings,
     seed: u64,
     preprocessing: Preprocessing,
+    class_weight: ClassWeight,
 });
 
 impl SetKernelSvm {
@@ -197,6 +202,7 @@ impl SetKernelSvm {
             settings: BagSvmSettings::default().cost(MI_RBF_COST).rho(1.0),
             seed: 1,
             preprocessing: Preprocessing::MinMax,
+            class_weight: ClassWeight::None,
         }
     }
 
@@ -256,6 +262,7 @@ impl SetKernelSvm {
             }
             SetKernel::Nsk { .. } | SetKernel::MiRbf { .. } => {}
         }
+        self.class_weight.check()?;
         crate::svm::bags::check_settings(&self.settings)
     }
 }
@@ -468,18 +475,36 @@ fn machine_targets(labels: &[usize], n_classes: usize) -> Vec<Vec<bool>> {
 }
 
 /// Trains one machine per target on the same kernel (one Gram matrix for all).
+/// `weights`: each bag's cost factor (indexed like the kernel), `None` for C alike.
 fn fit_machines(
     kernel: &[f64],
     n: usize,
     train: &[usize],
     targets: &[Vec<bool>],
+    weights: Option<&[f64]>,
     settings: BagSvmSettings,
     scale: f64,
 ) -> Result<Vec<BagSvm>> {
     targets
         .par_iter()
-        .map(|positive| BagSvm::fit(kernel, n, train, positive, settings, scale))
+        .map(|positive| BagSvm::fit(kernel, n, train, positive, weights, settings, scale))
         .collect()
+}
+
+/// Each bag's cost factor for labels `labels` (all bags of the kernel) from the class
+/// weights resolved on the training bags `train`; `None` without class weights.
+fn cost_factors(
+    class_weight: ClassWeight,
+    labels: &[usize],
+    train: &[usize],
+    n_classes: usize,
+) -> Result<Option<Vec<f64>>> {
+    if class_weight.is_none() {
+        return Ok(None);
+    }
+    let train_labels: Vec<usize> = train.iter().map(|&b| labels[b]).collect();
+    let w = class_weight.resolve(&train_labels, n_classes)?;
+    Ok(Some(labels.iter().map(|&l| w[l]).collect()))
 }
 
 impl Classifier for SetKernelSvm {
@@ -508,7 +533,9 @@ impl Classifier for SetKernelSvm {
         let labels: Vec<usize> = train.iter().map(|&b| labels_all[b]).collect();
         let (k, scale, settings) = self.smo_kernel(&log_gram, m, &local)?;
         let targets = machine_targets(&labels, n_classes);
-        let mut machines = fit_machines(&k, m, &local, &targets, settings, scale)?.into_iter();
+        let factors = cost_factors(self.class_weight, &labels, &local, n_classes)?;
+        let mut machines =
+            fit_machines(&k, m, &local, &targets, factors.as_deref(), settings, scale)?.into_iter();
         let svm = machines
             .next()
             .ok_or_else(|| Error::data(data.name(), "no classes"))?;
@@ -563,7 +590,8 @@ impl SetKernelSvm {
     ) -> Result<BagScores> {
         let (k, scale, settings) = self.smo_kernel(log_gram, n, train)?;
         let targets = machine_targets(labels, n_classes);
-        let machines = fit_machines(&k, n, train, &targets, settings, scale)?;
+        let factors = cost_factors(self.class_weight, labels, train, n_classes)?;
+        let machines = fit_machines(&k, n, train, &targets, factors.as_deref(), settings, scale)?;
         Ok(decision_scores(
             n_classes,
             test.iter()
@@ -636,6 +664,7 @@ impl SvmModel {
             settings: self.svm.settings,
             seed: self.seed,
             preprocessing: Preprocessing::None,
+            class_weight: ClassWeight::None,
         }
         .check()
         .map_err(|e| format!("svm: {e}"))?;
@@ -1027,6 +1056,7 @@ mod tests {
                 cost: 1e10,
             },
             seed: 3,
+            class_weight: ClassWeight::None,
             preprocessing: Preprocessing::None,
         }
     }

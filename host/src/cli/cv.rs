@@ -10,6 +10,7 @@ use mil_core::keyword::Keyword;
 
 use super::{ClassifierArgs, CvArgs, InnerCvArgs, ProjectionArgs, Report};
 use super::{CvMerge, CvMergeArgs};
+use crate::classifier::imbalance::Threshold;
 use crate::classifier::ClassifierKind;
 use crate::data;
 use crate::data::Dataset;
@@ -35,7 +36,9 @@ pub(super) fn pipeline(
     let grid = crate::pipeline::ClassifierGrid::new(params, &classifier.ridge)?;
     let mut pipeline = Pipeline::new(grid)
         .inner_folds(inner.inner_folds)
-        .select(inner.select);
+        .select(inner.select)
+        .threshold(classifier.threshold)
+        .threshold_metric(classifier.threshold_metric);
     match projection.projection.0 {
         None => {
             if !projection.dim.is_empty() || !projection.alpha.is_empty() {
@@ -105,6 +108,18 @@ pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> St
             _ => format!("svm ({} kernel, {} map)", args.kernel, args.map),
         },
     };
+    let mut c = c;
+    if !args.class_weight.is_none() {
+        c.push_str(&format!(", class weights {}", args.class_weight));
+    }
+    match args.threshold {
+        Threshold::None => {}
+        Threshold::Auto => c.push_str(&format!(
+            ", threshold chosen for {} by inner CV",
+            args.threshold_metric
+        )),
+        t => c.push_str(&format!(", threshold {t}")),
+    }
     match projection.projection.0 {
         None => c,
         Some(p) => format!("{} (dim {:?}) → {c}", p.name(), projection.dim),
@@ -333,8 +348,16 @@ fn report(d: &Dataset, description: &str, chooses: bool, r: &CvReport, seconds: 
             }
         }
     }
+    if r.thresholds.iter().any(Option::is_some) {
+        let list: Vec<String> = r
+            .thresholds
+            .iter()
+            .map(|t| t.map_or("none".into(), |t| format!("{t:.4}")))
+            .collect();
+        human.push_str(&format!("\nthreshold per fold: {}", list.join(" ")));
+    }
     human.push_str(&format!("\n{seconds:.2} s"));
-    let json = json!({
+    let mut json = json!({
         "data": d.name(),
         "accuracy": r.accuracy,
         "balanced_accuracy": balanced,
@@ -355,5 +378,8 @@ fn report(d: &Dataset, description: &str, chooses: bool, r: &CvReport, seconds: 
         })).collect::<Vec<_>>(),
         "seconds": seconds,
     });
+    if r.thresholds.iter().any(Option::is_some) {
+        json["thresholds"] = json!(r.thresholds);
+    }
     Report { human, json }
 }

@@ -54,10 +54,12 @@ pub fn run(args: &ExportArgs, progress: &dyn Progress) -> Result<Report> {
         // Both the host's and the core's SVM scores estimate the kernel against every
         // stored bag: the slow part of the export, shown bag by bag.
         let host = super::predict::scores_with_progress(&model, &train, progress)?;
-        return svm_report(args, &bytes, &train, &host, progress);
+        return svm_report(args, &bytes, &train, &host, model.threshold, progress);
     }
     let host = model.scores(&train, &all)?;
-    let max_abs_error = export::max_abs_error(&bytes, &train, |b| host.row(b).to_vec())?;
+    let max_abs_error = export::max_abs_error(&bytes, &train, |b| {
+        export::host_scores_as_compact(&model, host.row(b))
+    })?;
     let mut agree = 0;
     let mut bound: Option<f64> = None;
     for b in 0..train.n_bags() {
@@ -162,6 +164,7 @@ fn svm_report(
     bytes: &[u8],
     train: &Dataset,
     host: &crate::classifier::BagScores,
+    threshold: Option<f64>,
     progress: &dyn Progress,
 ) -> Result<Report> {
     let core = Model::parse(bytes)?;
@@ -177,7 +180,8 @@ fn svm_report(
     progress.finish();
     let (mut agree, mut max_abs_error, mut bound) = (0, 0.0f64, 0.0f64);
     for (b, d) in decisions.iter().enumerate() {
-        let f = host.row(b)[1];
+        // The compact model's bias holds b − t.
+        let f = host.row(b)[1] - threshold.unwrap_or(0.0);
         agree += usize::from(d.label == host.label(b));
         max_abs_error = max_abs_error.max((d.value - f).abs());
         bound = bound.max(d.bound);

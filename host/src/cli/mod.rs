@@ -8,6 +8,7 @@ use mil_core::score::Pooling;
 use mil_core::Encoding;
 
 use crate::classifier::citation_knn::{CitationKnn, Scaling};
+use crate::classifier::imbalance::{ClassWeight, Threshold, ThresholdMetric};
 use crate::classifier::milr::{Milr, Optimizer};
 use crate::classifier::svm::{Preprocessing, SetKernel, SetKernelSvm, MI_RBF_COST, MI_RBF_GAMMA};
 use crate::classifier::{ClassifierKind, ClassifierParams};
@@ -178,6 +179,37 @@ pub struct ClassifierArgs {
     pub cost: Option<f64>,
     #[command(flatten)]
     pub set_kernel: SetKernelArgs,
+    /// Weight of each class's bags in the fit: `balanced` (n / (k · n_c) over the
+    /// training bags) or `W0,W1,…` in class order. MILR: each bag's likelihood term;
+    /// SVM: each bag's cost C (libsvm's class weights); Citation-kNN: each reference's and
+    /// citer's vote.
+    #[arg(long, value_parser = parse_class_weight, default_value_t = ClassWeight::None)]
+    pub class_weight: ClassWeight,
+    /// Binary decision threshold on the positive score (MILR: the bag probability;
+    /// Citation-kNN: the positive share of the votes; SVM: the decision value): `auto`
+    /// chooses it on the training bags by an inner CV (--inner-folds) to maximise
+    /// --threshold-metric; `none`: the larger class score wins.
+    #[arg(long, value_parser = parse_threshold, default_value_t = Threshold::None, allow_negative_numbers = true)]
+    pub threshold: Threshold,
+    /// What `--threshold auto` maximises on the training bags' out-of-fold scores.
+    #[arg(long, value_parser = keyword::<ThresholdMetric>(), default_value_t = ThresholdMetric::default())]
+    pub threshold_metric: ThresholdMetric,
+}
+
+/// `--class-weight`'s parser: the library's [`ClassWeight`] syntax.
+fn parse_class_weight(text: &str) -> std::result::Result<ClassWeight, String> {
+    text.parse::<ClassWeight>().map_err(|e| match e {
+        Error::Parameter { reason, .. } => reason,
+        other => other.to_string(),
+    })
+}
+
+/// `--threshold`'s parser: the library's [`Threshold`] syntax.
+fn parse_threshold(text: &str) -> std::result::Result<Threshold, String> {
+    text.parse::<Threshold>().map_err(|e| match e {
+        Error::Parameter { reason, .. } => reason,
+        other => other.to_string(),
+    })
 }
 
 impl ClassifierArgs {
@@ -209,8 +241,9 @@ impl ClassifierArgs {
                 .beta(args.beta)
                 .optimizer(args.optimizer)
                 .into(),
-            ClassifierKind::Svm => self.svm_params(seed)?.into(),
-        })
+            ClassifierKind::Svm => ClassifierParams::from(self.svm_params(seed)?),
+        }
+        .with_class_weight(args.class_weight))
     }
 
     /// The set-kernel SVM the flags describe.

@@ -41,12 +41,16 @@ pub fn run(args: &TrainArgs, progress: &dyn Progress) -> Result<Report> {
             human.push_str(&format!("\nfitted with {c}"));
         }
     }
+    if let Some(t) = model.threshold {
+        human.push_str(&format!("\ndecision threshold {t}"));
+    }
     human.push_str(&format!("\n{seconds:.2} s"));
     let json = json!({
         "model": args.output,
         "classifier": model.classifier.kind().name(),
         "bags": d.n_bags(),
         "chosen": chosen,
+        "threshold": model.threshold,
         "seconds": seconds,
     });
     Ok(Report { human, json })

@@ -1041,13 +1041,40 @@ impl Compact {
 
     /// The container shape of a saved host model. Returns it with the model's own
     /// training bags when the model stores them (Citation-kNN), `None` otherwise.
+    ///
+    /// A decision threshold t goes into existing fields, with no format change: an
+    /// SVM's bias becomes b − t (f − t > 0 ⇔ f > t); a binary MILR gets a second score
+    /// row with zero weights and bias logit(t), whose pooled probability is t for every
+    /// bag (max, mean, geometric and softmax pooling of equal instance probabilities),
+    /// so the core's "larger score wins" labels the bag positive exactly when P > t
+    /// (scores [t, P] instead of [1 − P, P]: [`host_scores_as_compact`]). Noisy-OR pools
+    /// n equal probabilities to 1 − (1 − t)ⁿ, which depends on the bag, and Citation-kNN's
+    /// votes have no field for weights or a threshold: those are errors.
     pub fn from_host(model: &HostModel) -> Result<(Compact, Option<Dataset>)> {
         let projection = model.projection.as_ref().map(Affine::from_projection);
         match &model.classifier {
             ClassifierModel::Milr(m) => {
-                let weights = m.weights.iter().flat_map(|w| w[1..].to_vec()).collect();
-                let bias = m.weights.iter().map(|w| w[0]).collect();
+                let mut weights: Vec<f64> =
+                    m.weights.iter().flat_map(|w| w[1..].to_vec()).collect();
+                let mut bias: Vec<f64> = m.weights.iter().map(|w| w[0]).collect();
                 let pooling = m.params.pooling;
+                if let Some(t) = model.threshold {
+                    if pooling == Pooling::NoisyOr {
+                        return Err(Error::NotAvailable(
+                            "exporting a noisy-or MILR with a decision threshold (its pooled probability of a constant row depends on the bag size); use mean, geometric, softmax or max pooling".into(),
+                        ));
+                    }
+                    if !(t > 0.0 && t < 1.0) || bias.len() != 1 {
+                        return Err(Error::parameter(
+                            "threshold",
+                            t,
+                            "a binary MILR's threshold on its probability must be in (0, 1) to export",
+                        ));
+                    }
+                    let d = weights.len();
+                    weights.splice(0..0, std::iter::repeat_n(0.0, d));
+                    bias.insert(0, (t / (1.0 - t)).ln());
+                }
                 let head = Head::Linear {
                     weights,
                     bias,
@@ -1063,6 +1090,11 @@ impl Compact {
                 ))
             }
             ClassifierModel::CitationKnn(m) => {
+                if model.threshold.is_some() || !m.class_weights.is_empty() {
+                    return Err(Error::NotAvailable(
+                        "exporting Citation-kNN with class weights or a decision threshold (the core's votes count 1 each and the larger share wins)".into(),
+                    ));
+                }
                 if m.params.hausdorff != crate::distance::Hausdorff::Min {
                     return Err(Error::parameter(
                         "hausdorff",
@@ -1114,18 +1146,38 @@ impl Compact {
                 let raw = model.projection.is_none().then_some(fitted);
                 Ok((Compact { stage, head }, raw))
             }
-            ClassifierModel::Svm(svm) => Ok((
-                Compact {
-                    stage: projection,
-                    head: if matches!(svm.kernel, SetKernel::MiRbf { .. }) {
-                        Head::MiKernelSvm(Box::new(svm.mi_deployment()?))
-                    } else {
-                        Head::SetKernelSvm(Box::new(svm.deployment()?))
+            ClassifierModel::Svm(svm) => {
+                // A chosen threshold t moves the decision f > t into the bias: f − t > 0.
+                let shift = model.threshold.unwrap_or(0.0);
+                let head = if matches!(svm.kernel, SetKernel::MiRbf { .. }) {
+                    let mut deployment = svm.mi_deployment()?;
+                    deployment.bias -= shift;
+                    Head::MiKernelSvm(Box::new(deployment))
+                } else {
+                    let mut deployment = svm.deployment()?;
+                    deployment.bias -= shift;
+                    Head::SetKernelSvm(Box::new(deployment))
+                };
+                Ok((
+                    Compact {
+                        stage: projection,
+                        head,
                     },
-                },
-                None,
-            )),
+                    None,
+                ))
+            }
         }
+    }
+}
+
+/// The host model's scores of one bag (`row`, from [`HostModel::scores`]) in the form
+/// its compact model computes them ([`Compact::from_host`]): a thresholded binary MILR
+/// scores [t, P], a thresholded SVM [0, f − t]; otherwise the row itself.
+pub fn host_scores_as_compact(model: &HostModel, row: &[f64]) -> Vec<f64> {
+    match (model.threshold, &model.classifier, row) {
+        (Some(t), ClassifierModel::Milr(_), [_, p]) => vec![t, *p],
+        (Some(t), ClassifierModel::Svm(_), [z, f]) => vec![*z, f - t],
+        _ => row.to_vec(),
     }
 }
 

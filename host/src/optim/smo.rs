@@ -48,14 +48,21 @@ const TAU: f64 = 1e-12;
 /// Solves the dual for the `n × n` row-major kernel matrix `kernel` and labels `y` (±1).
 /// The caller validates shapes; `n ≥ 2` with both labels present.
 pub fn solve(kernel: &[f64], y: &[f64], params: &SmoParams) -> SmoSolution {
+    solve_bounded(kernel, y, params, &vec![params.c; y.len()])
+}
+
+/// [`solve`] with its own upper bound Cᵢ on each αᵢ (`bounds`, one per point; `params.c`
+/// unused): libsvm's class weights, Cᵢ = C·w_{class of i} — the dual of the primal whose
+/// slack of point i costs Cᵢ.
+pub fn solve_bounded(kernel: &[f64], y: &[f64], params: &SmoParams, bounds: &[f64]) -> SmoSolution {
     let n = y.len();
     let k = |i: usize, j: usize| kernel[i * n + j];
-    let c = params.c;
+    let c = |t: usize| bounds[t];
     let mut alpha = vec![0.0; n];
     // Gradient of the dual objective: G = Qα − e; α = 0 gives −e.
     let mut grad = vec![-1.0; n];
-    let in_up = |a: f64, yt: f64| (yt > 0.0 && a < c) || (yt < 0.0 && a > 0.0);
-    let in_low = |a: f64, yt: f64| (yt > 0.0 && a > 0.0) || (yt < 0.0 && a < c);
+    let in_up = |t: usize, a: f64, yt: f64| (yt > 0.0 && a < c(t)) || (yt < 0.0 && a > 0.0);
+    let in_low = |t: usize, a: f64, yt: f64| (yt > 0.0 && a > 0.0) || (yt < 0.0 && a < c(t));
 
     let mut iterations = 0;
     let mut converged = false;
@@ -64,7 +71,7 @@ pub fn solve(kernel: &[f64], y: &[f64], params: &SmoParams) -> SmoSolution {
         let mut i = usize::MAX;
         let mut g_max = f64::NEG_INFINITY;
         for t in 0..n {
-            if in_up(alpha[t], y[t]) && -y[t] * grad[t] >= g_max {
+            if in_up(t, alpha[t], y[t]) && -y[t] * grad[t] >= g_max {
                 g_max = -y[t] * grad[t];
                 i = t;
             }
@@ -74,7 +81,7 @@ pub fn solve(kernel: &[f64], y: &[f64], params: &SmoParams) -> SmoSolution {
         let mut g_min = f64::INFINITY;
         let mut best = f64::INFINITY;
         for t in 0..n {
-            if !in_low(alpha[t], y[t]) {
+            if !in_low(t, alpha[t], y[t]) {
                 continue;
             }
             let v = -y[t] * grad[t];
@@ -104,18 +111,18 @@ pub fn solve(kernel: &[f64], y: &[f64], params: &SmoParams) -> SmoSolution {
         // Moving αᵢ by yᵢ·s and αⱼ by −yⱼ·s keeps yᵀα fixed; the unclipped optimum is s = b/a.
         let mut s = b / a;
         // Largest s that keeps both in [0, C].
-        let limit_i = if y[i] > 0.0 { c - ai_old } else { ai_old };
-        let limit_j = if y[j] > 0.0 { aj_old } else { c - aj_old };
+        let limit_i = if y[i] > 0.0 { c(i) - ai_old } else { ai_old };
+        let limit_j = if y[j] > 0.0 { aj_old } else { c(j) - aj_old };
         s = s.min(limit_i).min(limit_j).max(0.0);
-        alpha[i] = (ai_old + y[i] * s).clamp(0.0, c);
-        alpha[j] = (aj_old - y[j] * s).clamp(0.0, c);
+        alpha[i] = (ai_old + y[i] * s).clamp(0.0, c(i));
+        alpha[j] = (aj_old - y[j] * s).clamp(0.0, c(j));
         let (di, dj) = (alpha[i] - ai_old, alpha[j] - aj_old);
         for t in 0..n {
             grad[t] += y[t] * (y[i] * k(t, i) * di + y[j] * k(t, j) * dj);
         }
     }
 
-    let bias = bias_from_kkt(&alpha, &grad, y, c);
+    let bias = bias_from_kkt(&alpha, &grad, y, bounds);
     let objective = alpha
         .iter()
         .zip(&grad)
@@ -132,12 +139,12 @@ pub fn solve(kernel: &[f64], y: &[f64], params: &SmoParams) -> SmoSolution {
 
 /// b = −ρ, where ρ averages yᵢGᵢ over free support vectors, or takes the midpoint of the
 /// feasible interval when none is free (LIBSVM's rule).
-fn bias_from_kkt(alpha: &[f64], grad: &[f64], y: &[f64], c: f64) -> f64 {
+fn bias_from_kkt(alpha: &[f64], grad: &[f64], y: &[f64], c: &[f64]) -> f64 {
     let (mut sum, mut free) = (0.0, 0usize);
     let (mut upper, mut lower) = (f64::INFINITY, f64::NEG_INFINITY);
     for t in 0..alpha.len() {
         let yg = y[t] * grad[t];
-        let at_upper = alpha[t] >= c;
+        let at_upper = alpha[t] >= c[t];
         let at_lower = alpha[t] <= 0.0;
         if !at_upper && !at_lower {
             sum += yg;
@@ -191,7 +198,7 @@ mod tests {
     /// Exact minimum of the dual by enumerating which αᵢ sit at 0, at C, or are free, and
     /// solving the equality-constrained system for the free ones (a convex QP's optimum is
     /// one of these). Only for tiny n.
-    fn brute_force(k: &[f64], y: &[f64], c: f64) -> f64 {
+    fn brute_force(k: &[f64], y: &[f64], c: &[f64]) -> f64 {
         let n = y.len();
         let mut best = f64::INFINITY;
         for code in 0..3usize.pow(n as u32) {
@@ -204,7 +211,8 @@ mod tests {
             let free: Vec<usize> = (0..n).filter(|&i| state[i] == 2).collect();
             let mut alpha: Vec<f64> = state
                 .iter()
-                .map(|&s| if s == 1 { c } else { 0.0 })
+                .zip(c)
+                .map(|(&s, &c)| if s == 1 { c } else { 0.0 })
                 .collect();
             // KKT system for free variables: Q_FF α_F + y_F ν = e_F − Q_FB α_B, y_Fᵀα_F = −y_Bᵀα_B.
             let m = free.len();
@@ -231,10 +239,10 @@ mod tests {
             };
             let mut feasible = true;
             for (r, &i) in free.iter().enumerate() {
-                if !(sol[r] >= -1e-9 && sol[r] <= c + 1e-9) {
+                if !(sol[r] >= -1e-9 && sol[r] <= c[i] + 1e-9) {
                     feasible = false;
                 }
-                alpha[i] = sol[r].clamp(0.0, c);
+                alpha[i] = sol[r].clamp(0.0, c[i]);
             }
             let balance: f64 = (0..n).map(|t| y[t] * alpha[t]).sum();
             if feasible && balance.abs() < 1e-7 {
@@ -303,13 +311,78 @@ mod tests {
                 },
             );
             assert!(sol.converged);
-            let exact = brute_force(&k, &y, c);
+            let exact = brute_force(&k, &y, &vec![c; n]);
             assert!(
                 (sol.objective - exact).abs() <= 1e-6 * exact.abs().max(1.0),
                 "case {case}: {} vs {exact}",
                 sol.objective
             );
             assert!((dual_objective(&k, &y, &sol.alpha) - sol.objective).abs() < 1e-9);
+        }
+    }
+
+    /// A Gaussian kernel on random points of the plane.
+    fn gaussian(points: &[[f64; 2]]) -> Vec<f64> {
+        let n = points.len();
+        let mut k = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                let d =
+                    (points[i][0] - points[j][0]).powi(2) + (points[i][1] - points[j][1]).powi(2);
+                k[i * n + j] = (-d).exp();
+            }
+        }
+        k
+    }
+
+    #[test]
+    fn per_point_bounds_match_brute_force_and_repeated_points() {
+        // Class weights (libsvm's -wi): bound C·w_y on each αᵢ. The optimum equals (i) the
+        // brute-force optimum of that dual, (ii) the plain dual with bound C on the set
+        // where each point of class y appears w_y times (the copies' α sum to the single
+        // point's, so both duals have one optimal value).
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(23);
+        let params = SmoParams {
+            tolerance: 1e-10,
+            ..Default::default()
+        };
+        for case in 0..40 {
+            let n = 3 + case % 3;
+            let points: Vec<[f64; 2]> = (0..n)
+                .map(|_| [rng.random_range(-2.0..2.0), rng.random_range(-2.0..2.0)])
+                .collect();
+            let mut y: Vec<f64> = (0..n)
+                .map(|_| if rng.random_bool(0.5) { 1.0 } else { -1.0 })
+                .collect();
+            y[0] = 1.0;
+            y[1] = -1.0;
+            let c = [0.1, 1.0, 10.0][case % 3];
+            let w = [(1usize, 3usize), (2, 1), (3, 2)][case % 3]; // (negative, positive)
+            let copies = |yi: f64| if yi > 0.0 { w.1 } else { w.0 };
+            let bounds: Vec<f64> = y.iter().map(|&yi| c * copies(yi) as f64).collect();
+            let k = gaussian(&points);
+            let sol = solve_bounded(&k, &y, &params, &bounds);
+            assert!(sol.converged);
+            let exact = brute_force(&k, &y, &bounds);
+            assert!(
+                (sol.objective - exact).abs() <= 1e-6 * exact.abs().max(1.0),
+                "case {case}: {} vs brute force {exact}",
+                sol.objective
+            );
+            let (mut rep_points, mut rep_y) = (Vec::new(), Vec::new());
+            for (p, &yi) in points.iter().zip(&y) {
+                for _ in 0..copies(yi) {
+                    rep_points.push(*p);
+                    rep_y.push(yi);
+                }
+            }
+            let repeated = solve(&gaussian(&rep_points), &rep_y, &SmoParams { c, ..params });
+            assert!(repeated.converged);
+            assert!(
+                (repeated.objective - exact).abs() <= 1e-6 * exact.abs().max(1.0),
+                "case {case}: repeated {} vs {exact}",
+                repeated.objective
+            );
         }
     }
 

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::maps::{empirical_kernel, subpolynomial_from_log};
 use crate::error::{Error, Result};
-use crate::optim::smo::{solve, SmoParams};
+use crate::optim::smo::{solve, solve_bounded, SmoParams};
 
 /// How the (mapped) Gram matrix becomes the SVM's kernel (GMIL §5.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,12 +128,14 @@ pub fn svm_kernel(
 
 impl BagSvm {
     /// Trains on the bags `train` with binary labels (`true` = positive) given per bag of
-    /// the `n × n` kernel from [`svm_kernel`].
+    /// the `n × n` kernel from [`svm_kernel`]; `weights` (per bag, like `positive`)
+    /// scales each bag's cost C (libsvm's class weights), `None` for C alike.
     pub fn fit(
         kernel: &[f64],
         n: usize,
         train: &[usize],
         positive: &[bool],
+        weights: Option<&[f64]>,
         settings: BagSvmSettings,
         kernel_scale: f64,
     ) -> Result<BagSvm> {
@@ -159,7 +161,13 @@ impl BagSvm {
             c: settings.cost,
             ..SmoParams::default()
         };
-        let solution = solve(&sub, &y, &params);
+        let solution = match weights {
+            None => solve(&sub, &y, &params),
+            Some(w) => {
+                let bounds: Vec<f64> = train.iter().map(|&i| settings.cost * w[i]).collect();
+                solve_bounded(&sub, &y, &params, &bounds)
+            }
+        };
         Ok(BagSvm {
             settings,
             train: train.to_vec(),
@@ -211,7 +219,7 @@ mod tests {
                 cost: 1e10,
             };
             let (k, scale) = svm_kernel(&gram, n, &train, &settings).unwrap();
-            let svm = BagSvm::fit(&k, n, &train, &positive, settings, scale).unwrap();
+            let svm = BagSvm::fit(&k, n, &train, &positive, None, settings, scale).unwrap();
             assert!(svm.converged);
             for (bag, &is_positive) in positive.iter().enumerate() {
                 assert_eq!(
@@ -234,6 +242,6 @@ mod tests {
         assert!(svm_kernel(&gram, 2, &[0, 1], &s).is_err());
         let s = BagSvmSettings { rho: 0.5, ..s };
         let (k, scale) = svm_kernel(&gram, 2, &[0, 1], &s).unwrap();
-        assert!(BagSvm::fit(&k, 2, &[0, 1], &[true, true], s, scale).is_err());
+        assert!(BagSvm::fit(&k, 2, &[0, 1], &[true, true], None, s, scale).is_err());
     }
 }
