@@ -65,6 +65,28 @@ impl Graph {
     }
 }
 
+/// (M + Mᵀ)/2 in place.
+fn symmetrise(m: &mut Mat<f64>) {
+    for j in 0..m.ncols() {
+        for i in j + 1..m.nrows() {
+            let v = 0.5 * (m[(i, j)] + m[(j, i)]);
+            m[(i, j)] = v;
+            m[(j, i)] = v;
+        }
+    }
+}
+
+/// Mᵀ in place (square M).
+fn transpose_in_place(m: &mut Mat<f64>) {
+    for j in 0..m.ncols() {
+        for i in j + 1..m.nrows() {
+            let v = m[(i, j)];
+            m[(i, j)] = m[(j, i)];
+            m[(j, i)] = v;
+        }
+    }
+}
+
 /// W (D × min(d, r)) and λ (descending) of the generalised problem; see the module
 /// documentation. `gram` is consumed (factored in place).
 pub(super) fn solve(
@@ -229,17 +251,46 @@ pub(super) fn solve(
         solve_lower_triangular_in_place(l, out.as_mut(), Par::Seq);
         out
     };
+    // The fallback's explicit C: B = Z₁ᵀY₁ + Z₂ᵀY₂ + low rank with Y = M_BZ (sparse),
+    // then the two triangular solves.
     let mut dense_c = || -> Mat<f64> {
-        let eye = Mat::<f64>::identity(r, r);
-        let mut c = apply_c(eye.as_ref());
-        // C is applied to I column by column: symmetrise the round-off.
-        for j in 0..r {
-            for i in j + 1..r {
-                let m = 0.5 * (c[(i, j)] + c[(j, i)]);
-                c[(i, j)] = m;
-                c[(j, i)] = m;
+        let y = ops.apply(z, false);
+        let mut c = Mat::<f64>::zeros(r, r);
+        tri_matmul(
+            c.as_mut(),
+            BlockStructure::Rectangular,
+            Accum::Replace,
+            z.subrows(0, r).transpose(),
+            BlockStructure::TriangularUpper,
+            y.as_ref().subrows(0, r),
+            BlockStructure::Rectangular,
+            1.0,
+            Par::Seq,
+        );
+        if r < n {
+            matmul(
+                c.as_mut(),
+                Accum::Add,
+                z.subrows(r, n - r).transpose(),
+                y.as_ref().subrows(r, n - r),
+                1.0,
+                Par::Seq,
+            );
+        }
+        drop(y);
+        for (coef, g) in &low_rank {
+            for j in 0..r {
+                for i in 0..r {
+                    c[(i, j)] += coef * g[i] * g[j];
+                }
             }
         }
+        // C = L⁻¹BL⁻ᵀ: L⁻¹B, transposed (B symmetric), L⁻¹ again; all in place.
+        symmetrise(&mut c);
+        solve_lower_triangular_in_place(l, c.as_mut(), Par::Seq);
+        transpose_in_place(&mut c);
+        solve_lower_triangular_in_place(l, c.as_mut(), Par::Seq);
+        symmetrise(&mut c);
         c
     };
     let k = dim.min(r);
