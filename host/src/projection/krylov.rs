@@ -150,7 +150,10 @@ fn extend(v: MatRef<'_, f64>, mut p: Mat<f64>, rng: &mut Xoshiro256PlusPlus) -> 
         // A diagonal entry of R far below the column's norm: the column was (nearly)
         // dependent on the basis or the block.
         let bad: Vec<usize> = (0..p.ncols())
-            .filter(|&c| !(r[(c, c)].abs() > 1e-10 * before[c].max(f64::MIN_POSITIVE)))
+            .filter(|&c| {
+                let kept = r[(c, c)].abs() > 1e-10 * before[c].max(f64::MIN_POSITIVE);
+                !kept
+            })
             .collect();
         if bad.is_empty() || attempt == 3 {
             return q.compute_thin_Q();
@@ -201,12 +204,6 @@ fn krylov(
         let m = v.ncols();
         // Rayleigh–Ritz on span(V).
         let h = at_b(v.as_ref(), w.as_ref());
-        // The asymmetry of the computed VᵀAV measures the operator's own round-off.
-        let asymmetry = (0..m)
-            .flat_map(|j| (0..j).map(move |i| (i, j)))
-            .map(|(i, j)| (h[(i, j)] - h[(j, i)]).powi(2))
-            .sum::<f64>()
-            .sqrt();
         let h = Mat::from_fn(m, m, |i, j| 0.5 * (h[(i, j)] + h[(j, i)]));
         let eig = h.as_ref().self_adjoint_eigen(Side::Lower).ok()?;
         let (s, u) = (eig.S(), eig.U());

@@ -1117,7 +1117,8 @@ mod tests {
         let blocked = kde_choices(&x, &bags, &groups, &[0, 0, 0]);
         // The span path's version over the Gram matrix.
         let gram = &x * x.transpose();
-        let from_gram = kde_choices_gram(&gram, &bags, &[negatives.clone()], &[0, 0, 0]);
+        let from_gram =
+            kde_choices_gram(&gram, &bags, std::slice::from_ref(&negatives), &[0, 0, 0]);
         for got in [blocked, from_gram] {
             for (k, range) in bags.iter().enumerate() {
                 for (s, &sigma) in SIGMA_GRID.iter().enumerate() {
