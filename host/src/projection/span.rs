@@ -10,7 +10,11 @@
 //!
 //! Time O(n²D + n³) and memory O(nD + n²) instead of the dense path's O(D³) and O(D²).
 //! The callers use it when D > n ([`super::TrainingInstances::is_wide`]); the dense path
-//! is kept for D ≤ n, where it is the cheaper one.
+//! is kept for D ≤ n, where it is the cheaper one. Two refinements avoid the n³ terms
+//! where they can: PCA takes only its d leading eigenpairs of K from the partial solver
+//! ([`super::krylov`]), and LFDA/CLFDA take a pivoted-Cholesky basis instead of
+//! [`Span`] (`lfda/wide.rs`); K itself costs Σ_j nnz_j² instead of n²D on sparse data
+//! ([`gram`]).
 //!
 //! The n × n linear algebra (Gram matrix, symmetric eigendecomposition, Cholesky,
 //! triangular solves) runs in `faer`, sequentially, so results do not depend on the
