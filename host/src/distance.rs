@@ -7,7 +7,8 @@
 //! the a·b part as a matrix product (`matrixmultiply`'s SIMD kernels), on features
 //! centred by the data set's mean to keep the norms (and with them the round-off)
 //! small. No instance-level matrix larger than one `ROW_BLOCK` × `COL_BLOCK` block
-//! is materialised. Minimal and ranked distances are then made *exact*: every instance
+//! is materialised, and no copy of the data: rows are centred as they are copied into
+//! a block (one row block and one column block of at most 4 MB per task). Minimal and ranked distances are then made *exact*: every instance
 //! pair whose block value lies within the round-off bound of the minimum is recomputed
 //! as Σ(aₖ − bₖ)² in feature order, so the result equals [`bag_distance`] bit for bit
 //! (which the tie rules of Citation-kNN rely on). Maximal and average distances keep the
@@ -194,13 +195,19 @@ pub fn ranked_cross(data: &Dataset, rows: &[usize], cols: &[usize], rank: usize)
     })
 }
 
-/// The instances of a data set prepared for block products: centred copies and their
-/// squared norms, next to the original rows used for exact recomputation.
+/// The instances of a data set prepared for block products: the data set's mean (rows
+/// are centred as they are copied into a block) and the centred squared norms. No copy
+/// of the data is kept: memory beyond the data is one row block and one column block
+/// per task ([`COL_BLOCK_BYTES`]), whatever the number of instances.
 struct Table<'a> {
     data: &'a Dataset,
-    centred: Vec<f64>,
+    mean: Vec<f64>,
     norms: Vec<f64>,
 }
+
+/// Bytes of one column block of centred instances (fewer than [`COL_BLOCK`] instances on
+/// wide data, so a block's copy stays small).
+const COL_BLOCK_BYTES: usize = 4 << 20;
 
 impl<'a> Table<'a> {
     fn new(data: &'a Dataset) -> Self {
@@ -210,19 +217,19 @@ impl<'a> Table<'a> {
         for x in data.features().chunks_exact(dim) {
             mean.iter_mut().zip(x).for_each(|(m, v)| *m += v / n);
         }
-        let mut centred = data.features().to_vec();
-        for x in centred.chunks_exact_mut(dim) {
-            x.iter_mut().zip(&mean).for_each(|(v, m)| *v -= m);
-        }
-        let norms = centred
+        let norms = data
+            .features()
             .chunks_exact(dim)
-            .map(|x| x.iter().map(|v| v * v).sum())
+            .map(|x| x.iter().zip(&mean).map(|(v, m)| (v - m) * (v - m)).sum())
             .collect();
-        Table {
-            data,
-            centred,
-            norms,
-        }
+        Table { data, mean, norms }
+    }
+
+    /// Appends instance `i` centred to `out`.
+    fn push_centred(&self, i: usize, out: &mut Vec<f64>) {
+        let dim = self.data.dim();
+        let x = &self.data.features()[i * dim..(i + 1) * dim];
+        out.extend(x.iter().zip(&self.mean).map(|(v, m)| v - m));
     }
 
     /// Largest centred squared norm in bag `b`.
@@ -242,15 +249,13 @@ impl<'a> Table<'a> {
         F: Fn(usize, usize, &[f64], f64) -> f64 + Sync,
     {
         let dim = self.data.dim();
-        // Column instances packed contiguously, with each column bag's offset.
-        let mut packed = Vec::new();
-        let mut packed_norms = Vec::new();
+        // Column instances in column-bag order (their global indices), with each column
+        // bag's offset.
+        let mut col_index = Vec::new();
         let mut col_starts = vec![0];
         for &b in cols {
-            let r = self.data.bag_range(b);
-            packed.extend_from_slice(&self.centred[r.start * dim..r.end * dim]);
-            packed_norms.extend_from_slice(&self.norms[r]);
-            col_starts.push(packed_norms.len());
+            col_index.extend(self.data.bag_range(b));
+            col_starts.push(col_index.len());
         }
         let col_max: Vec<f64> = cols.iter().map(|&b| self.max_norm(b)).collect();
         let groups = row_groups(self.data, rows);
@@ -262,7 +267,7 @@ impl<'a> Table<'a> {
                 } else {
                     0
                 };
-                let mins = self.block_minima(g, rows, &packed, &packed_norms, &col_starts, first);
+                let mins = self.block_minima(g, rows, &col_index, &col_starts, first);
                 let n_rows = mins.len() / cols.len().max(1);
                 let mut out = vec![0.0; g.len() * cols.len()];
                 let mut offset = 0;
@@ -289,13 +294,13 @@ impl<'a> Table<'a> {
 
     /// Block estimates of the squared distance from each instance of the row bags in
     /// `group` to the nearest instance of each column bag from `first` on, stored
-    /// column-bag-major: `[b * n_rows + r]`.
+    /// column-bag-major: `[b * n_rows + r]`. Column instances are centred into a block
+    /// buffer as the blocks are visited.
     fn block_minima(
         &self,
         group: &std::ops::Range<usize>,
         rows: &[usize],
-        packed: &[f64],
-        packed_norms: &[f64],
+        col_index: &[usize],
         col_starts: &[usize],
         first: usize,
     ) -> Vec<f64> {
@@ -305,23 +310,29 @@ impl<'a> Table<'a> {
         let mut row_norms = Vec::new();
         for &a in &rows[group.clone()] {
             let r = self.data.bag_range(a);
-            row_feats.extend_from_slice(&self.centred[r.start * dim..r.end * dim]);
+            r.clone().for_each(|i| self.push_centred(i, &mut row_feats));
             row_norms.extend_from_slice(&self.norms[r]);
         }
         let n_rows = row_norms.len();
         let mut mins = vec![f64::INFINITY; n_cols * n_rows];
-        let mut gram = vec![0.0; ROW_BLOCK * COL_BLOCK];
+        let col_block = (COL_BLOCK_BYTES / (8 * dim.max(1))).clamp(16, COL_BLOCK);
+        let mut gram = vec![0.0; ROW_BLOCK * col_block];
+        let mut packed = Vec::with_capacity(col_block * dim);
         let col_begin = col_starts[first];
         let col_end = col_starts[n_cols];
         for r0 in (0..n_rows).step_by(ROW_BLOCK) {
             let r1 = (r0 + ROW_BLOCK).min(n_rows);
             let nr = r1 - r0;
             let mut bag = first;
-            for c0 in (col_begin..col_end).step_by(COL_BLOCK) {
-                let c1 = (c0 + COL_BLOCK).min(col_end);
+            for c0 in (col_begin..col_end).step_by(col_block) {
+                let c1 = (c0 + col_block).min(col_end);
                 let nc = c1 - c0;
+                packed.clear();
+                col_index[c0..c1]
+                    .iter()
+                    .for_each(|&i| self.push_centred(i, &mut packed));
                 gram_block(
-                    &packed[c0 * dim..c1 * dim],
+                    &packed,
                     &row_feats[r0 * dim..r1 * dim],
                     dim,
                     &mut gram[..nc * nr],
@@ -331,7 +342,7 @@ impl<'a> Table<'a> {
                         bag += 1;
                     }
                     let g = &gram[(c - c0) * nr..(c - c0 + 1) * nr];
-                    let cn = packed_norms[c];
+                    let cn = self.norms[col_index[c]];
                     let m = &mut mins[bag * n_rows + r0..bag * n_rows + r1];
                     for ((m, &rn), &g) in m.iter_mut().zip(&row_norms[r0..r1]).zip(g) {
                         *m = m.min(rn + cn - 2.0 * g);

@@ -75,7 +75,7 @@ impl Projector for Lda {
         let labels: Vec<usize> = t.bag_of.iter().map(|&k| bag_labels[k]).collect();
         let (w, values) = if t.is_wide() {
             // Span path (D > n): the same problem in span coordinates, lifted back.
-            let s = Span::new(&t.x, "LDA")?;
+            let s = Span::from_gram(span::gram(&t), "LDA")?;
             let (sw, sb) = fisher_scatters(&s.z, &labels, classes);
             let (mut w, mut values) =
                 span::generalized_top_eigenvectors(&sb, &sw, self.dim, t.x.ncols(), "LDA")?;

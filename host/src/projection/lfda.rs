@@ -27,7 +27,9 @@
 use nalgebra::DMatrix;
 use rayon::prelude::*;
 
-use super::span::{self, Span};
+use super::span;
+
+mod wide;
 use super::{
     generalized_top_eigenvectors, weight_by_eigenvalues, InputScaling, LinearProjection,
     ProjectionKind, Projector, TrainingInstances,
@@ -112,14 +114,14 @@ impl Projector for Lfda {
         let bag_labels = data.training_labels(train, 2)?;
         let t = TrainingInstances::new(data, train, InputScaling::ZScore)?;
         let labels: Vec<usize> = t.bag_of.iter().map(|&k| bag_labels[k]).collect();
-        let span = wide_span(&t, "LFDA")?;
-        let graph = neighbour_graph(&t, span.as_ref(), self.neighbours, |i, j| {
+        let gram = wide_gram(&t);
+        let graph = neighbour_graph(&t, gram.as_ref(), self.neighbours, |i, j| {
             labels[i] == labels[j]
         });
         let classes = data.n_classes();
         solve(
             &t,
-            span.as_ref(),
+            gram,
             &labels,
             classes,
             &graph,
@@ -149,9 +151,9 @@ impl Projector for Clfda {
         let bag_labels = data.training_labels(train, 2)?;
         let t = TrainingInstances::new(data, train, InputScaling::ZScore)?;
         let mut labels: Vec<usize> = t.bag_of.iter().map(|&k| bag_labels[k]).collect();
-        let span = wide_span(&t, "CLFDA")?;
+        let gram = wide_gram(&t);
         let k = self.references.max(self.citers);
-        let graph = neighbour_graph(&t, span.as_ref(), k, |_, _| true);
+        let graph = neighbour_graph(&t, gram.as_ref(), k, |_, _| true);
         let flags = false_positives(
             &graph,
             &labels,
@@ -173,7 +175,7 @@ impl Projector for Clfda {
         let total = if classes == 2 { 2 } else { classes + 1 };
         solve(
             &t,
-            span.as_ref(),
+            gram,
             &labels,
             total,
             &graph,
@@ -184,9 +186,9 @@ impl Projector for Clfda {
     }
 }
 
-/// The span of the training instances when the span path applies (D > n).
-fn wide_span(t: &TrainingInstances, method: &'static str) -> Result<Option<Span>> {
-    t.is_wide().then(|| Span::new(&t.x, method)).transpose()
+/// The Gram matrix of the training instances when the span path applies (D > n).
+fn wide_gram(t: &TrainingInstances) -> Option<DMatrix<f64>> {
+    t.is_wide().then(|| span::gram(t))
 }
 
 /// The k-nearest-neighbour graph of the training instances: from their rows on the
@@ -194,20 +196,17 @@ fn wide_span(t: &TrainingInstances, method: &'static str) -> Result<Option<Span>
 /// path, which costs O(n²) once K is known instead of O(n²D).
 fn neighbour_graph(
     t: &TrainingInstances,
-    span: Option<&Span>,
+    gram: Option<&DMatrix<f64>>,
     k: usize,
     allowed: impl Fn(usize, usize) -> bool + Sync,
 ) -> Vec<Vec<usize>> {
-    match span {
-        Some(s) => {
-            let g = &s.gram;
-            knn_graph_by(
-                t.len(),
-                k,
-                |i, j| g[(i, i)] + g[(j, j)] - 2.0 * g[(i, j)],
-                allowed,
-            )
-        }
+    match gram {
+        Some(g) => knn_graph_by(
+            t.len(),
+            k,
+            |i, j| g[(i, i)] + g[(j, j)] - 2.0 * g[(i, j)],
+            allowed,
+        ),
         None => {
             let rows = row_major(&t.x);
             knn_graph(&rows, t.x.ncols(), k, allowed)
@@ -305,7 +304,7 @@ pub fn false_positives(
 #[allow(clippy::too_many_arguments)]
 fn solve(
     t: &TrainingInstances,
-    span: Option<&Span>,
+    gram: Option<DMatrix<f64>>,
     labels: &[usize],
     classes: usize,
     graph: &[Vec<usize>],
@@ -318,20 +317,18 @@ fn solve(
     } else {
         "CLFDA"
     };
-    let (w, values) = match span {
+    let (w, values) = match gram {
         None => {
             let (sw, sb) = local_scatters(&t.x, labels, classes, graph);
             let (mut w, values) = generalized_top_eigenvectors(&sb, &sw, dim, method)?;
             weight_by_eigenvalues(&mut w, &values);
             (w, values)
         }
-        Some(s) => {
-            let (sw, sb) = local_scatters_sparse(&s.z, labels, classes, graph);
-            let (mut w, mut values) =
-                span::generalized_top_eigenvectors(&sb, &sw, dim, t.x.ncols(), method)?;
+        Some(gram) => {
+            let (mut w, mut values) = wide::solve(t, gram, labels, classes, graph, dim, method)?;
             weight_by_eigenvalues(&mut w, &values);
             values.resize(dim, 0.0);
-            (pad_columns(s.lift(&t.x, &w), dim), values)
+            (pad_columns(w, dim), values)
         }
     };
     diagnostics.push(("local_fisher_ratio".into(), values[0]));
@@ -403,61 +400,6 @@ pub(crate) fn local_scatters(
     }
     let sb = st - weighted_class / n as f64 + edges_over_n - &sw;
     (sw, sb)
-}
-
-/// The scatters of [`local_scatters`] as ZᵀMZ with a sparse M (for the span path, where
-/// the D × D form would be the cost to avoid): with L_W and L_E the Laplacians of the
-/// same-class edges weighted 1/n_c and 1, N = diag(n_{c(i)}) and z̄, z̄_c the mean and
-/// class means, S_W = ZᵀL_W Z and
-/// S_B = Zᵀ[(I − N/n)Z + L_E Z/n − L_W Z] − n z̄z̄ᵀ + (1/n) Σ_c n_c² z̄_c z̄_cᵀ,
-/// which is S_t − (1/n) Σ_c n_c S_c + (1/n) Σ_edges − S_W written over the rows.
-pub(crate) fn local_scatters_sparse(
-    z: &DMatrix<f64>,
-    labels: &[usize],
-    classes: usize,
-    graph: &[Vec<usize>],
-) -> (DMatrix<f64>, DMatrix<f64>) {
-    let (n, r) = z.shape();
-    let mut counts = vec![0usize; classes];
-    labels.iter().for_each(|&c| counts[c] += 1);
-    let mut edges: Vec<(usize, usize)> = graph
-        .iter()
-        .enumerate()
-        .flat_map(|(i, nn)| nn.iter().map(move |&j| (i.min(j), i.max(j))))
-        .filter(|&(i, j)| labels[i] == labels[j])
-        .collect();
-    edges.sort_unstable();
-    edges.dedup();
-    let mut lw = DMatrix::<f64>::zeros(n, r);
-    let mut y = DMatrix::<f64>::zeros(n, r);
-    for (i, row) in z.row_iter().enumerate() {
-        y.set_row(i, &(row * (1.0 - counts[labels[i]] as f64 / n as f64)));
-    }
-    for &(i, j) in &edges {
-        let w = 1.0 / counts[labels[i]] as f64;
-        let diff = z.row(i) - z.row(j);
-        let e = 1.0 / n as f64;
-        let (wd, ed) = (&diff * w, &diff * e);
-        let mut row = lw.row_mut(i);
-        row += &wd;
-        let mut row = lw.row_mut(j);
-        row -= &wd;
-        let mut row = y.row_mut(i);
-        row += &ed;
-        let mut row = y.row_mut(j);
-        row -= &ed;
-    }
-    y -= &lw;
-    let sw = span::at_b(z, &lw);
-    let mut sb = span::at_b(z, &y);
-    let mean = z.row_mean();
-    sb -= mean.transpose() * &mean * n as f64;
-    for c in (0..classes).filter(|&c| counts[c] > 0) {
-        let members: Vec<usize> = (0..n).filter(|&i| labels[i] == c).collect();
-        let mc = z.select_rows(&members).row_mean();
-        sb += mc.transpose() * &mc * ((counts[c] * counts[c]) as f64 / n as f64);
-    }
-    ((&sw + sw.transpose()) * 0.5, (&sb + sb.transpose()) * 0.5)
 }
 
 /// `w` with zero columns appended up to `dim` (null directions, weight 0).

@@ -314,6 +314,41 @@ fn kde_choices(
         .collect()
 }
 
+/// [`kde_choices`] from the Gram matrix K of the rows of x (the span path, D > n):
+/// d² = K_ii + K_jj − 2K_ij, clamped at 0, the same formula over inner products
+/// computed once; `groups` are row indices.
+fn kde_choices_gram(
+    gram: &DMatrix<f64>,
+    bags: &[std::ops::Range<usize>],
+    groups: &[Vec<usize>],
+    group_of: &[usize],
+) -> Vec<[usize; SIGMA_GRID.len()]> {
+    bags.par_iter()
+        .enumerate()
+        .map(|(k, range)| {
+            let neg = &groups[group_of[k]];
+            let mut best = [(f64::INFINITY, range.start); SIGMA_GRID.len()];
+            let mut d2 = vec![0.0; neg.len()];
+            for i in range.clone() {
+                let own = gram[(i, i)];
+                let col = gram.column(i);
+                for (d, &j) in d2.iter_mut().zip(neg) {
+                    *d = (own + gram[(j, j)] - 2.0 * col[j]).max(0.0);
+                }
+                let min = d2.iter().copied().fold(f64::INFINITY, f64::min);
+                for (s, &sigma) in SIGMA_GRID.iter().enumerate() {
+                    let sum: f64 = d2.iter().map(|&v| (-(v - min) / sigma).exp()).sum();
+                    let log_p = -min / sigma + sum.ln();
+                    if log_p < best[s].0 {
+                        best[s] = (log_p, i);
+                    }
+                }
+            }
+            best.map(|(_, i)| i)
+        })
+        .collect()
+}
+
 /// Candidates per block of the kernel density estimate.
 const KDE_BLOCK: usize = 64;
 
@@ -487,8 +522,14 @@ impl BmidaInit {
             .collect();
 
         let bag_ranges: Vec<_> = positive.iter().map(|&k| t.bag_rows(k)).collect();
-        let groups = [t.x.select_rows(&negative_rows)];
-        let choices = kde_choices(&t.x, &bag_ranges, &groups, &vec![0; bag_ranges.len()]);
+        let group_of = vec![0; bag_ranges.len()];
+        let choices = if t.is_wide() {
+            let gram = super::span::gram(&t);
+            kde_choices_gram(&gram, &bag_ranges, &[negative_rows], &group_of)
+        } else {
+            let groups = [t.x.select_rows(&negative_rows)];
+            kde_choices(&t.x, &bag_ranges, &groups, &group_of)
+        };
         let mut best = (f64::NEG_INFINITY, 0);
         for s in 0..SIGMA_GRID.len() {
             let chosen: Vec<usize> = choices.iter().map(|c| c[s]).collect();
@@ -698,11 +739,16 @@ impl Mmida {
 
         // Algorithm 3: KDE prototypes against the other classes' instances (eq. 18);
         // keep the σ maximising Σ_c Σ_{e≠c} ‖m_c − m_e‖.
-        let groups: Vec<DMatrix<f64>> = rows_of_other_classes
-            .iter()
-            .map(|rows| t.x.select_rows(rows))
-            .collect();
-        let choices = kde_choices(&t.x, &bag_ranges, &groups, &slot);
+        let choices = if t.is_wide() {
+            let gram = super::span::gram(&t);
+            kde_choices_gram(&gram, &bag_ranges, &rows_of_other_classes, &slot)
+        } else {
+            let groups: Vec<DMatrix<f64>> = rows_of_other_classes
+                .iter()
+                .map(|rows| t.x.select_rows(rows))
+                .collect();
+            kde_choices(&t.x, &bag_ranges, &groups, &slot)
+        };
         let mut best = (f64::NEG_INFINITY, 0);
         for s in 0..SIGMA_GRID.len() {
             let chosen: Vec<usize> = choices.iter().map(|c| c[s]).collect();
@@ -1068,28 +1114,34 @@ mod tests {
         let bags = vec![0..150, 150..200, 200..210];
         let negatives: Vec<usize> = (210..300).collect();
         let groups = [x.select_rows(&negatives)];
-        let got = kde_choices(&x, &bags, &groups, &[0, 0, 0]);
-        for (k, range) in bags.iter().enumerate() {
-            for (s, &sigma) in SIGMA_GRID.iter().enumerate() {
-                // Direct: log Σ exp(−d²/σ) with the same shift, from explicit differences.
-                let log_p = |i: usize| {
-                    let d2: Vec<f64> = negatives
-                        .iter()
-                        .map(|&j| (x.row(i) - x.row(j)).norm_squared())
-                        .collect();
-                    let min = d2.iter().copied().fold(f64::INFINITY, f64::min);
-                    -min / sigma
-                        + d2.iter()
-                            .map(|v| (-(v - min) / sigma).exp())
-                            .sum::<f64>()
-                            .ln()
-                };
-                let lowest = range.clone().map(log_p).fold(f64::INFINITY, f64::min);
-                let chosen = log_p(got[k][s]);
-                assert!(
-                    (chosen - lowest).abs() <= 1e-9 * lowest.abs().max(1.0),
-                    "bag {k} σ {sigma}"
-                );
+        let blocked = kde_choices(&x, &bags, &groups, &[0, 0, 0]);
+        // The span path's version over the Gram matrix.
+        let gram = &x * x.transpose();
+        let from_gram =
+            kde_choices_gram(&gram, &bags, std::slice::from_ref(&negatives), &[0, 0, 0]);
+        for got in [blocked, from_gram] {
+            for (k, range) in bags.iter().enumerate() {
+                for (s, &sigma) in SIGMA_GRID.iter().enumerate() {
+                    // Direct: log Σ exp(−d²/σ) with the same shift, from explicit differences.
+                    let log_p = |i: usize| {
+                        let d2: Vec<f64> = negatives
+                            .iter()
+                            .map(|&j| (x.row(i) - x.row(j)).norm_squared())
+                            .collect();
+                        let min = d2.iter().copied().fold(f64::INFINITY, f64::min);
+                        -min / sigma
+                            + d2.iter()
+                                .map(|v| (-(v - min) / sigma).exp())
+                                .sum::<f64>()
+                                .ln()
+                    };
+                    let lowest = range.clone().map(log_p).fold(f64::INFINITY, f64::min);
+                    let chosen = log_p(got[k][s]);
+                    assert!(
+                        (chosen - lowest).abs() <= 1e-9 * lowest.abs().max(1.0),
+                        "bag {k} σ {sigma}"
+                    );
+                }
             }
         }
     }

@@ -11,6 +11,7 @@ use crate::data::standardize::ZScore;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 
+pub(crate) mod krylov;
 pub mod lda;
 pub mod lfda;
 pub mod mi_alm;
@@ -341,6 +342,27 @@ pub(crate) struct TrainingInstances {
     pub bag_of: Vec<usize>,
     /// `starts[k]..starts[k + 1]` are the rows of bag `train[k]`.
     pub starts: Vec<usize>,
+    /// The nonzero raw values of wide, sparse data (None otherwise): the Gram matrix of
+    /// the span path then costs the nonzeros' products instead of n²D.
+    pub sparse: Option<SparseRows>,
+}
+
+/// Wide data with at most this share of nonzero raw values keeps a sparse copy.
+const SPARSE_SHARE: f64 = 0.125;
+
+/// The standardised instances as sparse rows minus a dense shift: x_i = a_i − m with
+/// a_ij = v_ij/σ_j over the nonzero raw values v_ij (features with σ_j > 0) and
+/// m_j = μ_j/σ_j.
+#[derive(Debug, Clone)]
+pub(crate) struct SparseRows {
+    /// Feature of each stored value, row after row.
+    pub cols: Vec<u32>,
+    /// a_ij of each stored value.
+    pub vals: Vec<f64>,
+    /// `starts[i]..starts[i + 1]` are row i's values.
+    pub starts: Vec<usize>,
+    /// m (length D; 0 where σ = 0).
+    pub shift: Vec<f64>,
 }
 
 impl TrainingInstances {
@@ -371,6 +393,24 @@ impl TrainingInstances {
         let mut block = vec![0.0; BLOCK * dim];
         let mut filled = 0;
         let mut r = 0;
+        // Sparse rows are collected for wide data until they exceed their share.
+        let wide = dim > n;
+        let budget = (SPARSE_SHARE * (n * dim) as f64) as usize;
+        let mut sparse = wide.then(|| SparseRows {
+            cols: Vec::new(),
+            vals: Vec::new(),
+            starts: vec![0],
+            shift: (0..dim)
+                .map(|j| {
+                    let s = zscore.std[j];
+                    if s > 0.0 {
+                        zscore.mean[j] / s
+                    } else {
+                        0.0
+                    }
+                })
+                .collect(),
+        });
         let flush = |x: &mut DMatrix<f64>, block: &[f64], first: usize, rows: usize| {
             for j in 0..dim {
                 let mut col = x.column_mut(j);
@@ -383,6 +423,19 @@ impl TrainingInstances {
             starts.push(r);
             for inst in data.bag(b).instances() {
                 zscore.apply_row(inst, &mut block[filled * dim..(filled + 1) * dim]);
+                if let Some(sp) = &mut sparse {
+                    for (j, &v) in inst.iter().enumerate() {
+                        let s = zscore.std[j];
+                        if v != 0.0 && s > 0.0 {
+                            sp.cols.push(j as u32);
+                            sp.vals.push(v / s);
+                        }
+                    }
+                    sp.starts.push(sp.vals.len());
+                    if sp.vals.len() > budget {
+                        sparse = None;
+                    }
+                }
                 filled += 1;
                 bag_of.push(k);
                 r += 1;
@@ -399,6 +452,7 @@ impl TrainingInstances {
             x,
             bag_of,
             starts,
+            sparse,
         })
     }
 
@@ -691,6 +745,8 @@ mod tests {
             (2, 12, 2, 30, 2, 2),
             (3, 6, 4, 60, 2, 4),
             (4, 9, 3, 50, 3, 2),
+            // n = 120 instances: above the partial eigensolver's dense cut-off.
+            (5, 40, 3, 150, 2, 4),
         ];
         let kinds = [
             ProjectionKind::Pca,

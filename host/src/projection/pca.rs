@@ -1,12 +1,13 @@
 //! Principal component analysis: the unsupervised baseline of both discriminant papers
 //! (MIDA §5, CLFDA §4). Every training instance counts once; labels are ignored.
 
-use super::span::{complete_orthonormal, Span};
+use super::span::{self, complete_orthonormal};
 use super::{
     top_eigenvectors, InputScaling, LinearProjection, ProjectionKind, Projector, TrainingInstances,
 };
 use crate::data::Dataset;
 use crate::error::Result;
+#[cfg(test)]
 use nalgebra::DMatrix;
 
 /// PCA onto the `dim` leading principal axes of the z-scored training instances.
@@ -50,13 +51,25 @@ impl Projector for Pca {
 impl Pca {
     /// The span path (D > n): the eigenvectors of XᵀX/n with nonzero eigenvalues are the
     /// columns of Q = XᵀUΛ^{-1/2} for K = XXᵀ = UΛUᵀ, with the same eigenvalues Λ/n; the
-    /// leading `dim` of them are the leading columns of Q. If `dim` exceeds the rank,
+    /// leading `dim` of them are Xᵀ(U_dΛ_d^{-1/2}), and only those d pairs of K are
+    /// computed (the partial solver of [`super::krylov`]). If `dim` exceeds the rank,
     /// the rest are null directions (eigenvalue 0), as the dense solver's.
     fn fit_span(&self, t: &TrainingInstances) -> Result<LinearProjection> {
-        let span = Span::new(&t.x, "PCA")?;
-        let n = t.len() as f64;
-        let k = self.dim.min(span.rank());
-        let g = span.lift(&t.x, &DMatrix::identity(span.rank(), k));
+        let gram = span::gram(t);
+        let n = t.len();
+        let total = gram.trace() / n as f64;
+        let (values, u) = span::top_eigenpairs(&gram, self.dim.min(n), "PCA")?;
+        drop(gram);
+        let top = values.first().copied().unwrap_or(0.0).max(0.0);
+        let k = values
+            .iter()
+            .take_while(|&&v| v > span::RANK_TOLERANCE * top && v > 0.0)
+            .count();
+        let mut coefficients = u.columns(0, k).into_owned();
+        for (c, &l) in values.iter().take(k).enumerate() {
+            coefficients.column_mut(c).scale_mut(1.0 / l.sqrt());
+        }
+        let g = span::at_b(&t.x, &coefficients);
         let mut g = complete_orthonormal(&g, None, self.dim);
         for mut col in g.column_iter_mut() {
             let pivot = col.iamax();
@@ -64,8 +77,7 @@ impl Pca {
                 col.neg_mut();
             }
         }
-        let total = span.gram.trace() / n;
-        let kept: f64 = span.values.iter().take(k).sum::<f64>() / n;
+        let kept: f64 = values.iter().take(k).sum::<f64>() / n as f64;
         let explained = if total > 0.0 { kept / total } else { 0.0 };
         Ok(t.projection(
             ProjectionKind::Pca,

@@ -10,7 +10,11 @@
 //!
 //! Time O(n²D + n³) and memory O(nD + n²) instead of the dense path's O(D³) and O(D²).
 //! The callers use it when D > n ([`super::TrainingInstances::is_wide`]); the dense path
-//! is kept for D ≤ n, where it is the cheaper one.
+//! is kept for D ≤ n, where it is the cheaper one. Two refinements avoid the n³ terms
+//! where they can: PCA takes only its d leading eigenpairs of K from the partial solver
+//! ([`super::krylov`]), and LFDA/CLFDA take a pivoted-Cholesky basis instead of
+//! [`Span`] (`lfda/wide.rs`); K itself costs Σ_j nnz_j² instead of n²D on sparse data
+//! ([`gram`]).
 //!
 //! The n × n linear algebra (Gram matrix, symmetric eigendecomposition, Cholesky,
 //! triangular solves) runs in `faer`, sequentially, so results do not depend on the
@@ -24,6 +28,140 @@ use faer::{Accum, Mat, MatRef, Par, Side};
 use nalgebra::DMatrix;
 
 use crate::error::{Error, Result};
+
+use super::TrainingInstances;
+
+/// The sparse Gram matrix is used when Σ_j nnz_j², the number of products it costs, is
+/// below this share of n²D, the dense product's count (whose SIMD kernel does several
+/// per cycle).
+const SPARSE_GRAM_SHARE: f64 = 1.0 / 16.0;
+
+/// The Gram matrix K = XXᵀ of the standardised training instances: from the sparse raw
+/// values when the data are sparse enough ([`super::SparseRows`]; then
+/// K_ij = a_i·a_j − a_i·m − a_j·m + m·m, Σ_j nnz_j² products), otherwise the lower
+/// triangle of the dense product (n²D/2 multiply–adds) mirrored.
+pub(crate) fn gram(t: &TrainingInstances) -> DMatrix<f64> {
+    if let Some(k) = t
+        .sparse
+        .as_ref()
+        .and_then(|sp| sparse_gram(sp, t.len(), t.x.ncols(), false))
+    {
+        return k;
+    }
+    dense_gram(&t.x)
+}
+
+/// XXᵀ from the dense rows (lower triangle, mirrored).
+pub(crate) fn dense_gram(x: &DMatrix<f64>) -> DMatrix<f64> {
+    use faer::linalg::matmul::triangular::{matmul as tri_matmul, BlockStructure};
+    let n = x.nrows();
+    let mut k = DMatrix::<f64>::zeros(n, n);
+    tri_matmul(
+        faer::MatMut::from_column_major_slice_mut(k.as_mut_slice(), n, n),
+        BlockStructure::TriangularLower,
+        Accum::Replace,
+        view(x),
+        BlockStructure::Rectangular,
+        view(x).transpose(),
+        BlockStructure::Rectangular,
+        1.0,
+        Par::Seq,
+    );
+    mirror_lower(&mut k);
+    k
+}
+
+fn mirror_lower(k: &mut DMatrix<f64>) {
+    let n = k.nrows();
+    for j in 0..n {
+        for i in j + 1..n {
+            k[(j, i)] = k[(i, j)];
+        }
+    }
+}
+
+/// The Gram matrix from sparse rows, or None when it would cost more than the dense
+/// product (unless `force`).
+pub(crate) fn sparse_gram(
+    sp: &super::SparseRows,
+    n: usize,
+    dim: usize,
+    force: bool,
+) -> Option<DMatrix<f64>> {
+    let mut count = vec![0usize; dim + 1];
+    sp.cols.iter().for_each(|&c| count[c as usize + 1] += 1);
+    let cost: f64 = count.iter().map(|&c| (c * c) as f64).sum();
+    if !force && cost > SPARSE_GRAM_SHARE * (n * n) as f64 * dim as f64 {
+        return None;
+    }
+    // Column-compressed copy (rows ascending within a feature).
+    for j in 0..dim {
+        count[j + 1] += count[j];
+    }
+    let mut next = count.clone();
+    let mut rows = vec![0u32; sp.vals.len()];
+    let mut vals = vec![0.0; sp.vals.len()];
+    for i in 0..n {
+        for p in sp.starts[i]..sp.starts[i + 1] {
+            let c = sp.cols[p] as usize;
+            rows[next[c]] = i as u32;
+            vals[next[c]] = sp.vals[p];
+            next[c] += 1;
+        }
+    }
+    let mut k = DMatrix::<f64>::zeros(n, n);
+    {
+        let data = k.as_mut_slice();
+        for j in 0..dim {
+            let (r, v) = (&rows[count[j]..count[j + 1]], &vals[count[j]..count[j + 1]]);
+            for p in 0..r.len() {
+                let (ip, vp) = (r[p] as usize, v[p]);
+                // Lower triangle: row ip ≥ column r[q].
+                for q in 0..=p {
+                    data[r[q] as usize * n + ip] += vp * v[q];
+                }
+            }
+        }
+    }
+    let s: Vec<f64> = (0..n)
+        .map(|i| {
+            (sp.starts[i]..sp.starts[i + 1])
+                .map(|p| sp.vals[p] * sp.shift[sp.cols[p] as usize])
+                .sum()
+        })
+        .collect();
+    let c: f64 = sp.shift.iter().map(|m| m * m).sum();
+    for j in 0..n {
+        for i in j..n {
+            k[(i, j)] += c - s[i] - s[j];
+        }
+    }
+    mirror_lower(&mut k);
+    Some(k)
+}
+
+/// The `k` leading eigenpairs of a symmetric n × n matrix held in nalgebra, by the
+/// partial solver ([`super::krylov`]); eigenvectors as columns (n × k), signs as the
+/// solver returns them.
+pub(crate) fn top_eigenpairs(
+    m: &DMatrix<f64>,
+    k: usize,
+    method: &'static str,
+) -> Result<(Vec<f64>, DMatrix<f64>)> {
+    let mv = view(m);
+    let mut apply = |v: MatRef<'_, f64>| {
+        let mut out = Mat::zeros(mv.nrows(), v.ncols());
+        matmul(out.as_mut(), Accum::Replace, mv, v, 1.0, Par::Seq);
+        out
+    };
+    let mut dense = || mv.to_owned();
+    let (values, vectors, _) =
+        super::krylov::top_eigenpairs(m.nrows(), k, &mut apply, &mut dense, KRYLOV_SEED, method)?;
+    Ok((values, to_nalgebra(vectors.as_ref())))
+}
+
+/// Seed of the partial eigensolver's start block.
+pub(crate) const KRYLOV_SEED: u64 = 0x5eed_1a2c;
 
 /// A column-major nalgebra matrix seen by faer (no copy).
 pub(crate) fn view(m: &DMatrix<f64>) -> MatRef<'_, f64> {
@@ -101,33 +239,26 @@ pub(crate) fn symmetric_eigen(
 
 /// Relative size below which an eigenvalue of K is treated as zero: directions with a
 /// variance under 10⁻¹² of the largest carry nothing any scatter here can resolve.
-const RANK_TOLERANCE: f64 = 1e-12;
+pub(crate) const RANK_TOLERANCE: f64 = 1e-12;
 
 /// The row space of the training instances, in the coordinates of an orthonormal basis.
 #[derive(Debug, Clone)]
 pub(crate) struct Span {
     /// Z = UΛ^{1/2}, n × r: the instances' coordinates (X = ZQᵀ).
     pub z: DMatrix<f64>,
-    /// The Gram matrix K = XXᵀ = ZZᵀ (n × n): inner products of instances.
-    pub gram: DMatrix<f64>,
     /// Λ, descending, the r kept eigenvalues of K (squared singular values of X).
     pub values: Vec<f64>,
 }
 
 impl Span {
     /// The span of the rows of `x` (n × D).
+    #[cfg(test)]
     pub fn new(x: &DMatrix<f64>, method: &'static str) -> Result<Self> {
-        let n = x.nrows();
-        let mut gram = Mat::<f64>::zeros(n, n);
-        matmul(
-            gram.as_mut(),
-            Accum::Replace,
-            view(x),
-            view(x).transpose(),
-            1.0,
-            Par::Seq,
-        );
-        let gram = to_nalgebra(gram.as_ref());
+        Self::from_gram(dense_gram(x), method)
+    }
+
+    /// The span of rows whose Gram matrix is `gram`.
+    pub fn from_gram(gram: DMatrix<f64>, method: &'static str) -> Result<Self> {
         let (values, u) = symmetric_eigen(&gram, method)?;
         let top = values.first().copied().unwrap_or(0.0).max(0.0);
         let r = values
@@ -140,10 +271,11 @@ impl Span {
         for (k, &l) in values.iter().enumerate() {
             z.column_mut(k).scale_mut(l.sqrt());
         }
-        Ok(Span { z, gram, values })
+        Ok(Span { z, values })
     }
 
     /// Rank r of the training instances.
+    #[cfg(test)]
     pub fn rank(&self) -> usize {
         self.values.len()
     }
@@ -332,11 +464,46 @@ mod tests {
             let s = Span::new(&x, "test").unwrap();
             // Centred rows: rank n − 1.
             assert_eq!(s.rank(), n - 1);
-            assert!((&s.z * s.z.transpose() - &s.gram).norm() < 1e-10 * s.gram.norm());
+            let gram = dense_gram(&x);
+            assert!((&s.z * s.z.transpose() - &gram).norm() < 1e-10 * gram.norm());
             let q = s.lift(&x, &DMatrix::identity(s.rank(), s.rank()));
             let eye = DMatrix::<f64>::identity(s.rank(), s.rank());
             assert!((q.transpose() * &q - eye).norm() < 1e-9);
             assert!((&s.z * q.transpose() - &x).norm() < 1e-9 * x.norm());
+        }
+    }
+
+    #[test]
+    fn sparse_gram_equals_the_dense_product() {
+        use crate::projection::{InputScaling, TrainingInstances};
+        // Term-count-like rows: mostly zeros, a few small counts, one constant feature.
+        for (seed, scaling) in [(1, InputScaling::ZScore), (2, InputScaling::Centre)] {
+            let (n, dim) = (30, 200);
+            let u = normals(seed, n * dim);
+            let rows: Vec<Vec<f64>> = (0..n)
+                .map(|i| {
+                    (0..dim)
+                        .map(|j| match j {
+                            0 => 3.0,
+                            _ if u[i * dim + j] > 1.6 => (u[i * dim + j] * 2.0).floor(),
+                            _ => 0.0,
+                        })
+                        .collect()
+                })
+                .collect();
+            let data =
+                crate::projection::test_support::single_instance_bags(dim, &rows, &vec![0; n]);
+            let all: Vec<usize> = (0..n).collect();
+            let t = TrainingInstances::new(&data, &all, scaling).unwrap();
+            let sp = t.sparse.as_ref().expect("sparse rows kept");
+            let sparse = sparse_gram(sp, n, dim, true).unwrap();
+            let dense = &t.x * t.x.transpose();
+            assert!(
+                (&sparse - &dense).norm() <= 1e-12 * dense.norm(),
+                "seed {seed}"
+            );
+            assert!((gram(&t) - &dense).norm() <= 1e-12 * dense.norm());
+            assert!((dense_gram(&t.x) - &dense).norm() <= 1e-12 * dense.norm());
         }
     }
 

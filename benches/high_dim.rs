@@ -1,0 +1,50 @@
+//! Projections on wide data (issue 19's target): PCA, B-MIDA and CLFDA (d = 10) fitted
+//! on the `term-counts` synthetic set at its default shape — 80 bags, 2,000 instances,
+//! D = 6,000 sparse count features (about 96 MB as f64) — on all bags.
+//!
+//! `cargo bench --bench high_dim`. Time per fit, and with divan's allocation profiler
+//! the peak of live heap bytes during a fit ("max alloc"), which the issue bounds by 4×
+//! the data's size (≤ 384 MB). Before the partial eigensolver and the sparse Gram
+//! matrix (the span path with a full eigendecomposition of the n × n Gram matrix), the
+//! same fits took 5.6 s / 377 MB, 6.6 s / 364 MB and 10.8 s / 627 MB as `mil project`
+//! runs (README, second wave's status).
+
+use divan::{AllocProfiler, Bencher};
+use mil_toolkit::data::synth::{term_counts, TermCounts};
+use mil_toolkit::data::Dataset;
+use mil_toolkit::projection::{ProjectionKind, ProjectionParams};
+
+#[global_allocator]
+static ALLOC: AllocProfiler = AllocProfiler::system();
+
+fn main() {
+    divan::main();
+}
+
+fn data() -> Dataset {
+    term_counts(TermCounts::default(), 1)
+        .expect("the default shape is valid")
+        .data
+}
+
+fn fit(bencher: Bencher, kind: ProjectionKind) {
+    let data = data();
+    let train: Vec<usize> = (0..data.n_bags()).collect();
+    let params = ProjectionParams::new(kind).with_dim(10);
+    bencher.bench(|| params.fit(&data, &train).expect("fit"));
+}
+
+#[divan::bench(sample_count = 3, sample_size = 1)]
+fn pca_6000(bencher: Bencher) {
+    fit(bencher, ProjectionKind::Pca);
+}
+
+#[divan::bench(sample_count = 3, sample_size = 1)]
+fn bmida_6000(bencher: Bencher) {
+    fit(bencher, ProjectionKind::Bmida);
+}
+
+#[divan::bench(sample_count = 3, sample_size = 1)]
+fn clfda_6000(bencher: Bencher) {
+    fit(bencher, ProjectionKind::Clfda);
+}
