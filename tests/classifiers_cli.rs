@@ -1,30 +1,13 @@
 //! End-to-end checks of `mil cv`, `mil train` and `mil predict` with the bag classifiers.
 
-use mil_suite::{run_mil, temp_dir};
+use mil_suite::{mil_json, mil_refuses_naming, run_mil, temp_dir};
 use serde_json::Value;
 
-fn json_of(args: &[&str]) -> Value {
-    let out = run_mil(args);
-    assert!(
-        out.status.success(),
-        "mil {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
-}
-
 /// Runs `mil args`, which must exit with status 2 and name `flag` on stderr.
-fn exits_2_naming(args: &[&str], flag: &str) {
-    let out = run_mil(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "mil {args:?}: {err}");
-    assert!(err.contains(flag), "mil {args:?}: {err}");
-}
-
 #[test]
 fn cv_reports_the_contract_keys_for_both_classifiers() {
     for classifier in ["citation-knn", "milr"] {
-        let v = json_of(&[
+        let v = mil_json(&[
             "cv",
             "musk1",
             "--classifier",
@@ -59,7 +42,7 @@ fn weka_folds_reproduce_wekas_citation_knn() {
         env!("CARGO_MANIFEST_DIR"),
         "/data/weka-folds/folds_musk1_weka_seed1.csv"
     );
-    let v = json_of(&[
+    let v = mil_json(&[
         "cv",
         "musk1",
         "--classifier",
@@ -82,7 +65,7 @@ fn train_then_predict_round_trip() {
     for classifier in ["citation-knn", "milr"] {
         let model = dir.join(format!("{classifier}.json"));
         let model = model.to_str().unwrap();
-        let t = json_of(&[
+        let t = mil_json(&[
             "train",
             "musk1",
             "--classifier",
@@ -92,7 +75,7 @@ fn train_then_predict_round_trip() {
             "--json",
         ]);
         assert_eq!(t["model"], model);
-        let p = json_of(&["predict", model, "musk1", "--json"]);
+        let p = mil_json(&["predict", model, "musk1", "--json"]);
         let preds = p["predictions"].as_array().unwrap();
         assert_eq!(preds.len(), 92);
         for pred in preds {
@@ -173,7 +156,7 @@ fn predict_rejects_data_of_another_dimension() {
     let dir = temp_dir("classifiers-dim");
     let model = dir.join("m.json");
     let model = model.to_str().unwrap();
-    json_of(&[
+    mil_json(&[
         "train",
         "musk1",
         "--classifier",
@@ -192,7 +175,7 @@ fn citation_knn_on_the_maximal_hausdorff_distance() {
     let dir = temp_dir("classifiers-hausdorff");
     let model = dir.join("max.json");
     let m = model.to_str().unwrap();
-    let min = json_of(&[
+    let min = mil_json(&[
         "cv",
         "musk1",
         "--classifier",
@@ -202,7 +185,7 @@ fn citation_knn_on_the_maximal_hausdorff_distance() {
         "--json",
         "--quiet",
     ]);
-    let max = json_of(&[
+    let max = mil_json(&[
         "cv",
         "musk1",
         "--classifier",
@@ -221,7 +204,7 @@ fn citation_knn_on_the_maximal_hausdorff_distance() {
         max["accuracy"]
     );
     // A rank goes with the minimal distance only; the core runs the minimal distance only.
-    exits_2_naming(
+    mil_refuses_naming(
         &[
             "cv",
             "musk1",
@@ -234,7 +217,7 @@ fn citation_knn_on_the_maximal_hausdorff_distance() {
         ],
         "--rank",
     );
-    json_of(&[
+    mil_json(&[
         "train",
         "musk1",
         "--classifier",
@@ -255,7 +238,7 @@ fn citation_knn_on_the_maximal_hausdorff_distance() {
 fn a_ridge_list_is_chosen_by_nested_cv_and_reported() {
     // Ridge 10⁶ shrinks MILR to its intercept (one class for every bag), so every inner
     // CV prefers ridge 1; the outer result is then that of `--ridge 1` exactly.
-    let listed = json_of(&[
+    let listed = mil_json(&[
         "cv",
         "musk1",
         "--classifier",
@@ -265,7 +248,7 @@ fn a_ridge_list_is_chosen_by_nested_cv_and_reported() {
         "--json",
         "--quiet",
     ]);
-    let single = json_of(&[
+    let single = mil_json(&[
         "cv",
         "musk1",
         "--classifier",
@@ -291,7 +274,7 @@ fn a_ridge_list_is_chosen_by_nested_cv_and_reported() {
         assert_eq!(listed[key], single[key], "{key}");
     }
     // Ridge 10⁶ ties every bag's score, AUROC ½: choosing by AUROC picks ridge 1 too.
-    let by_auroc = json_of(&[
+    let by_auroc = mil_json(&[
         "cv",
         "musk1",
         "--classifier",
@@ -306,7 +289,7 @@ fn a_ridge_list_is_chosen_by_nested_cv_and_reported() {
     assert_eq!(by_auroc["chosen"], listed["chosen"]);
     assert_eq!(by_auroc["predictions"], single["predictions"]);
     // AUROC needs two classes.
-    exits_2_naming(
+    mil_refuses_naming(
         &[
             "cv",
             "corel3",
@@ -325,7 +308,7 @@ fn a_ridge_list_is_chosen_by_nested_cv_and_reported() {
     let dir = temp_dir("ridge-list");
     let model = dir.join("m.json");
     let model = model.to_str().unwrap();
-    let t = json_of(&[
+    let t = mil_json(&[
         "train",
         "musk1",
         "--classifier",

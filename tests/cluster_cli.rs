@@ -4,19 +4,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use mil_suite::{mil_binary, run_mil, temp_dir};
+use mil_suite::{mil_binary, mil_json, run_mil, temp_dir};
 use mil_toolkit::cluster::ClusterModel;
 use serde_json::Value;
-
-fn json_of(args: &[&str]) -> Value {
-    let out = run_mil(args);
-    assert!(
-        out.status.success(),
-        "mil {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
-}
 
 /// Six bags in three obvious groups (labels 0/1/2), one or two instances each.
 const SMALL: &str = "\
@@ -33,7 +23,7 @@ const SMALL: &str = "\
 
 #[test]
 fn m3ic_on_corel3_reports_the_contract_keys() {
-    let v = json_of(&[
+    let v = mil_json(&[
         "cluster", "corel3", "--method", "m3ic", "--k", "3", "--seed", "1", "--json",
     ]);
     let assignments = v["assignments"].as_array().unwrap();
@@ -67,7 +57,7 @@ fn m3ic_default_beats_the_best_bamic_mean_on_corel3() {
     let mut total = 0.0;
     for seed in 1..=10 {
         let seed = seed.to_string();
-        let v = json_of(&[
+        let v = mil_json(&[
             "cluster", "corel3", "--method", "m3ic", "--k", "3", "--seed", &seed, "--json",
         ]);
         total += v["accuracy"].as_f64().unwrap();
@@ -80,7 +70,7 @@ fn m3ic_default_beats_the_best_bamic_mean_on_corel3() {
         assert_eq!(v["detail"]["balance_mode"], "sizes");
     }
     assert!(total / 10.0 >= 0.54, "mean accuracy {}", total / 10.0);
-    let paper = json_of(&[
+    let paper = mil_json(&[
         "cluster",
         "corel3",
         "--method",
@@ -145,7 +135,7 @@ fn bamic_variants_recover_obvious_groups_and_save_a_model() {
             // Raw features: this tiny set has two-dimensional instances on a clear grid.
             args.extend(["--raw", "--cost", "1", "--balance", "0.1"]);
         }
-        let v = json_of(&args);
+        let v = mil_json(&args);
         if method != "m3ic" {
             assert_eq!(v["accuracy"].as_f64().unwrap(), 1.0, "{method}");
             assert_eq!(v["ari"].as_f64().unwrap(), 1.0, "{method}");

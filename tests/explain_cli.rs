@@ -1,18 +1,7 @@
 //! `mil predict --explain`: witnesses and per-instance scores in the JSON and the human
 //! summary, for MILR, Citation-kNN and an M³IC clustering model.
 
-use mil_suite::{run_mil, temp_dir};
-use serde_json::Value;
-
-fn json_of(args: &[&str]) -> Value {
-    let out = run_mil(args);
-    assert!(
-        out.status.success(),
-        "mil {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
-}
+use mil_suite::{mil_json, run_mil, temp_dir};
 
 #[test]
 fn predict_explain_reports_witnesses_and_instance_scores() {
@@ -21,7 +10,7 @@ fn predict_explain_reports_witnesses_and_instance_scores() {
     // noisy-OR the bag's score is 1 − Π(1 − p).
     let milr = dir.join("milr.json");
     let milr = milr.to_str().unwrap();
-    json_of(&[
+    mil_json(&[
         "train",
         "musk1",
         "--classifier",
@@ -30,7 +19,7 @@ fn predict_explain_reports_witnesses_and_instance_scores() {
         milr,
         "--json",
     ]);
-    let p = json_of(&["predict", milr, "musk1", "--explain", "--json"]);
+    let p = mil_json(&["predict", milr, "musk1", "--explain", "--json"]);
     let preds = p["predictions"].as_array().unwrap();
     assert_eq!(preds.len(), 92);
     for pred in preds {
@@ -49,14 +38,14 @@ fn predict_explain_reports_witnesses_and_instance_scores() {
         assert!((pooled - bag).abs() < 1e-9, "{pooled} vs {bag}");
     }
     // Without --explain the key is absent (the contract's output unchanged).
-    let plain = json_of(&["predict", milr, "musk1", "--json"]);
+    let plain = mil_json(&["predict", milr, "musk1", "--json"]);
     assert!(plain["predictions"][0].get("explanation").is_none());
 
     // Citation-kNN: references and citers with the instance pair of each distance; on its
     // own training bags each bag's nearest reference is itself at distance 0.
     let knn = dir.join("knn.json");
     let knn = knn.to_str().unwrap();
-    json_of(&[
+    mil_json(&[
         "train",
         "musk1",
         "--classifier",
@@ -65,7 +54,7 @@ fn predict_explain_reports_witnesses_and_instance_scores() {
         knn,
         "--json",
     ]);
-    let p = json_of(&["predict", knn, "musk1", "--explain", "--json"]);
+    let p = mil_json(&["predict", knn, "musk1", "--explain", "--json"]);
     for pred in p["predictions"].as_array().unwrap() {
         let e = &pred["explanation"];
         let refs = e["references"].as_array().unwrap();
@@ -89,7 +78,7 @@ fn predict_explain_reports_witnesses_and_instance_scores() {
     // M³IC: per-instance margins, and the witness's margin is the largest.
     let m3ic = dir.join("m3ic.json");
     let m3ic = m3ic.to_str().unwrap();
-    json_of(&[
+    mil_json(&[
         "cluster",
         "corel3",
         "--method",
@@ -102,7 +91,7 @@ fn predict_explain_reports_witnesses_and_instance_scores() {
         m3ic,
         "--json",
     ]);
-    let p = json_of(&["predict", m3ic, "corel3", "--explain", "--json"]);
+    let p = mil_json(&["predict", m3ic, "corel3", "--explain", "--json"]);
     for a in p["assignments"].as_array().unwrap() {
         let e = &a["explanation"];
         assert_eq!(e["score_kind"], "margin");

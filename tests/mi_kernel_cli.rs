@@ -1,25 +1,7 @@
 //! The MI kernel (`--kernel mi-rbf`) with Weka MISMO's pre-processing (`--scaling minmax`):
 //! cross-validation on Weka's folds, the shared `--scaling` flag, export to the core in f32.
 
-use mil_suite::{run_mil, temp_dir};
-use serde_json::Value;
-
-fn json_of(args: &[&str]) -> Value {
-    let out = run_mil(args);
-    assert!(
-        out.status.success(),
-        "mil {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
-}
-
-fn exits_2_naming(args: &[&str], flag: &str) {
-    let out = run_mil(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "mil {args:?}: {err}");
-    assert!(err.contains(flag), "mil {args:?}: {err}");
-}
+use mil_suite::{mil_json, mil_refuses_naming, temp_dir};
 
 #[test]
 fn mi_kernel_on_wekas_musk1_folds() {
@@ -27,7 +9,7 @@ fn mi_kernel_on_wekas_musk1_folds() {
         env!("CARGO_MANIFEST_DIR"),
         "/data/weka-folds/folds_musk1_weka_seed1.csv"
     );
-    let v = json_of(&[
+    let v = mil_json(&[
         "cv",
         "musk1",
         "--classifier",
@@ -45,7 +27,7 @@ fn mi_kernel_on_wekas_musk1_folds() {
     assert!(accuracy >= 0.8, "{accuracy}");
     assert!(v["auroc"].as_f64().unwrap() >= 0.85);
     // `auto` is minmax for the MI kernel: the same result.
-    let auto = json_of(&[
+    let auto = mil_json(&[
         "cv",
         "musk1",
         "--classifier",
@@ -61,7 +43,7 @@ fn mi_kernel_on_wekas_musk1_folds() {
 
 #[test]
 fn mi_kernel_flags_and_export() {
-    exits_2_naming(
+    mil_refuses_naming(
         &[
             "cv",
             "musk1",
@@ -72,7 +54,7 @@ fn mi_kernel_flags_and_export() {
         ],
         "--scaling",
     );
-    exits_2_naming(
+    mil_refuses_naming(
         &[
             "cv",
             "musk1",
@@ -85,7 +67,7 @@ fn mi_kernel_flags_and_export() {
         ],
         "--scaling",
     );
-    exits_2_naming(
+    mil_refuses_naming(
         &[
             "cv",
             "musk1",
@@ -98,7 +80,7 @@ fn mi_kernel_flags_and_export() {
         ],
         "--gamma",
     );
-    exits_2_naming(
+    mil_refuses_naming(
         &[
             "cv",
             "musk1",
@@ -111,14 +93,14 @@ fn mi_kernel_flags_and_export() {
         ],
         "--map",
     );
-    exits_2_naming(
+    mil_refuses_naming(
         &["cv", "musk1", "--classifier", "svm", "--scaling", "bogus"],
         "--scaling",
     );
     let dir = temp_dir("mi-kernel");
     let model = dir.join("mi.json");
     let model = model.to_str().unwrap();
-    json_of(&[
+    mil_json(&[
         "train",
         "musk1",
         "--classifier",
@@ -130,19 +112,19 @@ fn mi_kernel_flags_and_export() {
         "--json",
     ]);
     // Explanations: each instance's additive share of the decision value.
-    let p = json_of(&["predict", model, "musk1", "--explain", "--json"]);
+    let p = mil_json(&["predict", model, "musk1", "--explain", "--json"]);
     let e = &p["predictions"][0]["explanation"];
     assert_eq!(e["score_kind"], "contribution");
     assert_eq!(e["witnesses"].as_array().unwrap().len(), 1);
     // Export: f32 runs on the core with the host's labels on every training bag.
     let milm = dir.join("m.milm");
     let milm = milm.to_str().unwrap();
-    let e = json_of(&["export", model, "--format", "f32", "-o", milm, "--json"]);
+    let e = mil_json(&["export", model, "--format", "f32", "-o", milm, "--json"]);
     assert_eq!(e["labels_agree"], 92, "{e}");
     assert!(e["max_abs_error"].as_f64().unwrap() <= e["error_bound"].as_f64().unwrap());
-    let i = json_of(&["inspect", milm, "--json"]);
+    let i = mil_json(&["inspect", milm, "--json"]);
     assert_eq!(i["kind"], "mi-kernel-svm", "{i}");
-    let q = json_of(&["export", model, "--format", "q15", "-o", milm, "--json"]);
+    let q = mil_json(&["export", model, "--format", "q15", "-o", milm, "--json"]);
     assert!(q["max_abs_error"].as_f64().unwrap() <= q["error_bound"].as_f64().unwrap());
     std::fs::remove_dir_all(dir).ok();
 }

@@ -1,22 +1,11 @@
 //! The set-kernel SVM on more than two classes: one-vs-rest through `mil cv`, `mil train`
 //! and `mil predict`; `mil export` refuses (exit 2) since the core's SVM head is binary.
 
-use mil_suite::{run_mil, temp_dir};
-use serde_json::Value;
-
-fn json_of(args: &[&str]) -> Value {
-    let out = run_mil(args);
-    assert!(
-        out.status.success(),
-        "mil {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
-}
+use mil_suite::{mil_json, run_mil, temp_dir};
 
 #[test]
 fn corel3_svm_is_three_class_and_export_refuses() {
-    let v = json_of(&["cv", "corel3", "--classifier", "svm", "--json"]);
+    let v = mil_json(&["cv", "corel3", "--classifier", "svm", "--json"]);
     let accuracy = v["accuracy"].as_f64().unwrap();
     // Three balanced classes: chance is 1/3; one-vs-rest k∧ reaches about 0.78.
     assert!(accuracy > 0.6, "{accuracy}");
@@ -34,7 +23,7 @@ fn corel3_svm_is_three_class_and_export_refuses() {
     let dir = temp_dir("svm3");
     let model = dir.join("svm3.json");
     let model = model.to_str().unwrap();
-    json_of(&[
+    mil_json(&[
         "train",
         "corel3",
         "--classifier",
@@ -43,7 +32,7 @@ fn corel3_svm_is_three_class_and_export_refuses() {
         model,
         "--json",
     ]);
-    let p = json_of(&["predict", model, "corel3", "--json"]);
+    let p = mil_json(&["predict", model, "corel3", "--json"]);
     let labels: std::collections::BTreeSet<String> = p["predictions"]
         .as_array()
         .unwrap()

@@ -23,6 +23,27 @@ pub fn run_mil(args: &[&str]) -> Output {
         .expect("the mil binary runs")
 }
 
+/// Runs `mil` with the given arguments, which must succeed, and parses its stdout as one
+/// JSON object.
+pub fn mil_json(args: &[&str]) -> serde_json::Value {
+    let out = run_mil(args);
+    assert!(
+        out.status.success(),
+        "mil {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
+}
+
+/// Runs `mil` with the given arguments and checks that it refuses them with exit 2 and a
+/// message naming `flag`.
+pub fn mil_refuses_naming(args: &[&str], flag: &str) {
+    let out = run_mil(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "mil {args:?}: {err}");
+    assert!(err.contains(flag), "mil {args:?}: {err}");
+}
+
 /// A fresh temporary directory for one test, removed by the caller when done.
 pub fn temp_dir(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mil-test-{}-{}", tag, std::process::id()));

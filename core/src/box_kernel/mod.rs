@@ -71,9 +71,7 @@ pub fn scratch_len(
         .checked_mul(sets::LAZY_INTS_PER_DIM)?
         .checked_add(points.div_ceil(sets::WORD))?;
     let columns = match method {
-        Method::Fast => points
-            .checked_mul(dim)?
-            .checked_mul(sets::LAZY_INTS_PER_COORDINATE)?,
+        Method::Fast => points.checked_mul(dim)?,
         Method::Paper => 0,
     };
     Some(ScratchLen {

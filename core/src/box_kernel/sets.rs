@@ -219,13 +219,11 @@ pub(crate) fn uniform_set<R: Rng + ?Sized>(rng: &mut R, count: Count, bags: &Bag
 }
 
 /// Integers of caller scratch a [`LazyBox`] needs per dimension (the two bounds a point
-/// is compared with, and the box number at which each corner was drawn) and per point
-/// [`WORD`] points of the two bags (the points still undecided); with [`LAZY_INTS_PER_COORDINATE`] more
-/// per coordinate of the two bags it keeps them column by column too.
+/// is compared with, and the box number at which each corner was drawn); a [`LazyBox`]
+/// also takes one per [`WORD`] points of the two bags (a bit each: the points still
+/// undecided) and, if given, one per coordinate of the two bags to keep them column by
+/// column too.
 pub(crate) const LAZY_INTS_PER_DIM: usize = 4;
-
-/// See [`LAZY_INTS_PER_DIM`].
-pub(crate) const LAZY_INTS_PER_COORDINATE: usize = 1;
 
 /// Dimensions a [`LazyBox`] scan compares at once (a multiple of the SIMD width).
 const CHUNK: usize = 16;
@@ -266,9 +264,8 @@ pub(crate) struct LazyBox<'s> {
 
 impl<'s> LazyBox<'s> {
     /// A box over the bags `p` and `q` (row-major, `dim` columns). `cells` must hold
-    /// [`LAZY_INTS_PER_DIM`]·`dim` + |P| + |Q| integers; with
-    /// [`LAZY_INTS_PER_COORDINATE`]·(|P| + |Q|)·`dim` more, the points are kept in
-    /// columns too.
+    /// [`LAZY_INTS_PER_DIM`]·`dim` + ⌈(|P| + |Q|)/[`WORD`]⌉ integers; with (|P| + |Q|)·`dim`
+    /// more, the points are kept in columns too.
     pub fn new(cells: &'s mut [u32], dim: usize, p: &[u32], q: &[u32]) -> Self {
         let points = (p.len() + q.len()) / dim;
         let (cells, spare) = cells.split_at_mut(LAZY_INTS_PER_DIM * dim + points.div_ceil(WORD));

@@ -242,6 +242,57 @@ impl Writer {
         }
     }
 
+    /// Stored instances (`rows × cols`, row-major) as `REF_INSTANCES`: f32, or quantised
+    /// in `encoding` with one step per coordinate (`REF_SCALE`), shared by that coordinate
+    /// of every instance.
+    fn instances(&mut self, encoding: Encoding, rows: usize, cols: usize, values: &[f64]) {
+        if encoding == Encoding::F32 {
+            self.f32s(tag::REF_INSTANCES, rows, cols, values.iter().copied());
+            return;
+        }
+        let q_max = encoding.q_max();
+        let mut max_abs = vec![0.0f64; cols];
+        for x in values.chunks_exact(cols) {
+            for (m, v) in max_abs.iter_mut().zip(x) {
+                *m = m.max(v.abs());
+            }
+        }
+        let steps: Vec<f32> = max_abs
+            .iter()
+            .map(|&m| fixed::scale_for(m as f32, q_max))
+            .collect();
+        let q: Vec<i32> = values
+            .chunks_exact(cols)
+            .flat_map(|x| {
+                x.iter()
+                    .zip(&steps)
+                    .map(|(&v, &s)| fixed::quantize(v as f32, s, q_max))
+            })
+            .collect();
+        self.ints(tag::REF_INSTANCES, encoding, rows, cols, &q);
+        self.f32s(tag::REF_SCALE, 1, cols, steps.iter().map(|&s| s as f64));
+    }
+
+    /// An SVM's stored bags (`REF_BAGS`, from their start offsets) and one weight each:
+    /// f32, or Q15 with one step in both quantised encodings (see `mil_core::svm`).
+    fn support_bags(&mut self, encoding: Encoding, bag_starts: &[usize], weights: &[f64]) {
+        let starts: Vec<u32> = bag_starts.iter().map(|&v| v as u32).collect();
+        self.u32s(tag::REF_BAGS, &starts);
+        let weight_encoding = match encoding {
+            Encoding::F32 => Encoding::F32,
+            Encoding::Q15 | Encoding::Q7 => Encoding::Q15,
+        };
+        let tags = (tag::SCORE_WEIGHTS, tag::SCORE_SCALE, None);
+        self.weights(
+            weight_encoding,
+            tags,
+            1,
+            bag_starts.len() - 1,
+            weights,
+            None,
+        );
+    }
+
     /// Quantised integers, one element type per encoding.
     fn ints(&mut self, t: u16, encoding: Encoding, rows: usize, cols: usize, q: &[i32]) {
         let bytes = match encoding {
@@ -567,34 +618,12 @@ pub fn export_with(
             }
             let refs = references.features();
             let n = references.n_instances();
-            if encoding == Encoding::F32 {
-                w.f32s(tag::REF_INSTANCES, n, d, refs.iter().copied());
-            } else {
-                // One scale per coordinate: coordinate k of every instance shares it.
-                let mut max_abs = vec![0.0f64; d];
-                for x in refs.chunks_exact(d) {
-                    max_abs
-                        .iter_mut()
-                        .zip(x)
-                        .for_each(|(m, v)| *m = m.max(v.abs()));
-                }
-                // 16 bits in Q7 too: see `mil_core::citation` for why.
-                let q_max = fixed::Q15_MAX;
-                let s: Vec<f32> = max_abs
-                    .iter()
-                    .map(|&m| fixed::scale_for(m as f32, q_max))
-                    .collect();
-                let q: Vec<i32> = refs
-                    .chunks_exact(d)
-                    .flat_map(|x| {
-                        x.iter()
-                            .zip(&s)
-                            .map(|(&v, &sk)| fixed::quantize(v as f32, sk, q_max))
-                    })
-                    .collect();
-                w.ints(tag::REF_INSTANCES, Encoding::Q15, n, d, &q);
-                w.f32s(tag::REF_SCALE, 1, d, s.iter().map(|&v| v as f64));
-            }
+            // 16 bits in Q7 too: see `mil_core::citation` for why.
+            let stored = match encoding {
+                Encoding::F32 => Encoding::F32,
+                Encoding::Q15 | Encoding::Q7 => Encoding::Q15,
+            };
+            w.instances(stored, n, d, refs);
             let starts: Vec<u32> = references.bag_starts().iter().map(|&v| v as u32).collect();
             w.u32s(tag::REF_BAGS, &starts);
             let labels = references.require_labels(2)?;
@@ -666,7 +695,6 @@ fn export_svm(
             format!("the SVM was trained on {} features", svm.grid_size.len()),
         ));
     }
-    let n = svm.bag_starts.len() - 1;
     let rows = svm.points.len() / dim_in;
     let seed = [svm.seed as u32, (svm.seed >> 32) as u32];
     w.u32s(
@@ -687,21 +715,7 @@ fn export_svm(
     w.f64s(tag::GRID_MIN, &grid_min);
     w.u32s(tag::GRID_SIZE, &svm.grid_size);
     w.points(tag::REF_POINTS, rows, dim_in, &svm.points);
-    let starts: Vec<u32> = svm.bag_starts.iter().map(|&v| v as u32).collect();
-    w.u32s(tag::REF_BAGS, &starts);
-    // ω is 16-bit in Q7 as well (see `mil_core::svm`).
-    let weight_encoding = match encoding {
-        Encoding::F32 => Encoding::F32,
-        Encoding::Q15 | Encoding::Q7 => Encoding::Q15,
-    };
-    w.weights(
-        weight_encoding,
-        (tag::SCORE_WEIGHTS, tag::SCORE_SCALE, None),
-        1,
-        n,
-        &svm.weights,
-        None,
-    );
+    w.support_bags(encoding, &svm.bag_starts, &svm.weights);
     let bytes = w.finish(ModelKind::SetKernelSvm, encoding, (dim_in, 2))?;
     Model::parse(&bytes)?;
     Ok(bytes)
@@ -724,7 +738,6 @@ fn export_mi_svm(
             format!("the SVM was trained on {} features", svm.min.len()),
         ));
     }
-    let n = svm.bag_starts.len() - 1;
     let rows = svm.instances.len() / dim_in;
     w.f64s(tag::KERNEL_PARAMS, &[svm.gamma, svm.bias]);
     let mut minmax = svm.min.clone();
@@ -734,47 +747,8 @@ fn export_mi_svm(
     if let Some(sec) = w.sections.last_mut() {
         (sec.2, sec.3) = (2, dim_in);
     }
-    if encoding == Encoding::F32 {
-        w.f32s(
-            tag::REF_INSTANCES,
-            rows,
-            dim_in,
-            svm.instances.iter().copied(),
-        );
-    } else {
-        let q_max = encoding.q_max();
-        let steps: Vec<f32> = (0..dim_in)
-            .map(|j| {
-                let max_abs = svm.instances[j..]
-                    .iter()
-                    .step_by(dim_in)
-                    .fold(0.0f64, |m, v| m.max(v.abs()));
-                fixed::scale_for(max_abs as f32, q_max)
-            })
-            .collect();
-        let q: Vec<i32> = svm
-            .instances
-            .iter()
-            .enumerate()
-            .map(|(i, &v)| fixed::quantize(v as f32, steps[i % dim_in], q_max))
-            .collect();
-        w.ints(tag::REF_INSTANCES, encoding, rows, dim_in, &q);
-        w.f32s(tag::REF_SCALE, 1, dim_in, steps.iter().map(|&s| s as f64));
-    }
-    let starts: Vec<u32> = svm.bag_starts.iter().map(|&v| v as u32).collect();
-    w.u32s(tag::REF_BAGS, &starts);
-    let weight_encoding = match encoding {
-        Encoding::F32 => Encoding::F32,
-        Encoding::Q15 | Encoding::Q7 => Encoding::Q15,
-    };
-    w.weights(
-        weight_encoding,
-        (tag::SCORE_WEIGHTS, tag::SCORE_SCALE, None),
-        1,
-        n,
-        &svm.weights,
-        None,
-    );
+    w.instances(encoding, rows, dim_in, &svm.instances);
+    w.support_bags(encoding, &svm.bag_starts, &svm.weights);
     let bytes = w.finish(ModelKind::MiKernelSvm, encoding, (dim_in, 2))?;
     Model::parse(&bytes)?;
     Ok(bytes)
