@@ -14,6 +14,7 @@ from .classifiers import MILR, CitationKNN, SetKernelSVM
 from .cluster import BAMIC, M3IC
 from .datasets import (
     load_corel3,
+    load_corel_dogs,
     load_dataset,
     load_elephant,
     load_musk1,
@@ -57,6 +58,7 @@ __all__ = [
     "get_num_threads",
     "library_cross_validate",
     "load_corel3",
+    "load_corel_dogs",
     "load_dataset",
     "load_elephant",
     "load_musk1",

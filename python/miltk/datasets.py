@@ -12,6 +12,7 @@ __all__ = [
     "load_elephant",
     "load_corel3",
     "load_sival6",
+    "load_corel_dogs",
 ]
 
 
@@ -20,7 +21,7 @@ def load_dataset(name, return_ids=False):
 
     Parameters
     ----------
-    name : {"musk1", "musk2", "elephant", "corel3", "sival6"}
+    name : {"musk1", "musk2", "elephant", "corel3", "sival6", "corel_dogs"}
         The data set, as ``mil info`` names it.
     return_ids : bool, default=False
         Also return the bag ids.
@@ -124,3 +125,29 @@ def load_sival6(return_ids=False):
         See :func:`load_dataset`.
     """
     return load_dataset("sival6", return_ids)
+
+
+def load_corel_dogs(return_ids=False):
+    """Corel 2000-image regions, "dogs" (1) vs rest (0): 2000 bags (100 positive), 9 features.
+
+    The imbalanced benchmark: without class weights a classifier predicts the majority
+    class for every bag (balanced accuracy 0.5).
+
+    Parameters
+    ----------
+    return_ids : bool, default=False
+        Also return the bag ids.
+
+    Returns
+    -------
+    bags, y[, ids]
+        See :func:`load_dataset`.
+
+    Examples
+    --------
+    >>> from miltk import load_corel_dogs
+    >>> bags, y = load_corel_dogs()
+    >>> len(bags), int(y.sum()), bags[0].shape[1]
+    (2000, 100, 9)
+    """
+    return load_dataset("corel_dogs", return_ids)

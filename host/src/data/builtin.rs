@@ -41,6 +41,11 @@ pub const BUILTINS: &[Builtin] = &[
         description: "SIVAL, 6 categories (labels 0-5): 360 bags, 11410 instances, 30 features",
         csv: include_str!("../../data/sival6.csv"),
     },
+    Builtin {
+        name: "corel_dogs",
+        description: "Corel 2000-image regions, \"dogs\" vs rest: 2000 bags (100+/1900-), 7947 instances, 9 features",
+        csv: include_str!("../../data/corel_dogs.csv"),
+    },
 ];
 
 /// Every shipped data set: none without the `datasets` feature.
