@@ -13,6 +13,13 @@
 //! as Σ(aₖ − bₖ)² in feature order, so the result equals [`bag_distance`] bit for bit
 //! (which the tie rules of Citation-kNN rely on). Maximal and average distances keep the
 //! block values, whose error is at most `ROUNDOFF`·(‖a‖² + ‖b‖²) per squared distance.
+//!
+//! The functions measure a [`BagSet`]: bags borrowed from one or more data sets in a
+//! chosen order (a fold's training bags; a query's bags followed by a model's), with an
+//! optional attribute scaling applied as each instance is read. A `&Dataset` converts to
+//! the set of all its bags. So Citation-kNN measures a fold or a model without a scaled
+//! or stacked copy of the data (#19: its cross-validation peak stays below twice the
+//! data); the values are those of the copy, bit for bit.
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -47,6 +54,123 @@ const COL_BLOCK: usize = 512;
 /// Higham's γ bounds for the two dot products and the final sum), and Σ(aₖ − bₖ)² by at
 /// most D·u·2(‖a‖² + ‖b‖²). We use 8(D + 2)·u, a safe margin over both together.
 pub(crate) const ROUNDOFF: f64 = 8.0 * f64::EPSILON / 2.0;
+
+/// A map applied to each instance as it is read (an attribute scaling): `f(x, out)`
+/// writes the mapped `x` into `out`, both of the data's dimension.
+pub type RowMap<'a> = &'a (dyn Fn(&[f64], &mut [f64]) + Sync);
+
+/// The bags a distance is measured between, borrowed — see the module documentation.
+///
+/// ```
+/// use mil_toolkit::distance::{cross, BagSet, Hausdorff};
+///
+/// let data = mil_toolkit::data::load("musk1")?;
+/// // Bags 3 and 7, their features halved as they are read: half the distance.
+/// let halve = |x: &[f64], out: &mut [f64]| {
+///     out.iter_mut().zip(x).for_each(|(o, v)| *o = v / 2.0)
+/// };
+/// let half = BagSet::picked(&data, &[3, 7]).scaled(&halve);
+/// let d = cross(&data, &[3], &[7], Hausdorff::Min)[0];
+/// let h = cross(half, &[0], &[1], Hausdorff::Min)[0];
+/// assert!((h - d / 2.0).abs() <= 1e-12 * d);
+/// # Ok::<(), mil_toolkit::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct BagSet<'a> {
+    dim: usize,
+    bags: Vec<Bag<'a>>,
+    /// Instance offsets: bag `b` holds instances `starts[b]..starts[b + 1]`.
+    starts: Vec<usize>,
+    /// Each instance's raw row.
+    rows: Vec<&'a [f64]>,
+    map: Option<RowMap<'a>>,
+}
+
+impl<'a> BagSet<'a> {
+    /// An empty set of bags of dimension `dim`.
+    pub fn new(dim: usize) -> Self {
+        BagSet {
+            dim,
+            bags: Vec::new(),
+            starts: vec![0],
+            rows: Vec::new(),
+            map: None,
+        }
+    }
+
+    /// The bags `bags` of `data`, in that order.
+    pub fn picked(data: &'a Dataset, bags: &[usize]) -> Self {
+        let mut set = BagSet::new(data.dim());
+        set.extend(bags.iter().map(|&b| data.bag(b)));
+        set
+    }
+
+    /// Appends bags (of the set's dimension).
+    pub fn extend(&mut self, bags: impl IntoIterator<Item = Bag<'a>>) {
+        for bag in bags {
+            assert_eq!(bag.dim(), self.dim, "bags of one dimension");
+            self.rows.extend(bag.instances());
+            self.starts.push(self.rows.len());
+            self.bags.push(bag);
+        }
+    }
+
+    /// The same bags with `map` applied to every instance as it is read.
+    pub fn scaled(mut self, map: RowMap<'a>) -> Self {
+        self.map = Some(map);
+        self
+    }
+
+    /// Number of bags.
+    pub fn n_bags(&self) -> usize {
+        self.bags.len()
+    }
+
+    /// Feature dimension.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Number of instances in bag `b`.
+    pub fn bag_len(&self, b: usize) -> usize {
+        self.bags[b].len()
+    }
+
+    /// The instances of bag `b` (indices into the set's instances).
+    fn bag_range(&self, b: usize) -> std::ops::Range<usize> {
+        self.starts[b]..self.starts[b + 1]
+    }
+
+    /// Writes instance `i`, mapped, into `out`.
+    fn read(&self, i: usize, out: &mut [f64]) {
+        match self.map {
+            Some(map) => map(self.rows[i], out),
+            None => out.copy_from_slice(self.rows[i]),
+        }
+    }
+
+    /// The instances of bag `b`, mapped, as one row-major slice (borrowed when unmapped).
+    pub fn bag_rows(&self, b: usize) -> std::borrow::Cow<'a, [f64]> {
+        let bag = self.bags[b];
+        match self.map {
+            None => std::borrow::Cow::Borrowed(bag.as_slice()),
+            Some(map) => {
+                let mut out = vec![0.0; bag.as_slice().len()];
+                for (x, o) in bag.instances().zip(out.chunks_exact_mut(self.dim)) {
+                    map(x, o);
+                }
+                std::borrow::Cow::Owned(out)
+            }
+        }
+    }
+}
+
+impl<'a> From<&'a Dataset> for BagSet<'a> {
+    fn from(data: &'a Dataset) -> Self {
+        let all: Vec<usize> = (0..data.n_bags()).collect();
+        BagSet::picked(data, &all)
+    }
+}
 
 /// Squared Euclidean distance of two equal-length vectors.
 #[inline]
@@ -98,16 +222,17 @@ fn directed<'a>(from: Bag<'a>, to: Bag<'a>) -> impl Iterator<Item = f64> + 'a {
 /// matrix with a zero diagonal, computed in parallel. The result does not depend on the
 /// number of threads (blocks are fixed by the data, and each entry is reduced in one
 /// task in a fixed order).
-pub fn pairwise(data: &Dataset, kind: Hausdorff) -> Vec<f64> {
-    let n = data.n_bags();
+pub fn pairwise<'a>(bags: impl Into<BagSet<'a>>, kind: Hausdorff) -> Vec<f64> {
+    let set = bags.into();
+    let n = set.n_bags();
     let all: Vec<usize> = (0..n).collect();
-    let table = Table::new(data);
+    let table = Table::new(&set);
     let mut out = vec![0.0; n * n];
     match kind {
         Hausdorff::Min => {
             // Symmetric: only column bags at or after the row bag are computed.
-            let upper = table.reduce(&all, &all, true, |a, b, approx, tol| {
-                table.exact_rank(all[a], all[b], approx, tol, 1)
+            let upper = table.reduce(&all, &all, true, |a, col, approx, tol| {
+                table.exact_rank(all[a], col, approx, tol, 1)
             });
             for a in 0..n {
                 for b in a + 1..n {
@@ -124,7 +249,7 @@ pub fn pairwise(data: &Dataset, kind: Hausdorff) -> Vec<f64> {
             });
             for a in 0..n {
                 for b in a + 1..n {
-                    let d = combine(kind, data, (a, b), stats[a * n + b], stats[b * n + a]);
+                    let d = combine(kind, &set, (a, b), stats[a * n + b], stats[b * n + a]);
                     out[a * n + b] = d;
                     out[b * n + a] = d;
                 }
@@ -146,10 +271,10 @@ fn directed_stat(kind: Hausdorff, approx: &[f64]) -> f64 {
 
 /// The maximal or average Hausdorff distance of bags `a` and `b` from the directed
 /// statistics a → b and b → a.
-fn combine(kind: Hausdorff, data: &Dataset, (a, b): (usize, usize), ab: f64, ba: f64) -> f64 {
+fn combine(kind: Hausdorff, set: &BagSet, (a, b): (usize, usize), ab: f64, ba: f64) -> f64 {
     match kind {
         Hausdorff::Max => ab.max(ba),
-        _ => (ab + ba) / (data.bag(a).len() + data.bag(b).len()) as f64,
+        _ => (ab + ba) / (set.bag_len(a) + set.bag_len(b)) as f64,
     }
 }
 
@@ -157,11 +282,17 @@ fn combine(kind: Hausdorff, data: &Dataset, (a, b): (usize, usize), ab: f64, ba:
 /// row-major `|rows| × |cols|` matrix: minimal distances exact as in [`ranked_cross`],
 /// maximal and average ones within the round-off bound of the module documentation.
 /// Parallel and independent of the thread count.
-pub fn cross(data: &Dataset, rows: &[usize], cols: &[usize], kind: Hausdorff) -> Vec<f64> {
+pub fn cross<'a>(
+    bags: impl Into<BagSet<'a>>,
+    rows: &[usize],
+    cols: &[usize],
+    kind: Hausdorff,
+) -> Vec<f64> {
+    let set = bags.into();
     if kind == Hausdorff::Min {
-        return ranked_cross(data, rows, cols, 1);
+        return ranked_cross(set, rows, cols, 1);
     }
-    let table = Table::new(data);
+    let table = Table::new(&set);
     let forward = table.reduce(rows, cols, false, |_, _, approx, _| {
         directed_stat(kind, approx)
     });
@@ -174,7 +305,7 @@ pub fn cross(data: &Dataset, rows: &[usize], cols: &[usize], kind: Hausdorff) ->
         for (j, &b) in cols.iter().enumerate() {
             out[i * nc + j] = combine(
                 kind,
-                data,
+                &set,
                 (a, b),
                 forward[i * nc + j],
                 backward[j * nr + i],
@@ -188,19 +319,25 @@ pub fn cross(data: &Dataset, rows: &[usize], cols: &[usize], kind: Hausdorff) ->
 /// row-major `|rows| × |cols|` matrix, equal bit for bit to [`ranked_distance`] (rank 1
 /// is the minimal Hausdorff distance [`Hausdorff::Min`]). Parallel and independent of
 /// the thread count.
-pub fn ranked_cross(data: &Dataset, rows: &[usize], cols: &[usize], rank: usize) -> Vec<f64> {
-    let table = Table::new(data);
-    table.reduce(rows, cols, false, |a, b, approx, tol| {
-        table.exact_rank(rows[a], cols[b], approx, tol, rank)
+pub fn ranked_cross<'a>(
+    bags: impl Into<BagSet<'a>>,
+    rows: &[usize],
+    cols: &[usize],
+    rank: usize,
+) -> Vec<f64> {
+    let set = bags.into();
+    let table = Table::new(&set);
+    table.reduce(rows, cols, false, |a, col, approx, tol| {
+        table.exact_rank(rows[a], col, approx, tol, rank)
     })
 }
 
-/// The instances of a data set prepared for block products: the data set's mean (rows
-/// are centred as they are copied into a block) and the centred squared norms. No copy
-/// of the data is kept: memory beyond the data is one row block and one column block
-/// per task ([`COL_BLOCK_BYTES`]), whatever the number of instances.
-struct Table<'a> {
-    data: &'a Dataset,
+/// The instances of a bag set prepared for block products: their mean (rows are
+/// centred as they are copied into a block) and the centred squared norms. No copy of
+/// the data is kept: memory beyond the data is one row block and one column block per
+/// task ([`COL_BLOCK_BYTES`]), whatever the number of instances.
+struct Table<'s, 'a> {
+    set: &'s BagSet<'a>,
     mean: Vec<f64>,
     norms: Vec<f64>,
 }
@@ -209,56 +346,64 @@ struct Table<'a> {
 /// wide data, so a block's copy stays small).
 const COL_BLOCK_BYTES: usize = 4 << 20;
 
-impl<'a> Table<'a> {
-    fn new(data: &'a Dataset) -> Self {
-        let dim = data.dim();
-        let n = data.n_instances() as f64;
+impl<'s, 'a> Table<'s, 'a> {
+    fn new(set: &'s BagSet<'a>) -> Self {
+        let dim = set.dim();
+        let count = set.rows.len();
+        let n = count as f64;
         let mut mean = vec![0.0; dim];
-        for x in data.features().chunks_exact(dim) {
-            mean.iter_mut().zip(x).for_each(|(m, v)| *m += v / n);
+        let mut x = vec![0.0; dim];
+        for i in 0..count {
+            set.read(i, &mut x);
+            mean.iter_mut().zip(&x).for_each(|(m, v)| *m += v / n);
         }
-        let norms = data
-            .features()
-            .chunks_exact(dim)
-            .map(|x| x.iter().zip(&mean).map(|(v, m)| (v - m) * (v - m)).sum())
+        let norms = (0..count)
+            .map(|i| {
+                set.read(i, &mut x);
+                x.iter().zip(&mean).map(|(v, m)| (v - m) * (v - m)).sum()
+            })
             .collect();
-        Table { data, mean, norms }
+        Table { set, mean, norms }
     }
 
     /// Appends instance `i` centred to `out`.
     fn push_centred(&self, i: usize, out: &mut Vec<f64>) {
-        let dim = self.data.dim();
-        let x = &self.data.features()[i * dim..(i + 1) * dim];
-        out.extend(x.iter().zip(&self.mean).map(|(v, m)| v - m));
+        let start = out.len();
+        out.resize(start + self.set.dim(), 0.0);
+        let x = &mut out[start..];
+        self.set.read(i, x);
+        x.iter_mut().zip(&self.mean).for_each(|(v, m)| *v -= m);
     }
 
     /// Largest centred squared norm in bag `b`.
     fn max_norm(&self, b: usize) -> f64 {
-        self.norms[self.data.bag_range(b)]
+        self.norms[self.set.bag_range(b)]
             .iter()
             .fold(0.0, |m, &v| f64::max(m, v))
     }
 
-    /// For every pair (row bag `rows[a]`, column bag `cols[b]`), calls `f(a, b, approx,
+    /// For every pair (row bag `rows[a]`, column bag `cols[b]`), calls `f(a, col, approx,
     /// tol)` where `approx[i]` is the block estimate of the squared distance from
-    /// instance i of the row bag to the nearest instance of the column bag and `tol`
-    /// bounds its error. With `upper`, only pairs with `cols[b] > rows[a]` are visited
-    /// (for symmetric distances with `rows == cols` sorted); others are 0.
+    /// instance i of the row bag to the nearest instance of the column bag, `tol` bounds
+    /// its error and `col` reads the column bag's rows (mapped once per column bag and
+    /// row group, when first asked). With `upper`, only pairs with `cols[b] > rows[a]`
+    /// are visited (for symmetric distances with `rows == cols` sorted); others are 0.
     fn reduce<F>(&self, rows: &[usize], cols: &[usize], upper: bool, f: F) -> Vec<f64>
     where
-        F: Fn(usize, usize, &[f64], f64) -> f64 + Sync,
+        F: Fn(usize, &ColumnBag<'_, 'a>, &[f64], f64) -> f64 + Sync,
     {
-        let dim = self.data.dim();
-        // Column instances in column-bag order (their global indices), with each column
-        // bag's offset.
+        let dim = self.set.dim();
+        // Column instances in column-bag order (their indices in the set), with each
+        // column bag's offset.
         let mut col_index = Vec::new();
         let mut col_starts = vec![0];
         for &b in cols {
-            col_index.extend(self.data.bag_range(b));
+            col_index.extend(self.set.bag_range(b));
             col_starts.push(col_index.len());
         }
         let col_max: Vec<f64> = cols.iter().map(|&b| self.max_norm(b)).collect();
-        let groups = row_groups(self.data, rows);
+        let groups = row_groups(self.set, rows);
+        let tol = ROUNDOFF * (dim + 2) as f64;
         let per_group: Vec<Vec<f64>> = groups
             .par_iter()
             .map(|g| {
@@ -269,22 +414,25 @@ impl<'a> Table<'a> {
                 };
                 let mins = self.block_minima(g, rows, &col_index, &col_starts, first);
                 let n_rows = mins.len() / cols.len().max(1);
-                let mut out = vec![0.0; g.len() * cols.len()];
+                // Each row bag's first instance among the group's rows.
+                let mut offsets = Vec::with_capacity(g.len());
                 let mut offset = 0;
-                for (k, a) in g.clone().enumerate() {
-                    let len = self.data.bag(rows[a]).len();
-                    let tol = ROUNDOFF * (dim + 2) as f64;
-                    let row_max = self.max_norm(rows[a]);
-                    let lo = if upper {
-                        cols.partition_point(|&c| c <= rows[a])
-                    } else {
-                        0
-                    };
-                    for b in lo..cols.len() {
-                        let approx = &mins[b * n_rows + offset..b * n_rows + offset + len];
-                        out[k * cols.len() + b] = f(a, b, approx, tol * (row_max + col_max[b]));
+                for a in g.clone() {
+                    offsets.push(offset);
+                    offset += self.set.bag_len(rows[a]);
+                }
+                let mut out = vec![0.0; g.len() * cols.len()];
+                for (b, &c) in cols.iter().enumerate().skip(first) {
+                    let col = ColumnBag::new(self.set, c);
+                    for (k, a) in g.clone().enumerate() {
+                        if upper && c <= rows[a] {
+                            continue;
+                        }
+                        let len = self.set.bag_len(rows[a]);
+                        let start = b * n_rows + offsets[k];
+                        let bound = tol * (self.max_norm(rows[a]) + col_max[b]);
+                        out[k * cols.len() + b] = f(a, &col, &mins[start..start + len], bound);
                     }
-                    offset += len;
                 }
                 out
             })
@@ -304,12 +452,12 @@ impl<'a> Table<'a> {
         col_starts: &[usize],
         first: usize,
     ) -> Vec<f64> {
-        let dim = self.data.dim();
+        let dim = self.set.dim();
         let n_cols = col_starts.len() - 1;
         let mut row_feats = Vec::new();
         let mut row_norms = Vec::new();
         for &a in &rows[group.clone()] {
-            let r = self.data.bag_range(a);
+            let r = self.set.bag_range(a);
             r.clone().for_each(|i| self.push_centred(i, &mut row_feats));
             row_norms.extend_from_slice(&self.norms[r]);
         }
@@ -353,9 +501,9 @@ impl<'a> Table<'a> {
         mins
     }
 
-    /// The exact `rank`-th ranked distance from bag `a` to bag `b`, given block
-    /// estimates `approx` (per instance of `a`) with error at most `tol`.
-    fn exact_rank(&self, a: usize, b: usize, approx: &[f64], tol: f64, rank: usize) -> f64 {
+    /// The exact `rank`-th ranked distance from bag `a` to the column bag `col`, given
+    /// block estimates `approx` (per instance of `a`) with error at most `tol`.
+    fn exact_rank(&self, a: usize, col: &ColumnBag, approx: &[f64], tol: f64, rank: usize) -> f64 {
         let rank = rank.clamp(1, approx.len());
         let mut sorted = approx.to_vec();
         sorted.sort_by(f64::total_cmp);
@@ -363,16 +511,18 @@ impl<'a> Table<'a> {
         // an estimate above h + 2·tol has an exact value above that: only the others can
         // hold the rank-th exact value.
         let cutoff = sorted[rank - 1] + 2.0 * tol;
-        let ra = self.data.bag(a);
-        let rb = self.data.bag(b);
+        let dim = self.set.dim();
+        let first = self.set.bag_range(a).start;
+        let rb = col.rows();
+        let mut x = vec![0.0; dim];
         let mut exact: Vec<f64> = approx
             .iter()
             .enumerate()
             .filter(|(_, &v)| v <= cutoff)
             .map(|(i, _)| {
-                let x = ra.instance(i);
-                rb.instances()
-                    .map(|y| squared_euclidean(x, y))
+                self.set.read(first + i, &mut x);
+                rb.chunks_exact(dim)
+                    .map(|y| squared_euclidean(&x, y))
                     .fold(f64::INFINITY, f64::min)
             })
             .collect();
@@ -381,14 +531,37 @@ impl<'a> Table<'a> {
     }
 }
 
+/// One column bag's rows for the exact pass, mapped when first read: once per row group
+/// rather than once per bag pair (the map costs a division per value).
+struct ColumnBag<'s, 'a> {
+    set: &'s BagSet<'a>,
+    bag: usize,
+    rows: std::cell::OnceCell<std::borrow::Cow<'a, [f64]>>,
+}
+
+impl<'s, 'a> ColumnBag<'s, 'a> {
+    fn new(set: &'s BagSet<'a>, bag: usize) -> Self {
+        ColumnBag {
+            set,
+            bag,
+            rows: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The bag's mapped rows, row-major.
+    fn rows(&self) -> &[f64] {
+        self.rows.get_or_init(|| self.set.bag_rows(self.bag))
+    }
+}
+
 /// Consecutive runs of row bags with at most [`ROW_BLOCK`] instances in total (a larger
 /// bag forms a run of its own and is processed in row blocks).
-fn row_groups(data: &Dataset, rows: &[usize]) -> Vec<std::ops::Range<usize>> {
+fn row_groups(set: &BagSet, rows: &[usize]) -> Vec<std::ops::Range<usize>> {
     let mut groups = Vec::new();
     let mut start = 0;
     let mut count = 0;
     for (k, &a) in rows.iter().enumerate() {
-        let len = data.bag(a).len();
+        let len = set.bag_len(a);
         if k > start && count + len > ROW_BLOCK {
             groups.push(start..k);
             start = k;
@@ -544,6 +717,63 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_bag_set_measures_what_its_copy_measures() {
+        // Bags picked in another order from two data sets and mapped as they are read
+        // give the distances of the materialised copy, bit for bit, for every kind.
+        let d = random_bags(11, 20, 30, 7);
+        let e = random_bags(12, 6, 300, 7);
+        let map = |x: &[f64], out: &mut [f64]| {
+            for (j, (o, v)) in out.iter_mut().zip(x).enumerate() {
+                *o = (v - 999.0) / (0.5 + j as f64);
+            }
+        };
+        let (from_d, from_e) = ([7, 0, 19, 3, 12], [5, 1, 2]);
+        let mut set = BagSet::picked(&d, &from_d);
+        set.extend(from_e.iter().map(|&b| e.bag(b)));
+        let set = set.scaled(&map);
+        let mut feats = Vec::new();
+        let mut starts = vec![0];
+        for bag in from_d
+            .iter()
+            .map(|&b| d.bag(b))
+            .chain(from_e.iter().map(|&b| e.bag(b)))
+        {
+            for x in bag.instances() {
+                let mut y = vec![0.0; 7];
+                map(x, &mut y);
+                feats.extend(y);
+            }
+            starts.push(feats.len() / 7);
+        }
+        let ids = (0..8).map(|b| b.to_string()).collect();
+        let copy = Dataset::new("copy", 7, feats, starts, ids, None, vec![]).unwrap();
+        let all: Vec<usize> = (0..8).collect();
+        let (rows, cols) = ([6, 0, 2], [1, 7, 5, 3]);
+        for kind in [Hausdorff::Min, Hausdorff::Max, Hausdorff::Avg] {
+            assert_eq!(
+                pairwise(set.clone(), kind),
+                pairwise(&copy, kind),
+                "{kind:?}"
+            );
+            assert_eq!(
+                cross(set.clone(), &rows, &cols, kind),
+                cross(&copy, &rows, &cols, kind),
+                "{kind:?}"
+            );
+        }
+        assert_eq!(
+            ranked_cross(set.clone(), &all, &all, 4),
+            ranked_cross(&copy, &all, &all, 4)
+        );
+        // And the exact values are those of the brute force on the copy.
+        let min = pairwise(set, Hausdorff::Min);
+        assert_eq!(
+            min[6 * 8 + 1],
+            bag_distance(copy.bag(6), copy.bag(1), Hausdorff::Min)
+        );
     }
 
     #[test]

@@ -618,6 +618,16 @@ impl Pipeline {
         Ok((model, candidate))
     }
 
+    /// A Citation-kNN on the raw bags, scaled per fold: each fold is scored from the
+    /// data set's bags directly ([`CitationKnn::fold_scores`]), with no model and no
+    /// copy of the data (#19: the CV peak stays below twice the data's size).
+    fn direct_citation_knn(&self) -> Option<crate::classifier::citation_knn::CitationKnn> {
+        match (&self.projection, self.classifier.single()) {
+            (None, Some(ClassifierParams::CitationKnn(c))) => Some(c),
+            _ => None,
+        }
+    }
+
     /// Whether the bag distances of this pipeline are the same in every fold.
     fn shared_distances(&self) -> Option<crate::classifier::citation_knn::CitationKnn> {
         match (&self.projection, self.classifier.single()) {
@@ -793,6 +803,7 @@ pub fn run_folds(
         }
         _ => None,
     };
+    let direct = pipeline.direct_citation_knn();
     let n_classes = data.n_classes();
     progress.start("cross-validation", mine.len() as u64);
     let outcomes = mine
@@ -816,6 +827,13 @@ pub fn run_folds(
                     let score = |tr: &[usize], te: &[usize]| {
                         svm.scores_from_gram(gram, data.n_bags(), labels, n_classes, tr, te)
                     };
+                    pipeline
+                        .decide_threshold(data, &train, threshold_seed, &score)
+                        .and_then(|t| Ok((score(&train, test)?, None, t)))
+                }
+                (None, None) if direct.is_some() => {
+                    let c = direct.as_ref().expect("checked");
+                    let score = |tr: &[usize], te: &[usize]| c.fold_scores(data, tr, te);
                     pipeline
                         .decide_threshold(data, &train, threshold_seed, &score)
                         .and_then(|t| Ok((score(&train, test)?, None, t)))

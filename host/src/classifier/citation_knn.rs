@@ -26,8 +26,8 @@ use serde::{Deserialize, Serialize};
 use super::imbalance::ClassWeight;
 use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::standardize::ZScore;
-use crate::data::Dataset;
-use crate::distance::{cross, pairwise, ranked_cross, Hausdorff};
+use crate::data::{Bag, Dataset};
+use crate::distance::{cross, pairwise, ranked_cross, BagSet, Hausdorff};
 use crate::error::{Error, Result};
 use crate::explain::{Explanation, Neighbour};
 
@@ -185,35 +185,117 @@ impl Scaler {
         }
     }
 
+    /// Whether the scaling changes any value (all but [`Scaler::None`]).
+    fn maps(&self) -> bool {
+        !matches!(self, Scaler::None)
+    }
+
+    /// Writes instance `x` scaled into `out`.
+    pub fn scale_row(&self, x: &[f64], out: &mut [f64]) {
+        match self {
+            Scaler::Weka { lo, hi } => {
+                for (j, (o, v)) in out.iter_mut().zip(x).enumerate() {
+                    // Weka's m_Diffs = max·1.05 − min·0.95; a zero (constant zero
+                    // attribute) would make every distance NaN: it contributes nothing.
+                    let diff = hi[j] - lo[j];
+                    *o = if diff != 0.0 && diff.is_finite() {
+                        (v - lo[j]) / diff
+                    } else {
+                        0.0
+                    };
+                }
+            }
+            Scaler::Zscore(z) => z.apply_row(x, out),
+            Scaler::None => out.copy_from_slice(x),
+        }
+    }
+
     /// The scaled features of the given bags, in that order (a new data set).
+    #[cfg(test)]
     fn apply(&self, data: &Dataset, bags: &[usize]) -> Result<Dataset> {
         let picked = data.select(bags);
         let dim = data.dim();
         let mut feats = picked.features().to_vec();
-        match self {
-            Scaler::Weka { lo, hi } => {
-                for x in feats.chunks_exact_mut(dim) {
-                    for (j, v) in x.iter_mut().enumerate() {
-                        // Weka's m_Diffs = max·1.05 − min·0.95; a zero (constant zero
-                        // attribute) would make every distance NaN: it contributes nothing.
-                        let diff = hi[j] - lo[j];
-                        *v = if diff != 0.0 && diff.is_finite() {
-                            (*v - lo[j]) / diff
-                        } else {
-                            0.0
-                        };
-                    }
-                }
-            }
-            Scaler::Zscore(z) => {
-                let raw = feats.clone();
-                for (x, out) in raw.chunks_exact(dim).zip(feats.chunks_exact_mut(dim)) {
-                    z.apply_row(x, out);
-                }
-            }
-            Scaler::None => {}
+        for (x, out) in picked
+            .features()
+            .chunks_exact(dim)
+            .zip(feats.chunks_exact_mut(dim))
+        {
+            self.scale_row(x, out);
         }
         picked.with_features(dim, feats)
+    }
+}
+
+/// Citation-kNN fitted on bags it borrows: the scaling, the training bags with their
+/// labels and citation radii, the votes. [`CitationKnn::fit`] copies the training bags
+/// out of it into a [`CitationKnnModel`]; cross-validation scores a fold with it
+/// directly ([`CitationKnn::fold_scores`]), so no fold copies the data. A model scores
+/// through the same type, borrowing its stored bags: one scoring code for both.
+struct Fitted<'a> {
+    params: CitationKnn,
+    scaler: Scaler,
+    training: Vec<Bag<'a>>,
+    labels: Vec<usize>,
+    radius: Vec<f64>,
+    weights: Vec<f64>,
+    n_classes: usize,
+}
+
+impl<'a> Fitted<'a> {
+    /// Distances from the bags `queries` of `data` to the training bags (row-major
+    /// |queries| × n_train), every instance scaled by `scaler` as it is read; the
+    /// queries come first in the measured set, as in the model's stacked set.
+    fn distances(&self, scaler: &Scaler, data: &Dataset, queries: &[usize]) -> Vec<f64> {
+        let map = |x: &[f64], out: &mut [f64]| scaler.scale_row(x, out);
+        let mut set = BagSet::picked(data, queries);
+        set.extend(self.training.iter().copied());
+        let set = if scaler.maps() { set.scaled(&map) } else { set };
+        let rows: Vec<usize> = (0..queries.len()).collect();
+        let cols: Vec<usize> = (queries.len()..queries.len() + self.training.len()).collect();
+        self.params.distances(set, &rows, &cols)
+    }
+
+    /// Class scores of the bags `bags` of `data`.
+    fn scores(&self, data: &Dataset, bags: &[usize]) -> BagScores {
+        let n_train = self.labels.len();
+        let mut scores = Vec::with_capacity(bags.len() * self.n_classes);
+        let mut score_batch = |scaler: &Scaler, batch: &[usize]| {
+            for row in self.distances(scaler, data, batch).chunks_exact(n_train) {
+                scores.extend(weighted_vote(
+                    row,
+                    &self.labels,
+                    &self.radius,
+                    &self.weights,
+                    self.params.references,
+                ));
+            }
+        };
+        match self.params.scaling {
+            Scaling::Weka => {
+                // Weka widens the scaling with each bag it classifies, in order; runs of
+                // bags that leave the scaling unchanged share one block computation.
+                let mut scaler = self.scaler.clone();
+                let mut batch: Vec<usize> = Vec::new();
+                let mut batch_scaler = scaler.clone();
+                for &b in bags {
+                    scaler.widen(data, b);
+                    if scaler != batch_scaler {
+                        if !batch.is_empty() {
+                            score_batch(&batch_scaler, &batch);
+                            batch.clear();
+                        }
+                        batch_scaler = scaler.clone();
+                    }
+                    batch.push(b);
+                }
+                if !batch.is_empty() {
+                    score_batch(&batch_scaler, &batch);
+                }
+            }
+            _ => score_batch(&self.scaler, bags),
+        }
+        BagScores::new(self.n_classes, scores)
     }
 }
 
@@ -286,21 +368,27 @@ impl CitationKnn {
 
     /// Distances between all bags of `data` (row-major n × n, the row bag measured
     /// first); symmetric distances are computed once per pair.
-    pub fn all_distances(&self, data: &Dataset) -> Vec<f64> {
+    pub fn all_distances<'a>(&self, bags: impl Into<BagSet<'a>>) -> Vec<f64> {
+        let set = bags.into();
         if self.rank == 1 {
-            pairwise(data, self.hausdorff)
+            pairwise(set, self.hausdorff)
         } else {
-            let all: Vec<usize> = (0..data.n_bags()).collect();
-            self.distances(data, &all, &all)
+            let all: Vec<usize> = (0..set.n_bags()).collect();
+            self.distances(set, &all, &all)
         }
     }
 
     /// Distances from each of `rows` to each of `cols` (row-major), measured from the
     /// row bag.
-    pub fn distances(&self, data: &Dataset, rows: &[usize], cols: &[usize]) -> Vec<f64> {
+    pub fn distances<'a>(
+        &self,
+        bags: impl Into<BagSet<'a>>,
+        rows: &[usize],
+        cols: &[usize],
+    ) -> Vec<f64> {
         match self.hausdorff {
-            Hausdorff::Min => ranked_cross(data, rows, cols, self.rank),
-            kind => cross(data, rows, cols, kind),
+            Hausdorff::Min => ranked_cross(bags, rows, cols, self.rank),
+            kind => cross(bags, rows, cols, kind),
         }
     }
 
@@ -343,6 +431,30 @@ impl Classifier for CitationKnn {
     type Model = CitationKnnModel;
 
     fn fit(&self, data: &Dataset, train: &[usize]) -> Result<CitationKnnModel> {
+        let fitted = self.fitted(data, train)?;
+        let raw = data.select(train);
+        let class_weights = match self.class_weight {
+            ClassWeight::None => Vec::new(),
+            _ => fitted.weights,
+        };
+        Ok(CitationKnnModel {
+            params: fitted.params,
+            n_classes: fitted.n_classes,
+            scaler: fitted.scaler,
+            dim: data.dim(),
+            features: raw.features().to_vec(),
+            bag_starts: raw.bag_starts().to_vec(),
+            labels: fitted.labels,
+            radius: fitted.radius,
+            bag_ids: raw.bag_ids().to_vec(),
+            class_weights,
+        })
+    }
+}
+
+impl CitationKnn {
+    /// Fits on the bags `train` of `data`, borrowing them.
+    fn fitted<'a>(&self, data: &'a Dataset, train: &[usize]) -> Result<Fitted<'a>> {
         let labels = data.training_labels(train, 2)?;
         self.validate(train.len())?;
         let smallest = train.iter().map(|&b| data.bag(b).len()).min().unwrap_or(0);
@@ -357,25 +469,48 @@ impl Classifier for CitationKnn {
         // it to none after a projection (`ClassifierParams::after_projection`).
         let params = self.scaling(self.scaling.resolve(false));
         let scaler = Scaler::fit(params.scaling, data, train);
-        let scaled = scaler.apply(data, train)?;
-        let tt = params.all_distances(&scaled);
-        let raw = data.select(train);
-        let class_weights = match self.class_weight {
-            ClassWeight::None => Vec::new(),
+        let map = |x: &[f64], out: &mut [f64]| scaler.scale_row(x, out);
+        let set = BagSet::picked(data, train);
+        let set = if scaler.maps() { set.scaled(&map) } else { set };
+        let tt = params.all_distances(set);
+        let weights = match self.class_weight {
+            ClassWeight::None => vec![1.0; data.n_classes()],
             w => w.resolve(&labels, data.n_classes())?,
         };
-        Ok(CitationKnnModel {
+        Ok(Fitted {
             params,
-            n_classes: data.n_classes(),
-            scaler,
-            dim: data.dim(),
-            features: raw.features().to_vec(),
-            bag_starts: raw.bag_starts().to_vec(),
-            labels,
+            training: train.iter().map(|&b| data.bag(b)).collect(),
             radius: radii(&tt, train.len(), self.citers),
-            bag_ids: raw.bag_ids().to_vec(),
-            class_weights,
+            scaler,
+            labels,
+            weights,
+            n_classes: data.n_classes(),
         })
+    }
+
+    /// Scores the bags `test` of `data` as a model fitted on the bags `train` would,
+    /// without copying any bag: what cross-validation runs in each fold (the scores equal
+    /// `fit(data, train)?.scores(data, test)` bit for bit).
+    ///
+    /// ```
+    /// use mil_toolkit::classifier::citation_knn::CitationKnn;
+    /// use mil_toolkit::classifier::{BagModel, Classifier};
+    ///
+    /// let data = mil_toolkit::data::load("musk1")?;
+    /// let train: Vec<usize> = (0..data.n_bags()).filter(|b| b % 10 != 0).collect();
+    /// let test: Vec<usize> = (0..data.n_bags()).filter(|b| b % 10 == 0).collect();
+    /// let knn = CitationKnn::default();
+    /// let direct = knn.fold_scores(&data, &train, &test)?;
+    /// assert_eq!(direct, knn.fit(&data, &train)?.scores(&data, &test)?);
+    /// # Ok::<(), mil_toolkit::Error>(())
+    /// ```
+    pub fn fold_scores(
+        &self,
+        data: &Dataset,
+        train: &[usize],
+        test: &[usize],
+    ) -> Result<BagScores> {
+        Ok(self.fitted(data, train)?.scores(data, test))
     }
 }
 
@@ -386,6 +521,24 @@ impl CitationKnnModel {
             vec![1.0; self.n_classes]
         } else {
             self.class_weights.clone()
+        }
+    }
+
+    /// The model as a [`Fitted`] borrowing its stored training bags.
+    fn fitted(&self) -> Fitted<'_> {
+        let training = self
+            .bag_starts
+            .windows(2)
+            .map(|w| Bag::from_rows(&self.features[w[0] * self.dim..w[1] * self.dim], self.dim))
+            .collect();
+        Fitted {
+            params: self.params,
+            scaler: self.scaler.clone(),
+            training,
+            labels: self.labels.clone(),
+            radius: self.radius.clone(),
+            weights: self.vote_weights(),
+            n_classes: self.n_classes,
         }
     }
 
@@ -443,40 +596,20 @@ impl CitationKnnModel {
 }
 
 impl CitationKnnModel {
-    /// The bags `queries` of `data` followed by the training bags, scaled by `scaler`, in
-    /// one data set for the distance kernel.
-    fn stacked(
-        &self,
-        scaler: &Scaler,
-        data: &Dataset,
-        queries: &[usize],
-        train: &Dataset,
-    ) -> Result<Dataset> {
-        let train_ids: Vec<usize> = (0..train.n_bags()).collect();
-        let q = scaler.apply(data, queries)?;
-        let t = scaler.apply(train, &train_ids)?;
-        let mut feats = q.features().to_vec();
-        feats.extend_from_slice(t.features());
-        let mut starts = q.bag_starts().to_vec();
-        let offset = *starts.last().unwrap_or(&0);
-        starts.extend(t.bag_starts()[1..].iter().map(|s| s + offset));
-        let ids = (0..starts.len() - 1).map(|b| b.to_string()).collect();
-        Dataset::new("bags", self.dim, feats, starts, ids, None, vec![])
-    }
-
     /// The instance pair (query instance, training instance) realising the bag distance
     /// from bag `q` to bag `t` of `set` (brute force): the closest pair for the minimal
     /// Hausdorff distance, the instance of the H-th ranked nearest distance and its nearest
     /// neighbour for rank H, the farthest nearest neighbour (in either direction) for the
     /// maximal one; `None` for the average, which sums over all instances.
-    fn realising_pair(&self, set: &Dataset, q: usize, t: usize) -> Option<(usize, usize)> {
+    fn realising_pair(&self, set: &BagSet, q: usize, t: usize) -> Option<(usize, usize)> {
         use crate::distance::squared_euclidean;
+        let dim = set.dim();
         let nearest = |from: usize, to: usize| -> Vec<(f64, usize)> {
-            set.bag(from)
-                .instances()
+            let to = set.bag_rows(to);
+            set.bag_rows(from)
+                .chunks_exact(dim)
                 .map(|x| {
-                    set.bag(to)
-                        .instances()
+                    to.chunks_exact(dim)
                         .enumerate()
                         .fold((f64::INFINITY, 0), |best, (j, y)| {
                             let d = squared_euclidean(x, y);
@@ -529,53 +662,7 @@ impl BagModel for CitationKnnModel {
 
     fn scores(&self, data: &Dataset, bags: &[usize]) -> Result<BagScores> {
         check_dim(data, self.dim)?;
-        let train = self.training_set()?;
-        let n_train = self.labels.len();
-        let mut scores = Vec::with_capacity(bags.len() * self.n_classes);
-        let weights = self.vote_weights();
-        let mut push = |dist: &[f64]| {
-            for row in dist.chunks_exact(n_train) {
-                scores.extend(weighted_vote(
-                    row,
-                    &self.labels,
-                    &self.radius,
-                    &weights,
-                    self.params.references,
-                ));
-            }
-        };
-        let mut score_batch = |scaler: &Scaler, batch: &[usize]| -> Result<()> {
-            let set = self.stacked(scaler, data, batch, &train)?;
-            let rows: Vec<usize> = (0..batch.len()).collect();
-            let cols: Vec<usize> = (batch.len()..batch.len() + n_train).collect();
-            push(&self.params.distances(&set, &rows, &cols));
-            Ok(())
-        };
-        match self.params.scaling {
-            Scaling::Weka => {
-                // Weka widens the scaling with each bag it classifies, in order; runs of
-                // bags that leave the scaling unchanged share one block computation.
-                let mut scaler = self.scaler.clone();
-                let mut batch: Vec<usize> = Vec::new();
-                let mut batch_scaler = scaler.clone();
-                for &b in bags {
-                    scaler.widen(data, b);
-                    if scaler != batch_scaler {
-                        if !batch.is_empty() {
-                            score_batch(&batch_scaler, &batch)?;
-                            batch.clear();
-                        }
-                        batch_scaler = scaler.clone();
-                    }
-                    batch.push(b);
-                }
-                if !batch.is_empty() {
-                    score_batch(&batch_scaler, &batch)?;
-                }
-            }
-            _ => score_batch(&self.scaler, bags)?,
-        }
-        Ok(BagScores::new(self.n_classes, scores))
+        Ok(self.fitted().scores(data, bags))
     }
 
     /// The references and citers of each bag (the votes of [`vote`]), each with its
@@ -583,17 +670,18 @@ impl BagModel for CitationKnnModel {
     /// scales them (Weka's scaling widened by each bag in turn).
     fn explain(&self, data: &Dataset, bags: &[usize]) -> Result<Vec<Explanation>> {
         check_dim(data, self.dim)?;
-        let train = self.training_set()?;
-        let n_train = self.labels.len();
+        let fitted = self.fitted();
         let mut scaler = self.scaler.clone();
         let mut out = Vec::with_capacity(bags.len());
         for &b in bags {
             if self.params.scaling == Scaling::Weka {
                 scaler.widen(data, b);
             }
-            let set = self.stacked(&scaler, data, &[b], &train)?;
-            let cols: Vec<usize> = (1..=n_train).collect();
-            let row = self.params.distances(&set, &[0], &cols);
+            let map = |x: &[f64], out: &mut [f64]| scaler.scale_row(x, out);
+            let mut set = BagSet::picked(data, &[b]);
+            set.extend(fitted.training.iter().copied());
+            let set = if scaler.maps() { set.scaled(&map) } else { set };
+            let row = fitted.distances(&scaler, data, &[b]);
             let (references, citers) = neighbours(&row, &self.radius, self.params.references);
             let describe = |t: usize| Neighbour {
                 bag: t,
@@ -907,6 +995,34 @@ mod tests {
             ..CitationKnn::default()
         };
         assert!(c.fit(&d, &train).is_err());
+    }
+
+    #[test]
+    fn fold_scores_equal_the_fitted_models_for_every_scaling_and_distance() {
+        // Cross-validation scores folds from the borrowed bags; a model from its own
+        // copy of them. Same numbers, bit for bit, in every mode (Weka's widening too).
+        let musk = crate::data::load("musk1").unwrap();
+        let train: Vec<usize> = (0..musk.n_bags()).filter(|b| b % 3 != 1).collect();
+        let test: Vec<usize> = (0..musk.n_bags()).filter(|b| b % 3 == 1).rev().collect();
+        for scaling in [Scaling::Weka, Scaling::Zscore, Scaling::None, Scaling::Auto] {
+            for (hausdorff, rank) in [
+                (Hausdorff::Min, 1),
+                (Hausdorff::Min, 2),
+                (Hausdorff::Max, 1),
+                (Hausdorff::Avg, 1),
+            ] {
+                let c = CitationKnn {
+                    scaling,
+                    hausdorff,
+                    rank,
+                    class_weight: ClassWeight::Balanced,
+                    ..CitationKnn::default()
+                };
+                let model = c.fit(&musk, &train).unwrap().scores(&musk, &test).unwrap();
+                let direct = c.fold_scores(&musk, &train, &test).unwrap();
+                assert_eq!(direct, model, "{scaling:?} {hausdorff:?} {rank}");
+            }
+        }
     }
 
     #[test]

@@ -29,6 +29,25 @@ pub struct Bag<'a> {
 }
 
 impl<'a> Bag<'a> {
+    /// The bag whose instances are the rows of `rows`, `dim` values each (a model's
+    /// stored bags read in place).
+    ///
+    /// ```
+    /// use mil_toolkit::data::Bag;
+    ///
+    /// let rows = [0.0, 1.0, 2.0, 3.0];
+    /// let bag = Bag::from_rows(&rows, 2);
+    /// assert_eq!((bag.len(), bag.instance(1)), (2, &[2.0, 3.0][..]));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `dim` is zero or does not divide the number of values.
+    pub fn from_rows(rows: &'a [f64], dim: usize) -> Self {
+        assert!(dim > 0 && rows.len().is_multiple_of(dim), "rows of {dim} values");
+        Bag { rows, dim }
+    }
+
     /// Number of instances in the bag (at least one).
     pub fn len(&self) -> usize {
         self.rows.len() / self.dim
