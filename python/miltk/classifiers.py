@@ -13,6 +13,37 @@ from ._base import NativeStateMixin, fitted
 __all__ = ["CitationKNN", "MILR", "SetKernelSVM"]
 
 
+def _class_weight(class_weight, classes):
+    """``class_weight`` as the library spells it: none, balanced or W0,W1,… in the order
+    of ``classes`` (labels missing from a dict weigh 1, as in scikit-learn)."""
+    if class_weight is None:
+        return "none"
+    if isinstance(class_weight, str):
+        if class_weight == "balanced":
+            return "balanced"
+        raise ValueError(
+            f"class_weight={class_weight!r}: expected None, 'balanced' or a dict "
+            "{label: weight}"
+        )
+    if isinstance(class_weight, dict):
+        labels = classes.tolist()
+        unknown = [k for k in class_weight if k not in labels]
+        if unknown:
+            raise ValueError(
+                f"class_weight names {unknown!r}, which are not among the labels {labels!r}"
+            )
+        weights = []
+        for label in labels:
+            w = class_weight.get(label, 1.0)
+            if isinstance(w, bool) or not isinstance(w, (int, float, np.number)):
+                raise TypeError(f"class_weight[{label!r}] = {w!r} is not a number")
+            weights.append(repr(float(w)))
+        return ",".join(weights)
+    raise TypeError(
+        f"class_weight must be None, 'balanced' or a dict, not {type(class_weight).__name__}"
+    )
+
+
 class _BagClassifier(NativeStateMixin, ClassifierMixin, BaseEstimator):
     """Common ``fit``/``predict``/``score`` over the native classifier.
 
@@ -21,7 +52,8 @@ class _BagClassifier(NativeStateMixin, ClassifierMixin, BaseEstimator):
     given :class:`miltk.ProjectedBags`) and ``model_`` (the native fitted model).
     """
 
-    def _spec(self):
+    def _spec(self, classes):
+        """The native parameters; ``classes`` are the sorted training labels."""
         raise NotImplementedError
 
     def fit(self, X, y):
@@ -38,12 +70,12 @@ class _BagClassifier(NativeStateMixin, ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        spec = self._spec()
         bags, classes = native_bags(X, y, what="X")
         if len(classes) < 2:
             raise ValueError(
                 f"y holds one class ({classes[0]!r}): a classifier needs at least two"
             )
+        spec = self._spec(classes)
         projected = isinstance(X, ProjectedBags)
         self.model_ = spec.fit(bags, projected)
         self.classes_ = classes
@@ -137,6 +169,10 @@ class CitationKNN(_BagClassifier):
         The bag distance.
     rank : int, default=1
         H of the H-th ranked minimal Hausdorff distance (``hausdorff="min"`` only).
+    class_weight : None, "balanced" or dict, default=None
+        Weight of each class's votes: a reference or citer of class c counts w_c instead
+        of 1. ``"balanced"`` is n / (n_classes * n_c) over the training bags; a dict maps
+        labels to weights (missing labels weigh 1).
 
     Attributes
     ----------
@@ -157,20 +193,25 @@ class CitationKNN(_BagClassifier):
     True
     """
 
-    def __init__(self, references=2, citers=4, scaling="auto", hausdorff="min", rank=1):
+    def __init__(
+        self, references=2, citers=4, scaling="auto", hausdorff="min", rank=1,
+        class_weight=None,
+    ):
         self.references = references
         self.citers = citers
         self.scaling = scaling
         self.hausdorff = hausdorff
         self.rank = rank
+        self.class_weight = class_weight
 
-    def _spec(self):
+    def _spec(self, classes):
         return _native.ClassifierSpec.citation_knn(
             check_positive_int("references", self.references),
             check_positive_int("citers", self.citers, minimum=0),
             check_positive_int("rank", self.rank),
             self.scaling,
             self.hausdorff,
+            _class_weight(self.class_weight, classes),
         )
 
     def predict_proba(self, X):
@@ -206,6 +247,10 @@ class MILR(_BagClassifier):
         Sharpness of the softmax pooling.
     optimizer : {"lbfgs", "weka"}, default="lbfgs"
         L-BFGS, or Weka 3.6's quasi-Newton method reproduced (noisy-or, mean, geometric).
+    class_weight : None, "balanced" or dict, default=None
+        Weight of each class's bags in the likelihood: ``"balanced"`` is
+        n / (n_classes * n_c) over the training bags; a dict maps labels to weights
+        (missing labels weigh 1).
 
     Attributes
     ----------
@@ -217,15 +262,22 @@ class MILR(_BagClassifier):
         The native fitted model.
     """
 
-    def __init__(self, pooling="noisy-or", ridge=1e-6, beta=3.0, optimizer="lbfgs"):
+    def __init__(
+        self, pooling="noisy-or", ridge=1e-6, beta=3.0, optimizer="lbfgs", class_weight=None
+    ):
         self.pooling = pooling
         self.ridge = ridge
         self.beta = beta
         self.optimizer = optimizer
+        self.class_weight = class_weight
 
-    def _spec(self):
+    def _spec(self, classes):
         return _native.ClassifierSpec.milr(
-            self.pooling, float(self.ridge), float(self.beta), self.optimizer
+            self.pooling,
+            float(self.ridge),
+            float(self.beta),
+            self.optimizer,
+            _class_weight(self.class_weight, classes),
         )
 
     def predict_proba(self, X):
@@ -283,6 +335,10 @@ class SetKernelSVM(_BagClassifier):
         Power of ten of the discretisation grid; None picks it from the data.
     seed : int, default=1
         Seed of the kernel estimates.
+    class_weight : None, "balanced" or dict, default=None
+        Multiplies each class's cost C (libsvm's class weights): ``"balanced"`` is
+        n / (n_classes * n_c) over the training bags; a dict maps labels to weights
+        (missing labels weigh 1).
 
     Attributes
     ----------
@@ -306,6 +362,7 @@ class SetKernelSVM(_BagClassifier):
         estimator="fast",
         precision=None,
         seed=1,
+        class_weight=None,
     ):
         self.kernel = kernel
         self.epsilon = epsilon
@@ -317,8 +374,9 @@ class SetKernelSVM(_BagClassifier):
         self.estimator = estimator
         self.precision = precision
         self.seed = seed
+        self.class_weight = class_weight
 
-    def _spec(self):
+    def _spec(self, classes):
         return _native.ClassifierSpec.svm(
             self.kernel,
             self.estimator,
@@ -330,6 +388,7 @@ class SetKernelSVM(_BagClassifier):
             self.map,
             float(self.C),
             check_positive_int("seed", self.seed, minimum=0),
+            _class_weight(self.class_weight, classes),
         )
 
     def decision_function(self, X):

@@ -86,6 +86,17 @@ class M3IC(_BagClustering):
         Random starts; the lowest objective wins.
     seed : int, default=1
         Seed of the starts (start r uses a seed derived from it).
+    balance_mode : {"sizes", "paper"} or None, default=None
+        ``"sizes"`` (the library's default): constraint (4) and cluster sizes bounded to
+        ``[min_size, max_size] * n / k`` on the bags' labels; ``"paper"``: the paper's
+        constraint (4) alone, with the paper's defaults.
+    min_size : float or None, default=None
+        With ``"sizes"``: every cluster labels at least ``min_size * n / k`` bags, in
+        [0, 1]; None keeps the library's default (0.5).
+    max_size : float or None, default=None
+        With ``"sizes"``: every cluster labels at most ``max_size * n / k`` bags, at
+        least 1 (``float("inf")``: no upper bound); None keeps the library's default
+        (1.25).
 
     Attributes
     ----------
@@ -97,12 +108,18 @@ class M3IC(_BagClustering):
         The native fitted clustering.
     """
 
-    def __init__(self, n_clusters=2, C=None, balance=None, restarts=5, seed=1):
+    def __init__(
+        self, n_clusters=2, C=None, balance=None, restarts=5, seed=1, balance_mode=None,
+        min_size=None, max_size=None,
+    ):
         self.n_clusters = n_clusters
         self.C = C
         self.balance = balance
         self.restarts = restarts
         self.seed = seed
+        self.balance_mode = balance_mode
+        self.min_size = min_size
+        self.max_size = max_size
 
     def _run(self, bags):
         return _native.m3ic_fit(
@@ -112,6 +129,9 @@ class M3IC(_BagClustering):
             None if self.balance is None else float(self.balance),
             check_positive_int("restarts", self.restarts),
             check_positive_int("seed", self.seed, minimum=0),
+            balance_mode=self.balance_mode,
+            min_size=None if self.min_size is None else float(self.min_size),
+            max_size=None if self.max_size is None else float(self.max_size),
         )
 
 

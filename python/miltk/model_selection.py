@@ -172,8 +172,8 @@ def library_cross_validate(estimator, bags, y, n_splits=10, seed=1, repeats=1):
         if len(steps) != 2:
             raise ValueError("a Pipeline of one projection and one classifier is needed")
         projection, classifier = steps[0][1]._spec(), steps[1][1]
-    spec = classifier._spec()
     native, classes = native_bags(bags, y)
+    spec = classifier._spec(classes)
     accuracy, labels, per_fold = _native.cross_validate(
         native, spec, projection, n_splits, seed, repeats
     )

@@ -11,7 +11,7 @@ use mil_toolkit::classifier::citation_knn::{CitationKnn, Scaling};
 use mil_toolkit::classifier::milr::{Milr, Optimizer, Pooling};
 use mil_toolkit::classifier::svm::{SetKernel, SetKernelSvm};
 use mil_toolkit::classifier::{BagModel, ClassifierParams};
-use mil_toolkit::cluster::m3ic::M3icParams;
+use mil_toolkit::cluster::m3ic::{BalanceMode, M3icParams};
 use mil_toolkit::cluster::{bamic, m3ic, ClusterModel};
 use mil_toolkit::data::standardize::ZScore;
 use mil_toolkit::data::Dataset;
@@ -215,38 +215,50 @@ struct ClassifierSpec {
 
 #[pymethods]
 impl ClassifierSpec {
-    /// Citation-kNN.
+    /// Citation-kNN; `class_weight` as `mil --class-weight` spells it (none, balanced,
+    /// W0,W1,… in class order).
     #[staticmethod]
+    #[pyo3(signature = (references, citers, rank, scaling, hausdorff, class_weight="none"))]
     fn citation_knn(
         references: usize,
         citers: usize,
         rank: usize,
         scaling: &str,
         hausdorff: &str,
+        class_weight: &str,
     ) -> PyResult<Self> {
         let params = CitationKnn::default()
             .references(references)
             .citers(citers)
             .rank(rank)
             .scaling(keyword::<Scaling>("scaling", scaling)?)
-            .hausdorff(keyword::<Hausdorff>("hausdorff", hausdorff)?);
+            .hausdorff(keyword::<Hausdorff>("hausdorff", hausdorff)?)
+            .class_weight(class_weight.parse().map_err(py_err)?);
         Self::checked(params.into())
     }
 
     /// MILR.
     #[staticmethod]
-    fn milr(pooling: &str, ridge: f64, beta: f64, optimizer: &str) -> PyResult<Self> {
+    #[pyo3(signature = (pooling, ridge, beta, optimizer, class_weight="none"))]
+    fn milr(
+        pooling: &str,
+        ridge: f64,
+        beta: f64,
+        optimizer: &str,
+        class_weight: &str,
+    ) -> PyResult<Self> {
         let params = Milr::default()
             .pooling(keyword::<Pooling>("pooling", pooling)?)
             .ridge(ridge)
             .beta(beta)
-            .optimizer(keyword::<Optimizer>("optimizer", optimizer)?);
+            .optimizer(keyword::<Optimizer>("optimizer", optimizer)?)
+            .class_weight(class_weight.parse().map_err(py_err)?);
         Self::checked(params.into())
     }
 
     /// The set-kernel SVM.
     #[staticmethod]
-    #[pyo3(signature = (kernel, estimator, epsilon, delta, precision, gamma, rho, map, cost, seed))]
+    #[pyo3(signature = (kernel, estimator, epsilon, delta, precision, gamma, rho, map, cost, seed, class_weight="none"))]
     #[allow(clippy::too_many_arguments)]
     fn svm(
         kernel: &str,
@@ -259,6 +271,7 @@ impl ClassifierSpec {
         map: &str,
         cost: f64,
         seed: u64,
+        class_weight: &str,
     ) -> PyResult<Self> {
         let kernel = match keyword::<SetKernelName>("kernel", kernel)? {
             SetKernelName::Box(kernel) => SetKernel::Box {
@@ -280,7 +293,8 @@ impl ClassifierSpec {
         let params = SetKernelSvm::default()
             .kernel(kernel)
             .settings(settings)
-            .seed(seed);
+            .seed(seed)
+            .class_weight(class_weight.parse().map_err(py_err)?);
         Self::checked(params.into())
     }
 
@@ -646,7 +660,7 @@ impl FittedCluster {
 
 /// M³IC-MBM: (model, assignments, objective).
 #[pyfunction]
-#[pyo3(signature = (bags, k, c, balance, restarts, seed, standardize=true, normalize=true))]
+#[pyo3(signature = (bags, k, c, balance, restarts, seed, standardize=true, normalize=true, balance_mode=None, min_size=None, max_size=None))]
 #[allow(clippy::too_many_arguments)]
 fn m3ic_fit(
     py: Python<'_>,
@@ -658,17 +672,28 @@ fn m3ic_fit(
     seed: u64,
     standardize: bool,
     normalize: bool,
+    balance_mode: Option<&str>,
+    min_size: Option<f64>,
+    max_size: Option<f64>,
 ) -> PyResult<(FittedCluster, Vec<usize>, f64)> {
     let data = Arc::clone(&bags.data);
-    // None keeps the library's defaults, as `mil cluster` does.
-    let defaults = M3icParams::default();
-    let (c, l) = (c.unwrap_or(defaults.c), balance.unwrap_or(defaults.l));
-    let params = defaults
-        .c(c)
-        .l(l)
-        .restarts(restarts)
-        .standardize(standardize)
-        .normalize(normalize);
+    // None keeps the library's defaults, as `mil cluster` does; the paper's balance
+    // mode starts from the paper's defaults (`M3icParams::paper`), as `--balance-mode
+    // paper` does.
+    let defaults = match balance_mode {
+        None => M3icParams::default(),
+        Some(mode) => M3icParams::for_mode(keyword::<BalanceMode>("balance_mode", mode)?),
+    };
+    let params = M3icParams {
+        c: c.unwrap_or(defaults.c),
+        l: balance.unwrap_or(defaults.l),
+        min_size: min_size.unwrap_or(defaults.min_size),
+        max_size: max_size.unwrap_or(defaults.max_size),
+        ..defaults
+    }
+    .restarts(restarts)
+    .standardize(standardize)
+    .normalize(normalize);
     let fit = py
         .detach(|| m3ic::fit(&data, k, &params, seed))
         .map_err(py_err)?;

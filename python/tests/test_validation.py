@@ -91,6 +91,20 @@ def test_parameters_are_checked_with_their_names():
         miltk.M3IC(n_clusters=40).fit(bags)
     with pytest.raises(ValueError, match="distance"):
         miltk.BAMIC(distance="mean").fit(bags)
+    with pytest.raises(ValueError, match="class_weight='heavy'"):
+        miltk.MILR(class_weight="heavy").fit(bags, y)
+    with pytest.raises(ValueError, match="class_weight names"):
+        miltk.CitationKNN(class_weight={7: 2.0}).fit(bags, y)
+    with pytest.raises(ValueError, match="class_weight"):
+        miltk.SetKernelSVM(class_weight={0: -1.0}).fit(bags, y)
+    with pytest.raises(TypeError, match="class_weight"):
+        miltk.MILR(class_weight=[1, 2]).fit(bags, y)
+    with pytest.raises(ValueError, match="min_size"):
+        miltk.M3IC(n_clusters=2, min_size=1.5).fit(bags)
+    with pytest.raises(ValueError, match="max_size"):
+        miltk.M3IC(n_clusters=2, max_size=0.5).fit(bags)
+    with pytest.raises(ValueError, match="balance_mode"):
+        miltk.M3IC(n_clusters=2, balance_mode="even").fit(bags)
 
 
 def test_svm_handles_more_than_two_classes():
