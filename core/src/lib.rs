@@ -25,7 +25,8 @@
 //! # Ok::<(), mil_core::Error>(())
 //! ```
 #![cfg_attr(not(test), no_std)]
-#![forbid(unsafe_code)]
+// One `unsafe` block in the crate: the `SMLALD` loop of `fixed::dsp` (Armv7E-M only).
+#![deny(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod bag;

@@ -187,8 +187,9 @@ impl<'a> Projection<'a> {
                 }
             }
             (Storage::Dense { weights, bias, .. }, Instances::I16(x)) if self.quantised => {
-                for ((k, o), b) in out.iter_mut().enumerate().zip(bias.f32s()) {
-                    *o = weights.dot_q(k, x) + b;
+                weights.dots_q(x, out);
+                for (o, b) in out.iter_mut().zip(bias.f32s()) {
+                    *o += b;
                 }
             }
             (Storage::Diagonal(s), Instances::F32(x)) if !self.quantised => {

@@ -77,6 +77,36 @@ impl<'a> Weights<'a> {
             Elem::I8 => fixed::dot_q7(row, x),
             Elem::F32 | Elem::U32 | Elem::U16 | Elem::F64 => 0,
         };
+        self.rescale(r, acc)
+    }
+
+    /// [`Weights::dot_q`] of every row into `out` (one value per row, over the shorter
+    /// of the two), equal to it row by row; Q15 rows go two at a time
+    /// ([`fixed::dot2_q15`]), sharing each read of the inputs.
+    pub fn dots_q(&self, x: &[i16], out: &mut [f32]) {
+        let rows = self.rows().min(out.len());
+        let mut r = 0;
+        if self.values.elem == Elem::I16 {
+            // Rows in pairs straight from the payload (no per-row offset arithmetic).
+            let row_len = 2 * self.cols();
+            let pairs = self.values.bytes.chunks_exact((2 * row_len).max(2));
+            for (pair, o) in pairs.zip(out.chunks_exact_mut(2)).take(rows / 2) {
+                let (w0, w1) = pair.split_at_checked(row_len).unwrap_or_default();
+                let (a0, a1) = fixed::dot2_q15(w0, w1, x);
+                if let [o0, o1] = o {
+                    *o0 = self.rescale(r, a0);
+                    *o1 = self.rescale(r + 1, a1);
+                }
+                r += 2;
+            }
+        }
+        for (k, o) in out.iter_mut().enumerate().take(rows).skip(r) {
+            *o = self.dot_q(k, x);
+        }
+    }
+
+    /// `scale[r] · 2^shift[r] · round(acc / 2^shift[r])`: row `r`'s exact sum rescaled.
+    fn rescale(&self, r: usize, acc: i64) -> f32 {
         let shift = self.shift.map_or(0, |s| s.u32_at(r)).min(30);
         let scale = self.scale.map_or(1.0, |s| s.f32_at(r));
         // 2^shift as an f32 from its exponent bits (shift ≤ 30: checked at parse).

@@ -44,7 +44,10 @@ impl<'a> Bag<'a> {
     ///
     /// If `dim` is zero or does not divide the number of values.
     pub fn from_rows(rows: &'a [f64], dim: usize) -> Self {
-        assert!(dim > 0 && rows.len().is_multiple_of(dim), "rows of {dim} values");
+        assert!(
+            dim > 0 && rows.len().is_multiple_of(dim),
+            "rows of {dim} values"
+        );
         Bag { rows, dim }
     }
 

@@ -269,16 +269,29 @@ fn main() -> ! {
         });
         let t = ticks(t0);
         max_stack = max_stack.max(stack_used(bottom, top));
+        // The projection stage alone (quantised models with one), timed apart: the
+        // arithmetic floor of issue #20 is its multiply-adds.
+        let t0 = cortex_m::peripheral::SYST::get_current();
+        if model.encoding() != Encoding::F32 && model.projection().is_some() {
+            for i in 0..n {
+                if let Some(x) = qb.get(i * dim..(i + 1) * dim) {
+                    let projected = model.project(Instances::I16(x), &mut scratch[..]);
+                    core::hint::black_box(&projected);
+                }
+            }
+        }
+        let tp = ticks(t0);
         match result {
             Ok(d) => {
                 say!(
-                    "bag {} n {} label {} ticks {} quantise_ticks {} quantise_i16_ticks {} scores {:?}",
+                    "bag {} n {} label {} ticks {} quantise_ticks {} quantise_i16_ticks {} project_ticks {} scores {:?}",
                     b,
                     n,
                     d.label,
                     t,
                     tq,
                     tq_fixed,
+                    tp,
                     scores.get(..out).unwrap_or_default()
                 );
             }
