@@ -106,23 +106,26 @@ pub fn dot_q15(w: &[u8], x: &[i16]) -> i64 {
 /// adds two `SMLALD`s, so the loads of `x` and the loop's own instructions are shared:
 /// what brings a projection stage near its multiply-add floor (issue #20). On Armv7E-M
 /// the loop is written out (module `dsp`: 12 instructions per 4 inputs of both rows);
-/// elsewhere, and for the last pair or odd input, it is plain Rust.
+/// elsewhere, and for an odd last input, it is plain Rust.
 pub fn dot2_q15(w0: &[u8], w1: &[u8], x: &[i16]) -> (i64, i64) {
     #[cfg(mil_dsp)]
     {
-        let (q0, q1, done) = dsp::dot2_q15_quads(w0, w1, x);
-        let (r0, r1) = dot2_q15_portable(
-            w0.get(2 * done..).unwrap_or_default(),
-            w1.get(2 * done..).unwrap_or_default(),
-            x.get(done..).unwrap_or_default(),
-        );
-        (q0 + r0, q1 + r1)
+        let n = (w0.len() / 2).min(w1.len() / 2).min(x.len());
+        let (mut a0, mut a1) = dsp::dot2_q15_pairs(w0, w1, x, n / 2);
+        if n % 2 == 1 {
+            let j = n - 1;
+            let xj = input(x, j);
+            a0 += (q15(w0.get(2 * j..2 * j + 2)) * xj) as i64;
+            a1 += (q15(w1.get(2 * j..2 * j + 2)) * xj) as i64;
+        }
+        (a0, a1)
     }
     #[cfg(not(mil_dsp))]
     dot2_q15_portable(w0, w1, x)
 }
 
 /// [`dot2_q15`] in plain Rust.
+#[cfg(any(not(mil_dsp), test))]
 fn dot2_q15_portable(w0: &[u8], w1: &[u8], x: &[i16]) -> (i64, i64) {
     let (mut a0, mut a1): (i64, i64) = (0, 0);
     for ((w0, w1), x) in w0
@@ -148,20 +151,22 @@ fn dot2_q15_portable(w0: &[u8], w1: &[u8], x: &[i16]) -> (i64, i64) {
 #[cfg(mil_dsp)]
 #[allow(unsafe_code)]
 mod dsp {
-    /// The exact sums of both rows over the first `4·q` inputs, `q` as large as all three
-    /// slices allow, and `4·q`.
-    pub(super) fn dot2_q15_quads(w0: &[u8], w1: &[u8], x: &[i16]) -> (i64, i64, usize) {
-        let quads = (w0.len() / 8).min(w1.len() / 8).min(x.len() / 4);
+    /// The exact sums of both rows over the first `2·pairs` inputs; the caller keeps
+    /// `2·pairs` within `x` and `4·pairs` bytes within both rows.
+    pub(super) fn dot2_q15_pairs(w0: &[u8], w1: &[u8], x: &[i16], pairs: usize) -> (i64, i64) {
+        let pairs = pairs.min(w0.len() / 4).min(w1.len() / 4).min(x.len() / 2);
         let (mut lo0, mut hi0, mut lo1, mut hi1) = (0u32, 0u32, 0u32, 0u32);
-        if quads > 0 {
-            let end = x.as_ptr().wrapping_add(4 * quads);
+        let (mut px, mut p0, mut p1) = (x.as_ptr(), w0.as_ptr(), w1.as_ptr());
+        if pairs >= 2 {
+            let end = px.wrapping_add(4 * (pairs / 2));
             // SAFETY: the loop reads words at x, w0 and w1, advancing each by 4 bytes per
-            // load, for `quads` passes of two loads each: 8·quads bytes of every slice,
-            // which `quads` keeps within all three. Unaligned word loads are valid on
-            // Armv7E-M (LDR, not LDRD/LDM). SMLALD adds the two signed 16 × 16 products
-            // of its operands' halves to the 64-bit accumulator hi:lo exactly; in little
-            // endian the low half of each word is the earlier value, so weight j meets
-            // input j. `cmp` sets the flags (not preserved); nothing is written to memory.
+            // load, two loads each per pass, pairs/2 passes: 8·(pairs/2) ≤ 4·pairs bytes
+            // of every slice, within all three (`pairs` is clamped above). Unaligned word
+            // loads are valid on Armv7E-M (LDR, not LDRD/LDM). SMLALD adds the two signed
+            // 16 × 16 products of its operands' halves to the 64-bit accumulator hi:lo
+            // exactly; in little endian the low half of each word is the earlier value,
+            // so weight j meets input j. `cmp` sets the flags (not preserved); nothing is
+            // written to memory. The pointers come back advanced past what was read.
             unsafe {
                 core::arch::asm!(
                     "2:",
@@ -177,9 +182,9 @@ mod dsp {
                     "smlald {lo1}, {hi1}, {t1}, {t0}",
                     "cmp {x}, {end}",
                     "bne 2b",
-                    x = inout(reg) x.as_ptr() => _,
-                    w0 = inout(reg) w0.as_ptr() => _,
-                    w1 = inout(reg) w1.as_ptr() => _,
+                    x = inout(reg) px,
+                    w0 = inout(reg) p0,
+                    w1 = inout(reg) p1,
                     end = in(reg) end,
                     lo0 = inout(reg) lo0,
                     hi0 = inout(reg) hi0,
@@ -191,8 +196,32 @@ mod dsp {
                 );
             }
         }
+        if pairs % 2 == 1 {
+            // SAFETY: the last pair: one word at each pointer, which the loop above left
+            // at byte 8·(pairs/2) = 4·(pairs − 1) of its slice, so the word ends at byte
+            // 4·pairs, within all three. As above otherwise; flags untouched.
+            unsafe {
+                core::arch::asm!(
+                    "ldr {t0}, [{x}]",
+                    "ldr {t1}, [{w0}]",
+                    "smlald {lo0}, {hi0}, {t1}, {t0}",
+                    "ldr {t1}, [{w1}]",
+                    "smlald {lo1}, {hi1}, {t1}, {t0}",
+                    x = in(reg) px,
+                    w0 = in(reg) p0,
+                    w1 = in(reg) p1,
+                    lo0 = inout(reg) lo0,
+                    hi0 = inout(reg) hi0,
+                    lo1 = inout(reg) lo1,
+                    hi1 = inout(reg) hi1,
+                    t0 = out(reg) _,
+                    t1 = out(reg) _,
+                    options(readonly, nostack, preserves_flags),
+                );
+            }
+        }
         let wide = |lo: u32, hi: u32| ((u64::from(hi) << 32) | u64::from(lo)) as i64;
-        (wide(lo0, hi0), wide(lo1, hi1), 4 * quads)
+        (wide(lo0, hi0), wide(lo1, hi1))
     }
 }
 
