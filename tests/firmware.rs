@@ -387,3 +387,82 @@ fn set_kernel_svm_estimates_its_kernel_on_an_emulated_cortex_m4() {
         stdout.lines().find(|l| l.starts_with("stack ")).unwrap()
     );
 }
+
+/// Runs `host` exported in `encoding` on every bag of `data` on the device; checks each
+/// bag's label and scores against the host-side core (the same code on the same bytes)
+/// and counts the bags where the host model agrees; prints the summary line. Returns the
+/// instructions per bag and the bags the host model labels alike.
+fn run_on_device(
+    data: &mil_toolkit::Dataset,
+    host: &mil_toolkit::model::HostModel,
+    encoding: Encoding,
+) -> (f64, usize) {
+    let all: Vec<usize> = (0..data.n_bags()).collect();
+    let host_scores = host.scores(data, &all).unwrap();
+    let (compact, _) = Compact::from_host(host).unwrap();
+    let bytes = export(&compact, encoding, data).unwrap();
+    let core = Model::parse(&bytes).unwrap();
+    let stdout = run_firmware(&bytes, &deploy::bags_bin(data), &[]);
+    let lines = bag_lines(&stdout);
+    assert_eq!(lines.len(), data.n_bags(), "{stdout}");
+    let mut agree = 0;
+    for (b, line) in lines.iter().enumerate() {
+        let (d, scores) = core_classify(&core, data.bag(b)).unwrap();
+        assert_eq!(
+            line.label, d.label,
+            "{encoding:?} bag {b} vs the host-side core"
+        );
+        for (got, want) in line.scores.iter().zip(&scores) {
+            assert!(
+                (got - want).abs() <= 1e-6 * want.abs().max(1.0),
+                "{encoding:?} bag {b}: {got} vs {want}"
+            );
+        }
+        agree += usize::from(line.label == host_scores.label(b));
+    }
+    let per_tick = instructions_per_tick(&stdout);
+    print_firmware_line(
+        &core,
+        bytes.len(),
+        &lines,
+        per_tick,
+        data.n_instances() as u64,
+    );
+    let ticks: u64 = lines.iter().map(|l| l.ticks).sum();
+    (ticks as f64 * per_tick / lines.len() as f64, agree)
+}
+
+#[test]
+fn every_encoding_and_citation_knn_run_on_an_emulated_cortex_m4() {
+    // The musk1 B-MIDA (d = 10) + MILR model in f32 and Q7 (Q15 has its own test), and
+    // B-MIDA + Citation-kNN (R = 2, C = 4, the 92 bags as references) in every encoding:
+    // one summary line each, labels and scores as the host-side core computes them.
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    let milr = deploy::musk1_firmware_model(&musk1);
+    for encoding in [Encoding::F32, Encoding::Q7] {
+        let (_, agree) = run_on_device(&musk1, &milr, encoding);
+        assert_eq!(agree, musk1.n_bags(), "{encoding:?}: host model labels");
+    }
+    let knn = deploy::train(
+        &musk1,
+        Some((mil_toolkit::projection::ProjectionKind::Bmida, 10)),
+        deploy::citation_knn(mil_toolkit::classifier::citation_knn::Scaling::Auto),
+    );
+    let references = musk1.n_instances() as f64;
+    let mut agreement = Vec::new();
+    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+        let (per_bag, agree) = run_on_device(&musk1, &knn, encoding);
+        // Every query instance meets every reference instance in d = 10 dimensions.
+        let squared_differences =
+            musk1.n_instances() as f64 / musk1.n_bags() as f64 * references * 10.0;
+        println!(
+            "firmware: citation-knn {}: {:.1} instructions per squared difference (all of a bag's classification over the squared differences it computes); host labels on {agree} of {} bags",
+            mil_core::keyword::Keyword::name(encoding),
+            per_bag / squared_differences,
+            musk1.n_bags()
+        );
+        agreement.push(agree);
+    }
+    // f32 computes what the host computes, to f32 rounding.
+    assert_eq!(agreement[0], musk1.n_bags());
+}
