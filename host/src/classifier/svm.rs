@@ -24,7 +24,10 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::explain::{Explanation, InstanceScore};
 use crate::kernel::boxes::{box_gram, BoxGramSpec, GridData};
-use crate::kernel::nsk::{check_gamma, log_nsk_cross, log_nsk_gram_and_self, log_self_kernels};
+use crate::kernel::nsk::{
+    check_gamma, log_nsk_cross, log_nsk_gram_and_self, log_self_kernels, log_set_kernels,
+    upper_runs, Run,
+};
 use crate::kernel::{accuracy, SetKernelName};
 use crate::progress::{Progress, Silent};
 use crate::svm::bags::{svm_kernel, BagSvm, BagSvmSettings, EmpiricalMap};
@@ -345,7 +348,7 @@ impl FittedKernel {
             FittedKernel::Nsk { zscore, gamma } => {
                 log_nsk_gram_and_self(&zscore.apply(train)?, *gamma)
             }
-            FittedKernel::MiRbf { gamma } => Ok((cross_mi(train, train, *gamma), vec![])),
+            FittedKernel::MiRbf { gamma } => Ok((mi_gram(train, *gamma), vec![])),
         }
     }
 
@@ -431,35 +434,34 @@ impl FittedKernel {
 }
 
 /// ln of the MI kernel Σ_{x∈X, y∈Y} exp(−γ‖x − y‖²) between every bag of `a` (rows) and
-/// of `b` (columns); squared distances as ‖x‖² + ‖y‖² − 2x·y (clamped at 0), the sum in
-/// log space when it would underflow.
+/// of `b` (columns): the unnormalised set kernel of [`crate::kernel::nsk`], by its block
+/// products and log-sum-exp (its error bound; each value independent of the others and
+/// of the thread count).
 pub fn cross_mi(a: &Dataset, b: &Dataset, gamma: f64) -> Vec<f64> {
-    use crate::numerics::dot8;
-    let norms = |d: &Dataset| -> Vec<f64> {
-        d.features()
-            .chunks_exact(d.dim())
-            .map(|x| dot8(x, x))
-            .collect()
-    };
-    let (na, nb) = (norms(a), norms(b));
-    (0..a.n_bags())
-        .into_par_iter()
-        .flat_map_iter(|i| {
-            let (na, nb) = (&na, &nb);
-            let mut exps = Vec::new();
-            (0..b.n_bags()).map(move |j| {
-                exps.clear();
-                for p in a.bag_range(i) {
-                    let x = a.instance(p);
-                    for q in b.bag_range(j) {
-                        let d2 = (na[p] + nb[q] - 2.0 * dot8(x, b.instance(q))).max(0.0);
-                        exps.push(-gamma * d2);
-                    }
-                }
-                crate::numerics::log_sum_exp(exps.iter().copied())
-            })
+    let runs: Vec<Run> = (0..a.n_bags())
+        .map(|row| Run {
+            row,
+            cols: 0..b.n_bags(),
         })
-        .collect()
+        .collect();
+    log_set_kernels(a, b, &runs, gamma)
+}
+
+/// The MI kernel's Gram matrix of `data` (n × n, row-major): its upper triangle by
+/// [`log_set_kernels`] (half the work of [`cross_mi`] of `data` with itself), mirrored.
+fn mi_gram(data: &Dataset, gamma: f64) -> Vec<f64> {
+    let n = data.n_bags();
+    let upper = log_set_kernels(data, data, &upper_runs(n), gamma);
+    let mut out = vec![0.0; n * n];
+    let mut at = 0;
+    for i in 0..n {
+        for j in i..n {
+            out[i * n + j] = upper[at];
+            out[j * n + i] = upper[at];
+            at += 1;
+        }
+    }
+    out
 }
 
 /// The machines to train on labels `labels` of `n_classes` classes, as one flag per bag
@@ -1181,6 +1183,15 @@ mod tests {
                 })
                 .sum();
             assert!((gram[i * 12 + j] - brute.ln()).abs() < 1e-12);
+        }
+        // The training Gram computes the upper triangle only: the same values, mirrored
+        // (row i against column j ≥ i is computed as cross_mi computes it).
+        let sym = mi_gram(&data, 0.3);
+        for i in 0..12 {
+            for j in 0..12 {
+                let (a, b) = (i.min(j), i.max(j));
+                assert_eq!(sym[i * 12 + j], gram[a * 12 + b], "({i}, {j})");
+            }
         }
         let train: Vec<usize> = (0..10).collect();
         let model = SetKernelSvm::mismo().fit(&data, &train).unwrap();
