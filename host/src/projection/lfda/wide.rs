@@ -17,16 +17,20 @@
 //! 4. W = QL⁻ᵀV = X_{P,1:r}ᵀ Z₁⁻ᵀ L⁻ᵀ V (D × d), so Wᵀ(S_W + ρI)W = I as on the dense
 //!    path.
 //!
-//! Time O(n²r + n·r·d·iterations + nDd) after the Gram matrix, memory O(n²).
+//! Time O(n²r + n·r·d·iterations + nDd) after the Gram matrix, memory O(n²): K (holding
+//! Z), one n × r product at a time, and A's lower triangle (holding L).
 
 use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::cholesky::llt::factor::{
+    cholesky_in_place as llt_in_place, cholesky_in_place_scratch as llt_scratch,
+};
 use faer::linalg::cholesky::llt_pivoting::factor::{cholesky_in_place, cholesky_in_place_scratch};
 use faer::linalg::matmul::matmul;
 use faer::linalg::matmul::triangular::{matmul as tri_matmul, BlockStructure};
 use faer::linalg::triangular_solve::{
     solve_lower_triangular_in_place, solve_upper_triangular_in_place,
 };
-use faer::{Accum, Mat, MatMut, MatRef, Par, Side};
+use faer::{Accum, Mat, MatMut, MatRef, Par};
 use nalgebra::DMatrix;
 
 use crate::error::{Error, Result};
@@ -163,13 +167,15 @@ pub(super) fn solve(
         n,
     };
 
-    // 2. A = ZᵀL_WZ + ρI = Z₁ᵀY₁ + Z₂ᵀY₂ + ρI, Z₁ upper triangular after transposing.
+    // 2. A = ZᵀL_WZ + ρI = Z₁ᵀY₁ + Z₂ᵀY₂ + ρI, Z₁ upper triangular after transposing:
+    // only the lower triangle (A is symmetric and the Cholesky factor reads no more),
+    // half the products, then factored in place — one r × r matrix, not three.
     let mut a = Mat::<f64>::zeros(r, r);
     {
         let y = ops.apply(z, true);
         tri_matmul(
             a.as_mut(),
-            BlockStructure::Rectangular,
+            BlockStructure::TriangularLower,
             Accum::Replace,
             z.subrows(0, r).transpose(),
             BlockStructure::TriangularUpper,
@@ -179,11 +185,14 @@ pub(super) fn solve(
             Par::Seq,
         );
         if r < n {
-            matmul(
+            tri_matmul(
                 a.as_mut(),
+                BlockStructure::TriangularLower,
                 Accum::Add,
                 z.subrows(r, n - r).transpose(),
+                BlockStructure::Rectangular,
                 y.as_ref().subrows(r, n - r),
+                BlockStructure::Rectangular,
                 1.0,
                 Par::Seq,
             );
@@ -192,16 +201,31 @@ pub(super) fn solve(
     let trace: f64 = (0..r).map(|i| a[(i, i)]).sum();
     let mean_var = trace / t.x.ncols() as f64;
     let ridge = SCATTER_RIDGE * if mean_var > 0.0 { mean_var } else { 1.0 };
-    let a = Mat::from_fn(r, r, |i, j| {
-        0.5 * (a[(i, j)] + a[(j, i)]) + if i == j { ridge } else { 0.0 }
-    });
+    for i in 0..r {
+        a[(i, i)] += ridge;
+    }
+    // Sequential faer throughout (here and in the partial solver's Rayleigh–Ritz), so
+    // results do not depend on the thread count.
     faer::set_global_parallelism(Par::Seq);
-    let llt = a
-        .as_ref()
-        .llt(Side::Lower)
+    {
+        let mut mem = MemBuffer::new(llt_scratch::<f64>(r, Par::Seq, Default::default()));
+        llt_in_place(
+            a.as_mut(),
+            Default::default(),
+            Par::Seq,
+            MemStack::new(&mut mem),
+            Default::default(),
+        )
         .map_err(|_| numerical("the regularised within-class scatter is not positive definite"))?;
-    drop(a);
-    let l = llt.L();
+    }
+    // Zero the strict upper triangle as faer's `Llt` does (the in-place factorisation
+    // leaves it unspecified), so `l` is L as a whole matrix.
+    for j in 1..r {
+        for i in 0..j {
+            a[(i, j)] = 0.0;
+        }
+    }
+    let l = a.as_ref();
 
     // Low-rank terms of B: −n z̄z̄ᵀ and (n_c²/n) z̄_cz̄_cᵀ.
     let mut low_rank: Vec<(f64, Vec<f64>)> = vec![];
