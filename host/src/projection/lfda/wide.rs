@@ -86,6 +86,19 @@ fn symmetrise(m: &mut Mat<f64>) {
     }
 }
 
+/// Columns of A formed at a time (step 2): the temporary L_WZ is n × this. Small in
+/// unit tests, so their sets (n ≤ 120) go through several blocks.
+const A_BLOCK: usize = if cfg!(test) { 16 } else { 256 };
+
+/// Zeros above the diagonal of a square M.
+fn zero_strict_upper(m: &mut Mat<f64>) {
+    for j in 1..m.ncols() {
+        for i in 0..j {
+            m[(i, j)] = 0.0;
+        }
+    }
+}
+
 /// Mᵀ in place (square M).
 fn transpose_in_place(m: &mut Mat<f64>) {
     for j in 0..m.ncols() {
@@ -173,32 +186,33 @@ pub(super) fn solve(
         n,
     };
 
-    // 2. A = ZᵀL_WZ + ρI = Z₁ᵀY₁ + Z₂ᵀY₂ + ρI, Z₁ upper triangular after transposing:
-    // only the lower triangle (A is symmetric and the Cholesky factor reads no more),
-    // half the products, then factored in place — one r × r matrix, not three.
+    // 2. A = ZᵀL_WZ + ρI, only its lower triangle (A is symmetric and the Cholesky
+    // factor reads no more), factored in place: one r × r matrix, not three. By blocks
+    // of columns, so the temporary Y = L_WZ is n × [`A_BLOCK`], not n × r: Z is lower
+    // trapezoidal (Z_ij = 0 for i < j), so rows c₀.. of A's block c₀..c₁ are
+    // Z[c₀..r, c₀..r]ᵀ Y[c₀..r] (upper triangular times dense) + Z[r..n, c₀..r]ᵀ Y[r..n].
     let mut a = Mat::<f64>::zeros(r, r);
-    {
-        let y = ops.apply(z, true);
+    for c0 in (0..r).step_by(A_BLOCK) {
+        let b = A_BLOCK.min(r - c0);
+        let y = ops.apply(z.subcols(c0, b), true);
+        let mut dst = a.as_mut().submatrix_mut(c0, c0, r - c0, b);
         tri_matmul(
-            a.as_mut(),
-            BlockStructure::TriangularLower,
+            dst.as_mut(),
+            BlockStructure::Rectangular,
             Accum::Replace,
-            z.subrows(0, r).transpose(),
+            z.submatrix(c0, c0, r - c0, r - c0).transpose(),
             BlockStructure::TriangularUpper,
-            y.as_ref().subrows(0, r),
+            y.as_ref().subrows(c0, r - c0),
             BlockStructure::Rectangular,
             1.0,
             Par::Seq,
         );
         if r < n {
-            tri_matmul(
-                a.as_mut(),
-                BlockStructure::TriangularLower,
+            matmul(
+                dst,
                 Accum::Add,
-                z.subrows(r, n - r).transpose(),
-                BlockStructure::Rectangular,
+                z.submatrix(r, c0, n - r, r - c0).transpose(),
                 y.as_ref().subrows(r, n - r),
-                BlockStructure::Rectangular,
                 1.0,
                 Par::Seq,
             );
@@ -210,6 +224,7 @@ pub(super) fn solve(
     for i in 0..r {
         a[(i, i)] += ridge;
     }
+    zero_strict_upper(&mut a);
     // Sequential faer throughout (here and in the partial solver's Rayleigh–Ritz), so
     // results do not depend on the thread count.
     faer::set_global_parallelism(Par::Seq);
@@ -224,13 +239,10 @@ pub(super) fn solve(
         )
         .map_err(|_| numerical("the regularised within-class scatter is not positive definite"))?;
     }
-    // Zero the strict upper triangle as faer's `Llt` does (the in-place factorisation
-    // leaves it unspecified), so `l` is L as a whole matrix.
-    for j in 1..r {
-        for i in 0..j {
-            a[(i, j)] = 0.0;
-        }
-    }
+    // Zero the strict upper triangle as faer's `Llt` does (the diagonal blocks above
+    // filled it partly, and the in-place factorisation leaves it unspecified), so `l`
+    // is L as a whole matrix.
+    zero_strict_upper(&mut a);
     let l = a.as_ref();
 
     // Low-rank terms of B: −n z̄z̄ᵀ and (n_c²/n) z̄_cz̄_cᵀ.
