@@ -7,7 +7,10 @@
 //! the data's size (≤ 384 MB). Before the partial eigensolver and the sparse Gram
 //! matrix (the span path with a full eigendecomposition of the n × n Gram matrix), the
 //! same fits took 5.6 s / 377 MB, 6.6 s / 364 MB and 10.8 s / 627 MB as `mil project`
-//! runs (README, second wave's status).
+//! runs (README, second wave's status). CLFDA's fit alone then took 3.4–3.9 s with
+//! 356 MB of live heap (the partial solver fell back to the full r × r decomposition:
+//! the cut at d = 10 lies inside a cluster), 1.1–1.2 s / 174 MB since the solver
+//! certifies the enlarged subspace past the cluster (`krylov::AtCut::Enlarge`).
 
 use divan::{AllocProfiler, Bencher};
 use mil_toolkit::data::synth::{term_counts, TermCounts};
