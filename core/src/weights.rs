@@ -87,15 +87,24 @@ impl<'a> Weights<'a> {
         let rows = self.rows().min(out.len());
         let mut r = 0;
         if self.values.elem == Elem::I16 {
-            // Rows in pairs straight from the payload (no per-row offset arithmetic).
+            // Rows in pairs straight from the payload, their scales and shifts read in
+            // step (no per-row offset arithmetic or element-type dispatch).
             let row_len = 2 * self.cols();
             let pairs = self.values.bytes.chunks_exact((2 * row_len).max(2));
+            let mut scales = self.scale.map(|s| s.f32s()).unwrap_or_default().iter();
+            let shift_bytes = self.shift.map_or(&[][..], |s| s.bytes);
+            let mut shifts = shift_bytes
+                .chunks_exact(4)
+                .map(|b| b.try_into().map_or(0, u32::from_le_bytes));
             for (pair, o) in pairs.zip(out.chunks_exact_mut(2)).take(rows / 2) {
                 let (w0, w1) = pair.split_at_checked(row_len).unwrap_or_default();
                 let (a0, a1) = fixed::dot2_q15(w0, w1, x);
                 if let [o0, o1] = o {
-                    *o0 = self.rescale(r, a0);
-                    *o1 = self.rescale(r + 1, a1);
+                    let mut next = || (shifts.next().unwrap_or(0), scales.next().unwrap_or(1.0));
+                    let (h0, s0) = next();
+                    let (h1, s1) = next();
+                    *o0 = rescale(a0, h0, s0);
+                    *o1 = rescale(a1, h1, s1);
                 }
                 r += 2;
             }
@@ -105,13 +114,11 @@ impl<'a> Weights<'a> {
         }
     }
 
-    /// `scale[r] · 2^shift[r] · round(acc / 2^shift[r])`: row `r`'s exact sum rescaled.
+    /// Row `r`'s exact sum rescaled by its stored shift and scale ([`rescale`]).
     fn rescale(&self, r: usize, acc: i64) -> f32 {
-        let shift = self.shift.map_or(0, |s| s.u32_at(r)).min(30);
+        let shift = self.shift.map_or(0, |s| s.u32_at(r));
         let scale = self.scale.map_or(1.0, |s| s.f32_at(r));
-        // 2^shift as an f32 from its exponent bits (shift ≤ 30: checked at parse).
-        let step = f32::from_bits((127 + shift) << 23);
-        fixed::round_shift_wide(acc, shift) as f32 * scale * step
+        rescale(acc, shift, scale)
     }
 
     /// The matrix stored under the tag `values`, with its per-row `scale` and (for
@@ -170,4 +177,14 @@ impl<'a> Weights<'a> {
             shift: sh,
         })
     }
+}
+
+/// `scale · 2^shift · round(acc / 2^shift)`: an exact sum rescaled (shift capped at 30, as
+/// the parser checks).
+#[inline(always)]
+fn rescale(acc: i64, shift: u32, scale: f32) -> f32 {
+    let shift = shift.min(30);
+    // 2^shift as an f32 from its exponent bits.
+    let step = f32::from_bits((127 + shift) << 23);
+    fixed::round_shift_wide(acc, shift) as f32 * scale * step
 }
