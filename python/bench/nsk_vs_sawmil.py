@@ -7,7 +7,8 @@ kernel's normalisation and in the SVM:
 
 - miltk ``SetKernelSVM(kernel="nsk")``: Gärtner et al.'s normalisation
   k(X,Y) / sqrt(k(X,X) k(Y,Y)) in log space, then (library defaults) k ** 0.02 and a hard
-  margin C = 1e10 solved by SMO; also shown with rho = 1, C = 1.
+  margin C = 1e10 solved by SMO; also shown with rho = 1 and C = 1 or C = 100 (the
+  latter sawmil's C = 100 row's setting).
 - sawmil ``NSK(normalizer="average")``: k(X,Y) / (|X| |Y|), solved as a QP by OSQP,
   with its default C = 1 (scaled by 1/n, ``scale_C=True``) and with C = 100 unscaled.
 
@@ -77,6 +78,7 @@ def main():
         runs = [
             ("miltk NSK (rho=0.02, C=1e10)", lambda: run_miltk(bags, y, folds)),
             ("miltk NSK (rho=1, C=1)", lambda: run_miltk(bags, y, folds, rho=1.0, C=1.0)),
+            ("miltk NSK (rho=1, C=100)", lambda: run_miltk(bags, y, folds, rho=1.0, C=100.0)),
             ("sawmil NSK average (C=1/n)", lambda: run_sawmil(bags, y, folds)),
             ("sawmil NSK average (C=100)",
              lambda: run_sawmil(bags, y, folds, C=100.0, scale_C=False)),
