@@ -161,29 +161,46 @@ impl<'a> CitationKnn<'a> {
         if d == 0 {
             return 0.0;
         }
-        for x in y.chunks_exact(d) {
-            for i in lo..hi {
-                let row = self.instances.row_bytes(i);
-                let s: f32 = match self.scale {
-                    Some(_) => row
-                        .chunks_exact(2)
-                        .zip(x)
-                        .zip(scales.clone())
-                        .map(|((r, &xk), sk)| {
-                            let t = xk - le_i16(r) as f32 * sk;
-                            t * t
-                        })
-                        .sum(),
-                    None => row
-                        .chunks_exact(4)
-                        .zip(x)
-                        .map(|(r, &xk)| {
-                            let t = xk - le_f32(r);
-                            t * t
-                        })
-                        .sum(),
-                };
-                best = best.min(s);
+        // The reference bag's rows as one byte range, walked row by row (no per-row
+        // offset arithmetic); one loop per storage type, chosen once.
+        let row_len = self.instances.cols * self.instances.elem.size();
+        let rows = self
+            .instances
+            .bytes
+            .get(lo.saturating_mul(row_len)..hi.saturating_mul(row_len))
+            .unwrap_or_default();
+        let rows = rows.chunks_exact(row_len.max(1));
+        match self.scale {
+            Some(_) => {
+                for x in y.chunks_exact(d) {
+                    for row in rows.clone() {
+                        let s: f32 = row
+                            .chunks_exact(2)
+                            .zip(x)
+                            .zip(scales.clone())
+                            .map(|((r, &xk), sk)| {
+                                let t = xk - le_i16(r) as f32 * sk;
+                                t * t
+                            })
+                            .sum();
+                        best = best.min(s);
+                    }
+                }
+            }
+            None => {
+                for x in y.chunks_exact(d) {
+                    for row in rows.clone() {
+                        let s: f32 = row
+                            .chunks_exact(4)
+                            .zip(x)
+                            .map(|(r, &xk)| {
+                                let t = xk - le_f32(r);
+                                t * t
+                            })
+                            .sum();
+                        best = best.min(s);
+                    }
+                }
             }
         }
         libm::sqrtf(best)
