@@ -397,10 +397,20 @@ fn run_on_device(
     host: &mil_toolkit::model::HostModel,
     encoding: Encoding,
 ) -> (f64, usize) {
+    let (compact, _) = Compact::from_host(host).unwrap();
+    run_compact_on_device(data, host, &compact, encoding)
+}
+
+/// [`run_on_device`] for a compact form of `host` (e.g. with its projection folded).
+fn run_compact_on_device(
+    data: &mil_toolkit::Dataset,
+    host: &mil_toolkit::model::HostModel,
+    compact: &Compact,
+    encoding: Encoding,
+) -> (f64, usize) {
     let all: Vec<usize> = (0..data.n_bags()).collect();
     let host_scores = host.scores(data, &all).unwrap();
-    let (compact, _) = Compact::from_host(host).unwrap();
-    let bytes = export(&compact, encoding, data).unwrap();
+    let bytes = export(compact, encoding, data).unwrap();
     let core = Model::parse(&bytes).unwrap();
     let stdout = run_firmware(&bytes, &deploy::bags_bin(data), &[]);
     let lines = bag_lines(&stdout);
@@ -443,6 +453,17 @@ fn every_encoding_and_citation_knn_run_on_an_emulated_cortex_m4() {
         let (_, agree) = run_on_device(&musk1, &milr, encoding);
         assert_eq!(agree, musk1.n_bags(), "{encoding:?}: host model labels");
     }
+    // The same model with B-MIDA folded into MILR's score row (one 166-wide row).
+    let folded = Compact::from_host(&milr)
+        .unwrap()
+        .0
+        .fold_projection()
+        .unwrap();
+    let (_, agree) = run_compact_on_device(&musk1, &milr, &folded, Encoding::Q15);
+    println!(
+        "firmware: the folded Q15 model above gives the host model's label on {agree} of {} bags",
+        musk1.n_bags()
+    );
     let knn = deploy::train(
         &musk1,
         Some((mil_toolkit::projection::ProjectionKind::Bmida, 10)),
