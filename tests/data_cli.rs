@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use mil_suite::{run_mil, temp_dir};
+use mil_suite::{mil_json, run_mil, temp_dir};
 use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde_json::{json, Value};
@@ -22,13 +22,11 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// Runs `mil … --json`, expects success and returns the JSON object.
+/// [`mil_json`] with `--json` appended.
 fn json_of(args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.push("--json");
-    let out = run_mil(&all);
-    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
-    serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
+    mil_json(&all)
 }
 
 /// The counts `mil info` reports, without the name (which is the path or built-in name).

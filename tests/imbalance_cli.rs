@@ -4,19 +4,18 @@
 
 use std::process::Output;
 
-use mil_suite::{run_mil, temp_dir};
+use mil_suite::{mil_json, run_mil, temp_dir};
 use serde_json::Value;
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// [`mil_json`] with `--json` appended.
 fn json_of(args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.push("--json");
-    let out = run_mil(&all);
-    assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
-    serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
+    mil_json(&all)
 }
 
 /// A small sparse set with one positive bag in eleven.

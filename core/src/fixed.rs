@@ -151,6 +151,18 @@ fn dot2_q15_portable(w0: &[u8], w1: &[u8], x: &[i16]) -> (i64, i64) {
 #[cfg(mil_dsp)]
 #[allow(unsafe_code)]
 mod dsp {
+    /// One input pair of both rows: a word of two inputs and a word of two weights of
+    /// each row, loaded with post-increment, and two `SMLALD`s.
+    macro_rules! pair_step {
+        () => {
+            "ldr {t0}, [{x}], #4
+             ldr {t1}, [{w0}], #4
+             smlald {lo0}, {hi0}, {t1}, {t0}
+             ldr {t1}, [{w1}], #4
+             smlald {lo1}, {hi1}, {t1}, {t0}"
+        };
+    }
+
     /// The exact sums of both rows over the first `2·pairs` inputs; the caller keeps
     /// `2·pairs` within `x` and `4·pairs` bytes within both rows.
     pub(super) fn dot2_q15_pairs(w0: &[u8], w1: &[u8], x: &[i16], pairs: usize) -> (i64, i64) {
@@ -159,27 +171,19 @@ mod dsp {
         let (mut px, mut p0, mut p1) = (x.as_ptr(), w0.as_ptr(), w1.as_ptr());
         if pairs >= 2 {
             let end = px.wrapping_add(4 * (pairs / 2));
-            // SAFETY: the loop reads words at x, w0 and w1, advancing each by 4 bytes per
-            // load, two loads each per pass, pairs/2 passes: 8·(pairs/2) ≤ 4·pairs bytes
-            // of every slice, within all three (`pairs` is clamped above). Unaligned word
-            // loads are valid on Armv7E-M (LDR, not LDRD/LDM). SMLALD adds the two signed
-            // 16 × 16 products of its operands' halves to the 64-bit accumulator hi:lo
-            // exactly; in little endian the low half of each word is the earlier value,
-            // so weight j meets input j. `cmp` sets the flags (not preserved); nothing is
-            // written to memory. The pointers come back advanced past what was read.
+            // SAFETY: each step reads one word at x, w0 and w1 and advances each by 4
+            // bytes; pairs/2 passes of two steps read 8·(pairs/2) ≤ 4·pairs bytes of every
+            // slice, within all three (`pairs` is clamped above). Unaligned word loads are
+            // valid on Armv7E-M (LDR, not LDRD/LDM). SMLALD adds the two signed 16 × 16
+            // products of its operands' halves to the 64-bit accumulator hi:lo exactly;
+            // in little endian the low half of each word is the earlier value, so weight
+            // j meets input j. `cmp` sets the flags (not preserved); nothing is written to
+            // memory. The pointers come back advanced past what was read.
             unsafe {
                 core::arch::asm!(
                     "2:",
-                    "ldr {t0}, [{x}], #4",
-                    "ldr {t1}, [{w0}], #4",
-                    "smlald {lo0}, {hi0}, {t1}, {t0}",
-                    "ldr {t1}, [{w1}], #4",
-                    "smlald {lo1}, {hi1}, {t1}, {t0}",
-                    "ldr {t0}, [{x}], #4",
-                    "ldr {t1}, [{w0}], #4",
-                    "smlald {lo0}, {hi0}, {t1}, {t0}",
-                    "ldr {t1}, [{w1}], #4",
-                    "smlald {lo1}, {hi1}, {t1}, {t0}",
+                    pair_step!(),
+                    pair_step!(),
                     "cmp {x}, {end}",
                     "bne 2b",
                     x = inout(reg) px,
@@ -197,19 +201,15 @@ mod dsp {
             }
         }
         if pairs % 2 == 1 {
-            // SAFETY: the last pair: one word at each pointer, which the loop above left
-            // at byte 8·(pairs/2) = 4·(pairs − 1) of its slice, so the word ends at byte
-            // 4·pairs, within all three. As above otherwise; flags untouched.
+            // SAFETY: the last pair: one step, whose words start where the loop above
+            // left the pointers, at byte 8·(pairs/2) = 4·(pairs − 1) of each slice, and end
+            // at byte 4·pairs, within all three. As above otherwise; flags untouched.
             unsafe {
                 core::arch::asm!(
-                    "ldr {t0}, [{x}]",
-                    "ldr {t1}, [{w0}]",
-                    "smlald {lo0}, {hi0}, {t1}, {t0}",
-                    "ldr {t1}, [{w1}]",
-                    "smlald {lo1}, {hi1}, {t1}, {t0}",
-                    x = in(reg) px,
-                    w0 = in(reg) p0,
-                    w1 = in(reg) p1,
+                    pair_step!(),
+                    x = inout(reg) px => _,
+                    w0 = inout(reg) p0 => _,
+                    w1 = inout(reg) p1 => _,
                     lo0 = inout(reg) lo0,
                     hi0 = inout(reg) hi0,
                     lo1 = inout(reg) lo1,

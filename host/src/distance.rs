@@ -55,9 +55,18 @@ const COL_BLOCK: usize = 512;
 /// most D·u·2(‖a‖² + ‖b‖²). We use 8(D + 2)·u, a safe margin over both together.
 pub(crate) const ROUNDOFF: f64 = 8.0 * f64::EPSILON / 2.0;
 
-/// A map applied to each instance as it is read (an attribute scaling): `f(x, out)`
-/// writes the mapped `x` into `out`, both of the data's dimension.
-pub type RowMap<'a> = &'a (dyn Fn(&[f64], &mut [f64]) + Sync);
+/// A map applied to each instance as it is read (an attribute scaling): writes the
+/// mapped `x` into `out`, both of the data's dimension. Closures are maps.
+pub trait RowMap: Sync {
+    /// Writes `x` mapped into `out`.
+    fn map_row(&self, x: &[f64], out: &mut [f64]);
+}
+
+impl<F: Fn(&[f64], &mut [f64]) + Sync> RowMap for F {
+    fn map_row(&self, x: &[f64], out: &mut [f64]) {
+        self(x, out)
+    }
+}
 
 /// The bags a distance is measured between, borrowed — see the module documentation.
 ///
@@ -83,7 +92,7 @@ pub struct BagSet<'a> {
     starts: Vec<usize>,
     /// Each instance's raw row.
     rows: Vec<&'a [f64]>,
-    map: Option<RowMap<'a>>,
+    map: Option<&'a dyn RowMap>,
 }
 
 impl<'a> BagSet<'a> {
@@ -116,7 +125,7 @@ impl<'a> BagSet<'a> {
     }
 
     /// The same bags with `map` applied to every instance as it is read.
-    pub fn scaled(mut self, map: RowMap<'a>) -> Self {
+    pub fn scaled(mut self, map: &'a dyn RowMap) -> Self {
         self.map = Some(map);
         self
     }
@@ -144,7 +153,7 @@ impl<'a> BagSet<'a> {
     /// Writes instance `i`, mapped, into `out`.
     fn read(&self, i: usize, out: &mut [f64]) {
         match self.map {
-            Some(map) => map(self.rows[i], out),
+            Some(map) => map.map_row(self.rows[i], out),
             None => out.copy_from_slice(self.rows[i]),
         }
     }
@@ -157,7 +166,7 @@ impl<'a> BagSet<'a> {
             Some(map) => {
                 let mut out = vec![0.0; bag.as_slice().len()];
                 for (x, o) in bag.instances().zip(out.chunks_exact_mut(self.dim)) {
-                    map(x, o);
+                    map.map_row(x, o);
                 }
                 std::borrow::Cow::Owned(out)
             }

@@ -27,7 +27,7 @@ use super::imbalance::ClassWeight;
 use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::standardize::ZScore;
 use crate::data::{Bag, Dataset};
-use crate::distance::{cross, pairwise, ranked_cross, BagSet, Hausdorff};
+use crate::distance::{cross, pairwise, ranked_cross, BagSet, Hausdorff, RowMap};
 use crate::error::{Error, Result};
 use crate::explain::{Explanation, Neighbour};
 
@@ -185,9 +185,13 @@ impl Scaler {
         }
     }
 
-    /// Whether the scaling changes any value (all but [`Scaler::None`]).
-    fn maps(&self) -> bool {
-        !matches!(self, Scaler::None)
+    /// `bags` read through this scaling (unchanged for [`Scaler::None`], which maps
+    /// nothing: its rows are then read in place).
+    fn read<'a>(&'a self, bags: BagSet<'a>) -> BagSet<'a> {
+        match self {
+            Scaler::None => bags,
+            _ => bags.scaled(self),
+        }
     }
 
     /// Writes instance `x` scaled into `out`.
@@ -227,6 +231,12 @@ impl Scaler {
     }
 }
 
+impl RowMap for Scaler {
+    fn map_row(&self, x: &[f64], out: &mut [f64]) {
+        self.scale_row(x, out)
+    }
+}
+
 /// Citation-kNN fitted on bags it borrows: the scaling, the training bags with their
 /// labels and citation radii, the votes. [`CitationKnn::fit`] copies the training bags
 /// out of it into a [`CitationKnnModel`]; cross-validation scores a fold with it
@@ -243,16 +253,25 @@ struct Fitted<'a> {
 }
 
 impl<'a> Fitted<'a> {
-    /// Distances from the bags `queries` of `data` to the training bags (row-major
-    /// |queries| × n_train), every instance scaled by `scaler` as it is read; the
-    /// queries come first in the measured set, as in the model's stacked set.
-    fn distances(&self, scaler: &Scaler, data: &Dataset, queries: &[usize]) -> Vec<f64> {
-        let map = |x: &[f64], out: &mut [f64]| scaler.scale_row(x, out);
+    /// The bags `queries` of `data` followed by the training bags, every instance scaled
+    /// by `scaler` as it is read: the set a query is measured in.
+    fn with_queries<'s>(
+        &'s self,
+        scaler: &'s Scaler,
+        data: &'s Dataset,
+        queries: &[usize],
+    ) -> BagSet<'s> {
         let mut set = BagSet::picked(data, queries);
         set.extend(self.training.iter().copied());
-        let set = if scaler.maps() { set.scaled(&map) } else { set };
+        scaler.read(set)
+    }
+
+    /// Distances from the bags `queries` of `data` to the training bags (row-major
+    /// |queries| × n_train), in the set of [`Fitted::with_queries`].
+    fn distances(&self, scaler: &Scaler, data: &Dataset, queries: &[usize]) -> Vec<f64> {
         let rows: Vec<usize> = (0..queries.len()).collect();
         let cols: Vec<usize> = (queries.len()..queries.len() + self.training.len()).collect();
+        let set = self.with_queries(scaler, data, queries);
         self.params.distances(set, &rows, &cols)
     }
 
@@ -469,10 +488,7 @@ impl CitationKnn {
         // it to none after a projection (`ClassifierParams::after_projection`).
         let params = self.scaling(self.scaling.resolve(false));
         let scaler = Scaler::fit(params.scaling, data, train);
-        let map = |x: &[f64], out: &mut [f64]| scaler.scale_row(x, out);
-        let set = BagSet::picked(data, train);
-        let set = if scaler.maps() { set.scaled(&map) } else { set };
-        let tt = params.all_distances(set);
+        let tt = params.all_distances(scaler.read(BagSet::picked(data, train)));
         let weights = match self.class_weight {
             ClassWeight::None => vec![1.0; data.n_classes()],
             w => w.resolve(&labels, data.n_classes())?,
@@ -677,11 +693,9 @@ impl BagModel for CitationKnnModel {
             if self.params.scaling == Scaling::Weka {
                 scaler.widen(data, b);
             }
-            let map = |x: &[f64], out: &mut [f64]| scaler.scale_row(x, out);
-            let mut set = BagSet::picked(data, &[b]);
-            set.extend(fitted.training.iter().copied());
-            let set = if scaler.maps() { set.scaled(&map) } else { set };
-            let row = fitted.distances(&scaler, data, &[b]);
+            let set = fitted.with_queries(&scaler, data, &[b]);
+            let cols: Vec<usize> = (1..=fitted.training.len()).collect();
+            let row = fitted.params.distances(set.clone(), &[0], &cols);
             let (references, citers) = neighbours(&row, &self.radius, self.params.references);
             let describe = |t: usize| Neighbour {
                 bag: t,

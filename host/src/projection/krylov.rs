@@ -54,6 +54,7 @@
 //! seen.
 
 use faer::linalg::matmul::matmul;
+use faer::linalg::solvers::SelfAdjointEigen;
 use faer::{Accum, Mat, MatRef, Par, Side};
 use rand::SeedableRng;
 use rand_distr::{Distribution, StandardNormal};
@@ -152,6 +153,21 @@ pub(crate) fn full(
     k: usize,
     method: &'static str,
 ) -> Result<(Vec<f64>, Mat<f64>)> {
+    let (mut values, eig) = self_adjoint_eigen(m, method)?;
+    values.truncate(k);
+    let (n, u) = (m.nrows(), eig.U());
+    let vectors = Mat::from_fn(n, k, |i, c| u[(i, n - 1 - c)]);
+    Ok((values, vectors))
+}
+
+/// The symmetric eigendecomposition of `m` (its lower triangle) by `faer`, sequentially
+/// (so results do not depend on the thread count): every eigenvalue in descending order,
+/// checked finite, and the decomposition, whose eigenvector column n − 1 − c belongs to
+/// value c (faer's order is ascending).
+pub(crate) fn self_adjoint_eigen(
+    m: MatRef<'_, f64>,
+    method: &'static str,
+) -> Result<(Vec<f64>, SelfAdjointEigen<f64>)> {
     faer::set_global_parallelism(Par::Seq);
     let eig = m
         .self_adjoint_eigen(Side::Lower)
@@ -159,17 +175,15 @@ pub(crate) fn full(
             method,
             reason: "the symmetric eigensolver did not converge".into(),
         })?;
-    let n = m.nrows();
-    let (s, u) = (eig.S(), eig.U());
-    let values: Vec<f64> = (0..k).map(|c| s[n - 1 - c]).collect();
-    let vectors = Mat::from_fn(n, k, |i, c| u[(i, n - 1 - c)]);
+    let s = eig.S();
+    let values: Vec<f64> = (0..m.nrows()).rev().map(|k| s[k]).collect();
     if values.iter().any(|v| !v.is_finite()) {
         return Err(Error::Numerical {
             method,
             reason: "non-finite eigenvalues".into(),
         });
     }
-    Ok((values, vectors))
+    Ok((values, eig))
 }
 
 /// AᵀB.

@@ -208,17 +208,8 @@ pub(crate) fn symmetric_eigen(
     m: &DMatrix<f64>,
     method: &'static str,
 ) -> Result<(Vec<f64>, DMatrix<f64>)> {
-    faer::set_global_parallelism(Par::Seq);
-    let eig = view(m)
-        .self_adjoint_eigen(Side::Lower)
-        .map_err(|_| Error::Numerical {
-            method,
-            reason: "the symmetric eigensolver did not converge".into(),
-        })?;
-    let n = m.nrows();
-    let (s, u) = (eig.S(), eig.U());
-    // faer returns ascending eigenvalues: reverse.
-    let values: Vec<f64> = (0..n).rev().map(|k| s[k]).collect();
+    let (values, eig) = super::krylov::self_adjoint_eigen(view(m), method)?;
+    let (n, u) = (m.nrows(), eig.U());
     let mut vectors = DMatrix::zeros(n, n);
     for (c, k) in (0..n).rev().enumerate() {
         let mut col = nalgebra::DVector::from_fn(n, |i, _| u[(i, k)]);
@@ -227,12 +218,6 @@ pub(crate) fn symmetric_eigen(
             col.neg_mut();
         }
         vectors.set_column(c, &col);
-    }
-    if values.iter().any(|v| !v.is_finite()) {
-        return Err(Error::Numerical {
-            method,
-            reason: "non-finite eigenvalues".into(),
-        });
     }
     Ok((values, vectors))
 }
