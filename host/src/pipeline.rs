@@ -825,7 +825,7 @@ pub fn run_folds(
                 }
                 (None, Some((svm, gram))) => {
                     let score = |tr: &[usize], te: &[usize]| {
-                        svm.scores_from_gram(gram, data.n_bags(), labels, n_classes, tr, te)
+                        svm.scores_from_gram(data, gram, labels, n_classes, tr, te)
                     };
                     pipeline
                         .decide_threshold(data, &train, threshold_seed, &score)

@@ -81,12 +81,41 @@ pub enum Preprocessing {
     /// instances, x' = (x − min)/(max − min) (0 for a constant attribute), new bags by the
     /// same map without clipping: Weka's `Normalize` filter, MISMO's default (-N 0).
     MinMax,
+    /// What Weka 3.6's MISMO actually computes: [`Preprocessing::MinMax`], and the third
+    /// attribute (index 2) left out of the kernel. MISMO's kernels take dot products of a
+    /// bag's instances skipping the attribute at the *outer* data set's class index, which
+    /// in Weka's multi-instance layout (bag id, bag, class) is always 2; here that
+    /// attribute maps to 0 (range 0), which removes it from every distance. Only for the MI
+    /// kernel, to reproduce MISMO's predictions bag for bag.
+    Weka,
 }
 
 mil_core::keywords!(Preprocessing {
     Preprocessing::None => "none": "the features as given",
     Preprocessing::MinMax => "minmax": "each attribute scaled to [0, 1] over the training instances (Weka MISMO's default)",
+    Preprocessing::Weka => "weka": "minmax with the third attribute left out of the kernel, as Weka 3.6's MISMO computes it",
 });
+
+impl Preprocessing {
+    /// The map fitted on `data` (the training bags), `None` for [`Preprocessing::None`].
+    pub fn fit(self, data: &Dataset) -> Option<MinMax> {
+        match self {
+            Preprocessing::None => None,
+            Preprocessing::MinMax => Some(MinMax::fit(data)),
+            Preprocessing::Weka => {
+                let mut map = MinMax::fit(data);
+                if let Some(r) = map.range.get_mut(WEKA_SKIPPED_ATTRIBUTE) {
+                    *r = 0.0;
+                }
+                Some(map)
+            }
+        }
+    }
+}
+
+/// The instance attribute Weka's MISMO leaves out of its kernels: the class index (2) of
+/// the multi-instance layout (bag id, bag, class), see [`Preprocessing::Weka`].
+pub const WEKA_SKIPPED_ATTRIBUTE: usize = 2;
 
 /// A fitted min–max map (Weka's `Normalize`): per attribute the training minimum and
 /// range.
@@ -219,18 +248,21 @@ impl SetKernelSvm {
 
     /// The kernel matrix for SMO and the settings to train with: [`svm_kernel`]'s
     /// conditioning divides the kernel by a constant s; the dual with kernel K/s and bound
-    /// C' is the dual with K and bound C'/s (α = s·β), so for the MI kernel SMO gets
-    /// C' = C·s and C means MISMO's C on the kernel itself.
+    /// C' is the dual with K and bound C'/s (α = s·β). For the MI kernel C means MISMO's C:
+    /// Weka's MISMO turns the bags into instances weighted (N/B)/|X| each (N instances in
+    /// B training bags) and back into bags of weight N/B, and its SMO bounds each αᵢ by
+    /// C·weightᵢ; so SMO gets C' = C·(N/B)·s. `mean_bag_size` is N/B.
     fn smo_kernel(
         &self,
         log_gram: &[f64],
         n: usize,
         train: &[usize],
+        mean_bag_size: f64,
     ) -> Result<(Vec<f64>, f64, BagSvmSettings)> {
         let settings = self.effective_settings();
         let (k, scale) = svm_kernel(log_gram, n, train, &settings)?;
         let smo = match self.kernel {
-            SetKernel::MiRbf { .. } => settings.cost(settings.cost * scale),
+            SetKernel::MiRbf { .. } => settings.cost(settings.cost * mean_bag_size * scale),
             _ => settings,
         };
         Ok((k, scale, smo))
@@ -264,6 +296,15 @@ impl SetKernelSvm {
                 ));
             }
             SetKernel::Nsk { .. } | SetKernel::MiRbf { .. } => {}
+        }
+        if self.preprocessing == Preprocessing::Weka
+            && !matches!(self.kernel, SetKernel::MiRbf { .. })
+        {
+            return Err(Error::parameter(
+                "scaling",
+                "weka",
+                "reproduces Weka's MISMO and applies to the MI kernel only: use --kernel mi-rbf, or --scaling minmax",
+            ));
         }
         self.class_weight.check()?;
         crate::svm::bags::check_settings(&self.settings)
@@ -524,7 +565,7 @@ impl Classifier for SetKernelSvm {
             ));
         }
         let mut train_set = data.select(train);
-        let minmax = (self.preprocessing == Preprocessing::MinMax).then(|| MinMax::fit(&train_set));
+        let minmax = self.preprocessing.fit(&train_set);
         if let Some(map) = &minmax {
             train_set = map.apply(&train_set)?;
         }
@@ -533,7 +574,8 @@ impl Classifier for SetKernelSvm {
         let m = train.len();
         let local: Vec<usize> = (0..m).collect();
         let labels: Vec<usize> = train.iter().map(|&b| labels_all[b]).collect();
-        let (k, scale, settings) = self.smo_kernel(&log_gram, m, &local)?;
+        let mean_bag_size = train_set.n_instances() as f64 / m as f64;
+        let (k, scale, settings) = self.smo_kernel(&log_gram, m, &local, mean_bag_size)?;
         let targets = machine_targets(&labels, n_classes);
         let factors = cost_factors(self.class_weight, &labels, &local, n_classes)?;
         let mut machines =
@@ -565,8 +607,8 @@ impl SetKernelSvm {
         let mapped;
         let data = match self.preprocessing {
             Preprocessing::None => data,
-            Preprocessing::MinMax => {
-                mapped = MinMax::fit(data).apply(data)?;
+            p @ (Preprocessing::MinMax | Preprocessing::Weka) => {
+                mapped = p.fit(data).expect("a map").apply(data)?;
                 &mapped
             }
         };
@@ -577,20 +619,23 @@ impl SetKernelSvm {
         }
     }
 
-    /// Decision values of the bags `test` from a Gram matrix over all `n` bags of a data
-    /// set computed once (cross-validation shares it across folds): trains on `train`,
-    /// with `labels` of `n_classes` classes (one-vs-rest beyond two, every machine on the
-    /// same kernel).
+    /// Decision values of the bags `test` from a Gram matrix over all bags of `data`
+    /// computed once (cross-validation shares it across folds): trains on `train`, with
+    /// `labels` of `n_classes` classes (one-vs-rest beyond two, every machine on the same
+    /// kernel).
     pub fn scores_from_gram(
         &self,
+        data: &Dataset,
         log_gram: &[f64],
-        n: usize,
         labels: &[usize],
         n_classes: usize,
         train: &[usize],
         test: &[usize],
     ) -> Result<BagScores> {
-        let (k, scale, settings) = self.smo_kernel(log_gram, n, train)?;
+        let n = data.n_bags();
+        let instances: usize = train.iter().map(|&b| data.bag(b).len()).sum();
+        let mean_bag_size = instances as f64 / train.len().max(1) as f64;
+        let (k, scale, settings) = self.smo_kernel(log_gram, n, train, mean_bag_size)?;
         let targets = machine_targets(labels, n_classes);
         let factors = cost_factors(self.class_weight, labels, train, n_classes)?;
         let machines = fit_machines(&k, n, train, &targets, factors.as_deref(), settings, scale)?;
@@ -1081,8 +1126,8 @@ mod tests {
             let model = spec.fit(&data, &train).unwrap();
             let shared = spec
                 .scores_from_gram(
+                    &data,
                     &model.train_log_gram,
-                    12,
                     data.labels().unwrap(),
                     2,
                     &train,
@@ -1158,7 +1203,7 @@ mod tests {
         }
         let gram = spec.full_log_gram(&data, &Silent).unwrap();
         let shared = spec
-            .scores_from_gram(&gram, 18, labels, 3, &train, &all)
+            .scores_from_gram(&data, &gram, labels, 3, &train, &all)
             .unwrap();
         assert_eq!(shared.labels(), labels);
         // The core's SVM head is binary: export refuses (a data error, exit status 2).
@@ -1202,14 +1247,108 @@ mod tests {
             let total: f64 = e.instance_scores.iter().sum::<f64>() + model.svm.bias;
             assert!((total - scores.row(b)[1]).abs() < 1e-9, "bag {b}");
         }
-        // C means MISMO's C on the unscaled kernel: β = α/s never exceeds it.
+        // C means MISMO's C on the unscaled kernel with bags weighted N/B = 3 instances
+        // per bag: β = α/s never exceeds 3C.
         let s = model.svm.kernel_scale;
         assert!(model
             .svm
             .coefficients
             .iter()
-            .all(|c| c.abs() / s <= 1.0 + 1e-9));
+            .all(|c| c.abs() / s <= 3.0 + 1e-9));
         assert!(model.deployment().is_err());
+    }
+
+    #[test]
+    fn mi_kernel_bounds_each_bag_by_c_times_the_mean_bag_size() {
+        // Bags of 1, 2, 3, 4 instances (N/B = 2.5 over the eight training bags): with a
+        // tiny C every bag is a support bag at its bound, which is C·N/B for each (Weka's
+        // MISMO weights every bag N/B), not C and not C times the bag's own size.
+        let mut features = Vec::new();
+        let mut starts = vec![0];
+        for b in 0..8 {
+            for i in 0..(b % 4 + 1) {
+                features.extend([(b * 7 + i) as f64 % 5.0, (b % 2) as f64 + 0.1 * i as f64]);
+            }
+            starts.push(features.len() / 2);
+        }
+        let data = Dataset::new(
+            "ragged",
+            2,
+            features,
+            starts,
+            (0..8).map(|b| b.to_string()).collect(),
+            Some((0..8).map(|b| b % 2).collect()),
+            vec!["0".into(), "1".into()],
+        )
+        .unwrap();
+        let train: Vec<usize> = (0..8).collect();
+        let c = 1e-6;
+        let spec = SetKernelSvm::mismo().settings(SetKernelSvm::mismo().settings.cost(c));
+        let model = spec.fit(&data, &train).unwrap();
+        let s = model.svm.kernel_scale;
+        for (b, coef) in model.svm.coefficients.iter().enumerate() {
+            let beta = coef.abs() / s;
+            assert!((beta - 2.5 * c).abs() <= 1e-9 * c, "bag {b}: {beta}");
+        }
+        // The CV path (Gram shared over all bags, `--scaling none`) bounds them alike.
+        let shared = spec.preprocessing(Preprocessing::None);
+        let gram = shared.full_log_gram(&data, &Silent).unwrap();
+        let scores = shared
+            .scores_from_gram(&data, &gram, data.labels().unwrap(), 2, &train, &train)
+            .unwrap();
+        let direct = shared
+            .fit(&data, &train)
+            .unwrap()
+            .scores(&data, &train)
+            .unwrap();
+        for b in 0..8 {
+            assert!((scores.positive(b) - direct.positive(b)).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn weka_preprocessing_is_minmax_without_the_third_attribute() {
+        // The MI Gram under `Weka` equals the min-max MI Gram of the data with attribute 2
+        // deleted: MISMO's kernels skip it (the outer data set's class index).
+        let mut features = Vec::new();
+        let mut starts = vec![0];
+        for b in 0..6 {
+            for i in 0..3 {
+                let v = (b * 3 + i) as f64;
+                features.extend([v.sin(), v * 0.5, 100.0 * v.cos(), (v * 0.3).exp()]);
+            }
+            starts.push(features.len() / 4);
+        }
+        let ids: Vec<String> = (0..6).map(|b| b.to_string()).collect();
+        let labels = Some((0..6).map(|b| b % 2).collect());
+        let classes = vec!["0".to_string(), "1".to_string()];
+        let data = Dataset::new(
+            "four",
+            4,
+            features.clone(),
+            starts.clone(),
+            ids.clone(),
+            labels.clone(),
+            classes.clone(),
+        )
+        .unwrap();
+        let without: Vec<f64> = features
+            .chunks_exact(4)
+            .flat_map(|x| [x[0], x[1], x[3]])
+            .collect();
+        let three = Dataset::new("three", 3, without, starts, ids, labels, classes).unwrap();
+        let weka = SetKernelSvm::mismo().preprocessing(Preprocessing::Weka);
+        let map = Preprocessing::Weka.fit(&data).unwrap();
+        assert_eq!(map.range[WEKA_SKIPPED_ATTRIBUTE], 0.0);
+        let g4 = weka.full_log_gram(&data, &Silent).unwrap();
+        let g3 = SetKernelSvm::mismo()
+            .full_log_gram(&three, &Silent)
+            .unwrap();
+        for (a, b) in g4.iter().zip(&g3) {
+            assert!((a - b).abs() < 1e-12, "{a} {b}");
+        }
+        // Only for the MI kernel.
+        assert!(weka.kernel(SetKernel::default()).check().is_err());
     }
 
     #[test]

@@ -254,12 +254,14 @@ impl ClassifierArgs {
         let preprocessing = match args.scaling {
             ScalingFlag::Knn(Scaling::Auto) if mi => Preprocessing::MinMax,
             ScalingFlag::Knn(Scaling::Auto | Scaling::None) => Preprocessing::None,
+            // `weka` means Weka's own behaviour for either classifier.
+            ScalingFlag::Knn(Scaling::Weka) => Preprocessing::Weka,
             ScalingFlag::Svm(p) => p,
             ScalingFlag::Knn(other) => {
                 return Err(Error::parameter(
                     "--scaling",
                     other,
-                    "applies to Citation-kNN; the SVM takes auto, none or minmax",
+                    "applies to Citation-kNN; the SVM takes auto, none, minmax or weka",
                 ))
             }
         };
@@ -322,6 +324,9 @@ impl mil_core::keyword::Keyword for ScalingFlag {
 
     fn help(self) -> &'static str {
         match self {
+            ScalingFlag::Knn(Scaling::Weka) => {
+                "Weka's own: Citation-kNN's (x − 0.95·min)/(1.05·max − 0.95·min) widened by each predicted bag; the MI-kernel SVM's minmax with the third attribute left out, as MISMO computes it"
+            }
             ScalingFlag::Knn(s) => s.help(),
             ScalingFlag::Svm(p) => p.help(),
         }
