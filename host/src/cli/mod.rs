@@ -143,8 +143,10 @@ pub struct ClassifierArgs {
     pub citers: usize,
     /// Attribute scaling. Citation-kNN: `weka` reproduces Weka's CitationKNN exactly; `auto`
     /// is the z-score on raw features and none after a projection. SVM: `minmax` scales
-    /// every attribute to [0, 1] on the training bags (Weka MISMO's default), `none` keeps
-    /// them, `auto` is minmax for `--kernel mi-rbf` and none otherwise.
+    /// every attribute to [0, 1] on the training bags (Weka MISMO's default), `weka` is
+    /// what MISMO computes (minmax, the third attribute left out of the MI kernel; its
+    /// predictions bag for bag), `none` keeps them, `auto` is minmax for `--kernel mi-rbf`
+    /// and none otherwise.
     #[arg(long, value_parser = keyword::<ScalingFlag>(), default_value_t = ScalingFlag::Knn(CitationKnn::default().scaling))]
     pub scaling: ScalingFlag,
     /// Citation-kNN: rank H of the Hausdorff distance (1 = minimal Hausdorff distance).
