@@ -305,30 +305,43 @@ class MILR(_BagClassifier):
 
 
 class SetKernelSVM(_BagClassifier):
-    """SVM over bags with a set kernel (Tao et al.'s box-counting kernels, or NSK).
+    """SVM over bags with a set kernel (Tao et al.'s box-counting kernels, NSK, or the MI
+    kernel).
 
     The box kernels count the grid boxes that contain points of both bags (``kand``),
     normalise by either bag (``kandor``) or sum the smaller counts (``kmin``), estimated
     to relative error ``epsilon`` with probability ``1 - delta``; ``nsk`` is Gärtner et
-    al.'s normalised set kernel on z-scored features. Every kernel value goes through
-    k ** rho before the SVM (SMO). Binary problems only.
+    al.'s normalised set kernel on z-scored features. Those kernel values go through
+    k ** rho before the SVM (SMO). ``mi-rbf`` is Gärtner et al.'s MI kernel
+    sum_{x, y} exp(-gamma ||x - y||^2) used as is, Weka's MISMO setting by default
+    (gamma = 0.01, C = 1 on attributes scaled to [0, 1]; each bag's cost is C times the
+    training bags' mean size, as MISMO weighs bags); ``scaling="weka"`` reproduces MISMO's
+    predictions bag for bag. More than two classes: one-vs-rest on one kernel.
 
     Parameters
     ----------
-    kernel : {"kand", "kandor", "kmin", "nsk"}, default="kand"
+    kernel : {"kand", "kandor", "kmin", "nsk", "mi-rbf"}, default="kand"
         The set kernel.
     epsilon : float, default=0.1
         Relative error of the box-kernel estimates, in (0, 1).
     delta : float, default=0.01
         Failure probability of the estimates, in (0, 1).
     gamma : float or None, default=None
-        NSK's gamma in exp(-gamma ||x - y||^2); None is 1 / (non-constant features).
+        gamma in exp(-gamma ||x - y||^2) of ``nsk`` and ``mi-rbf``; None is
+        1 / (non-constant features) for ``nsk`` and MISMO's 0.01 for ``mi-rbf``.
     rho : float, default=0.02
         Exponent of the subpolynomial map k ** rho.
     map : {"none", "emp"}, default="none"
         ``"emp"`` uses the empirical kernel map over the training bags.
-    C : float, default=1e10
-        Misclassification cost (the default is a hard margin).
+    C : float or None, default=None
+        Misclassification cost; None is a hard margin (1e10), or MISMO's C = 1 for
+        ``mi-rbf``.
+    scaling : {"auto", "none", "minmax", "weka"}, default="auto"
+        Attribute map fitted on the training bags: ``"minmax"`` scales each attribute to
+        [0, 1] (Weka's Normalize); ``"weka"`` is what Weka 3.6's MISMO computes (minmax,
+        and the third attribute left out of the kernel; ``mi-rbf`` only); ``"auto"`` is
+        minmax for ``mi-rbf`` and none otherwise (NSK z-scores on its own, the box
+        kernels discretise).
     estimator : {"fast", "paper"}, default="fast"
         The box-kernel estimators.
     precision : int or None, default=None
@@ -358,11 +371,12 @@ class SetKernelSVM(_BagClassifier):
         gamma=None,
         rho=0.02,
         map="none",
-        C=1e10,
+        C=None,
         estimator="fast",
         precision=None,
         seed=1,
         class_weight=None,
+        scaling="auto",
     ):
         self.kernel = kernel
         self.epsilon = epsilon
@@ -375,8 +389,12 @@ class SetKernelSVM(_BagClassifier):
         self.precision = precision
         self.seed = seed
         self.class_weight = class_weight
+        self.scaling = scaling
 
     def _spec(self, classes):
+        mi = self.kernel == "mi-rbf"
+        scaling = ("minmax" if mi else "none") if self.scaling == "auto" else self.scaling
+        C = (1.0 if mi else 1e10) if self.C is None else self.C
         return _native.ClassifierSpec.svm(
             self.kernel,
             self.estimator,
@@ -386,9 +404,10 @@ class SetKernelSVM(_BagClassifier):
             None if self.gamma is None else float(self.gamma),
             float(self.rho),
             self.map,
-            float(self.C),
+            float(C),
             check_positive_int("seed", self.seed, minimum=0),
             _class_weight(self.class_weight, classes),
+            scaling,
         )
 
     def decision_function(self, X):

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use mil_core::keyword::Keyword;
 use mil_toolkit::classifier::citation_knn::{CitationKnn, Scaling};
 use mil_toolkit::classifier::milr::{Milr, Optimizer, Pooling};
-use mil_toolkit::classifier::svm::{SetKernel, SetKernelSvm};
+use mil_toolkit::classifier::svm::{Preprocessing, SetKernel, SetKernelSvm};
 use mil_toolkit::classifier::{BagModel, ClassifierParams};
 use mil_toolkit::cluster::m3ic::{BalanceMode, M3icParams};
 use mil_toolkit::cluster::{bamic, m3ic, ClusterModel};
@@ -258,7 +258,7 @@ impl ClassifierSpec {
 
     /// The set-kernel SVM.
     #[staticmethod]
-    #[pyo3(signature = (kernel, estimator, epsilon, delta, precision, gamma, rho, map, cost, seed, class_weight="none"))]
+    #[pyo3(signature = (kernel, estimator, epsilon, delta, precision, gamma, rho, map, cost, seed, class_weight="none", preprocessing="none"))]
     #[allow(clippy::too_many_arguments)]
     fn svm(
         kernel: &str,
@@ -272,6 +272,7 @@ impl ClassifierSpec {
         cost: f64,
         seed: u64,
         class_weight: &str,
+        preprocessing: &str,
     ) -> PyResult<Self> {
         let kernel = match keyword::<SetKernelName>("kernel", kernel)? {
             SetKernelName::Box(kernel) => SetKernel::Box {
@@ -294,6 +295,7 @@ impl ClassifierSpec {
             .kernel(kernel)
             .settings(settings)
             .seed(seed)
+            .preprocessing(keyword::<Preprocessing>("scaling", preprocessing)?)
             .class_weight(class_weight.parse().map_err(py_err)?);
         Self::checked(params.into())
     }

@@ -217,3 +217,42 @@ def test_m3ic_size_bounds_match_mil_cluster(corel3):
             assert list(labels) == report["assignments"], flags
     # Each setting reaches the library: three different clusterings.
     assert len(set(seen)) == 3
+
+
+def _weka_folds_and_mismo(name, ids):
+    """Weka's 10 folds of `name` as (train, test) index arrays, and MISMO's predicted
+    class per bag (`data/weka-folds/`, written by Weka 3.6.14 itself)."""
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[2] / "data" / "weka-folds"
+    position = {str(i): k for k, i in enumerate(ids)}
+    rows = [line.split(",") for line in (root / f"folds_{name}_weka_seed1.csv").read_text().split()[1:]]
+    fold_of = np.empty(len(ids), dtype=int)
+    for bag, _, fold in rows:
+        fold_of[position[bag]] = int(fold)
+    folds = [(np.flatnonzero(fold_of != f), np.flatnonzero(fold_of == f)) for f in range(10)]
+    mismo = {}
+    for line in (root / f"mismo_{name}_weka_seed1.csv").read_text().split()[1:]:
+        bag, _, predicted, _ = line.split(",")
+        mismo[bag] = int(predicted)
+    return folds, mismo
+
+
+@pytest.mark.parametrize("scaling", ["weka", "minmax", "auto"])
+def test_mi_kernel_svm_gives_mismos_class_on_every_musk1_bag(musk1, scaling):
+    # MISMO's setting from Python: the MI kernel, C = 1 per bag weighted by the mean bag
+    # size; on musk1 plain min-max agrees with Weka's attribute skip on every bag too.
+    bags, y, ids = musk1
+    folds, mismo = _weka_folds_and_mismo("musk1", ids)
+    svm = miltk.SetKernelSVM(kernel="mi-rbf", scaling=scaling)
+    predicted = cross_val_predict(svm, bags, y, cv=folds)
+    differ = [str(i) for i, p in zip(ids, predicted) if mismo[str(i)] != p]
+    assert differ == []
+
+
+def test_mi_kernel_svm_scaling_is_checked(musk1):
+    bags, y, _ = musk1
+    with pytest.raises(ValueError, match="scaling"):
+        miltk.SetKernelSVM(kernel="kand", scaling="weka").fit(bags, y)
+    with pytest.raises(ValueError, match="scaling"):
+        miltk.SetKernelSVM(kernel="mi-rbf", scaling="zscore").fit(bags, y)
