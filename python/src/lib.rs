@@ -783,7 +783,7 @@ fn log_gram<'py>(
                 let zscore = ZScore::fit(&data, &all(&data));
                 let active = zscore.std.iter().filter(|&&s| s > 0.0).count().max(1);
                 let gamma = gamma.unwrap_or(1.0 / active as f64);
-                log_nsk_gram(&zscore.apply(&data)?, gamma)
+                log_nsk_gram(&zscore.apply_active(&data)?, gamma)
             })
             .map_err(py_err)?,
     };

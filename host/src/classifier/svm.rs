@@ -387,7 +387,7 @@ impl FittedKernel {
         match self {
             FittedKernel::Box { grid, spec } => Ok((box_gram(grid, *spec, &Silent)?.ln, vec![])),
             FittedKernel::Nsk { zscore, gamma } => {
-                log_nsk_gram_and_self(&zscore.apply(train)?, *gamma)
+                log_nsk_gram_and_self(&zscore.apply_active(train)?, *gamma)
             }
             FittedKernel::MiRbf { gamma } => Ok((mi_gram(train, *gamma), vec![])),
         }
@@ -457,8 +457,8 @@ impl FittedKernel {
                 Ok(rows.concat())
             }
             FittedKernel::Nsk { zscore, gamma } => {
-                let rows = zscore.apply(data)?;
-                let cols_set = zscore.apply(&train.select(cols))?;
+                let rows = zscore.apply_active(data)?;
+                let cols_set = zscore.apply_active(&train.select(cols))?;
                 let self_cols: Vec<f64> = if train_self.len() == train.n_bags() {
                     cols.iter().map(|&t| train_self[t]).collect()
                 } else {

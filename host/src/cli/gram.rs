@@ -125,7 +125,7 @@ pub fn run(args: &GramArgs, progress: &dyn Progress) -> Result<Report> {
                 ));
             }
             nsk_gamma = Some(gamma);
-            zscored = zscore.apply(&data)?;
+            zscored = zscore.apply_active(&data)?;
             TileKernel::Nsk(&zscored, gamma)
         }
     };

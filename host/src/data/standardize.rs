@@ -80,11 +80,72 @@ impl ZScore {
         }
         data.with_features(dim, features)
     }
+
+    /// [`ZScore::apply`] keeping only the features that vary on the training instances
+    /// (at least one, all 0 when none does): the dropped ones are 0 everywhere after
+    /// standardisation, so every distance and dot product is the same, and kernels over
+    /// instance pairs (NSK) do not multiply zeros — elephant's 120 constant columns of
+    /// 230 are half its products.
+    pub fn apply_active(&self, data: &Dataset) -> Result<Dataset> {
+        let dim = data.dim();
+        let active: Vec<usize> = (0..dim).filter(|&j| self.std[j] > 0.0).collect();
+        if active.len() == dim {
+            return self.apply(data);
+        }
+        let kept = active.len().max(1);
+        let mut features = vec![0.0; data.n_instances() * kept];
+        for (x, out) in data
+            .features()
+            .chunks_exact(dim)
+            .zip(features.chunks_exact_mut(kept))
+        {
+            for (o, &j) in out.iter_mut().zip(&active) {
+                *o = (x[j] - self.mean[j]) / self.std[j];
+            }
+        }
+        data.with_features(kept, features)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn active_columns_keep_every_distance() {
+        // Features 0 and 2 constant on the training bag, 1 and 3 varying: the kept
+        // columns are the standardised 1 and 3, so squared distances are the same.
+        let d = Dataset::new(
+            "t",
+            4,
+            vec![
+                2.0, 1.0, 9.0, -1.0, //
+                2.0, 4.0, 9.0, 0.5, //
+                2.0, -3.0, 9.0, 7.0, //
+                5.0, 0.0, 1.0, 2.0,
+            ],
+            vec![0, 3, 4],
+            vec!["a".into(), "b".into()],
+            None,
+            vec![],
+        )
+        .unwrap();
+        let z = ZScore::fit(&d, &[0]);
+        let (full, kept) = (z.apply(&d).unwrap(), z.apply_active(&d).unwrap());
+        assert_eq!(kept.dim(), 2);
+        for (f, k) in full
+            .features()
+            .chunks_exact(4)
+            .zip(kept.features().chunks_exact(2))
+        {
+            assert_eq!([f[1], f[3]], [k[0], k[1]]);
+            assert_eq!([f[0], f[2]], [0.0, 0.0]);
+        }
+        // Nothing varies: one column of zeros.
+        let none = ZScore::fit(&d, &[1]).apply_active(&d).unwrap();
+        assert_eq!(none.dim(), 1);
+        assert!(none.features().iter().all(|&v| v == 0.0));
+    }
 
     #[test]
     fn fits_on_training_bags_only() {
