@@ -6,8 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== prerequisites"
-# tests/firmware.rs builds tests/qemu for the Cortex-M4 and runs it under QEMU.
-rustup target add thumbv7em-none-eabihf >/dev/null
+# tests/firmware.rs builds tests/qemu for the Cortex-M4 and runs it under QEMU, and the
+# board example (tests/board) for the Cortex-M4 and the Cortex-M0.
+rustup target add thumbv7em-none-eabihf thumbv6m-none-eabi >/dev/null
 # tests/firmware.rs disassembles the firmware to check for the DSP instructions.
 rustup component add llvm-tools >/dev/null
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

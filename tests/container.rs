@@ -651,6 +651,17 @@ fn exercise(bytes: &[u8], rng: &mut Xoshiro256PlusPlus) -> bool {
             .map(|_| (rng.next_u32() % 2000) as f32 - 1000.0)
             .collect();
         let q: Vec<i16> = (0..n * dim).map(|_| rng.next_u32() as i16).collect();
+        // The compile-time size a firmware takes from the bytes is the parsed model's.
+        assert_eq!(
+            mil_core::model::scratch_bound(bytes, n),
+            model.scratch_len(n),
+            "{:?}",
+            model.kind()
+        );
+        assert_eq!(
+            mil_core::model::header_dims(bytes),
+            (model.input_dim(), model.output_dim())
+        );
         let mut scratch = vec![0.0f32; model.scratch_len(n).min(1 << 16)];
         let mut scores = vec![0.0f32; model.output_dim().min(1 << 10)];
         let _ = model.classify(Instances::F32(&f), &mut scratch, &mut scores);

@@ -487,3 +487,81 @@ fn every_encoding_and_citation_knn_run_on_an_emulated_cortex_m4() {
     // f32 computes what the host computes, to f32 rounding.
     assert_eq!(agreement[0], musk1.n_bags());
 }
+
+/// The board example's crate (`tests/board`).
+fn board_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/board")
+}
+
+/// `cargo ARGS` in `tests/board`, with the environment's build overrides removed.
+fn cargo_board(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO"))
+        .args(args)
+        .current_dir(board_dir())
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET")
+        .output()
+        .expect("cargo runs")
+}
+
+#[test]
+fn the_board_example_runs_on_an_emulated_cortex_m4_and_builds_for_a_cortex_m0() {
+    // The host's core on the example's own data: the labels the board must print.
+    let model_bytes = std::fs::read(board_dir().join("data/model.milm")).unwrap();
+    let bags = std::fs::read(board_dir().join("data/bags.bin")).unwrap();
+    let model = Model::parse(&model_bytes).unwrap();
+    let word = |at: usize| u32::from_le_bytes(bags[at..at + 4].try_into().unwrap()) as usize;
+    let (n_bags, d) = (word(0), word(4));
+    assert_eq!(d, model.input_dim());
+    let mut at = 8;
+    let mut expected = Vec::new();
+    for _ in 0..n_bags {
+        let n = word(at);
+        at += 4;
+        let raw: Vec<i16> = bags[at..at + 2 * n * d]
+            .chunks_exact(2)
+            .map(|p| i16::from_le_bytes([p[0], p[1]]))
+            .collect();
+        at += 2 * n * d;
+        let mut q = vec![0i16; n * d];
+        for (x, y) in raw.chunks_exact(d).zip(q.chunks_exact_mut(d)) {
+            model.quantize_fixed(x, 0, y).unwrap();
+        }
+        // The buffers the firmware sizes at compile time from the bytes.
+        let mut scratch = vec![0.0f32; mil_core::model::scratch_bound(&model_bytes, 40)];
+        let mut scores = vec![0.0f32; mil_core::model::header_dims(&model_bytes).1];
+        let decision = model
+            .classify(mil_core::Instances::I16(&q), &mut scratch, &mut scores)
+            .unwrap();
+        expected.push(format!("bag {}: label {}", expected.len(), decision.label));
+    }
+    // Three musk1 positives, then three negatives: the model gets them all right.
+    let labels: Vec<&str> = expected.iter().map(|l| &l[l.len() - 1..]).collect();
+    assert_eq!(labels, ["1", "1", "1", "0", "0", "0"]);
+
+    let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
+    let run = cargo_board(&["run", "--release", "--quiet"]);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "board example failed ({}):\n{stdout}\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let printed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("bag ")).collect();
+    assert_eq!(printed, expected);
+    // A Cortex-M0 (no FPU, no DSP extension): it builds from the same source.
+    let m0 = cargo_board(&[
+        "build",
+        "--release",
+        "--quiet",
+        "--target",
+        "thumbv6m-none-eabi",
+    ]);
+    assert!(
+        m0.status.success(),
+        "the thumbv6m build failed (`rustup target add thumbv6m-none-eabi`; .ci/run does it):\n{}",
+        String::from_utf8_lossy(&m0.stderr)
+    );
+}

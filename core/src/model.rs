@@ -379,7 +379,8 @@ impl<'a> Model<'a> {
     }
 
     /// Number of `f32` scratch elements [`Model::classify`] needs for bags of at most
-    /// `max_instances` instances.
+    /// `max_instances` instances ([`scratch_bound`] computes the same from the bytes at
+    /// compile time).
     pub fn scratch_len(&self, max_instances: usize) -> usize {
         let d = self.projected_dim();
         match &self.head {
@@ -454,4 +455,105 @@ impl<'m, 'a> TryFrom<&'m Model<'a>> for LinearMil<'m, 'a> {
             scorer,
         })
     }
+}
+
+/// [`Model::scratch_len`] read from a model's bytes in a `const` context, so that firmware
+/// can size its scratch at compile time from the model it embeds:
+///
+/// ```
+/// const MODEL: &[u8] = &[0; 8]; // include_bytes!("model.milm") on a device
+/// const MAX_INSTANCES: usize = 64;
+/// static SCRATCH_LEN: usize = mil_core::model::scratch_bound(MODEL, MAX_INSTANCES);
+/// # assert_eq!(SCRATCH_LEN, 0); // not a model: nothing to size
+/// ```
+///
+/// It reads the header and the section table only — no checksum or validation, which
+/// [`Model::parse`] still does at run time — and answers 0 for bytes that are not a model
+/// of a known kind and for the SVM kinds, which take their own buffers
+/// ([`crate::svm::SetKernelSvm`], [`crate::mi_svm::MiKernelSvm`]). For every model
+/// [`Model::parse`] accepts, it equals [`Model::scratch_len`] (tested on every kind and
+/// encoding the exporter writes).
+pub const fn scratch_bound(model: &[u8], max_instances: usize) -> usize {
+    use crate::container::layout::header;
+    if model.len() < 4
+        || model[0] != container::MAGIC[0]
+        || model[1] != container::MAGIC[1]
+        || model[2] != container::MAGIC[2]
+        || model[3] != container::MAGIC[3]
+    {
+        return 0;
+    }
+    let out = const_le(model, header::OUTPUT_DIM, 4);
+    // A dense projection's rows are d; a diagonal one or none keeps D.
+    let d = match const_section(model, tag::PROJ_WEIGHTS) {
+        Some((rows, _)) => rows,
+        None => const_le(model, header::INPUT_DIM, 4),
+    };
+    let kind = const_le(model, header::KIND, 1);
+    if kind == ModelKind::Projection as usize {
+        d
+    } else if kind == ModelKind::LinearMil as usize {
+        d.saturating_add(out.saturating_mul(3))
+    } else if kind == ModelKind::CitationKnn as usize {
+        let n_bags = match const_section(model, tag::REF_BAGS) {
+            Some((_, cols)) => cols.saturating_sub(1),
+            None => 0,
+        };
+        let scales = if const_section(model, tag::REF_SCALE).is_some() {
+            d
+        } else {
+            0
+        };
+        max_instances
+            .saturating_mul(d)
+            .saturating_add(n_bags)
+            .saturating_add(scales)
+    } else if kind == ModelKind::M3ic as usize {
+        d.saturating_add(out)
+    } else {
+        0
+    }
+}
+
+/// The input dimension D and output dimension (classes, clusters, or d for a bare
+/// projection) from a model's header, in a `const` context (0, 0 for bytes too short;
+/// unchecked, as [`scratch_bound`]): for sizing a firmware's instance and score buffers.
+pub const fn header_dims(model: &[u8]) -> (usize, usize) {
+    use crate::container::layout::header;
+    (
+        const_le(model, header::INPUT_DIM, 4),
+        const_le(model, header::OUTPUT_DIM, 4),
+    )
+}
+
+/// The little-endian unsigned integer of `n` bytes at `at` (0 past the end), in `const`.
+const fn const_le(model: &[u8], at: usize, n: usize) -> usize {
+    if at >= model.len() || model.len() - at < n {
+        return 0;
+    }
+    let mut v = 0usize;
+    let mut k = n;
+    while k > 0 {
+        k -= 1;
+        v = (v << 8) | model[at + k] as usize;
+    }
+    v
+}
+
+/// (rows, columns) of the first section tagged `wanted`, in `const`.
+const fn const_section(model: &[u8], wanted: u16) -> Option<(usize, usize)> {
+    use crate::container::layout::{entry, entry_at, header};
+    let n = const_le(model, header::N_SECTIONS, 2);
+    let mut i = 0;
+    while i < n {
+        let e = entry_at(i);
+        if const_le(model, e + entry::TAG, 2) == wanted as usize {
+            return Some((
+                const_le(model, e + entry::ROWS, 4),
+                const_le(model, e + entry::COLS, 4),
+            ));
+        }
+        i += 1;
+    }
+    None
 }

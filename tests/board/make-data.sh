@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Regenerates data/model.milm and data/bags.bin with the `mil` program (MIL env var, or
+# `mil` on the PATH): musk1's B-MIDA d = 10 + MILR model in Q15, and musk1's bags 1, 2,
+# 3, 48, 49, 50 (three positive, three negative) as little-endian i16 counts.
+set -euo pipefail
+cd "$(dirname "$0")"
+mil=${MIL:-mil}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$mil" train musk1 --classifier milr --projection bmida --dim 10 -o "$tmp/model.json" --quiet
+"$mil" export "$tmp/model.json" --format q15 -o data/model.milm --quiet
+python3 - <<'PY'
+import struct
+wanted = ["1", "2", "3", "48", "49", "50"]
+bags = {}
+for line in open("../../host/data/musk1.csv"):
+    f = line.strip().split(",")
+    if f[1] in wanted:
+        bags.setdefault(f[1], []).append([int(v) for v in f[2:]])
+d = len(bags[wanted[0]][0])
+with open("data/bags.bin", "wb") as out:
+    out.write(struct.pack("<II", len(wanted), d))
+    for b in wanted:
+        out.write(struct.pack("<I", len(bags[b])))
+        for x in bags[b]:
+            out.write(struct.pack(f"<{d}h", *x))
+PY
