@@ -145,6 +145,24 @@ fn mi_kernel_flags_and_export() {
         &["cv", "musk1", "--classifier", "svm", "--scaling", "bogus"],
         "--scaling",
     );
+    // MISMO's attribute skip names an input attribute: not after a projection.
+    mil_refuses_naming(
+        &[
+            "cv",
+            "musk1",
+            "--classifier",
+            "svm",
+            "--kernel",
+            "mi-rbf",
+            "--scaling",
+            "weka",
+            "--projection",
+            "bmida",
+            "--dim",
+            "5",
+        ],
+        "--scaling",
+    );
     // MISMO's attribute skip belongs to its MI kernel only.
     mil_refuses_naming(
         &[

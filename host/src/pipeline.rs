@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use crate::classifier::citation_knn::Scaling;
 use crate::classifier::imbalance::{best_threshold, Threshold, ThresholdMetric};
 use crate::classifier::milr::Milr;
+use crate::classifier::svm::Preprocessing;
 use crate::classifier::{BagModel, BagScores, ClassifierKind, ClassifierParams};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -281,6 +282,16 @@ impl Pipeline {
         self.projection_candidates()?;
         for c in self.classifier.candidates() {
             c.check()?;
+            // MISMO's attribute skip names an input attribute; projected dimensions are not.
+            if let ClassifierParams::Svm(svm) = c {
+                if self.projection.is_some() && svm.preprocessing == Preprocessing::Weka {
+                    return Err(Error::parameter(
+                        "scaling",
+                        "weka",
+                        "reproduces Weka's MISMO on the input attributes, not after a projection: use --scaling minmax",
+                    ));
+                }
+            }
         }
         Ok(())
     }

@@ -304,6 +304,13 @@ impl ClassifierSpec {
     /// (Citation-kNN's `auto` scaling is then none).
     #[pyo3(signature = (bags, projected=false))]
     fn fit(&self, py: Python<'_>, bags: &Bags, projected: bool) -> PyResult<FittedClassifier> {
+        if let (true, ClassifierParams::Svm(svm)) = (projected, &self.params) {
+            if svm.preprocessing == Preprocessing::Weka {
+                return Err(PyValueError::new_err(
+                    "scaling='weka' reproduces Weka's MISMO on the input attributes, not after a projection: use scaling='minmax'",
+                ));
+            }
+        }
         let params = if projected {
             self.params.after_projection()
         } else {

@@ -256,3 +256,8 @@ def test_mi_kernel_svm_scaling_is_checked(musk1):
         miltk.SetKernelSVM(kernel="kand", scaling="weka").fit(bags, y)
     with pytest.raises(ValueError, match="scaling"):
         miltk.SetKernelSVM(kernel="mi-rbf", scaling="zscore").fit(bags, y)
+    projected = Pipeline(
+        [("pca", miltk.PCA(n_components=5)), ("svm", miltk.SetKernelSVM(kernel="mi-rbf", scaling="weka"))]
+    )
+    with pytest.raises(ValueError, match="projection"):
+        projected.fit(bags, y)
