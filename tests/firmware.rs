@@ -92,10 +92,10 @@ fn cargo_firmware(
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("model.milm"), model).unwrap();
     std::fs::write(dir.join("bags.bin"), bags).unwrap();
+    let features = features.join(",");
     let mut args = vec![verb, "--release", "--quiet"];
     if !features.is_empty() {
-        args.push("--features");
-        args.extend(features);
+        args.extend(["--features", &features]);
     }
     let out = Command::new(env!("CARGO"))
         .args(&args)
@@ -250,22 +250,28 @@ fn print_firmware_line(
 fn the_firmware_links_without_a_panic_path() {
     // The panic handler of `--features panic-check` calls an undefined function: the link
     // fails if any panic path survives in parsing, quantising (f32 and i16 inputs) and
-    // classifying with every model kind but the set-kernel SVM (its box-kernel estimators
-    // still index slices).
+    // classifying with every model kind, and (`svm`) in the set-kernel SVM's decision with
+    // all its box-kernel estimators (fast and the paper's; k∧, k∨, k_min), which the
+    // firmware links whatever the model, since the model's bytes choose among them.
     let musk1 = mil_toolkit::data::load("musk1").unwrap();
     let model = deploy::musk1_firmware_model(&musk1);
     let (compact, _) = Compact::from_host(&model).unwrap();
     let bytes = export(&compact, Encoding::Q15, &musk1).unwrap();
-    let (out, _) = build_firmware(
-        &bytes,
-        &deploy::bags_bin(&musk1.select(&[0])),
-        &["panic-check"],
-    );
-    assert!(
-        out.status.success(),
-        "a panic path survives in the firmware:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let svm = deploy::train(&musk1, None, deploy::svm(EmpiricalMap::None));
+    let (svm_compact, _) = Compact::from_host(&svm).unwrap();
+    let svm_bytes = export(&svm_compact, Encoding::Q15, &musk1).unwrap();
+    let bags = deploy::bags_bin(&musk1.select(&[0]));
+    for (model, features) in [
+        (&bytes, &["panic-check"][..]),
+        (&svm_bytes, &["panic-check", "svm"][..]),
+    ] {
+        let (out, _) = build_firmware(model, &bags, features);
+        assert!(
+            out.status.success(),
+            "a panic path survives in the firmware ({features:?}):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 #[test]

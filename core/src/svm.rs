@@ -185,7 +185,9 @@ impl<'a> SetKernelSvm<'a> {
         if (0..n_bags).any(|b| bags.u32_at(b + 1) <= bags.u32_at(b)) {
             return Err(bad("a stored bag is empty"));
         }
-        if (0..points.len()).any(|i| points.u32_at(i) > grid_size.u32_at(i % dim)) {
+        if (0..points.len())
+            .any(|i| points.u32_at(i) > grid_size.u32_at(i.checked_rem(dim).unwrap_or(0)))
+        {
             return Err(bad("a stored point lies outside the grid"));
         }
 
@@ -313,14 +315,15 @@ impl<'a> SetKernelSvm<'a> {
                 return Err(Error::BufferTooSmall { needed, got });
             }
         }
-        let sizes = &mut scratch.grid[..d];
+        // Checked above; `get_mut` keeps the device build free of panic paths.
+        let sizes = prefix(scratch.grid, d)?;
         for (j, s) in sizes.iter_mut().enumerate() {
             *s = self.grid_size.u32_at(j);
         }
         let grid = Grid::new(sizes)?;
-        let query = &mut scratch.query[..n * d];
+        let query = prefix(scratch.query, n * d)?;
         for (i, (q, &x)) in query.iter_mut().zip(bag).enumerate() {
-            let j = i % d;
+            let j = i.checked_rem(d).unwrap_or(0);
             *q = cell(
                 x,
                 self.precision,
@@ -332,7 +335,7 @@ impl<'a> SetKernelSvm<'a> {
         let (mut value, mut bound, mut magnitude) = (self.bias, 0.0, libm::fabs(self.bias));
         for r in 0..self.n_bags() {
             let (a, b) = self.bag_range(r);
-            let reference = &mut scratch.reference[..(b - a) * d];
+            let reference = prefix(scratch.reference, b.saturating_sub(a) * d)?;
             for (k, p) in reference.iter_mut().enumerate() {
                 *p = self.points.u32_at(a * d + k);
             }
@@ -371,4 +374,12 @@ impl<'a> SetKernelSvm<'a> {
             witness: None,
         })
     }
+}
+
+/// The first `len` elements of `buffer`, or the error naming both lengths.
+fn prefix(buffer: &mut [u32], len: usize) -> Result<&mut [u32], Error> {
+    let got = buffer.len();
+    buffer
+        .get_mut(..len)
+        .ok_or(Error::BufferTooSmall { needed: len, got })
 }

@@ -87,8 +87,8 @@ pub(crate) fn estimate<R: Rng + ?Sized>(
     rng: &mut R,
     scratch: &mut Scratch<'_>,
 ) -> Result<Estimate, Error> {
-    let n_sets = count.n_sets(bags);
-    let cum = &mut scratch.floats[..n_sets];
+    let n_sets = count.n_sets(bags).min(scratch.floats.len());
+    let cum = scratch.floats.get_mut(..n_sets).unwrap_or_default();
     let ln_w = cumulative_sizes(count, bags, cum);
     let cum = &*cum;
     let (n_p, n_q) = (bags.n_p(), bags.n_q());

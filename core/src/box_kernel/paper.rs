@@ -59,8 +59,8 @@ fn self_adjusting_coverage<R: Rng + ?Sized>(
     rng: &mut R,
     scratch: &mut Scratch<'_>,
 ) -> Estimate {
-    let m = count.n_sets(bags);
-    let cum = &mut scratch.floats[..m];
+    let m = count.n_sets(bags).min(scratch.floats.len());
+    let cum = scratch.floats.get_mut(..m).unwrap_or_default();
     let ln_w = cumulative_sizes(count, bags, cum);
     let cum = &*cum;
     let eps = accuracy.epsilon();
@@ -69,8 +69,8 @@ fn self_adjusting_coverage<R: Rng + ?Sized>(
     );
     let budget = budget as u64;
     let d = bags.dim();
-    let (lower, rest) = scratch.ints.split_at_mut(d);
-    let upper = &mut rest[..d];
+    let (lower, rest) = scratch.ints.split_at_mut(d.min(scratch.ints.len()));
+    let upper = rest.get_mut(..d).unwrap_or_default();
     let s = bags.grid.upper();
     let mut trials = 0u64;
     let mut completed = 0u64;
@@ -118,8 +118,8 @@ fn hoeffding_min<R: Rng + ?Sized>(
     )
     .max(1.0) as u64;
     let d = bags.dim();
-    let (lower, rest) = scratch.ints.split_at_mut(d);
-    let upper = &mut rest[..d];
+    let (lower, rest) = scratch.ints.split_at_mut(d.min(scratch.ints.len()));
+    let upper = rest.get_mut(..d).unwrap_or_default();
     let s = bags.grid.upper();
     // Streaming log-sum-exp of the m terms.
     let (mut max, mut acc) = (f64::NEG_INFINITY, 0.0);
@@ -132,12 +132,12 @@ fn hoeffding_min<R: Rng + ?Sized>(
                 draw_box(rng, s, x, y, lower, upper);
                 let a = bags
                     .p
-                    .chunks_exact(d)
+                    .chunks_exact(d.max(1))
                     .filter(|r| inside(lower, upper, r))
                     .count();
                 let b = bags
                     .q
-                    .chunks_exact(d)
+                    .chunks_exact(d.max(1))
                     .filter(|r| inside(lower, upper, r))
                     .count();
                 sum += 1.0 / a.max(b) as f64;

@@ -21,20 +21,33 @@ impl<'a> Bags<'a> {
     pub fn dim(&self) -> usize {
         self.grid.dim()
     }
+    // Checked arithmetic and `get` throughout the estimators: the bags are checked
+    // against the grid before any estimate, but the device build must link without a
+    // panic path (issue #20), so no index here can panic.
     pub fn n_p(&self) -> usize {
-        self.p.len() / self.dim()
+        self.p.len().checked_div(self.dim()).unwrap_or(0)
     }
     pub fn n_q(&self) -> usize {
-        self.q.len() / self.dim()
+        self.q.len().checked_div(self.dim()).unwrap_or(0)
     }
     pub fn point_p(&self, i: usize) -> &'a [u32] {
-        let d = self.dim();
-        &self.p[i * d..(i + 1) * d]
+        point(self.p, self.dim(), i)
     }
     pub fn point_q(&self, j: usize) -> &'a [u32] {
-        let d = self.dim();
-        &self.q[j * d..(j + 1) * d]
+        point(self.q, self.dim(), j)
     }
+}
+
+/// `s` split at `at` (at most its length).
+#[inline]
+fn split(s: &mut [u32], at: usize) -> (&mut [u32], &mut [u32]) {
+    s.split_at_mut(at.min(s.len()))
+}
+
+/// Point `i` of the row-major `rows` with `d` columns (empty past the end).
+#[inline]
+pub(crate) fn point(rows: &[u32], d: usize, i: usize) -> &[u32] {
+    rows.get(i * d..(i + 1) * d).unwrap_or(&[])
 }
 
 /// What a kernel sums over the boxes b: [|P_b|≥1][|Q_b|≥1] (k∧), [|P_b|+|Q_b|≥1] (k∨)
@@ -63,9 +76,11 @@ impl Count {
 
     /// The indices in P and in Q of the points generating set `i`: they lie in every box
     /// of the set, so the estimators count them without a test.
+    #[inline]
     pub fn generators(self, bags: &Bags<'_>, i: usize) -> (Option<usize>, Option<usize>) {
         if self.over_pairs() {
-            (Some(i / bags.n_q()), Some(i % bags.n_q()))
+            let n_q = bags.n_q();
+            (i.checked_div(n_q), i.checked_rem(n_q))
         } else if i < bags.n_p() {
             (Some(i), None)
         } else {
@@ -74,9 +89,14 @@ impl Count {
     }
 
     /// The two points whose bounding box generates set `i`.
+    #[inline]
     pub fn corners<'a>(self, bags: &Bags<'a>, i: usize) -> (&'a [u32], &'a [u32]) {
         if self.over_pairs() {
-            let (a, b) = (i / bags.n_q(), i % bags.n_q());
+            let n_q = bags.n_q();
+            let (a, b) = (
+                i.checked_div(n_q).unwrap_or(0),
+                i.checked_rem(n_q).unwrap_or(0),
+            );
             (bags.point_p(a), bags.point_q(b))
         } else {
             let r = if i < bags.n_p() {
@@ -180,8 +200,8 @@ pub(crate) fn ln_set_size(s: &[u32], x: &[u32], y: &[u32]) -> f64 {
 /// first `n_sets` entries) and returns ln W = ln Σ |setᵢ|. Sets smaller than the largest
 /// by a factor beyond e⁻⁷⁴⁵ get weight 0: a relative error below n_sets·e⁻⁷⁴⁵ in W.
 pub(crate) fn cumulative_sizes(count: Count, bags: &Bags<'_>, cum: &mut [f64]) -> f64 {
-    let n = count.n_sets(bags);
-    let cum = &mut cum[..n];
+    let n = count.n_sets(bags).min(cum.len());
+    let cum = cum.get_mut(..n).unwrap_or_default();
     let s = bags.grid.upper();
     let mut max = f64::NEG_INFINITY;
     for (i, c) in cum.iter_mut().enumerate() {
@@ -200,9 +220,10 @@ pub(crate) fn cumulative_sizes(count: Count, bags: &Bags<'_>, cum: &mut [f64]) -
 /// Draws a set index with probability |setᵢ| / W from the running sums.
 #[inline]
 pub(crate) fn pick_set<R: Rng + ?Sized>(rng: &mut R, cum: &[f64]) -> usize {
-    let total = cum[cum.len() - 1];
+    let total = cum.last().copied().unwrap_or(0.0);
     let u = uniform_unit(rng) * total;
-    cum.partition_point(|&c| c <= u).min(cum.len() - 1)
+    cum.partition_point(|&c| c <= u)
+        .min(cum.len().saturating_sub(1))
 }
 
 /// Draws a set index uniformly (the paper's trial step, Table 3 lines 12–13, Table 4
@@ -267,18 +288,22 @@ impl<'s> LazyBox<'s> {
     /// [`LAZY_INTS_PER_DIM`]·`dim` + ⌈(|P| + |Q|)/[`WORD`]⌉ integers; with (|P| + |Q|)·`dim`
     /// more, the points are kept in columns too.
     pub fn new(cells: &'s mut [u32], dim: usize, p: &[u32], q: &[u32]) -> Self {
-        let points = (p.len() + q.len()) / dim;
-        let (cells, spare) = cells.split_at_mut(LAZY_INTS_PER_DIM * dim + points.div_ceil(WORD));
+        let points = (p.len() + q.len()).checked_div(dim).unwrap_or(0);
+        let need = LAZY_INTS_PER_DIM * dim + points.div_ceil(WORD);
+        let (cells, spare) = cells.split_at_mut(need.min(cells.len()));
         cells.fill(0);
-        let (a, rest) = cells.split_at_mut(dim);
-        let (b, rest) = rest.split_at_mut(dim);
-        let (lower_stamp, rest) = rest.split_at_mut(dim);
-        let (upper_stamp, undecided) = rest.split_at_mut(dim);
+        let (a, rest) = split(cells, dim);
+        let (b, rest) = split(rest, dim);
+        let (lower_stamp, rest) = split(rest, dim);
+        let (upper_stamp, undecided) = split(rest, dim);
         let mut columns = spare.get_mut(..points * dim);
         if let Some(columns) = columns.as_deref_mut() {
-            for (i, row) in p.chunks_exact(dim).chain(q.chunks_exact(dim)).enumerate() {
+            let rows = p.chunks_exact(dim.max(1)).chain(q.chunks_exact(dim.max(1)));
+            for (i, row) in rows.enumerate() {
                 for (t, &v) in row.iter().enumerate() {
-                    columns[t * points + i] = v;
+                    if let Some(c) = columns.get_mut(t * points + i) {
+                        *c = v;
+                    }
                 }
             }
         }
@@ -321,48 +346,55 @@ impl<'s> LazyBox<'s> {
         own: (Option<usize>, Option<usize>),
     ) -> (u64, u64) {
         let d = s.len();
-        let n_p = p.len() / d;
+        let n_p = p.len().checked_div(d).unwrap_or(0);
         let point = |i: usize| {
             if i < n_p {
-                &p[i * d..(i + 1) * d]
+                point(p, d, i)
             } else {
-                &q[(i - n_p) * d..(i - n_p + 1) * d]
+                point(q, d, i - n_p)
             }
         };
-        let n = n_p + q.len() / d;
+        let n = n_p + q.len().checked_div(d).unwrap_or(0);
         // Bit i of `undecided` (word i / 32): point i (P first, then Q) is not decided.
-        let n_words = n.div_ceil(WORD);
-        let undecided = &mut self.undecided[..n_words];
+        let n_words = n.div_ceil(WORD).min(self.undecided.len());
+        let undecided = self.undecided.get_mut(..n_words).unwrap_or_default();
         undecided.fill(u32::MAX);
-        if !n.is_multiple_of(WORD) {
-            undecided[n / WORD] = (1 << (n % WORD)) - 1;
+        if let (false, Some(last)) = (n.is_multiple_of(WORD), undecided.get_mut(n / WORD)) {
+            *last = (1 << (n % WORD)) - 1;
         }
         let own = [own.0, own.1.map(|j| n_p + j)];
         for i in own.into_iter().flatten() {
-            undecided[i / WORD] &= !(1 << (i % WORD));
+            if let Some(w) = undecided.get_mut(i / WORD) {
+                *w &= !(1 << (i % WORD));
+            }
         }
         let (mut in_p, mut in_q) = (u64::from(own[0].is_some()), u64::from(own[1].is_some()));
         let mut word = 0;
-        while word < n_words {
-            let bits = self.undecided[word];
+        while let Some(&bits) = self.undecided.get(word).filter(|_| word < n_words) {
             if bits == 0 {
                 word += 1;
                 continue;
             }
             let i = word * WORD + bits.trailing_zeros() as usize;
-            self.undecided[word] = bits & (bits - 1);
+            if let Some(w) = self.undecided.get_mut(word) {
+                *w = bits & (bits - 1);
+            }
             match self.excluding_dimension(rng, s, point(i)) {
                 None if i < n_p => in_p += 1,
                 None => in_q += 1,
                 Some(t) => {
                     let (lo, hi) = self.draw_both(rng, s, t);
-                    let undecided = &mut self.undecided[word..n_words];
+                    let undecided = self.undecided.get_mut(word..n_words).unwrap_or_default();
                     match &self.columns {
                         Some(columns) => {
-                            let column = &columns[t * n..(t + 1) * n];
-                            keep_inside(undecided, word, n, lo, hi, |j| column[j])
+                            let column = columns.get(t * n..(t + 1) * n).unwrap_or_default();
+                            keep_inside(undecided, word, n, lo, hi, Some(column), |j| {
+                                column.get(j).copied().unwrap_or(0)
+                            })
                         }
-                        None => keep_inside(undecided, word, n, lo, hi, |j| point(j)[t]),
+                        None => keep_inside(undecided, word, n, lo, hi, None, |j| {
+                            point(j).get(t).copied().unwrap_or(0)
+                        }),
                     }
                 }
             }
@@ -383,7 +415,11 @@ impl<'s> LazyBox<'s> {
         for base in (0..d).step_by(CHUNK) {
             let end = (base + CHUNK).min(d);
             // Bit k: coordinate base + k lies outside [a, b].
-            let (r, a, b) = (&r_all[base..end], &self.a[base..end], &self.b[base..end]);
+            let (r, a, b) = (
+                r_all.get(base..end).unwrap_or_default(),
+                self.a.get(base..end).unwrap_or_default(),
+                self.b.get(base..end).unwrap_or_default(),
+            );
             let mut outside = match (r.first_chunk(), a.first_chunk(), b.first_chunk()) {
                 // Most chunks of most tests are inside: check that first, cheaply.
                 (Some(r), Some(a), Some(b)) if all_inside(r, a, b) => 0,
@@ -401,7 +437,8 @@ impl<'s> LazyBox<'s> {
                 let k = outside.trailing_zeros() as usize;
                 outside &= outside - 1;
                 let t = base + k;
-                if self.excludes(rng, s_all, t, r[k]) {
+                let v = r.get(k).copied().unwrap_or(0);
+                if self.excludes(rng, s_all, t, v) {
                     return Some(t);
                 }
             }
@@ -413,13 +450,25 @@ impl<'s> LazyBox<'s> {
     /// side if it is not drawn yet (uniform in 0..=ℓₜ below, uₜ..=sₜ above).
     #[inline]
     fn excludes<R: Rng + ?Sized>(&mut self, rng: &mut R, s: &[u32], t: usize, v: u32) -> bool {
-        if v < self.a[t] {
+        if v < self.lower(t) {
             self.draw_lower(rng, t);
-            v < self.a[t]
+            v < self.lower(t)
         } else {
             self.draw_upper(rng, s, t);
-            v > self.b[t]
+            v > self.upper(t)
         }
+    }
+
+    /// aₜ.
+    #[inline]
+    fn lower(&self, t: usize) -> u32 {
+        self.a.get(t).copied().unwrap_or(0)
+    }
+
+    /// bₜ.
+    #[inline]
+    fn upper(&self, t: usize) -> u32 {
+        self.b.get(t).copied().unwrap_or(0)
     }
 
     /// Draws both corners in dimension `t` (those not drawn yet) and returns them.
@@ -427,22 +476,28 @@ impl<'s> LazyBox<'s> {
     fn draw_both<R: Rng + ?Sized>(&mut self, rng: &mut R, s: &[u32], t: usize) -> (u32, u32) {
         self.draw_lower(rng, t);
         self.draw_upper(rng, s, t);
-        (self.a[t], self.b[t])
+        (self.lower(t), self.upper(t))
     }
 
     #[inline]
     fn draw_lower<R: Rng + ?Sized>(&mut self, rng: &mut R, t: usize) {
-        if self.lower_stamp[t] != self.stamp {
-            self.a[t] = uniform_between(rng, 0, self.a[t]);
-            self.lower_stamp[t] = self.stamp;
+        let now = self.stamp;
+        if let (Some(stamp), Some(a)) = (self.lower_stamp.get_mut(t), self.a.get_mut(t)) {
+            if *stamp != now {
+                *a = uniform_between(rng, 0, *a);
+                *stamp = now;
+            }
         }
     }
 
     #[inline]
     fn draw_upper<R: Rng + ?Sized>(&mut self, rng: &mut R, s: &[u32], t: usize) {
-        if self.upper_stamp[t] != self.stamp {
-            self.b[t] = uniform_between(rng, self.b[t], s[t]);
-            self.upper_stamp[t] = self.stamp;
+        let now = self.stamp;
+        if let (Some(stamp), Some(b)) = (self.upper_stamp.get_mut(t), self.b.get_mut(t)) {
+            if *stamp != now {
+                *b = uniform_between(rng, *b, s.get(t).copied().unwrap_or(*b));
+                *stamp = now;
+            }
         }
     }
 }
@@ -454,7 +509,9 @@ const SPARSE: u32 = 6;
 pub(crate) const WORD: usize = 32;
 
 /// Clears in `words` (the words of the undecided set of `n` points from word `first`
-/// on) the points whose coordinate `coordinate(j)` lies outside [lo, hi].
+/// on) the points whose coordinate `coordinate(j)` lies outside [lo, hi]; with `column`
+/// (the coordinates of all n points in order) a full word's values are copied from it
+/// with one range check instead of one per point.
 #[inline]
 fn keep_inside(
     words: &mut [u32],
@@ -462,6 +519,7 @@ fn keep_inside(
     n: usize,
     lo: u32,
     hi: u32,
+    column: Option<&[u32]>,
     coordinate: impl Fn(usize) -> u32,
 ) {
     let mut values = [0u32; WORD];
@@ -484,8 +542,18 @@ fn keep_inside(
             continue;
         }
         // Bits past the last point are clear already, so the buffer's tail is ignored.
-        for (k, value) in values.iter_mut().enumerate().take(n - base) {
-            *value = coordinate(base + k);
+        let len = n.saturating_sub(base).min(WORD);
+        match column.and_then(|c| c.get(base..base + len)) {
+            Some(run) => {
+                for (value, &v) in values.iter_mut().zip(run) {
+                    *value = v;
+                }
+            }
+            None => {
+                for (k, value) in values.iter_mut().enumerate().take(len) {
+                    *value = coordinate(base + k);
+                }
+            }
         }
         *bits &= inside_mask(&values, lo, hi);
     }
