@@ -10,7 +10,8 @@ use mil_core::score::{bag_score_bound, Pooling};
 use mil_core::{Encoding, Error, Instances, Model};
 use mil_toolkit::classifier::svm::SvmDeployment;
 use mil_toolkit::export::{
-    core_classify, core_svm_decide, export, export_with, Affine, Compact, CoreBag, Head, Rounding,
+    core_classify, core_svm_decide, export, export_with, Affine, Compact, CoreBag, ExportOptions,
+    Head, InputSteps, Rounding,
 };
 use mil_toolkit::kernel::GridData;
 use mil_toolkit::projection::{LinearProjection, ProjectionKind};
@@ -260,6 +261,82 @@ fn random_bags(rng: &mut Xoshiro256PlusPlus, dim: usize, n_bags: usize) -> Datas
         .collect();
     let labels: Vec<usize> = (0..n_bags).map(|b| b % 2).collect();
     dataset(dim, &bags, &labels)
+}
+
+#[test]
+fn integer_input_steps_make_quantising_a_copy_equal_to_the_general_path() {
+    // Integer features (as an ADC gives them) exported with `InputSteps::Integer`: every
+    // step is 1, `quantize_fixed(x, 0, ..)` copies x, and it equals `quantize_instance`
+    // of the same values, for every dimension (copy blocks of 8 and a tail), an output
+    // buffer longer than the instance, and the i16 extremes (−32768 is a valid input).
+    // Other `frac_bits` take the general shift path and still agree with the f32 path.
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+    for dim in [1usize, 7, 8, 9, 16, 23, 166] {
+        let p = random_projection(&mut rng, dim, 3);
+        let mut data = random_bags(&mut rng, dim, 6);
+        let rounded: Vec<f64> = data.features().iter().map(|v| v.round()).collect();
+        data = data.with_features(dim, rounded).unwrap();
+        let compact = Compact {
+            stage: Some(Affine::from_projection(&p)),
+            head: Head::None,
+        };
+        for encoding in [Encoding::Q15, Encoding::Q7] {
+            let options = ExportOptions {
+                rounding: Rounding::Feedback,
+                input: InputSteps::Integer,
+            };
+            let bytes = export_with(&compact, encoding, &data, options).unwrap();
+            let model = Model::parse(&bytes).unwrap();
+            assert!((0..dim).all(|j| model.input_exponent(j) == Some(0)));
+            assert_eq!(
+                mil_toolkit::export::stored_input_steps(&model),
+                Some(InputSteps::Integer)
+            );
+            for trial in 0..20 {
+                let x: Vec<i16> = (0..dim)
+                    .map(|j| match (j + trial) % 9 {
+                        0 => i16::MIN,
+                        1 => i16::MAX,
+                        _ => (rng.next_u64() >> 48) as u16 as i16,
+                    })
+                    .collect();
+                for frac_bits in [0, 1, 3, -2, 15] {
+                    let mut fixed = vec![7i16; dim + 5];
+                    let clipped = model.quantize_fixed(&x, frac_bits, &mut fixed).unwrap();
+                    // The real values x · 2^−frac_bits, exact in f32.
+                    let real: Vec<f32> = x
+                        .iter()
+                        .map(|&v| v as f32 * (-frac_bits as f32).exp2())
+                        .collect();
+                    let mut general = vec![0i16; dim];
+                    let want = model.quantize_instance(&real, &mut general).unwrap();
+                    assert_eq!(
+                        &fixed[..dim],
+                        &general[..],
+                        "dim {dim} frac_bits {frac_bits}"
+                    );
+                    assert_eq!(clipped, want, "dim {dim} frac_bits {frac_bits}");
+                    assert!(
+                        fixed[dim..].iter().all(|&v| v == 7),
+                        "wrote past the instance"
+                    );
+                    if frac_bits == 0 {
+                        assert_eq!(fixed[..dim], x[..], "a copy");
+                        assert_eq!(clipped, 0);
+                    }
+                }
+            }
+        }
+        // A non-integer training value is refused, naming the option.
+        let noisy: Vec<f64> = data.features().iter().map(|v| v + 0.25).collect();
+        let noisy = data.with_features(dim, noisy).unwrap();
+        let options = ExportOptions {
+            rounding: Rounding::Nearest,
+            input: InputSteps::Integer,
+        };
+        let err = export_with(&compact, Encoding::Q15, &noisy, options).unwrap_err();
+        assert!(err.to_string().contains("--input"), "{err}");
+    }
 }
 
 #[test]

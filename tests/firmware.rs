@@ -11,8 +11,11 @@ mod deploy;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use mil_core::keyword::Keyword;
 use mil_core::{Encoding, Model};
-use mil_toolkit::export::{core_classify, core_svm_decide, export, Compact};
+use mil_toolkit::export::{
+    core_classify, core_svm_decide, export, export_with, Compact, ExportOptions, InputSteps,
+};
 use mil_toolkit::svm::bags::EmpiricalMap;
 
 /// One line of the firmware's report on a bag.
@@ -177,52 +180,63 @@ fn instructions_per_tick(stdout: &str) -> f64 {
 
 #[test]
 fn q15_musk1_model_runs_on_an_emulated_cortex_m4_and_matches_the_host() {
+    // The musk1 B-MIDA (d = 10) + MILR model in Q15 with the fitted input steps (the
+    // default export), then with step 1 for every feature (`--input integer`: musk1's
+    // features are integers, as an ADC's counts are), whose i16 input needs no
+    // quantising arithmetic. Labels equal the host's for both.
     let musk1 = mil_toolkit::data::load("musk1").unwrap();
     let model = deploy::musk1_firmware_model(&musk1);
     let all: Vec<usize> = (0..musk1.n_bags()).collect();
     let host = model.scores(&musk1, &all).unwrap();
     let (compact, _) = Compact::from_host(&model).unwrap();
-    let bytes = export(&compact, Encoding::Q15, &musk1).unwrap();
-    let model = Model::parse(&bytes).unwrap();
-    let stdout = run_firmware(&bytes, &deploy::bags_bin(&musk1), &[]);
+    for input in [InputSteps::Fitted, InputSteps::Integer] {
+        let options = ExportOptions {
+            input,
+            ..Default::default()
+        };
+        let bytes = export_with(&compact, Encoding::Q15, &musk1, options).unwrap();
+        let model = Model::parse(&bytes).unwrap();
+        let stdout = run_firmware(&bytes, &deploy::bags_bin(&musk1), &[]);
 
-    let lines = bag_lines(&stdout);
-    assert_eq!(lines.len(), musk1.n_bags(), "{stdout}");
-    let (mut total_ticks, mut total_quantise) = (0, 0);
-    for (b, line) in lines.iter().enumerate() {
-        // The same core code on the same bytes: labels identical, scores equal to f32
-        // rounding (the target and the host both compute in IEEE f32).
-        let (decision, scores) = core_classify(&model, musk1.bag(b)).unwrap();
-        assert_eq!(line.label, decision.label, "bag {b}");
-        for (t, h) in line.scores.iter().zip(&scores) {
-            assert!(
-                (t - h).abs() <= 1e-6 * h.abs().max(1.0),
-                "bag {b}: {t} vs {h}"
-            );
+        let lines = bag_lines(&stdout);
+        assert_eq!(lines.len(), musk1.n_bags(), "{stdout}");
+        let (mut total_ticks, mut total_quantise) = (0, 0);
+        for (b, line) in lines.iter().enumerate() {
+            // The same core code on the same bytes: labels identical, scores equal to f32
+            // rounding (the target and the host both compute in IEEE f32).
+            let (decision, scores) = core_classify(&model, musk1.bag(b)).unwrap();
+            assert_eq!(line.label, decision.label, "bag {b}");
+            for (t, h) in line.scores.iter().zip(&scores) {
+                assert!(
+                    (t - h).abs() <= 1e-6 * h.abs().max(1.0),
+                    "bag {b}: {t} vs {h}"
+                );
+            }
+            // And the host model's own prediction.
+            assert_eq!(line.label, host.label(b), "bag {b} vs the host model");
+            total_ticks += line.ticks;
+            total_quantise += line.quantise_ticks;
         }
-        // And the host model's own prediction.
-        assert_eq!(line.label, host.label(b), "bag {b} vs the host model");
-        total_ticks += line.ticks;
-        total_quantise += line.quantise_ticks;
+        let stack_line = stdout.lines().find(|l| l.starts_with("stack ")).unwrap();
+        let model_line = stdout.lines().find(|l| l.starts_with("model ")).unwrap();
+        let instances = musk1.n_instances() as u64;
+        println!("input steps {}: {model_line}", input.name());
+        let per_tick = instructions_per_tick(&stdout);
+        println!("{stack_line}; instructions per SysTick tick {per_tick:.2}");
+        let per = |t: u64, n: usize| t as f64 * per_tick / n as f64;
+        let total_fixed: u64 = lines.iter().map(|l| l.quantise_i16_ticks).sum();
+        let total_project: u64 = lines.iter().map(|l| l.project_ticks).sum();
+        println!(
+            "classify: instructions per bag (mean) {:.0}, per instance {:.0} (the projection stage alone {:.0}); quantising the f32 input: per instance {:.0}, the i16 input: per instance {:.0} ({:.2} per feature)",
+            per(total_ticks, lines.len()),
+            per(total_ticks, instances as usize),
+            per(total_project, instances as usize),
+            per(total_quantise, instances as usize),
+            per(total_fixed, instances as usize),
+            per(total_fixed, instances as usize) / musk1.dim() as f64,
+        );
+        print_firmware_line(&model, bytes.len(), &lines, per_tick, instances);
     }
-    let stack_line = stdout.lines().find(|l| l.starts_with("stack ")).unwrap();
-    let model_line = stdout.lines().find(|l| l.starts_with("model ")).unwrap();
-    let instances = musk1.n_instances() as u64;
-    println!("{model_line}");
-    let per_tick = instructions_per_tick(&stdout);
-    println!("{stack_line}; instructions per SysTick tick {per_tick:.2}");
-    let per = |t: u64, n: usize| t as f64 * per_tick / n as f64;
-    let total_fixed: u64 = lines.iter().map(|l| l.quantise_i16_ticks).sum();
-    let total_project: u64 = lines.iter().map(|l| l.project_ticks).sum();
-    println!(
-        "classify: instructions per bag (mean) {:.0}, per instance {:.0} (the projection stage alone {:.0}); quantising the f32 input: per instance {:.0}, the i16 input: per instance {:.0}",
-        per(total_ticks, lines.len()),
-        per(total_ticks, instances as usize),
-        per(total_project, instances as usize),
-        per(total_quantise, instances as usize),
-        per(total_fixed, instances as usize)
-    );
-    print_firmware_line(&model, bytes.len(), &lines, per_tick, instances);
 }
 
 /// The summary line of one model on the device: `firmware: kind=… encoding=… bytes=…
@@ -234,7 +248,6 @@ fn print_firmware_line(
     per_tick: f64,
     instances: u64,
 ) {
-    use mil_core::keyword::Keyword;
     let ticks: u64 = lines.iter().map(|l| l.ticks).sum();
     println!(
         "firmware: kind={} encoding={} bytes={} instructions_per_instance={:.0} instructions_per_bag={:.0}",

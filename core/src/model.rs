@@ -135,6 +135,9 @@ impl<'a> Head<'a> {
 pub struct Model<'a> {
     header: Header,
     input_exp: Option<Section<'a>>,
+    /// The exponent every input feature shares, when they all share one (found once at
+    /// parse): [`Model::quantize_fixed`] is then a copy for the matching `frac_bits`.
+    uniform_exp: Option<i32>,
     stage: Stage<'a>,
     head: Head<'a>,
 }
@@ -185,9 +188,14 @@ impl<'a> Model<'a> {
         };
         let stage = Stage::new(projection, d_in);
         let head = Head::parse(&header, &sections, &stage)?;
+        let uniform_exp = input_exp.and_then(|e| match e.bytes.split_first() {
+            Some((&first, rest)) if rest.iter().all(|&b| b == first) => Some(first as i8 as i32),
+            _ => None,
+        });
         Ok(Model {
             header,
             input_exp,
+            uniform_exp,
             stage,
             head,
         })
@@ -282,9 +290,9 @@ impl<'a> Model<'a> {
     }
 
     /// Quantises one raw instance into `out` with the model's input steps 2^e_j:
-    /// `out[j] = round(x[j] · 2^−e_j)`, saturated to ±32767 (error ≤ 2^e_j / 2 unless
-    /// saturated). Returns how many features saturated: the error bounds hold only for
-    /// the others. Quantised models only.
+    /// `out[j] = round(x[j] · 2^−e_j)`, saturated to the `i16` range [−32768, 32767]
+    /// (error ≤ 2^e_j / 2 unless saturated). Returns how many features saturated: the
+    /// error bounds hold only for the others. Quantised models only.
     pub fn quantize_instance(&self, x: &[f32], out: &mut [i16]) -> Result<usize, Error> {
         let e = self.input_exp.ok_or(Error::WrongModelKind)?;
         let d = self.header.input_dim;
@@ -301,15 +309,15 @@ impl<'a> Model<'a> {
             });
         }
         let mut clipped = 0;
-        let limit = fixed::Q15_MAX as f32 + 0.5;
         for ((o, &v), &ej) in out.iter_mut().zip(x).zip(e.bytes) {
             // 2^−e as an f32 built from its exponent bits (|e| ≤ 60 keeps it normal).
             let inv_step = f32::from_bits(((127 - ej as i8 as i32) as u32) << 23);
             let t = v * inv_step;
-            if t.is_nan() || t.abs() >= limit {
+            // (−32768.5, 32767.5) rounds into the i16 range (halves away from zero).
+            if !(t > -32768.5 && t < 32767.5) {
                 clipped += 1;
             }
-            *o = fixed::round_clamp(t, fixed::Q15_MAX) as i16;
+            *o = fixed::round_clamp_i16(t);
         }
         Ok(clipped)
     }
@@ -318,10 +326,16 @@ impl<'a> Model<'a> {
     /// a core without an FPU): feature j is the real value `x[j] · 2^−frac_bits`, so
     /// `frac_bits = 0` for plain integers such as ADC counts or integer-valued features,
     /// 15 for Q15 samples. Writes `out[j] = round(x[j] · 2^−(frac_bits + e_j))` with the
-    /// model's input steps 2^e_j, rounding halves away from zero and saturating to ±32767
-    /// exactly as [`Model::quantize_instance`] does for the same real values (so the two
-    /// give identical integers). Returns how many features saturated. Quantised models
-    /// only; `|frac_bits| ≤ 31`.
+    /// model's input steps 2^e_j, rounding halves away from zero and saturating to the
+    /// `i16` range exactly as [`Model::quantize_instance`] does for the same real values
+    /// (so the two give identical integers). Returns how many features saturated.
+    /// Quantised models only; `|frac_bits| ≤ 31`.
+    ///
+    /// When every feature's step is 2^−frac_bits (a model exported with `mil export
+    /// --input integer` and `frac_bits = 0`: integer features such as ADC counts), the
+    /// input is already the quantised instance and this is a copy (under half an
+    /// instruction per feature on a Cortex-M4; such a board can also pass its buffer to
+    /// [`Model::classify`] directly).
     pub fn quantize_fixed(
         &self,
         x: &[i16],
@@ -345,6 +359,20 @@ impl<'a> Model<'a> {
         if !(-31..=31).contains(&frac_bits) {
             return Err(Error::InvalidParameter("frac_bits outside -31..=31"));
         }
+        if self.uniform_exp.is_some_and(|e| e + frac_bits == 0) {
+            // Every feature already on its step: the quantised instance is the input.
+            // In blocks of eight (four word loads and stores, inline) rather than a
+            // `memcpy` call, whose byte-general loop takes twice the instructions.
+            let out = out.get_mut(..d).unwrap_or_default();
+            let (mut o, mut xs) = (out.chunks_exact_mut(8), x.chunks_exact(8));
+            for (o, x) in (&mut o).zip(&mut xs) {
+                o.copy_from_slice(x);
+            }
+            for (o, &v) in o.into_remainder().iter_mut().zip(xs.remainder()) {
+                *o = v;
+            }
+            return Ok(0);
+        }
         let mut clipped = 0;
         for ((o, &v), &ej) in out.iter_mut().zip(x).zip(e.bytes) {
             // Shift right by s (left by −s); beyond these bounds every input saturates
@@ -361,8 +389,9 @@ impl<'a> Model<'a> {
                     r
                 }
             };
-            clipped += usize::from(q.unsigned_abs() > fixed::Q15_MAX as u32);
-            *o = q.clamp(-fixed::Q15_MAX, fixed::Q15_MAX) as i16;
+            let i = q.clamp(i16::MIN.into(), i16::MAX.into());
+            clipped += usize::from(i != q);
+            *o = i as i16;
         }
         Ok(clipped)
     }

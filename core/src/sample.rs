@@ -7,7 +7,7 @@
 /// scorer's row as the projection stage (`PROJ_WEIGHTS` 1 × 2, `PROJ_BIAS`), the
 /// identity scorer on it (`SCORE_WEIGHTS` 1 × 1, `SCORE_BIAS`), and `PARAMS`
 /// `[pooling = max, β = 0]`.
-pub const LINEAR_MIL: &[u8] = &[
+pub const LINEAR_MIL: &[u8; 140] = &[
     // Header: MILM, version 1, kind 2 (linear MIL), encoding 0 (f32), D = 2, 2 classes,
     0x4d, 0x49, 0x4c, 0x4d, 0x01, 0x00, 0x02, 0x00, 0x02, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
     // 140 bytes, 5 sections, reserved, CRC-32, reserved.

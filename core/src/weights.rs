@@ -86,25 +86,25 @@ impl<'a> Weights<'a> {
     pub fn dots_q(&self, x: &[i16], out: &mut [f32]) {
         let rows = self.rows().min(out.len());
         let mut r = 0;
-        if self.values.elem == Elem::I16 {
-            // Rows in pairs straight from the payload, their scales and shifts read in
-            // step (no per-row offset arithmetic or element-type dispatch).
+        if let (Elem::I16, Some(scale), Some(shift)) = (self.values.elem, self.scale, self.shift) {
+            // Rows in pairs straight from the payload, with their scales and shifts in
+            // step (no per-row offset arithmetic, element-type dispatch or bounds check).
             let row_len = 2 * self.cols();
-            let pairs = self.values.bytes.chunks_exact((2 * row_len).max(2));
-            let mut scales = self.scale.map(|s| s.f32s()).unwrap_or_default().iter();
-            let shift_bytes = self.shift.map_or(&[][..], |s| s.bytes);
-            let mut shifts = shift_bytes
-                .chunks_exact(4)
-                .map(|b| b.try_into().map_or(0, u32::from_le_bytes));
-            for (pair, o) in pairs.zip(out.chunks_exact_mut(2)).take(rows / 2) {
-                let (w0, w1) = pair.split_at_checked(row_len).unwrap_or_default();
+            let x = x.get(..self.cols()).unwrap_or(x);
+            let rows2 = self.values.bytes.chunks_exact((2 * row_len).max(2));
+            let scales2 = scale.bytes.chunks_exact(8);
+            let shifts2 = shift.bytes.chunks_exact(8);
+            for (((w, o), t), h) in rows2
+                .zip(out.chunks_exact_mut(2))
+                .zip(scales2)
+                .zip(shifts2)
+                .take(rows / 2)
+            {
+                let (w0, w1) = w.split_at_checked(row_len).unwrap_or_default();
                 let (a0, a1) = fixed::dot2_q15(w0, w1, x);
-                if let [o0, o1] = o {
-                    let mut next = || (shifts.next().unwrap_or(0), scales.next().unwrap_or(1.0));
-                    let (h0, s0) = next();
-                    let (h1, s1) = next();
-                    *o0 = rescale(a0, h0, s0);
-                    *o1 = rescale(a1, h1, s1);
+                if let ([o0, o1], [t0, t1], [h0, h1]) = (o, pair(t, le_f32), pair(h, le_u32)) {
+                    *o0 = rescale(a0, h0, t0);
+                    *o1 = rescale(a1, h1, t1);
                 }
                 r += 2;
             }
@@ -179,12 +179,26 @@ impl<'a> Weights<'a> {
     }
 }
 
+/// The two values of an 8-byte chunk, each decoded from its 4 bytes by `f`.
+#[inline(always)]
+fn pair<T>(bytes: &[u8], f: fn(&[u8]) -> T) -> [T; 2] {
+    let (a, b) = bytes.split_at(4.min(bytes.len()));
+    [f(a), f(b)]
+}
+
+/// The `u32` in four little-endian bytes (0 for a slice of another length).
+#[inline(always)]
+fn le_u32(b: &[u8]) -> u32 {
+    <&[u8; 4]>::try_from(b).map_or(0, |b| u32::from_le_bytes(*b))
+}
+
 /// `scale · 2^shift · round(acc / 2^shift)`: an exact sum rescaled (shift capped at 30, as
-/// the parser checks).
+/// the parser checks; [`fixed::round_shift_fit`], whose rounded sum the parser's shift
+/// check keeps within `i32`).
 #[inline(always)]
 fn rescale(acc: i64, shift: u32, scale: f32) -> f32 {
     let shift = shift.min(30);
     // 2^shift as an f32 from its exponent bits.
     let step = f32::from_bits((127 + shift) << 23);
-    fixed::round_shift_wide(acc, shift) as f32 * scale * step
+    fixed::round_shift_fit(acc, shift) as f32 * scale * step
 }

@@ -27,7 +27,7 @@ def _parts(estimator):
     )
 
 
-def export(estimator, format="f32", fold_projection=False):
+def export(estimator, format="f32", fold_projection=False, input="fitted"):
     """Write a fitted model in the container ``mil_core::Model::parse`` reads.
 
     Parameters
@@ -42,6 +42,11 @@ def export(estimator, format="f32", fold_projection=False):
     fold_projection : bool, default=False
         For MILR after a projection: fold the projection into the score weights (one
         C x D stage instead of D x d plus C x d).
+    input : {"fitted", "integer"}, default="fitted"
+        Q15/Q7 input steps: ``"integer"`` gives every feature step 1, for integer
+        features a device feeds as ``int16`` (ADC counts): exact, and quantising on the
+        device is a copy. Raises ``ValueError`` when a training value is not an integer
+        within int16. Not for M3IC.
 
     Returns
     -------
@@ -57,6 +62,8 @@ def export(estimator, format="f32", fold_projection=False):
     if isinstance(getattr(estimator, "model_", None), _native.FittedCluster):
         if fold_projection:
             raise ValueError("fold_projection applies to MILR after a projection only")
+        if input != "fitted":
+            raise ValueError("input='integer' is not available for M3IC exports")
         return estimator.export(format)
     projection, classifier = _parts(estimator)
     if not hasattr(classifier, "_spec"):
@@ -70,7 +77,9 @@ def export(estimator, format="f32", fold_projection=False):
             raise TypeError(f"cannot export {type(projection).__name__}: not a miltk projection")
     if not isinstance(classifier.model_, _native.FittedClassifier):
         raise TypeError(f"cannot export {type(classifier).__name__}: not a miltk classifier")
-    return _native.export_model(classifier.model_, native_projection, format, fold_projection)
+    return _native.export_model(
+        classifier.model_, native_projection, format, fold_projection, input
+    )
 
 
 class CoreModel:

@@ -916,15 +916,17 @@ fn clustering_accuracy(assignment: Vec<usize>, truth: Vec<usize>) -> PyResult<f6
 /// `format` (`f32`, `q15`, `q7`); quantisation is fitted on the bags the model (or its
 /// projection) was fitted on.
 #[pyfunction]
-#[pyo3(signature = (classifier, projection=None, format="f32", fold_projection=false))]
+#[pyo3(signature = (classifier, projection=None, format="f32", fold_projection=false, input="fitted"))]
 fn export_model<'py>(
     py: Python<'py>,
     classifier: &FittedClassifier,
     projection: Option<&FittedProjection>,
     format: &str,
     fold_projection: bool,
+    input: &str,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let encoding = keyword::<mil_core::Encoding>("format", format)?;
+    let input = keyword::<export::InputSteps>("input", input)?;
     let train = match projection {
         Some(p) => p.train.clone(),
         None => classifier.train.clone(),
@@ -951,7 +953,11 @@ fn export_model<'py>(
             if fold_projection {
                 compact = compact.fold_projection()?;
             }
-            export::export(&compact, encoding, &train)
+            let options = export::ExportOptions {
+                input,
+                ..Default::default()
+            };
+            export::export_with(&compact, encoding, &train, options)
         })
         .map_err(py_err)?;
     Ok(PyBytes::new(py, &bytes))

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Regenerates data/model.milm and data/bags.bin with the `mil` program (MIL env var, or
 # `mil` on the PATH): musk1's B-MIDA d = 10 + MILR model in Q15, and musk1's bags 1, 2,
-# 3, 48, 49, 50 (three positive, three negative) as little-endian i16 counts.
+# 3, 48, 49, 50 (three positive, three negative) as little-endian i16 counts; the model
+# takes them as they are (`--input integer`: every input step 1, quantising is a copy).
 set -euo pipefail
 cd "$(dirname "$0")"
 mil=${MIL:-mil}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$mil" train musk1 --classifier milr --projection bmida --dim 10 -o "$tmp/model.json" --quiet
-"$mil" export "$tmp/model.json" --format q15 -o data/model.milm --quiet
+"$mil" export "$tmp/model.json" --format q15 --input integer -o data/model.milm --quiet
 python3 - <<'PY'
 import struct
 wanted = ["1", "2", "3", "48", "49", "50"]

@@ -379,6 +379,26 @@ impl<'a> Section<'a> {
     }
 }
 
+/// Bytes placed on an 8-byte boundary: wrap an embedded model in it so that its sections
+/// (which the container aligns to 4 bytes from the model's start) lie on word boundaries
+/// in memory, where the Q15 dot products read weights a doubleword at a time
+/// ([`crate::fixed::dot2_q15`]). `include_bytes!` alone gives 1-byte alignment: such a
+/// model still works, on the slower word-load path.
+///
+/// ```
+/// use mil_core::container::Aligned;
+///
+/// // On a device: `&Aligned(*include_bytes!("model.milm"))`.
+/// static MODEL: &Aligned<[u8]> = &Aligned(*mil_core::sample::LINEAR_MIL);
+/// assert_eq!(MODEL.0.as_ptr() as usize % 8, 0);
+/// let model = mil_core::Model::parse(&MODEL.0)?;
+/// assert_eq!(model.input_dim(), 2);
+/// # Ok::<(), mil_core::Error>(())
+/// ```
+#[repr(C, align(8))]
+#[derive(Debug)]
+pub struct Aligned<B: ?Sized>(pub B);
+
 /// The `i16` in two little-endian bytes (0 for a slice of another length).
 #[inline(always)]
 pub fn le_i16(b: &[u8]) -> i16 {
@@ -409,6 +429,11 @@ impl<'a> F32s<'a> {
     /// True when there are none.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The little-endian bytes of the floats.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
     }
 
     /// Float `i` (0 out of range).

@@ -11,7 +11,7 @@ use super::{ExportArgs, Report};
 use crate::cluster::ClusterModel;
 use crate::data::{self, Dataset};
 use crate::error::{Error, Result};
-use crate::export::{self, Compact, CoreBag, Head, Rounding};
+use crate::export::{self, Compact, CoreBag, ExportOptions, Head, Rounding};
 use crate::model::HostModel;
 use crate::progress::Progress;
 use mil_core::keyword::Keyword;
@@ -47,7 +47,11 @@ pub fn run(args: &ExportArgs, progress: &dyn Progress) -> Result<Report> {
         }
     };
     let encoding = args.format;
-    let bytes = export::export_with(&compact, encoding, &train, args.rounding)?;
+    let options = ExportOptions {
+        rounding: args.rounding,
+        input: args.input,
+    };
+    let bytes = export::export_with(&compact, encoding, &train, options)?;
     let all: Vec<usize> = (0..train.n_bags()).collect();
     let core = Model::parse(&bytes)?;
     if core.svm().is_some() || core.mi_svm().is_some() {
@@ -111,6 +115,7 @@ fn export_json(
         "format": core.encoding().name(),
         "bytes": core.header().total_len,
         "rounding": export::stored_rounding(core).map(|r| r.name()),
+        "input_steps": export::stored_input_steps(core).map(|r| r.name()),
         "max_abs_error": max_abs_error,
         "labels_agree": labels_agree,
         "bags": bags,
@@ -238,7 +243,11 @@ fn run_cluster(args: &ExportArgs, path: &Path) -> Result<Report> {
     let zscore = model.mean.as_deref().zip(model.std.as_deref());
     let compact = Compact::from_m3ic(model.k, model.dim, &model.weights, zscore, model.normalize)?;
     let encoding = args.format;
-    let bytes = export::export_with(&compact, encoding, &data, args.rounding)?;
+    let options = ExportOptions {
+        rounding: args.rounding,
+        input: args.input,
+    };
+    let bytes = export::export_with(&compact, encoding, &data, options)?;
     let host: Vec<(usize, Vec<f64>)> = (0..data.n_bags())
         .map(|b| model.witness_scores(data.bag(b).as_slice()))
         .collect();

@@ -18,6 +18,7 @@ use crate::data::synth::SyntheticSet;
 use crate::distance::Hausdorff;
 use crate::error::{Error, Result};
 use crate::export::rounding::Rounding;
+use crate::export::InputSteps;
 use crate::kernel::SetKernelName;
 use crate::pipeline::Selection;
 use crate::projection::midr::Midr;
@@ -643,6 +644,12 @@ pub struct ExportArgs {
     /// largest rounding (at most one step, against half a step for `nearest`).
     #[arg(long, value_parser = keyword::<Rounding>(), default_value_t = Rounding::default())]
     pub rounding: Rounding,
+    /// Q15/Q7: the input steps. `integer` gives every feature step 1, for integer
+    /// features the device feeds as `i16` (ADC counts): exact, and quantising on the
+    /// device is a copy (`quantize_fixed(x, 0, ..)`); refused when a training value is
+    /// not an integer within `i16`.
+    #[arg(long, value_parser = keyword::<InputSteps>(), default_value_t = InputSteps::default())]
+    pub input: InputSteps,
 }
 
 /// `mil inspect`.

@@ -30,6 +30,44 @@ pub mod rounding;
 use rounding::Feedback;
 pub use rounding::Rounding;
 
+/// The steps of a quantised model's inputs (`mil export --input`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum InputSteps {
+    /// The finest power-of-two step each feature's training range allows, coarsened
+    /// where the feature contributes little (`input_exponents`).
+    #[default]
+    Fitted,
+    /// Step 1 for every feature: for integer features (ADC counts, musk's integer
+    /// descriptors) that the device feeds as `i16`. Exact (no input rounding) and
+    /// quantising is a copy on the device (`mil_core::Model::quantize_fixed` with
+    /// `frac_bits = 0`); refused when a training value is not an integer within `i16`.
+    Integer,
+}
+
+mil_core::keywords!(InputSteps {
+    InputSteps::Fitted => "fitted": "the finest power-of-two step each feature's training range allows",
+    InputSteps::Integer => "integer": "step 1 for every feature: integer features the device feeds as i16 (exact; quantising is a copy)",
+});
+
+/// How [`export_with`] quantises: the weights' rounding and the inputs' steps (a
+/// [`Rounding`] alone converts, with the fitted steps).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExportOptions {
+    /// How quantised projection weights round.
+    pub rounding: Rounding,
+    /// The input steps of a quantised model.
+    pub input: InputSteps,
+}
+
+impl From<Rounding> for ExportOptions {
+    fn from(rounding: Rounding) -> Self {
+        ExportOptions {
+            rounding,
+            input: InputSteps::Fitted,
+        }
+    }
+}
+
 /// What follows the projection stage.
 #[derive(Debug, Clone)]
 pub enum Head {
@@ -396,6 +434,32 @@ fn input_exponents(train: &Dataset, stage: &Affine, head: &Head, encoding: Encod
     exps
 }
 
+/// Step 1 (exponent 0) for every feature, after checking that every training value is
+/// an integer within `i16` (the error names the first that is not).
+fn integer_exponents(train: &Dataset) -> Result<Vec<i32>> {
+    let dim = train.dim();
+    for b in 0..train.n_bags() {
+        let bag = train.bag(b);
+        for (k, &v) in bag.as_slice().iter().enumerate() {
+            if v.fract() != 0.0 || !(-32768.0..=32767.0).contains(&v) {
+                return Err(Error::parameter(
+                    "--input",
+                    "integer",
+                    format!(
+                        "{}: bag {} (\"{}\"), instance {}, feature {} is {v}, not an integer within i16; export with --input fitted",
+                        train.name(),
+                        b,
+                        train.bag_id(b),
+                        k / dim,
+                        k % dim
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(vec![0; dim])
+}
+
 /// Coarsens the input step of features that contribute little to the stage. With the
 /// finest step s_j, feature j's largest contribution to an output is c_j = max_k |A_kj|·
 /// max|x_j|, and a row's weight scale t_k is set by its largest folded weight |A_kj|·s_j
@@ -486,13 +550,36 @@ pub fn stored_rounding(model: &Model<'_>) -> Option<Rounding> {
     })
 }
 
-/// [`export`] with the rounding of quantised projection weights chosen.
+/// The input steps of a parsed quantised model: [`InputSteps::Integer`] when every
+/// feature's step is 1 (`None` for models without quantised inputs).
+pub fn stored_input_steps(model: &Model<'_>) -> Option<InputSteps> {
+    let steps: Option<Vec<i32>> = (0..model.input_dim())
+        .map(|j| model.input_exponent(j))
+        .collect();
+    let steps = steps.filter(|s| !s.is_empty())?;
+    Some(if steps.iter().all(|&e| e == 0) {
+        InputSteps::Integer
+    } else {
+        InputSteps::Fitted
+    })
+}
+
+/// [`export`] with the rounding of quantised projection weights and the input steps
+/// chosen ([`ExportOptions`]; a [`Rounding`] alone keeps the fitted steps).
 pub fn export_with(
     model: &Compact,
     encoding: Encoding,
     train: &Dataset,
-    rounding: Rounding,
+    options: impl Into<ExportOptions>,
 ) -> Result<Vec<u8>> {
+    let ExportOptions { rounding, input } = options.into();
+    if input == InputSteps::Integer && encoding == Encoding::F32 {
+        return Err(Error::parameter(
+            "--input",
+            "integer",
+            "input steps apply to quantised models; export with --format q15 or q7",
+        ));
+    }
     let dim_in = train.dim();
     let mut w = Writer {
         sections: Vec::new(),
@@ -553,7 +640,10 @@ pub fn export_with(
                 "a quantised model needs a projection stage; export this model as f32",
             )
         })?;
-        let exps = input_exponents(train, stage, &head, encoding);
+        let exps = match input {
+            InputSteps::Fitted => input_exponents(train, stage, &head, encoding),
+            InputSteps::Integer => integer_exponents(train)?,
+        };
         input_steps = exps.iter().map(|&e| 2f64.powi(e)).collect();
         w.ints(tag::INPUT_EXP, Encoding::Q7, 1, dim_in, &exps);
     }

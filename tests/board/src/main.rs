@@ -1,15 +1,16 @@
 //! A starting point for a board: `mil-core` classifies bags on a Cortex-M with buffers
 //! sized at compile time from the model it embeds.
 //!
-//! - `data/model.milm`: a model written by `mil export … --format q15` (here musk1's
-//!   B-MIDA d = 10 + MILR, 3,876 bytes; `make-data.sh` regenerates it). Any model that
+//! - `data/model.milm`: a model written by `mil export … --format q15 --input integer`
+//!   (here musk1's B-MIDA d = 10 + MILR, 3,876 bytes; `make-data.sh` regenerates it). Any model that
 //!   [`Model::classify`] runs fits: linear (MILR, MI-ALM), Citation-kNN, M³IC.
 //! - `data/bags.bin`: the instances as a sensor front end delivers them — `i16` counts
 //!   (musk1's features are integers), little-endian: `u32` bags, `u32` features D, then
 //!   per bag a `u32` instance count n and n × D `i16`.
 //!
 //! The model is parsed and checked once at start; each instance is quantised with
-//! integer shifts only ([`Model::quantize_fixed`], no FPU needed) and each bag gets one
+//! integer shifts only ([`Model::quantize_fixed`], no FPU needed; a copy here, since
+//! `--input integer` gave every feature step 1, the counts' own) and each bag gets one
 //! line `bag B: label L` over semihosting (a debugger or QEMU prints it; on a board
 //! without one, send the label elsewhere). `cargo run --release` runs it under QEMU's
 //! Cortex-M4; `cargo build --release --target thumbv6m-none-eabi` builds it for a
@@ -22,11 +23,14 @@ use core::panic::PanicInfo;
 use cortex_m as _; // the critical-section implementation
 use cortex_m_rt::entry;
 use cortex_m_semihosting::{debug, hprintln};
+use mil_core::container::Aligned;
 use mil_core::model::{header_dims, scratch_bound};
 use mil_core::{Instances, Model};
 
-/// The exported model, in flash.
-const MODEL: &[u8] = include_bytes!("../data/model.milm");
+/// The exported model, in flash, on an 8-byte boundary (`Aligned`: the Q15 weights are
+/// then read a doubleword at a time; plain `include_bytes!` is 1-byte aligned).
+static MODEL_ALIGNED: &Aligned<[u8]> = &Aligned(*include_bytes!("../data/model.milm"));
+const MODEL: &[u8] = &MODEL_ALIGNED.0;
 /// The bags to classify, in flash (on a board they would come from a sensor).
 const BAGS: &[u8] = include_bytes!("../data/bags.bin");
 /// The largest bag the firmware accepts, in instances.
