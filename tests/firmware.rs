@@ -80,6 +80,12 @@ fn run_firmware(model: &[u8], bags: &[u8], features: &[&str]) -> String {
         "firmware failed ({}):\n{stdout}\n{stderr}",
         run.status
     );
+    // The device checked its own SMLALD loops (aligned and misaligned, lengths 0..=40)
+    // against plain sums before running the model.
+    assert!(
+        stdout.contains("dsp self-test: 164 cases"),
+        "no DSP self-test:\n{stdout}"
+    );
     stdout
 }
 

@@ -115,6 +115,23 @@ pub fn round_shift(x: i32, shift: u32) -> i32 {
 /// products to the 64-bit accumulator, which LLVM's ARM parallel-DSP pass turns into one
 /// `SMLALD` (`tests/firmware.rs` checks the firmware's disassembly for it).
 pub fn dot_q15(w: &[u8], x: &[i16]) -> i64 {
+    #[cfg(mil_dsp)]
+    {
+        let n = (w.len() / 2).min(x.len());
+        let mut acc = dsp::dot_q15_pairs(w, x, n / 2);
+        if n % 2 == 1 {
+            let j = n - 1;
+            acc += (q15(w.get(2 * j..2 * j + 2)) * input(x, j)) as i64;
+        }
+        acc
+    }
+    #[cfg(not(mil_dsp))]
+    dot_q15_portable(w, x)
+}
+
+/// [`dot_q15`] in plain Rust.
+#[cfg(any(not(mil_dsp), test))]
+fn dot_q15_portable(w: &[u8], x: &[i16]) -> i64 {
     let mut acc: i64 = 0;
     for (w, x) in w.chunks_exact(4).zip(x.chunks_exact(2)) {
         acc += (q15(w.get(0..2)) * input(x, 0)) as i64 + (q15(w.get(2..4)) * input(x, 1)) as i64;
@@ -203,6 +220,77 @@ mod dsp {
              smlald {lo1}, {hi1}, {a}, {t0}
              smlald {lo1}, {hi1}, {b}, {t1}"
         };
+    }
+
+    /// One row's exact sum over the first `2·pairs` inputs, as [`dot2_q15_pairs`] for
+    /// one row: doublewords when `x` and `w` are word-aligned (10 instructions per 8
+    /// inputs: two `LDRD` pairs, four `SMLALD`s, `cmp`/`bne`), words otherwise.
+    pub(super) fn dot_q15_pairs(w: &[u8], x: &[i16], pairs: usize) -> i64 {
+        let pairs = pairs.min(w.len() / 4).min(x.len() / 2);
+        let (mut lo, mut hi) = (0u32, 0u32);
+        let (mut px, mut pw) = (x.as_ptr(), w.as_ptr());
+        let aligned = (px as usize | pw as usize) & 3 == 0;
+        let mut left = pairs;
+        if aligned && left >= 4 {
+            let end = px.wrapping_add(8 * (left / 4));
+            left %= 4;
+            // SAFETY: each half of a pass reads 8 bytes at x and at w (`LDRD` from
+            // word-aligned addresses, checked above and kept by the 8-byte increments)
+            // and advances both by 8; pairs/4 passes read 16·(pairs/4) ≤ 4·pairs bytes of
+            // each slice, within both (`pairs` is clamped above). SMLALD as in
+            // `dot2_q15_pairs`. `cmp` sets the flags; nothing is written to memory.
+            unsafe {
+                core::arch::asm!(
+                    "2:",
+                    "ldrd {t0}, {t1}, [{x}], #8",
+                    "ldrd {a}, {b}, [{w}], #8",
+                    "smlald {lo}, {hi}, {a}, {t0}",
+                    "smlald {lo}, {hi}, {b}, {t1}",
+                    "ldrd {t0}, {t1}, [{x}], #8",
+                    "ldrd {a}, {b}, [{w}], #8",
+                    "smlald {lo}, {hi}, {a}, {t0}",
+                    "smlald {lo}, {hi}, {b}, {t1}",
+                    "cmp {x}, {end}",
+                    "bne 2b",
+                    x = inout(reg) px,
+                    w = inout(reg) pw,
+                    end = in(reg) end,
+                    lo = inout(reg) lo,
+                    hi = inout(reg) hi,
+                    t0 = out(reg) _,
+                    t1 = out(reg) _,
+                    a = out(reg) _,
+                    b = out(reg) _,
+                    options(readonly, nostack),
+                );
+            }
+        }
+        if left > 0 {
+            let end = px.wrapping_add(2 * left);
+            // SAFETY: `left` ≥ 1 more pairs from where the code above left the pointers
+            // (byte 4·(pairs − left) of each slice), one word of x and of w per pass
+            // (unaligned `LDR` is valid on Armv7E-M), ending at byte 4·pairs, within both.
+            // SMLALD as above; `cmp` sets the flags; nothing is written to memory.
+            unsafe {
+                core::arch::asm!(
+                    "2:",
+                    "ldr {t0}, [{x}], #4",
+                    "ldr {a}, [{w}], #4",
+                    "smlald {lo}, {hi}, {a}, {t0}",
+                    "cmp {x}, {end}",
+                    "bne 2b",
+                    x = inout(reg) px => _,
+                    w = inout(reg) pw => _,
+                    end = in(reg) end,
+                    lo = inout(reg) lo,
+                    hi = inout(reg) hi,
+                    t0 = out(reg) _,
+                    a = out(reg) _,
+                    options(readonly, nostack),
+                );
+            }
+        }
+        ((u64::from(hi) << 32) | u64::from(lo)) as i64
     }
 
     /// The exact sums of both rows over the first `2·pairs` inputs; the caller keeps

@@ -187,10 +187,7 @@ impl<'a> Projection<'a> {
                 }
             }
             (Storage::Dense { weights, bias, .. }, Instances::I16(x)) if self.quantised => {
-                weights.dots_q(x, out);
-                for (o, b) in out.iter_mut().zip(bias.f32s()) {
-                    *o += b;
-                }
+                weights.dots_q(x, bias.f32s(), out);
             }
             (Storage::Diagonal(s), Instances::F32(x)) if !self.quantised => {
                 let (a, c) = s.f32s().split_at(d_in);
@@ -349,7 +346,8 @@ impl<'a> Stage<'a> {
         out: &mut [f32],
     ) -> Result<(), Error> {
         let d_in = self.input_dim;
-        match (self.projection, bag.instance(i, d_in)?) {
+        // The projection by reference: copying it would cost a 100-byte memcpy per instance.
+        match (&self.projection, bag.instance(i, d_in)?) {
             (Some(p), x) => p.apply(x, out),
             (None, Instances::F32(x)) => {
                 let o = out.get_mut(..d_in).ok_or(Error::BufferTooSmall {

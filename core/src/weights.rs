@@ -3,7 +3,7 @@
 //! accumulator shift ([`crate::fixed`]). Every head that multiplies by stored weights
 //! reads them through [`Weights`].
 
-use crate::container::{le_f32, le_i16, Elem, Encoding, Section, Sections};
+use crate::container::{le_f32, le_i16, Elem, Encoding, F32s, Section, Sections};
 use crate::error::Error;
 use crate::fixed;
 
@@ -62,7 +62,7 @@ impl<'a> Weights<'a> {
             Elem::U32 | Elem::U16 | Elem::F64 => 0.0,
         };
         match &self.scale {
-            Some(s) => sum * s.f32_at(r),
+            Some(s) => sum * s.f32s().get(r),
             None => sum,
         }
     }
@@ -80,37 +80,59 @@ impl<'a> Weights<'a> {
         self.rescale(r, acc)
     }
 
-    /// [`Weights::dot_q`] of every row into `out` (one value per row, over the shorter
-    /// of the two), equal to it row by row; Q15 rows go two at a time
-    /// ([`fixed::dot2_q15`]), sharing each read of the inputs.
-    pub fn dots_q(&self, x: &[i16], out: &mut [f32]) {
+    /// [`Weights::dot_q`] of every row plus its `bias` into `out` (one value per row, over
+    /// the shorter of the two; a missing bias adds nothing), equal to `dot_q(k, x) +
+    /// bias[k]` row by row. Q15 rows with their shifts go two at a time
+    /// ([`fixed::dot2_q15`]), sharing each read of the inputs, straight from the payload
+    /// with their scales, shifts and biases read in step: the projection stage's whole
+    /// per-instance work, kept to the multiply-adds and a few instructions per row.
+    pub fn dots_q(&self, x: &[i16], bias: F32s<'_>, out: &mut [f32]) {
         let rows = self.rows().min(out.len());
-        let mut r = 0;
-        if let (Elem::I16, Some(scale), Some(shift)) = (self.values.elem, self.scale, self.shift) {
-            // Rows in pairs straight from the payload, with their scales and shifts in
-            // step (no per-row offset arithmetic, element-type dispatch or bounds check).
-            let row_len = 2 * self.cols();
-            let x = x.get(..self.cols()).unwrap_or(x);
-            let rows2 = self.values.bytes.chunks_exact((2 * row_len).max(2));
-            let scales2 = scale.bytes.chunks_exact(8);
-            let shifts2 = shift.bytes.chunks_exact(8);
-            for (((w, o), t), h) in rows2
-                .zip(out.chunks_exact_mut(2))
-                .zip(scales2)
-                .zip(shifts2)
-                .take(rows / 2)
-            {
-                let (w0, w1) = w.split_at_checked(row_len).unwrap_or_default();
-                let (a0, a1) = fixed::dot2_q15(w0, w1, x);
-                if let ([o0, o1], [t0, t1], [h0, h1]) = (o, pair(t, le_f32), pair(h, le_u32)) {
-                    *o0 = rescale(a0, h0, t0);
-                    *o1 = rescale(a1, h1, t1);
-                }
-                r += 2;
+        let out = out.get_mut(..rows).unwrap_or_default();
+        let bias = bias.bytes();
+        let b = |k: usize| bias.get(4 * k..4 * k + 4).map_or(0.0, le_f32);
+        let (Elem::I16, Some(scale), Some(shift)) = (self.values.elem, self.scale, self.shift)
+        else {
+            for (k, o) in out.iter_mut().enumerate() {
+                *o = self.dot_q(k, x) + b(k);
+            }
+            return;
+        };
+        let row_len = 2 * self.cols();
+        let x = x.get(..self.cols()).unwrap_or(x);
+        let (values, scale, shift) = (self.values.bytes, scale.bytes, shift.bytes);
+        // Rows, outputs, scales, shifts and biases in step, two at a time.
+        let rows2 = values.chunks_exact((2 * row_len).max(2));
+        let outs2 = out.chunks_exact_mut(2);
+        for ((((w, o), t), h), c) in rows2
+            .zip(outs2)
+            .zip(scale.chunks_exact(8))
+            .zip(shift.chunks_exact(8))
+            .zip(
+                bias.chunks_exact(8)
+                    .chain(core::iter::repeat(&[0u8; 8][..])),
+            )
+        {
+            let (w0, w1) = w.split_at_checked(row_len).unwrap_or_default();
+            let (a0, a1) = fixed::dot2_q15(w0, w1, x);
+            let ([t0, t1], [h0, h1], [c0, c1]) =
+                (pair(t, le_f32), pair(h, le_u32), pair(c, le_f32));
+            if let [o0, o1] = o {
+                *o0 = rescale(a0, h0, t0) + c0;
+                *o1 = rescale(a1, h1, t1) + c1;
             }
         }
-        for (k, o) in out.iter_mut().enumerate().take(rows).skip(r) {
-            *o = self.dot_q(k, x);
+        // An odd last row (a folded model's one row) alone.
+        if rows % 2 == 1 {
+            let k = rows - 1;
+            let w = values
+                .get(k * row_len..(k + 1) * row_len)
+                .unwrap_or_default();
+            let t = scale.get(4 * k..4 * k + 4).map_or(1.0, le_f32);
+            let h = shift.get(4 * k..4 * k + 4).map_or(0, le_u32);
+            if let Some(o) = out.get_mut(k) {
+                *o = rescale(fixed::dot_q15(w, x), h, t) + b(k);
+            }
         }
     }
 
