@@ -110,10 +110,11 @@ pub fn round_shift(x: i32, shift: u32) -> i32 {
 ///
 /// Every product is at most 32767 · 32768 < 2³⁰ in magnitude and the sum of fewer than 2³³
 /// of them fits `i64`, so nothing rounds or saturates: the one rounding happens once per
-/// output, in [`round_shift_wide`]. Shaped for the Cortex-M4's DSP extension: each pass
-/// of the loop reads one pair of weights and one pair of inputs as two words and adds both
-/// products to the 64-bit accumulator, which LLVM's ARM parallel-DSP pass turns into one
-/// `SMLALD` (`tests/firmware.rs` checks the firmware's disassembly for it).
+/// output, in [`round_shift_wide`] (or [`round_shift_fit`]). On Armv7E-M (module `dsp`)
+/// the loop is written out: two `SMLALD`s per doubleword of weights and of inputs when
+/// both are word-aligned (10 instructions per 8 inputs), one per word otherwise; on other
+/// targets it is plain Rust, equal to it (the firmware checks both loops against plain
+/// sums at start, `tests/qemu`).
 pub fn dot_q15(w: &[u8], x: &[i16]) -> i64 {
     #[cfg(mil_dsp)]
     {
@@ -149,8 +150,9 @@ fn dot_q15_portable(w: &[u8], x: &[i16]) -> i64 {
 /// sums are exact integers). Each pass reads one pair of inputs once for both rows and
 /// adds two `SMLALD`s, so the loads of `x` and the loop's own instructions are shared:
 /// what brings a projection stage near its multiply-add floor (issue #20). On Armv7E-M
-/// the loop is written out (module `dsp`: 12 instructions per 4 inputs of both rows);
-/// elsewhere, and for an odd last input, it is plain Rust.
+/// the loop is written out (module `dsp`: 8 instructions per 4 inputs of both rows when
+/// the inputs and rows are word-aligned, 12 otherwise); elsewhere, and for an odd last
+/// input, it is plain Rust.
 pub fn dot2_q15(w0: &[u8], w1: &[u8], x: &[i16]) -> (i64, i64) {
     #[cfg(mil_dsp)]
     {

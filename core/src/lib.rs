@@ -25,7 +25,7 @@
 //! # Ok::<(), mil_core::Error>(())
 //! ```
 #![cfg_attr(not(test), no_std)]
-// One `unsafe` block in the crate: the `SMLALD` loop of `fixed::dsp` (Armv7E-M only).
+// `unsafe` only in `fixed::dsp` (Armv7E-M only): the written-out `SMLALD` loops.
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
