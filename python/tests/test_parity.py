@@ -176,6 +176,28 @@ def test_export_folded_projection(musk1):
         miltk.export(miltk.CitationKNN().fit(bags, y), fold_projection=True)
 
 
+def test_export_integer_input_steps(musk1):
+    # musk1's features are integers: input="integer" gives every feature step 1 (the
+    # device's quantising is a copy), with the host's labels; real-valued training bags,
+    # or an f32 model, are refused naming the parameter.
+    bags, y, _ = musk1
+    pipe = Pipeline([("bmida", miltk.BMIDA(n_components=10)),
+                     ("milr", miltk.MILR(pooling="max"))]).fit(bags, y)
+    data = miltk.export(pipe, "q15", input="integer")
+    assert len(data) == len(miltk.export(pipe, "q15"))
+    core = miltk.CoreModel(data, classes=pipe.classes_)
+    assert np.array_equal(core.predict(bags), pipe.predict(bags))
+    with pytest.raises(ValueError, match="input"):
+        miltk.export(pipe, "f32", input="integer")
+    with pytest.raises(ValueError, match="input"):
+        miltk.export(pipe, "q15", input="ints")
+    shifted = [b + 0.5 for b in bags]
+    real = Pipeline([("bmida", miltk.BMIDA(n_components=10)),
+                     ("milr", miltk.MILR(pooling="max"))]).fit(shifted, y)
+    with pytest.raises(ValueError, match="not an integer"):
+        miltk.export(real, "q15", input="integer")
+
+
 def test_class_weights_match_mil_cv_on_corel_dogs():
     # 100 positive bags of 2,000: unweighted MILR (mean) predicts "rest" for nearly every
     # bag; balanced weights find the positives (#19), from Python as from `mil cv`.
