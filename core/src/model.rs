@@ -333,8 +333,8 @@ impl<'a> Model<'a> {
     ///
     /// When every feature's step is 2^−frac_bits (a model exported with `mil export
     /// --input integer` and `frac_bits = 0`: integer features such as ADC counts), the
-    /// input is already the quantised instance and this is a copy (under half an
-    /// instruction per feature on a Cortex-M4; such a board can also pass its buffer to
+    /// input is already the quantised instance and this is a copy (about one instruction
+    /// per feature on a Cortex-M4; such a board can also pass its buffer to
     /// [`Model::classify`] directly).
     pub fn quantize_fixed(
         &self,
