@@ -91,92 +91,29 @@ fn minmax_is_mismo_without_its_attribute_skip() {
 
 #[test]
 fn mi_kernel_flags_and_export() {
-    mil_refuses_naming(
-        &[
-            "cv",
-            "musk1",
-            "--classifier",
-            "citation-knn",
+    // `mil cv musk1 ARGS` refuses (exit 2) naming FLAG.
+    let refused = [
+        ("--classifier citation-knn --scaling minmax", "--scaling"),
+        (
+            "--classifier svm --kernel mi-rbf --scaling zscore",
             "--scaling",
-            "minmax",
-        ],
-        "--scaling",
-    );
-    mil_refuses_naming(
-        &[
-            "cv",
-            "musk1",
-            "--classifier",
-            "svm",
-            "--kernel",
-            "mi-rbf",
+        ),
+        ("--classifier svm --kernel mi-rbf --gamma -1", "--gamma"),
+        ("--classifier svm --kernel mi-rbf --map emp", "--map"),
+        ("--classifier svm --scaling bogus", "--scaling"),
+        // MISMO's attribute skip names an input attribute: not after a projection.
+        (
+            "--classifier svm --kernel mi-rbf --scaling weka --projection bmida --dim 5",
             "--scaling",
-            "zscore",
-        ],
-        "--scaling",
-    );
-    mil_refuses_naming(
-        &[
-            "cv",
-            "musk1",
-            "--classifier",
-            "svm",
-            "--kernel",
-            "mi-rbf",
-            "--gamma",
-            "-1",
-        ],
-        "--gamma",
-    );
-    mil_refuses_naming(
-        &[
-            "cv",
-            "musk1",
-            "--classifier",
-            "svm",
-            "--kernel",
-            "mi-rbf",
-            "--map",
-            "emp",
-        ],
-        "--map",
-    );
-    mil_refuses_naming(
-        &["cv", "musk1", "--classifier", "svm", "--scaling", "bogus"],
-        "--scaling",
-    );
-    // MISMO's attribute skip names an input attribute: not after a projection.
-    mil_refuses_naming(
-        &[
-            "cv",
-            "musk1",
-            "--classifier",
-            "svm",
-            "--kernel",
-            "mi-rbf",
-            "--scaling",
-            "weka",
-            "--projection",
-            "bmida",
-            "--dim",
-            "5",
-        ],
-        "--scaling",
-    );
-    // MISMO's attribute skip belongs to its MI kernel only.
-    mil_refuses_naming(
-        &[
-            "cv",
-            "musk1",
-            "--classifier",
-            "svm",
-            "--kernel",
-            "kand",
-            "--scaling",
-            "weka",
-        ],
-        "--scaling",
-    );
+        ),
+        // MISMO's attribute skip belongs to its MI kernel only.
+        ("--classifier svm --kernel kand --scaling weka", "--scaling"),
+    ];
+    for (args, flag) in refused {
+        let mut all = vec!["cv", "musk1"];
+        all.extend(args.split_whitespace());
+        mil_refuses_naming(&all, flag);
+    }
     let dir = temp_dir("mi-kernel");
     let model = dir.join("mi.json");
     let model = model.to_str().unwrap();

@@ -3,7 +3,7 @@
 //! accumulator shift ([`crate::fixed`]). Every head that multiplies by stored weights
 //! reads them through [`Weights`].
 
-use crate::container::{le_f32, le_i16, Elem, Encoding, F32s, Section, Sections};
+use crate::container::{le_f32, le_i16, le_u32, Elem, Encoding, F32s, Section, Sections};
 use crate::error::Error;
 use crate::fixed;
 
@@ -69,7 +69,7 @@ impl<'a> Weights<'a> {
 
     /// `scale[r] · 2^shift[r] · round(Σ_c q[r][c] · x[c] / 2^shift[r])`: the fixed-point
     /// dot product of a quantised row with quantised inputs, the products summed exactly
-    /// ([`fixed::dot_q15`], [`fixed::dot_q7`]) and rounded once ([`fixed::round_shift_wide`]).
+    /// ([`fixed::dot_q15`], [`fixed::dot_q7`]) and rounded once ([`fixed::round_shift_fit`]).
     pub fn dot_q(&self, r: usize, x: &[i16]) -> f32 {
         let row = self.row_bytes(r);
         let acc = match self.values.elem {
@@ -206,12 +206,6 @@ impl<'a> Weights<'a> {
 fn pair<T>(bytes: &[u8], f: fn(&[u8]) -> T) -> [T; 2] {
     let (a, b) = bytes.split_at(4.min(bytes.len()));
     [f(a), f(b)]
-}
-
-/// The `u32` in four little-endian bytes (0 for a slice of another length).
-#[inline(always)]
-fn le_u32(b: &[u8]) -> u32 {
-    <&[u8; 4]>::try_from(b).map_or(0, |b| u32::from_le_bytes(*b))
 }
 
 /// `scale · 2^shift · round(acc / 2^shift)`: an exact sum rescaled (shift capped at 30, as

@@ -411,6 +411,12 @@ pub fn le_f32(b: &[u8]) -> f32 {
     <&[u8; 4]>::try_from(b).map_or(0.0, |b| f32::from_le_bytes(*b))
 }
 
+/// The `u32` in four little-endian bytes (0 for a slice of another length).
+#[inline(always)]
+pub fn le_u32(b: &[u8]) -> u32 {
+    <&[u8; 4]>::try_from(b).map_or(0, |b| u32::from_le_bytes(*b))
+}
+
 /// A typed view of an `f32` section ([`Section::f32s`]): its bytes, read as floats
 /// without the per-element dispatch on the element type of [`Section::f32_at`]. The bytes
 /// may lie at any address (flash, `include_bytes!`): each float is decoded from four
