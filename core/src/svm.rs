@@ -291,7 +291,8 @@ impl<'a> SetKernelSvm<'a> {
             grid: d,
             query: max_instances.checked_mul(d)?,
             reference: largest.checked_mul(d)?,
-            floats: est.floats,
+            // The device takes the shortest float scratch (same estimates, bit for bit).
+            floats: est.floats_min,
             ints: est.ints,
         })
     }

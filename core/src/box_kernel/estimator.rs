@@ -79,7 +79,8 @@ pub struct Estimate {
 /// Caller-provided working memory of an estimator.
 #[derive(Debug)]
 pub struct Scratch<'a> {
-    /// Floats: one per set of the union (point pairs or points).
+    /// Floats: one per set of the union (point pairs or points), and with room the
+    /// second bag's points in floating point too.
     pub floats: &'a mut [f64],
     /// Integers: a few per dimension, for the sampled box.
     pub ints: &'a mut [u32],
@@ -88,8 +89,12 @@ pub struct Scratch<'a> {
 /// Sizes a [`Scratch`] must have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ScratchLen {
-    /// Length of [`Scratch::floats`].
+    /// Length of [`Scratch::floats`] with which the fast k∧ and k_min also keep the
+    /// second bag in floating point, their fastest form.
     pub floats: usize,
+    /// The shortest [`Scratch::floats`] accepted: the estimates are the same, bit for bit,
+    /// only slower.
+    pub floats_min: usize,
     /// Length of [`Scratch::ints`] with which the fast estimator also keeps the two bags
     /// column by column, its fastest form.
     pub ints: usize,

@@ -61,7 +61,7 @@ fn self_adjusting_coverage<R: Rng + ?Sized>(
 ) -> Estimate {
     let m = count.n_sets(bags).min(scratch.floats.len());
     let cum = scratch.floats.get_mut(..m).unwrap_or_default();
-    let ln_w = cumulative_sizes(count, bags, cum);
+    let ln_w = cumulative_sizes(count, bags, cum, &mut []);
     let cum = &*cum;
     let eps = accuracy.epsilon();
     let budget = libm::ceil(
