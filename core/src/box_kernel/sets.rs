@@ -151,6 +151,28 @@ impl LnProduct {
     pub fn ln(&self) -> f64 {
         self.exponent as f64 * core::f64::consts::LN_2 + libm::log(self.mantissa)
     }
+
+    /// The product as e + (m − 1), e its power of two and m ∈ [1, 2) its mantissa: no
+    /// logarithm, increasing in the product, and exact to a relative 2⁻⁵²·(e + 1) (the
+    /// fraction keeps the bits the integer part leaves). Products here are ≥ 1, so e ≥ 0.
+    #[inline]
+    fn packed(mut self) -> f64 {
+        self.normalise();
+        self.exponent as f64 + (self.mantissa - 1.0)
+    }
+}
+
+/// A [`LnProduct::packed`] value relative to 2^`top` (`top` an integer ≥ its power of two):
+/// m·2^(e − top), and 0 where that is below 2⁻¹⁰²².
+#[inline]
+fn unpack_relative(packed: f64, top: f64) -> f64 {
+    let e = libm::floor(packed);
+    let shift = e - top;
+    if shift < -1022.0 {
+        return 0.0;
+    }
+    let scale = f64::from_bits(((shift as i64 + 1023) as u64) << 52);
+    (1.0 + (packed - e)) * scale
 }
 
 /// Independent partial products in [`ln_set_size`]: a multiplication's latency, not its
@@ -179,7 +201,13 @@ fn normalise_lanes(lanes: &mut [f64; LANES], exponent: &mut i64) {
 /// ln |B(x ∧ y)| = Σᵢ ln(ℓᵢ+1) + ln(sᵢ−uᵢ+1) with ℓ = min(x, y), u = max(x, y) (§5.2).
 #[inline]
 pub(crate) fn ln_set_size(s: &[u32], x: &[u32], y: &[u32]) -> f64 {
-    ln_product(s, x, y, |s, x, y| {
+    set_size(s, x, y).ln()
+}
+
+/// |B(x ∧ y)| as a product kept in a mantissa and a power of two.
+#[inline]
+fn set_size(s: &[u32], x: &[u32], y: &[u32]) -> LnProduct {
+    product(s, x, y, |s, x, y| {
         set_factor(f64::from(s), f64::from(x), f64::from(y))
     })
 }
@@ -202,14 +230,15 @@ fn set_factor_shifted(s2: f64, x1: f64, y1: f64) -> f64 {
     lo1 * (s2 - hi1)
 }
 
-/// ln Πᵢ factor(sᵢ, xᵢ, yᵢ) for factors in [1, 2⁶⁴]. Dimension i goes to partial product
+/// Πᵢ factor(sᵢ, xᵢ, yᵢ) for factors in [1, 2⁶⁴]. Dimension i goes to partial product
 /// i mod [`LANES`]; the partial products' mantissas (each in [1, 2)) and powers of two are
-/// combined exactly at the end, so the relative rounding error stays ≤ (d + LANES + 1)·2⁻⁵³.
+/// combined exactly at the end, so the relative rounding error stays ≤ (d + LANES)·2⁻⁵³
+/// (one more rounding for its logarithm).
 /// The lanes are one array multiplied four factors at a time, which the compiler
 /// vectorises; moving a power of two out is exact, so when it happens does not change a
 /// bit of the result.
 #[inline]
-fn ln_product<T: Copy>(s: &[T], x: &[T], y: &[T], factor: impl Fn(T, T, T) -> f64) -> f64 {
+fn product<T: Copy>(s: &[T], x: &[T], y: &[T], factor: impl Fn(T, T, T) -> f64) -> LnProduct {
     let mut lanes = [1.0f64; LANES];
     let mut exponent = 0i64;
     let (s4, x4, y4) = (
@@ -241,7 +270,7 @@ fn ln_product<T: Copy>(s: &[T], x: &[T], y: &[T], factor: impl Fn(T, T, T) -> f6
     for lane in lanes {
         total.mul(lane);
     }
-    total.ln()
+    total
 }
 
 /// Floats [`cumulative_sizes`] uses, beyond the running sums, to keep the sets' corners
@@ -251,11 +280,14 @@ pub(crate) fn float_rows_len(n_q: usize, dim: usize) -> Option<usize> {
     n_q.checked_add(2)?.checked_mul(dim)
 }
 
-/// Writes the running sums of the set sizes, relative to the largest, into `cum` (its
-/// first `n_sets` entries) and returns ln W = ln Σ |setᵢ|. Sets smaller than the largest
-/// by a factor beyond e⁻⁷⁴⁵ get weight 0: a relative error below n_sets·e⁻⁷⁴⁵ in W. With
-/// [`float_rows_len`] floats in `rows`, pair sets are sized from floating-point copies of
-/// the points; the sums are the same, bit for bit.
+/// Writes the running sums of the set sizes, relative to the largest power of two among
+/// them, into `cum` (its first `n_sets` entries) and returns ln W = ln Σ |setᵢ|, with one
+/// logarithm in all: the sizes are kept as [`LnProduct::packed`] values until the largest
+/// is known. A size is exact to a relative (d + 4)·2⁻⁵³ + 2⁻⁵²·(e + 1) for
+/// |set| < 2^(e+1) (below 10⁻¹² for d = 166 and e < 2,000); sets smaller than the largest
+/// by a factor beyond 2⁻¹⁰²² get weight 0, a relative error below n_sets·2⁻¹⁰²² in W.
+/// With [`float_rows_len`] floats in `rows`, pair sets are sized from floating-point
+/// copies of the points; the sums are the same, bit for bit.
 pub(crate) fn cumulative_sizes(
     count: Count,
     bags: &Bags<'_>,
@@ -291,28 +323,29 @@ pub(crate) fn cumulative_sizes(
                 }
                 // Q's rows first: `zip` then stops without taking a slot of `cum`.
                 for (y1, c) in q1.chunks_exact(d).zip(cum.by_ref()) {
-                    fill(c, ln_product(s2, x1, y1, set_factor_shifted));
+                    fill(c, product(s2, x1, y1, set_factor_shifted).packed());
                 }
             }
         }
         _ if count.over_pairs() => {
             let pairs = p.flat_map(|x| q.clone().map(move |y| (x, y)));
             for (c, (x, y)) in cum.iter_mut().zip(pairs) {
-                fill(c, ln_set_size(s, x, y));
+                fill(c, set_size(s, x, y).packed());
             }
         }
         _ => {
             for (c, r) in cum.iter_mut().zip(p.chain(q)) {
-                fill(c, ln_set_size(s, r, r));
+                fill(c, set_size(s, r, r).packed());
             }
         }
     }
+    let top = libm::floor(max);
     let mut acc = 0.0;
     for c in cum.iter_mut() {
-        acc += libm::exp(*c - max);
+        acc += unpack_relative(*c, top);
         *c = acc;
     }
-    max + libm::log(acc)
+    top * core::f64::consts::LN_2 + libm::log(acc)
 }
 
 /// Draws a set index with probability |setᵢ| / W from the running sums.
@@ -519,8 +552,6 @@ impl<'s> LazyBox<'s> {
                 self.b.get(base..end).unwrap_or_default(),
             );
             let mut outside = match (r.first_chunk(), a.first_chunk(), b.first_chunk()) {
-                // Most chunks of most tests are inside: check that first, cheaply.
-                (Some(r), Some(a), Some(b)) if all_inside(r, a, b) => 0,
                 (Some(r), Some(a), Some(b)) => outside_mask(r, a, b),
                 _ => r
                     .iter()
@@ -600,7 +631,8 @@ impl<'s> LazyBox<'s> {
     }
 }
 
-/// Undecided points in a word below which a filter pass tests them one by one.
+/// Undecided points in a word up to which a filter pass tests them one by one, when the
+/// word is not a full word of the column copy (which is compared in one vector pass).
 const SPARSE: u32 = 6;
 
 /// Bits per word of the undecided set.
@@ -621,30 +653,30 @@ fn keep_inside(
     coordinate: impl Fn(usize) -> u32,
 ) {
     let mut values = [0u32; WORD];
+    let width = hi.wrapping_sub(lo);
     for (w, bits) in words.iter_mut().enumerate() {
         if *bits == 0 {
             continue;
         }
         let base = (first + w) * WORD;
-        if bits.count_ones() <= SPARSE {
-            // Few points left: test them one by one.
-            let mut rest = *bits;
-            while rest != 0 {
-                let k = rest.trailing_zeros();
-                rest &= rest - 1;
-                let v = coordinate(base + k as usize);
-                if v < lo || v > hi {
-                    *bits &= !(1 << k);
-                }
-            }
-            continue;
-        }
         // Bits past the last point are clear already, so the buffer's tail is ignored.
         let len = n.saturating_sub(base).min(WORD);
         let run = column.and_then(|c| c.get(base..base + len));
         if let Some(full) = run.and_then(|run| run.first_chunk()) {
-            // A full word of the column: compared where it lies.
+            // A full word of the column: compared where it lies, in one vector pass.
             *bits &= inside_mask(full, lo, hi);
+            continue;
+        }
+        if bits.count_ones() <= SPARSE {
+            // Few points left: test them one by one (branch-free but for the loop).
+            let (mut rest, mut outside) = (*bits, 0);
+            while rest != 0 {
+                let k = rest.trailing_zeros();
+                rest &= rest - 1;
+                let v = coordinate(base + k as usize);
+                outside |= u32::from(v.wrapping_sub(lo) > width) << k;
+            }
+            *bits &= !outside;
             continue;
         }
         match run {
@@ -676,24 +708,17 @@ fn inside_mask(v: &[u32; WORD], lo: u32, hi: u32) -> u32 {
     mask
 }
 
-/// Bit k: `r[k]` lies outside [`a[k]`, `b[k]`]. As [`inside_mask`].
+/// Bit k: `r[k]` lies outside [`a[k]`, `b[k]`] (`a[k] ≤ b[k]`: one wrapping compare, as
+/// in [`inside_mask`]). One branch-free pass: testing "all inside" first would read the
+/// chunk twice whenever it is not, which in the scans of the points near the set's two is
+/// often.
 #[inline]
 fn outside_mask(r: &[u32; CHUNK], a: &[u32; CHUNK], b: &[u32; CHUNK]) -> u32 {
     let mut mask = 0;
     for k in 0..CHUNK {
-        mask |= u32::from((r[k] < a[k]) | (r[k] > b[k])) << k;
+        mask |= u32::from(r[k].wrapping_sub(a[k]) > b[k].wrapping_sub(a[k])) << k;
     }
     mask
-}
-
-/// Whether `a[k] ≤ r[k] ≤ b[k]` for every k: an or-reduction, which vectorises.
-#[inline]
-fn all_inside(r: &[u32; CHUNK], a: &[u32; CHUNK], b: &[u32; CHUNK]) -> bool {
-    let mut outside = false;
-    for k in 0..CHUNK {
-        outside |= (r[k] < a[k]) | (r[k] > b[k]);
-    }
-    !outside
 }
 
 #[cfg(test)]
