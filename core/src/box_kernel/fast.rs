@@ -101,7 +101,7 @@ pub(crate) fn estimate<R: Rng + ?Sized>(
     scratch: &mut Scratch<'_>,
 ) -> Result<Estimate, Error> {
     let n_sets = count.n_sets(bags).min(scratch.floats.len());
-    let (cum, rows) = scratch.floats.split_at_mut(n_sets);
+    let (cum, rows) = super::sets::split(scratch.floats, n_sets);
     let ln_w = cumulative_sizes(count, bags, cum, rows);
     let cum = &*cum;
     let (n_p, n_q) = (bags.n_p(), bags.n_q());

@@ -38,9 +38,9 @@ impl<'a> Bags<'a> {
     }
 }
 
-/// `s` split at `at` (at most its length).
+/// `s` split at `at` (at most its length): no panic path for the device build.
 #[inline]
-fn split(s: &mut [u32], at: usize) -> (&mut [u32], &mut [u32]) {
+pub(crate) fn split<T>(s: &mut [T], at: usize) -> (&mut [T], &mut [T]) {
     s.split_at_mut(at.min(s.len()))
 }
 
@@ -308,8 +308,8 @@ pub(crate) fn cumulative_sizes(
     let float_rows = float_rows_len(bags.n_q(), d).and_then(|len| rows.get_mut(..len));
     match float_rows {
         Some(rows) if count.over_pairs() => {
-            let (s2, rest) = rows.split_at_mut(d);
-            let (x1, q1) = rest.split_at_mut(d);
+            let (s2, rest) = split(rows, d);
+            let (x1, q1) = split(rest, d);
             for (v, &s) in s2.iter_mut().zip(s) {
                 *v = f64::from(s) + 2.0;
             }
