@@ -333,6 +333,15 @@ fn citation_knn_with_and_without_projection() {
         let what = format!("{} bmida+citation-knn", data.name());
         check(&model, &data, Encoding::F32, &what);
         for encoding in [Encoding::Q15, Encoding::Q7] {
+            // The exporter gives the references one step, so the core's distances are
+            // integer sums (`mil_core::citation`).
+            let (compact, _) = Compact::from_host(&model).unwrap();
+            let bytes = export(&compact, encoding, &data).unwrap();
+            let core = Model::parse(&bytes).unwrap();
+            assert!(
+                core.citation().unwrap().integer_distances(),
+                "{what} {encoding:?}"
+            );
             let (_, agree) = check_labels(&model, &data, encoding, &what, Labels::Certified);
             println!(
                 "{what} {encoding:?}: labels agree on {agree}/{}",

@@ -17,10 +17,20 @@
 //! neighbouring bags (on elephant after B-MIDA, d = 10: coordinates up to 27, nearest
 //! bags 0.05 apart), which an 8-bit step of range/127 cannot resolve: with `i8`
 //! references the core gave the host's label on 173 of those 200 bags, with `i16` 196.
+//!
+//! When every coordinate shares one scale (the exporter writes it so) and every stored
+//! value lies within ±[`fixed::DIST_MAX`], distances are computed in integers: each query
+//! instance is quantised to the references' step (at most [`MAX_INTEGER_DIM`]
+//! coordinates, on the stack) and the squared differences summed exactly
+//! ([`fixed::sq_dist_q15`]: `SSUB16` + `SMLALD` on a Cortex-M4). A query instance with a
+//! coordinate beyond ±16383 steps falls back to the float formula for that instance, so no
+//! distance is clipped. The query's rounding adds half a step per coordinate to the
+//! references' half step ([`CitationKnn::coordinate_error`]).
 
 use crate::bag::{argmax_first, Decision, Instances};
 use crate::container::{le_f32, le_i16, tag, Elem, Encoding, F32s, Section, Sections};
 use crate::error::Error;
+use crate::fixed;
 use crate::project::Stage;
 use crate::score::split;
 
@@ -28,6 +38,9 @@ use crate::score::split;
 pub const MAX_REFERENCES: usize = 32;
 /// Largest number of classes.
 pub const MAX_CLASSES: usize = 64;
+/// Largest projected dimension for which distances are computed in integers (the
+/// quantised query instance lives on the stack: 2 bytes per coordinate).
+pub const MAX_INTEGER_DIM: usize = 64;
 
 /// The reference bags of a Citation-kNN model.
 #[derive(Debug, Clone, Copy)]
@@ -39,6 +52,8 @@ pub struct CitationKnn<'a> {
     radii: Section<'a>,
     references: usize,
     n_classes: usize,
+    /// The one step of every coordinate, when distances are computed in integers.
+    integer_step: Option<f32>,
 }
 
 /// A whole number stored in an f32 parameter, within `0..=max`.
@@ -96,6 +111,15 @@ impl<'a> CitationKnn<'a> {
             return Err(Error::BadModel("reference label out of range"));
         }
         let radii = sections.f32_vec(tag::CITER_RADII, n_bags)?;
+        let integer_step = scale.and_then(|s| {
+            let step = s.f32_at(0);
+            let one_step = (0..d).all(|k| s.f32_at(k) == step);
+            let in_range = instances
+                .bytes
+                .chunks_exact(2)
+                .all(|b| i32::from(le_i16(b)).abs() <= fixed::DIST_MAX);
+            (one_step && in_range && d <= MAX_INTEGER_DIM).then_some(step)
+        });
         Ok(CitationKnn {
             instances,
             scale,
@@ -104,6 +128,7 @@ impl<'a> CitationKnn<'a> {
             radii,
             references,
             n_classes,
+            integer_step,
         })
     }
 
@@ -122,10 +147,21 @@ impl<'a> CitationKnn<'a> {
         self.references
     }
 
-    /// Bound on the quantisation error of coordinate `k` of every stored instance:
-    /// half the coordinate's scale (0 for f32 models).
+    /// Bound on what the stored model adds to the error of coordinate `k` of a
+    /// query–reference difference: half the coordinate's scale for the stored instance,
+    /// and on the integer path another half step for the query's rounding (0 for f32
+    /// models).
     pub fn coordinate_error(&self, k: usize) -> f32 {
-        self.scale.map_or(0.0, |s| 0.5 * s.f32_at(k))
+        match self.integer_step {
+            Some(step) => step,
+            None => self.scale.map_or(0.0, |s| 0.5 * s.f32_at(k)),
+        }
+    }
+
+    /// Whether distances are computed in integers (one step for every coordinate, stored
+    /// values within ±16383, at most [`MAX_INTEGER_DIM`] coordinates).
+    pub fn integer_distances(&self) -> bool {
+        self.integer_step.is_some()
     }
 
     /// Citer radius of reference bag `b`.
@@ -153,38 +189,27 @@ impl<'a> CitationKnn<'a> {
         b: usize,
         scales: impl Iterator<Item = f32> + Clone,
     ) -> f32 {
-        let (lo, hi) = (
-            self.bags.u32_at(b) as usize,
-            self.bags.u32_at(b + 1) as usize,
-        );
-        let mut best = f32::INFINITY;
         if d == 0 {
             return 0.0;
         }
-        // The reference bag's rows as one byte range, walked row by row (no per-row
-        // offset arithmetic); one loop per storage type, chosen once.
-        let row_len = self.instances.cols * self.instances.elem.size();
-        let rows = self
-            .instances
-            .bytes
-            .get(lo.saturating_mul(row_len)..hi.saturating_mul(row_len))
-            .unwrap_or_default();
-        let rows = rows.chunks_exact(row_len.max(1));
+        let rows = self.bag_rows(b);
+        let mut best = f32::INFINITY;
+        if let Some(step) = self.integer_step {
+            let mut q = [0i16; MAX_INTEGER_DIM];
+            let q = q.get_mut(..d).unwrap_or_default();
+            for x in y.chunks_exact(d) {
+                let m = match quantise_query(x, step, q) {
+                    true => integer_min(q, rows.clone(), step),
+                    false => float_min(x, rows.clone(), scales.clone()),
+                };
+                best = best.min(m);
+            }
+            return libm::sqrtf(best);
+        }
         match self.scale {
             Some(_) => {
                 for x in y.chunks_exact(d) {
-                    for row in rows.clone() {
-                        let s: f32 = row
-                            .chunks_exact(2)
-                            .zip(x)
-                            .zip(scales.clone())
-                            .map(|((r, &xk), sk)| {
-                                let t = xk - le_i16(r) as f32 * sk;
-                                t * t
-                            })
-                            .sum();
-                        best = best.min(s);
-                    }
+                    best = best.min(float_min(x, rows.clone(), scales.clone()));
                 }
             }
             None => {
@@ -204,6 +229,57 @@ impl<'a> CitationKnn<'a> {
             }
         }
         libm::sqrtf(best)
+    }
+
+    /// Reference bag `b`'s stored rows as one byte range, walked row by row (no per-row
+    /// offset arithmetic).
+    fn bag_rows(&self, b: usize) -> core::slice::ChunksExact<'a, u8> {
+        let (lo, hi) = (
+            self.bags.u32_at(b) as usize,
+            self.bags.u32_at(b + 1) as usize,
+        );
+        let row_len = self.instances.cols * self.instances.elem.size();
+        let rows = self
+            .instances
+            .bytes
+            .get(lo.saturating_mul(row_len)..hi.saturating_mul(row_len))
+            .unwrap_or_default();
+        rows.chunks_exact(row_len.max(1))
+    }
+
+    /// The squared distances of every reference bag to the query bag `y` on the integer
+    /// path, into `dist` (then their square roots): each query instance is quantised once
+    /// and meets every reference row, so a bag's classification quantises n instances,
+    /// not n per reference bag. Equal, value for value, to [`CitationKnn::distance_with`]
+    /// per bag (the same per-instance minima, and a minimum does not depend on order).
+    fn integer_distances_into(
+        &self,
+        y: &[f32],
+        d: usize,
+        step: f32,
+        scales: impl Iterator<Item = f32> + Clone,
+        dist: &mut [f32],
+    ) {
+        dist.fill(f32::INFINITY);
+        let mut q = [0i16; MAX_INTEGER_DIM];
+        let q = q.get_mut(..d).unwrap_or_default();
+        let row_len = self.instances.cols * self.instances.elem.size();
+        for x in y.chunks_exact(d.max(1)) {
+            let fits = quantise_query(x, step, q);
+            // All stored rows in one walk, bag after bag (the parser checked that the
+            // offsets start at 0, increase and end at the last row).
+            let mut rows = self.instances.bytes.chunks_exact(row_len.max(1));
+            for (b, db) in dist.iter_mut().enumerate() {
+                let len = self.bags.u32_at(b + 1).wrapping_sub(self.bags.u32_at(b)) as usize;
+                let bag_rows = rows.by_ref().take(len);
+                let m = match fits {
+                    true => integer_min(q, bag_rows, step),
+                    false => float_min(x, bag_rows, scales.clone()),
+                };
+                *db = db.min(m);
+            }
+        }
+        dist.iter_mut().for_each(|v| *v = libm::sqrtf(*v));
     }
 
     /// Scratch values [`crate::Model::classify`] needs for an `n`-instance bag: the
@@ -247,10 +323,19 @@ impl<'a> CitationKnn<'a> {
         }
         // The R smallest distances so far, ascending: the R-th is the reference cut-off.
         // (Distances are never NaN: `distance` takes a minimum, which skips NaN.)
+        match self.integer_step {
+            Some(step) if d > 0 => {
+                self.integer_distances_into(y, d, step, scales.iter().copied(), dist)
+            }
+            _ => {
+                for (b, db) in dist.iter_mut().enumerate() {
+                    *db = self.distance_with(y, d, b, scales.iter().copied());
+                }
+            }
+        }
         let r = self.references;
         let mut nearest = heapless::Vec::<f32, MAX_REFERENCES>::new();
-        for (b, db) in dist.iter_mut().enumerate() {
-            *db = self.distance_with(y, d, b, scales.iter().copied());
+        for db in dist.iter() {
             let pos = nearest.partition_point(|&v| v <= *db);
             if pos < r {
                 // Insert at `pos`, shifting the larger ones up; a full list drops its
@@ -286,4 +371,56 @@ impl<'a> CitationKnn<'a> {
             witness: None,
         })
     }
+}
+
+/// Quantises the projected query instance `x` to the references' `step` into `q`;
+/// `false` (and `q` meaningless) when a coordinate lies beyond ±[`fixed::DIST_MAX`] steps
+/// or is NaN, so that no distance is clipped.
+#[inline]
+fn quantise_query(x: &[f32], step: f32, q: &mut [i16]) -> bool {
+    let inv = 1.0 / step;
+    let mut fits = true;
+    for (qk, &xk) in q.iter_mut().zip(x) {
+        let t = xk * inv;
+        fits &= t.abs() <= fixed::DIST_MAX as f32;
+        *qk = fixed::round_clamp(t, fixed::DIST_MAX) as i16;
+    }
+    fits
+}
+
+/// The smallest squared distance from the quantised query instance `q` to the stored
+/// `rows`, exact in integers ([`fixed::sq_dist_q15`]), in squared units of the data.
+#[inline]
+fn integer_min<'r>(q: &[i16], rows: impl Iterator<Item = &'r [u8]>, step: f32) -> f32 {
+    let m = rows.map(|row| fixed::sq_dist_q15(q, row)).min();
+    // Two word conversions (one instruction each on a Cortex-M4F) instead of the library
+    // call a `u64 → f32` conversion takes there: within 3·2⁻²⁴ relative, and the same on
+    // the host (plain f32 arithmetic, no fused multiply-add), so citer radii computed
+    // there still match what the device computes.
+    let to_f32 = |m: u64| (m >> 32) as u32 as f32 * 4_294_967_296.0 + m as u32 as f32;
+    m.map_or(f32::INFINITY, |m| to_f32(m) * (step * step))
+}
+
+/// The smallest squared distance from the instance `x` to the stored quantised `rows`,
+/// each coordinate dequantised with its own scale.
+#[inline]
+fn float_min<'r>(
+    x: &[f32],
+    rows: impl Iterator<Item = &'r [u8]>,
+    scales: impl Iterator<Item = f32> + Clone,
+) -> f32 {
+    let mut best = f32::INFINITY;
+    for row in rows {
+        let s: f32 = row
+            .chunks_exact(2)
+            .zip(x)
+            .zip(scales.clone())
+            .map(|((r, &xk), sk)| {
+                let t = xk - le_i16(r) as f32 * sk;
+                t * t
+            })
+            .sum();
+        best = best.min(s);
+    }
+    best
 }

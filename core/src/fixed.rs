@@ -295,6 +295,44 @@ mod dsp {
         ((u64::from(hi) << 32) | u64::from(lo)) as i64
     }
 
+    /// `Σ (q_k − r_k)²` over the first `2·pairs` coordinates, as [`super::sq_dist_q15`]
+    /// requires (both within ±16383, so `SSUB16`'s differences are exact): one word of
+    /// each per pass (unaligned `LDR` is valid on Armv7E-M; the query often lives on the
+    /// stack at a half-word boundary), `SSUB16`, `SMLALD` of the difference with itself.
+    #[inline]
+    pub(super) fn sq_dist_q15_pairs(q: &[i16], r: &[u8], pairs: usize) -> u64 {
+        let pairs = pairs.min(r.len() / 4).min(q.len() / 2);
+        let (mut lo, mut hi) = (0u32, 0u32);
+        if pairs > 0 {
+            let (pq, pr) = (q.as_ptr(), r.as_ptr());
+            let end = pq.wrapping_add(2 * pairs);
+            // SAFETY: `pairs` ≥ 1 passes (clamped above to both slices), each reading one
+            // word of q and of r and advancing both by 4 bytes, ending at byte 4·pairs,
+            // within both. SSUB16/SMLALD only touch registers; `cmp` sets the flags;
+            // nothing is written to memory.
+            unsafe {
+                core::arch::asm!(
+                    "2:",
+                    "ldr {t0}, [{q}], #4",
+                    "ldr {a}, [{r}], #4",
+                    "ssub16 {a}, {t0}, {a}",
+                    "smlald {lo}, {hi}, {a}, {a}",
+                    "cmp {q}, {end}",
+                    "bne 2b",
+                    q = inout(reg) pq => _,
+                    r = inout(reg) pr => _,
+                    end = in(reg) end,
+                    lo = inout(reg) lo,
+                    hi = inout(reg) hi,
+                    t0 = out(reg) _,
+                    a = out(reg) _,
+                    options(readonly, nostack),
+                );
+            }
+        }
+        (u64::from(hi) << 32) | u64::from(lo)
+    }
+
     /// The exact sums of both rows over the first `2·pairs` inputs; the caller keeps
     /// `2·pairs` within `x` and `4·pairs` bytes within both rows.
     ///
@@ -421,6 +459,46 @@ mod dsp {
         let wide = |lo: u32, hi: u32| ((u64::from(hi) << 32) | u64::from(lo)) as i64;
         (wide(lo0, hi0), wide(lo1, hi1))
     }
+}
+
+/// Largest magnitude of a value on the integer distance path ([`sq_dist_q15`]): with both
+/// operands within ±16383 every difference fits an `i16`.
+pub const DIST_MAX: i32 = 16383;
+
+/// `Σ_k (q_k − r_k)²`, exact, for a quantised query `q` and a stored row `r` (`i16`
+/// little-endian bytes), over the shorter of the two; both within ±[`DIST_MAX`], which the
+/// caller checks (every difference then fits an `i16`, every square is below 2³⁰, and
+/// the sum of fewer than 2³⁴ of them fits `u64`). On Armv7E-M (module `dsp`) the loop is
+/// written out: per pair of coordinates one word of each, `SSUB16` for both differences
+/// and `SMLALD` for both squares (6 instructions with the loads and the loop); elsewhere
+/// plain Rust, equal to it (the firmware checks both at start).
+#[inline]
+pub fn sq_dist_q15(q: &[i16], r: &[u8]) -> u64 {
+    #[cfg(mil_dsp)]
+    {
+        let n = (r.len() / 2).min(q.len());
+        let mut acc = dsp::sq_dist_q15_pairs(q, r, n / 2);
+        if n % 2 == 1 {
+            let j = n - 1;
+            let t = input(q, j) - q15(r.get(2 * j..2 * j + 2));
+            acc += (t * t) as u64;
+        }
+        acc
+    }
+    #[cfg(not(mil_dsp))]
+    sq_dist_q15_portable(q, r)
+}
+
+/// [`sq_dist_q15`] in plain Rust.
+#[cfg(any(not(mil_dsp), test))]
+fn sq_dist_q15_portable(q: &[i16], r: &[u8]) -> u64 {
+    q.iter()
+        .zip(r.chunks_exact(2))
+        .map(|(&q, r)| {
+            let t = i32::from(q) - q15(Some(r));
+            (t * t) as u64
+        })
+        .sum()
 }
 
 /// `Σ_j w_j · x_j`, exact, for Q7 weights `w` (one `i8` per byte) and the quantised
@@ -565,6 +643,22 @@ mod tests {
 
     fn q15_bytes(w: &[i32]) -> Vec<u8> {
         w.iter().flat_map(|&v| (v as i16).to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn squared_distances_are_exact_at_the_range_ends() {
+        let vals = [-16383, -16382, -1, 0, 1, 7, 16382, 16383];
+        for n in 0..12 {
+            let q: Vec<i16> = (0..n).map(|k| vals[k % 8] as i16).collect();
+            let r: Vec<i32> = (0..n).map(|k| vals[(3 * k + 5) % 8]).collect();
+            let want: u64 = q
+                .iter()
+                .zip(&r)
+                .map(|(&a, &b)| ((a as i64 - b as i64) * (a as i64 - b as i64)) as u64)
+                .sum();
+            assert_eq!(sq_dist_q15(&q, &q15_bytes(&r)), want, "{n}");
+            assert_eq!(sq_dist_q15_portable(&q, &q15_bytes(&r)), want, "{n}");
+        }
     }
 
     #[test]

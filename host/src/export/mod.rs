@@ -282,18 +282,31 @@ impl Writer {
 
     /// Stored instances (`rows × cols`, row-major) as `REF_INSTANCES`: f32, or quantised
     /// in `encoding` with one step per coordinate (`REF_SCALE`), shared by that coordinate
-    /// of every instance.
-    fn instances(&mut self, encoding: Encoding, rows: usize, cols: usize, values: &[f64]) {
+    /// of every instance. With `one_step` every coordinate gets the same step, mapping the
+    /// largest magnitude onto ±[`mil_core::fixed::DIST_MAX`]: the core then computes
+    /// Citation-kNN distances in integers (see `mil_core::citation`).
+    fn instances(
+        &mut self,
+        encoding: Encoding,
+        (rows, cols): (usize, usize),
+        values: &[f64],
+        one_step: bool,
+    ) {
         if encoding == Encoding::F32 {
             self.f32s(tag::REF_INSTANCES, rows, cols, values.iter().copied());
             return;
         }
-        let q_max = encoding.q_max();
+        let mut q_max = encoding.q_max();
         let mut max_abs = vec![0.0f64; cols];
         for x in values.chunks_exact(cols) {
             for (m, v) in max_abs.iter_mut().zip(x) {
                 *m = m.max(v.abs());
             }
+        }
+        if one_step {
+            let all = max_abs.iter().copied().fold(0.0, f64::max);
+            max_abs.iter_mut().for_each(|m| *m = all);
+            q_max = fixed::DIST_MAX;
         }
         let steps: Vec<f32> = max_abs
             .iter()
@@ -713,7 +726,7 @@ pub fn export_with(
                 Encoding::F32 => Encoding::F32,
                 Encoding::Q15 | Encoding::Q7 => Encoding::Q15,
             };
-            w.instances(stored, n, d, refs);
+            w.instances(stored, (n, d), refs, true);
             let starts: Vec<u32> = references.bag_starts().iter().map(|&v| v as u32).collect();
             w.u32s(tag::REF_BAGS, &starts);
             let labels = references.require_labels(2)?;
@@ -837,7 +850,7 @@ fn export_mi_svm(
     if let Some(sec) = w.sections.last_mut() {
         (sec.2, sec.3) = (2, dim_in);
     }
-    w.instances(encoding, rows, dim_in, &svm.instances);
+    w.instances(encoding, (rows, dim_in), &svm.instances, false);
     w.support_bags(encoding, &svm.bag_starts, &svm.weights);
     let bytes = w.finish(ModelKind::MiKernelSvm, encoding, (dim_in, 2))?;
     Model::parse(&bytes)?;

@@ -105,7 +105,8 @@ fn fail(what: &str) -> ! {
     }
 }
 
-/// Checks the core's fixed-point dot products on the device against a plain `i64` sum:
+/// Checks the core's fixed-point dot products and squared distances on the device against
+/// plain `i64` sums:
 /// every length 0..=40, weights and inputs at word-aligned and half-word-misaligned
 /// addresses (the `LDRD` and the `LDR` loops of `fixed::dsp`), values including the
 /// extremes. Returns the number of cases checked; fails the run on a mismatch.
@@ -128,6 +129,14 @@ fn dsp_self_test() -> usize {
         w0.0[2 * i..2 * i + 2].copy_from_slice(&a.to_le_bytes());
         w1.0[2 * i..2 * i + 2].copy_from_slice(&b.to_le_bytes());
     }
+    // The squared-distance loop takes values within ±16383 (`fixed::DIST_MAX`).
+    let mut wc = Aligned([0u8; 2 * N + 8]);
+    let mut xc = Aligned([0i16; N + 4]);
+    for i in 0..N + 4 {
+        xc.0[i] = x.0[i].clamp(-16383, 16383);
+        let c = value(i, 1).clamp(-16383, 16383);
+        wc.0[2 * i..2 * i + 2].copy_from_slice(&c.to_le_bytes());
+    }
     let q = |w: &[u8], j: usize| i16::from_le_bytes([w[2 * j], w[2 * j + 1]]) as i64;
     let mut cases = 0;
     for n in 0..=N {
@@ -136,8 +145,13 @@ fn dsp_self_test() -> usize {
             let xs = &x.0[ox..ox + n];
             let want0: i64 = (0..n).map(|j| q(a, j) * xs[j] as i64).sum();
             let want1: i64 = (0..n).map(|j| q(b, j) * xs[j] as i64).sum();
+            let (c, xcs) = (&wc.0[ow..ow + 2 * n], &xc.0[ox..ox + n]);
+            let want_sq: u64 = (0..n)
+                .map(|j| ((xcs[j] as i64 - q(c, j)) * (xcs[j] as i64 - q(c, j))) as u64)
+                .sum();
             if mil_core::fixed::dot_q15(a, xs) != want0
                 || mil_core::fixed::dot2_q15(a, b, xs) != (want0, want1)
+                || mil_core::fixed::sq_dist_q15(xcs, c) != want_sq
             {
                 say!("error: dsp self-test n {} offsets {} {}", n, ow, ox);
                 debug::exit(debug::EXIT_FAILURE);
