@@ -198,11 +198,14 @@ impl<'a> CitationKnn<'a> {
             let mut q = [0i16; MAX_INTEGER_DIM];
             let q = q.get_mut(..d).unwrap_or_default();
             for x in y.chunks_exact(d) {
-                let m = match quantise_query(x, step, q) {
-                    true => integer_min(q, rows.clone(), step),
-                    false => float_min(x, rows.clone(), scales.clone()),
-                };
-                best = best.min(m);
+                let fits = quantise_query(x, step, q);
+                best = best.min(nearest_row(
+                    x,
+                    fits.then_some(&*q),
+                    rows.clone(),
+                    step,
+                    scales.clone(),
+                ));
             }
             return libm::sqrtf(best);
         }
@@ -238,13 +241,23 @@ impl<'a> CitationKnn<'a> {
             self.bags.u32_at(b) as usize,
             self.bags.u32_at(b + 1) as usize,
         );
-        let row_len = self.instances.cols * self.instances.elem.size();
+        let row_len = self.row_len();
         let rows = self
             .instances
             .bytes
             .get(lo.saturating_mul(row_len)..hi.saturating_mul(row_len))
             .unwrap_or_default();
         rows.chunks_exact(row_len.max(1))
+    }
+
+    /// Every stored row, in order (reference bags one after another).
+    fn rows(&self) -> core::slice::ChunksExact<'a, u8> {
+        self.instances.bytes.chunks_exact(self.row_len().max(1))
+    }
+
+    /// Bytes per stored row.
+    fn row_len(&self) -> usize {
+        self.instances.cols * self.instances.elem.size()
     }
 
     /// The squared distances of every reference bag to the query bag `y` on the integer
@@ -263,20 +276,21 @@ impl<'a> CitationKnn<'a> {
         dist.fill(f32::INFINITY);
         let mut q = [0i16; MAX_INTEGER_DIM];
         let q = q.get_mut(..d).unwrap_or_default();
-        let row_len = self.instances.cols * self.instances.elem.size();
         for x in y.chunks_exact(d.max(1)) {
             let fits = quantise_query(x, step, q);
             // All stored rows in one walk, bag after bag (the parser checked that the
             // offsets start at 0, increase and end at the last row).
-            let mut rows = self.instances.bytes.chunks_exact(row_len.max(1));
+            let mut rows = self.rows();
             for (b, db) in dist.iter_mut().enumerate() {
                 let len = self.bags.u32_at(b + 1).wrapping_sub(self.bags.u32_at(b)) as usize;
                 let bag_rows = rows.by_ref().take(len);
-                let m = match fits {
-                    true => integer_min(q, bag_rows, step),
-                    false => float_min(x, bag_rows, scales.clone()),
-                };
-                *db = db.min(m);
+                *db = db.min(nearest_row(
+                    x,
+                    fits.then_some(&*q),
+                    bag_rows,
+                    step,
+                    scales.clone(),
+                ));
             }
         }
         dist.iter_mut().for_each(|v| *v = libm::sqrtf(*v));
@@ -321,8 +335,6 @@ impl<'a> CitationKnn<'a> {
         if let Some(s) = self.scale {
             scales.iter_mut().zip(s.f32s()).for_each(|(o, v)| *o = v);
         }
-        // The R smallest distances so far, ascending: the R-th is the reference cut-off.
-        // (Distances are never NaN: `distance` takes a minimum, which skips NaN.)
         match self.integer_step {
             Some(step) if d > 0 => {
                 self.integer_distances_into(y, d, step, scales.iter().copied(), dist)
@@ -333,6 +345,8 @@ impl<'a> CitationKnn<'a> {
                 }
             }
         }
+        // The R smallest distances so far, ascending: the R-th is the reference cut-off.
+        // (Distances are never NaN: `distance` takes a minimum, which skips NaN.)
         let r = self.references;
         let mut nearest = heapless::Vec::<f32, MAX_REFERENCES>::new();
         for db in dist.iter() {
@@ -386,6 +400,23 @@ fn quantise_query(x: &[f32], step: f32, q: &mut [i16]) -> bool {
         *qk = fixed::round_clamp(t, fixed::DIST_MAX) as i16;
     }
     fits
+}
+
+/// The smallest squared distance from the query instance `x` to the stored `rows` on the
+/// integer path: in integers from its quantised form `q`, or by the float formula when it
+/// did not fit the references' step.
+#[inline]
+fn nearest_row<'r>(
+    x: &[f32],
+    q: Option<&[i16]>,
+    rows: impl Iterator<Item = &'r [u8]>,
+    step: f32,
+    scales: impl Iterator<Item = f32> + Clone,
+) -> f32 {
+    match q {
+        Some(q) => integer_min(q, rows, step),
+        None => float_min(x, rows, scales),
+    }
 }
 
 /// The smallest squared distance from the quantised query instance `q` to the stored

@@ -139,7 +139,6 @@ pub(crate) struct StoppingRule {
     epsilon: f64,
     delta: f64,
     x_min: f64,
-    range: f64,
     lower: f64,
     upper: f64,
     sum: f64,
@@ -156,7 +155,6 @@ impl StoppingRule {
             epsilon: accuracy.epsilon(),
             delta: accuracy.delta(),
             x_min,
-            range: 1.0 - x_min,
             lower: x_min,
             upper: 1.0,
             sum: 0.0,
@@ -186,7 +184,7 @@ impl StoppingRule {
         let log_term = ln_ratio(3.75, delta_k);
         let mean = self.sum / t;
         let var = (self.sum_sq / t - mean * mean).max(0.0);
-        let c = libm::sqrt(2.0 * var * log_term / t) + 3.0 * self.range * log_term / t;
+        let c = libm::sqrt(2.0 * var * log_term / t) + 3.0 * self.range() * log_term / t;
         self.lower = self.lower.max(mean - c);
         self.upper = self.upper.min(mean + c);
         // Stop once the mean itself is certified: (1−ε)·UB ≤ X̄ ≤ (1+ε)·LB, where a side
@@ -198,6 +196,11 @@ impl StoppingRule {
         certified.then_some(mean)
     }
 
+    /// R = 1 − x_min, the range of the values.
+    fn range(&self) -> f64 {
+        1.0 - self.x_min
+    }
+
     /// Whether the Chernoff–Hoeffding interval at the current checkpoint excludes the
     /// mean `m` (and with it every value beyond `m`, kl being monotone on each side of
     /// the sample mean): kl(Ȳ ‖ m′) > `bound` for the values rescaled to [0, 1]. A value
@@ -206,10 +209,11 @@ impl StoppingRule {
         if m < self.x_min || m > 1.0 {
             return true;
         }
-        if self.range <= 0.0 {
+        let range = self.range();
+        if range <= 0.0 {
             return false;
         }
-        let rescale = |v: f64| ((v - self.x_min) / self.range).clamp(0.0, 1.0);
+        let rescale = |v: f64| ((v - self.x_min) / range).clamp(0.0, 1.0);
         bernoulli_kl(rescale(mean), rescale(m)) > bound
     }
 }
