@@ -86,6 +86,13 @@ fn run_firmware(model: &[u8], bags: &[u8], features: &[&str]) -> String {
         stdout.contains("dsp self-test: 164 cases"),
         "no DSP self-test:\n{stdout}"
     );
+    // `MIL_FIRMWARE_DUMP=DIR` keeps each run's output (per-bag ticks and instance
+    // counts), e.g. to split a model's cost into per-instance and per-bag parts.
+    if let Ok(dir) = std::env::var("MIL_FIRMWARE_DUMP") {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        std::fs::write(format!("{dir}/run{n}.txt"), &stdout).unwrap();
+    }
     stdout
 }
 

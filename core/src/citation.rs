@@ -421,7 +421,9 @@ fn nearest_row<'r>(
 
 /// The smallest squared distance from the quantised query instance `q` to the stored
 /// `rows`, exact in integers ([`fixed::sq_dist_q15`]), in squared units of the data.
-#[inline]
+/// Always inlined: called once per query instance and stored bag, its loop setup outside
+/// the caller's loop cost 0.6 instructions per squared difference on a Cortex-M4.
+#[inline(always)]
 fn integer_min<'r>(q: &[i16], rows: impl Iterator<Item = &'r [u8]>, step: f32) -> f32 {
     let m = rows.map(|row| fixed::sq_dist_q15(q, row)).min();
     // Two word conversions (one instruction each on a Cortex-M4F) instead of the library

@@ -112,9 +112,10 @@ pub fn round_shift(x: i32, shift: u32) -> i32 {
 /// of them fits `i64`, so nothing rounds or saturates: the one rounding happens once per
 /// output, in [`round_shift_wide`] (or [`round_shift_fit`]). On Armv7E-M (module `dsp`)
 /// the loop is written out: two `SMLALD`s per doubleword of weights and of inputs when
-/// both are word-aligned (10 instructions per 8 inputs), one per word otherwise; on other
+/// both are word-aligned (18 instructions per 16 inputs), one per word otherwise; on other
 /// targets it is plain Rust, equal to it (the firmware checks both loops against plain
 /// sums at start, `tests/qemu`).
+#[inline(always)]
 pub fn dot_q15(w: &[u8], x: &[i16]) -> i64 {
     #[cfg(mil_dsp)]
     {
@@ -150,7 +151,7 @@ fn dot_q15_portable(w: &[u8], x: &[i16]) -> i64 {
 /// sums are exact integers). Each pass reads one pair of inputs once for both rows and
 /// adds two `SMLALD`s, so the loads of `x` and the loop's own instructions are shared:
 /// what brings a projection stage near its multiply-add floor (issue #20). On Armv7E-M
-/// the loop is written out (module `dsp`: 8 instructions per 4 inputs of both rows when
+/// the loop is written out (module `dsp`: 7.5 instructions per 4 inputs of both rows when
 /// the inputs and rows are word-aligned, 12 otherwise); elsewhere, and for an odd last
 /// input, it is plain Rust.
 pub fn dot2_q15(w0: &[u8], w1: &[u8], x: &[i16]) -> (i64, i64) {
@@ -193,6 +194,28 @@ fn dot2_q15_portable(w0: &[u8], w1: &[u8], x: &[i16]) -> (i64, i64) {
     (a0, a1)
 }
 
+/// [`dot_q15`] of one row `w` against two inputs `x0` and `x1`, equal to it exactly: each
+/// pass reads a word of weights once for both inputs (on Armv7E-M the loop of
+/// [`dot2_q15`] with the weights as the shared operand: 7.5 instructions per 4 inputs of
+/// both). A folded model's one row scores its bag's instances two at a time this way.
+/// Elsewhere two calls of the plain loop.
+pub fn dot_q15_twice(w: &[u8], x0: &[i16], x1: &[i16]) -> (i64, i64) {
+    #[cfg(mil_dsp)]
+    {
+        let n = (w.len() / 2).min(x0.len()).min(x1.len());
+        let (mut a0, mut a1) = dsp::dot_q15_twice_pairs(w, x0, x1, n / 2);
+        if n % 2 == 1 {
+            let j = n - 1;
+            let wj = q15(w.get(2 * j..2 * j + 2));
+            a0 += (wj * input(x0, j)) as i64;
+            a1 += (wj * input(x1, j)) as i64;
+        }
+        (a0, a1)
+    }
+    #[cfg(not(mil_dsp))]
+    (dot_q15_portable(w, x0), dot_q15_portable(w, x1))
+}
+
 /// The Armv7E-M loop of [`dot2_q15`].
 #[cfg(mil_dsp)]
 #[allow(unsafe_code)]
@@ -224,39 +247,87 @@ mod dsp {
         };
     }
 
+    /// Two input pairs of one row from word-aligned addresses: a doubleword of four
+    /// inputs and of four weights (`LDRD`, post-increment), two `SMLALD`s.
+    macro_rules! row_quad {
+        () => {
+            "ldrd {t0}, {t1}, [{x}], #8
+             ldrd {a}, {b}, [{w}], #8
+             smlald {lo}, {hi}, {a}, {t0}
+             smlald {lo}, {hi}, {b}, {t1}"
+        };
+    }
+
     /// One row's exact sum over the first `2·pairs` inputs, as [`dot2_q15_pairs`] for
-    /// one row: doublewords when `x` and `w` are word-aligned (10 instructions per 8
-    /// inputs: two `LDRD` pairs, four `SMLALD`s, `cmp`/`bne`), words otherwise.
+    /// one row. When `x` and `w` are word-aligned: 16 inputs per pass (four `LDRD`
+    /// pairs and eight `SMLALD`s, `cmp`/`bne`: 18 instructions), then at most one step
+    /// of 8 and one of 4 inputs without a loop; what is left (or everything, unaligned)
+    /// goes a word at a time.
     pub(super) fn dot_q15_pairs(w: &[u8], x: &[i16], pairs: usize) -> i64 {
         let pairs = pairs.min(w.len() / 4).min(x.len() / 2);
         let (mut lo, mut hi) = (0u32, 0u32);
         let (mut px, mut pw) = (x.as_ptr(), w.as_ptr());
         let aligned = (px as usize | pw as usize) & 3 == 0;
         let mut left = pairs;
-        if aligned && left >= 4 {
-            let end = px.wrapping_add(8 * (left / 4));
-            left %= 4;
-            // SAFETY: each half of a pass reads 8 bytes at x and at w (`LDRD` from
+        if aligned && left >= 8 {
+            let end = px.wrapping_add(16 * (left / 8));
+            left %= 8;
+            // SAFETY: each quarter of a pass reads 8 bytes at x and at w (`LDRD` from
             // word-aligned addresses, checked above and kept by the 8-byte increments)
-            // and advances both by 8; pairs/4 passes read 16·(pairs/4) ≤ 4·pairs bytes of
+            // and advances both by 8; pairs/8 passes read 32·(pairs/8) ≤ 4·pairs bytes of
             // each slice, within both (`pairs` is clamped above). SMLALD as in
             // `dot2_q15_pairs`. `cmp` sets the flags; nothing is written to memory.
             unsafe {
                 core::arch::asm!(
                     "2:",
-                    "ldrd {t0}, {t1}, [{x}], #8",
-                    "ldrd {a}, {b}, [{w}], #8",
-                    "smlald {lo}, {hi}, {a}, {t0}",
-                    "smlald {lo}, {hi}, {b}, {t1}",
-                    "ldrd {t0}, {t1}, [{x}], #8",
-                    "ldrd {a}, {b}, [{w}], #8",
-                    "smlald {lo}, {hi}, {a}, {t0}",
-                    "smlald {lo}, {hi}, {b}, {t1}",
+                    row_quad!(),
+                    row_quad!(),
+                    row_quad!(),
+                    row_quad!(),
                     "cmp {x}, {end}",
                     "bne 2b",
                     x = inout(reg) px,
                     w = inout(reg) pw,
                     end = in(reg) end,
+                    lo = inout(reg) lo,
+                    hi = inout(reg) hi,
+                    t0 = out(reg) _,
+                    t1 = out(reg) _,
+                    a = out(reg) _,
+                    b = out(reg) _,
+                    options(readonly, nostack),
+                );
+            }
+        }
+        if aligned && left >= 4 {
+            left -= 4;
+            // SAFETY: 16 more bytes of x and of w from where the loop above left the
+            // pointers (still word-aligned), within both: at least 4 of the `pairs`
+            // pairs were left. SMLALD as above; nothing is written to memory.
+            unsafe {
+                core::arch::asm!(
+                    row_quad!(),
+                    row_quad!(),
+                    x = inout(reg) px,
+                    w = inout(reg) pw,
+                    lo = inout(reg) lo,
+                    hi = inout(reg) hi,
+                    t0 = out(reg) _,
+                    t1 = out(reg) _,
+                    a = out(reg) _,
+                    b = out(reg) _,
+                    options(readonly, nostack),
+                );
+            }
+        }
+        if aligned && left >= 2 {
+            left -= 2;
+            // SAFETY: 8 more bytes of each, as above, with at least 2 pairs left.
+            unsafe {
+                core::arch::asm!(
+                    row_quad!(),
+                    x = inout(reg) px,
+                    w = inout(reg) pw,
                     lo = inout(reg) lo,
                     hi = inout(reg) hi,
                     t0 = out(reg) _,
@@ -337,56 +408,118 @@ mod dsp {
     /// `2·pairs` within `x` and `4·pairs` bytes within both rows.
     ///
     /// When all three start on a word boundary (the container aligns every section, and
-    /// rows of an even length keep the alignment) the loop reads doublewords, 8
-    /// instructions per 4 inputs of both rows (two quads and the loop's `cmp`/`bne` per
+    /// rows of an even length keep the alignment) the loop reads doublewords, 7.5
+    /// instructions per 4 inputs of both rows (four quads and the loop's `cmp`/`bne` per
     /// pass); otherwise words, 12 per 4 inputs (`LDRD` faults on unaligned addresses, `LDR`
     /// does not).
     pub(super) fn dot2_q15_pairs(w0: &[u8], w1: &[u8], x: &[i16], pairs: usize) -> (i64, i64) {
-        let pairs = pairs.min(w0.len() / 4).min(w1.len() / 4).min(x.len() / 2);
+        pairs_against_two(as_bytes(x), w0, w1, pairs)
+    }
+
+    /// One row `w` against two inputs `x0`, `x1`: [`dot2_q15_pairs`] with the roles of
+    /// the shared operand and the two others exchanged (`SMLALD`'s products do not
+    /// depend on the order of their factors), so each weight word is loaded once for
+    /// both inputs.
+    pub(super) fn dot_q15_twice_pairs(
+        w: &[u8],
+        x0: &[i16],
+        x1: &[i16],
+        pairs: usize,
+    ) -> (i64, i64) {
+        pairs_against_two(w, as_bytes(x0), as_bytes(x1), pairs)
+    }
+
+    /// The bytes of `i16` values in memory order (little endian on Arm: the low byte of
+    /// each value first, as the container stores Q15 weights).
+    fn as_bytes(x: &[i16]) -> &[u8] {
+        // SAFETY: `i16` has no padding bytes and `u8` no alignment requirement; the
+        // slice covers exactly the 2·len bytes of `x`, borrowed for its lifetime.
+        unsafe { core::slice::from_raw_parts(x.as_ptr().cast::<u8>(), 2 * x.len()) }
+    }
+
+    /// The exact sums over the first `2·pairs` pairs of 16-bit values of `shared`
+    /// against those of `w0` and of `w1`: the loops of [`dot2_q15_pairs`], all three
+    /// read as bytes.
+    fn pairs_against_two(shared: &[u8], w0: &[u8], w1: &[u8], pairs: usize) -> (i64, i64) {
+        let pairs = pairs
+            .min(w0.len() / 4)
+            .min(w1.len() / 4)
+            .min(shared.len() / 4);
         let (mut lo0, mut hi0, mut lo1, mut hi1) = (0u32, 0u32, 0u32, 0u32);
-        let (mut px, mut p0, mut p1) = (x.as_ptr(), w0.as_ptr(), w1.as_ptr());
+        let (mut px, mut p0, mut p1) = (shared.as_ptr(), w0.as_ptr(), w1.as_ptr());
         let aligned = (px as usize | p0 as usize | p1 as usize) & 3 == 0;
         let mut left = pairs;
         if aligned && left >= 4 {
-            let end = px.wrapping_add(8 * (left / 4));
-            left %= 4;
-            // SAFETY: each quad step reads 8 bytes at x, w0 and w1 (two `LDRD`s from
-            // word-aligned addresses, checked above, and kept aligned by the 8-byte
-            // increments) and advances each by 8; pairs/4 passes of two steps read
-            // 16·(pairs/4) ≤ 4·pairs bytes of every slice, within all three (`pairs` is
-            // clamped above). SMLALD adds the two signed 16 × 16 products of its
-            // operands' halves to the 64-bit accumulator hi:lo exactly; in little endian
-            // the low half of each word is the earlier value, so weight j meets input j.
-            // `cmp` sets the flags (not preserved); nothing is written to memory. The
-            // pointers come back advanced past what was read.
-            unsafe {
-                core::arch::asm!(
-                    "2:",
-                    quad_step!(),
-                    quad_step!(),
-                    "cmp {x}, {end}",
-                    "bne 2b",
-                    x = inout(reg) px,
-                    w0 = inout(reg) p0,
-                    w1 = inout(reg) p1,
-                    end = in(reg) end,
-                    lo0 = inout(reg) lo0,
-                    hi0 = inout(reg) hi0,
-                    lo1 = inout(reg) lo1,
-                    hi1 = inout(reg) hi1,
-                    t0 = out(reg) _,
-                    t1 = out(reg) _,
-                    a = out(reg) _,
-                    b = out(reg) _,
-                    options(readonly, nostack),
-                );
+            // Passes of 8 pairs (four quad steps), then at most one of 4 and one of 2.
+            let passes = left / 8;
+            let end = px.wrapping_add(32 * passes);
+            left -= 8 * passes;
+            if passes > 0 {
+                // SAFETY: each quad step reads 8 bytes at `shared` (`x`), w0 and w1 (two
+                // `LDRD`s from word-aligned addresses, checked above, and kept aligned by
+                // the 8-byte increments) and advances each by 8; `passes` = pairs/8
+                // passes of four steps read 32·passes ≤ 4·pairs bytes of every slice,
+                // within all three (`pairs` is clamped above). SMLALD adds the two signed
+                // 16 × 16 products of its operands' halves to the 64-bit accumulator
+                // hi:lo exactly; in little endian the low half of each word is the
+                // earlier value, so value j of one meets value j of the other. `cmp` sets
+                // the flags (not preserved); nothing is written to memory. The pointers
+                // come back advanced past what was read.
+                unsafe {
+                    core::arch::asm!(
+                        "2:",
+                        quad_step!(),
+                        quad_step!(),
+                        quad_step!(),
+                        quad_step!(),
+                        "cmp {x}, {end}",
+                        "bne 2b",
+                        x = inout(reg) px,
+                        w0 = inout(reg) p0,
+                        w1 = inout(reg) p1,
+                        end = in(reg) end,
+                        lo0 = inout(reg) lo0,
+                        hi0 = inout(reg) hi0,
+                        lo1 = inout(reg) lo1,
+                        hi1 = inout(reg) hi1,
+                        t0 = out(reg) _,
+                        t1 = out(reg) _,
+                        a = out(reg) _,
+                        b = out(reg) _,
+                        options(readonly, nostack),
+                    );
+                }
+            }
+            if left >= 4 {
+                left -= 4;
+                // SAFETY: two quad steps from where the loop left the (still aligned)
+                // pointers, at byte 32·passes of each slice, ending 16 bytes on, within
+                // all three since at least 4 pairs were left. As above otherwise; flags
+                // untouched.
+                unsafe {
+                    core::arch::asm!(
+                        quad_step!(),
+                        quad_step!(),
+                        x = inout(reg) px,
+                        w0 = inout(reg) p0,
+                        w1 = inout(reg) p1,
+                        lo0 = inout(reg) lo0,
+                        hi0 = inout(reg) hi0,
+                        lo1 = inout(reg) lo1,
+                        hi1 = inout(reg) hi1,
+                        t0 = out(reg) _,
+                        t1 = out(reg) _,
+                        a = out(reg) _,
+                        b = out(reg) _,
+                        options(readonly, nostack, preserves_flags),
+                    );
+                }
             }
             if left >= 2 {
                 left -= 2;
-                // SAFETY: one quad step from where the loop left the (still aligned)
-                // pointers, at byte 16·(pairs/4) of each slice, ending at byte
-                // 16·(pairs/4) + 8 ≤ 4·pairs since pairs % 4 ≥ 2. As above otherwise;
-                // flags untouched.
+                // SAFETY: one quad step from where the steps above left the (still
+                // aligned) pointers, ending 8 bytes on, within all three since at least 2
+                // pairs were left. As above otherwise; flags untouched.
                 unsafe {
                     core::arch::asm!(
                         quad_step!(),
@@ -406,7 +539,7 @@ mod dsp {
                 }
             }
         } else if left >= 2 {
-            let end = px.wrapping_add(4 * (left / 2));
+            let end = px.wrapping_add(8 * (left / 2));
             left %= 2;
             // SAFETY: each step reads one word at x, w0 and w1 and advances each by 4
             // bytes; pairs/2 passes of two steps read 8·(pairs/2) ≤ 4·pairs bytes of every

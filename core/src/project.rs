@@ -36,7 +36,7 @@ use crate::bag::Instances;
 use crate::container::{tag, Elem, Encoding, Section, Sections};
 use crate::error::Error;
 use crate::fixed;
-use crate::weights::Weights;
+use crate::weights::{QuantRow, Weights};
 
 /// How a projection stage is stored.
 #[derive(Debug, Clone, Copy)]
@@ -210,6 +210,18 @@ impl<'a> Projection<'a> {
         Ok(())
     }
 
+    /// The single row of a dense quantised stage with one output (a folded model's) and
+    /// its bias: `row.dot(x) + bias` is [`Projection::apply`]'s one output, bit for bit,
+    /// with the row's storage decoded once instead of once per instance.
+    pub(crate) fn single_row(&self) -> Option<(QuantRow<'a>, f32)> {
+        match &self.storage {
+            Storage::Dense { weights, bias, .. } if self.quantised && weights.rows() == 1 => {
+                Some((weights.quant_row(0)?, bias.f32_at(0)))
+            }
+            _ => None,
+        }
+    }
+
     /// Output `k` of one instance (`k < d`; `x` of length D, as [`Projection::apply`]).
     pub fn output(&self, k: usize, x: Instances<'_>) -> Result<f32, Error> {
         if k >= self.output_dim() || x.len() != self.input_dim() {
@@ -311,6 +323,8 @@ impl<'a> Projection<'a> {
 pub struct Stage<'a> {
     projection: Option<Projection<'a>>,
     input_dim: usize,
+    /// [`Projection::single_row`], decoded once here for the heads' per-bag loops.
+    single_row: Option<(QuantRow<'a>, f32)>,
 }
 
 impl<'a> Stage<'a> {
@@ -319,7 +333,14 @@ impl<'a> Stage<'a> {
         Stage {
             projection,
             input_dim,
+            single_row: projection.and_then(|p| p.single_row()),
         }
+    }
+
+    /// The one row of a dense quantised projection with one output, and its bias
+    /// ([`Projection::single_row`]); `None` otherwise.
+    pub(crate) fn single_row(&self) -> Option<(QuantRow<'a>, f32)> {
+        self.single_row
     }
 
     /// Input dimension D.

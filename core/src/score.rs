@@ -104,6 +104,27 @@ pub struct LinearScorer<'a> {
     bias: Section<'a>,
     pooling: Pooling,
     beta: f32,
+    /// A one-row, one-column scorer's weight, scale and bias, decoded at parse.
+    one_weight: Option<OneWeight>,
+}
+
+/// The single weight of a 1 × 1 scorer (a folded model's), decoded once: its logit is
+/// [`Weights::dot_f32`] of the one value plus the bias, bit for bit.
+#[derive(Debug, Clone, Copy)]
+struct OneWeight {
+    value: f32,
+    scale: Option<f32>,
+    bias: f32,
+}
+
+impl OneWeight {
+    /// The logit of a projected value `y`: the same one-term `sum()` and scale as
+    /// [`Weights::dot_f32`], then the bias.
+    #[inline(always)]
+    fn logit(&self, y: f32) -> f32 {
+        let sum: f32 = core::iter::once(self.value * y).sum();
+        self.scale.map_or(sum, |s| sum * s) + self.bias
+    }
 }
 
 impl<'a> LinearScorer<'a> {
@@ -136,11 +157,17 @@ impl<'a> LinearScorer<'a> {
             None
         }
         .ok_or(Error::BadModel("unknown pooling"))?;
+        let one_weight = (rows == 1 && d == 1).then(|| OneWeight {
+            value: weights.values.f32_at(0),
+            scale: weights.scale.map(|s| s.f32_at(0)),
+            bias: bias.f32_at(0),
+        });
         Ok(LinearScorer {
             weights,
             bias,
             pooling,
             beta: params.f32_at(1),
+            one_weight,
         })
     }
 
@@ -185,7 +212,6 @@ impl<'a> LinearScorer<'a> {
         let (z, rest) = split(rest, r);
         let (a, rest) = split(rest, r);
         let (b, _) = split(rest, r);
-        let (scores, _) = split(scores, classes);
         let start = match self.pooling {
             Pooling::Max => f32::NEG_INFINITY,
             _ => 0.0,
@@ -197,6 +223,49 @@ impl<'a> LinearScorer<'a> {
             _ => 0.0,
         };
         b.iter_mut().for_each(|v| *v = b_start);
+        // A folded model (one quantised projection row, one score row of one weight):
+        // each instance is one dot product, with everything around it decoded at parse —
+        // the same arithmetic as the general loop, bit for bit (tested).
+        if let (Instances::I16(x), Some((row, row_bias)), Some(one), [a0], [b0]) =
+            (bag, stage.single_row(), self.one_weight, &mut *a, &mut *b)
+        {
+            // The pooling state in registers for the loop.
+            let (mut a_acc, mut b_acc) = (*a0, *b0);
+            // Two instances at a time share the reads of the row.
+            let d_in = stage.input_dim().max(1);
+            let x = x.get(..n * d_in).unwrap_or(x);
+            let pairs = x.chunks_exact((2 * d_in).max(2));
+            let last = pairs.remainder();
+            for (p, two) in pairs.enumerate() {
+                let (x0, x1) = two.split_at_checked(d_in).unwrap_or_default();
+                let (y0, y1) = row.dot_twice(x0, x1);
+                self.accumulate(one.logit(y0 + row_bias), 2 * p, &mut a_acc, &mut b_acc);
+                self.accumulate(one.logit(y1 + row_bias), 2 * p + 1, &mut a_acc, &mut b_acc);
+            }
+            if !last.is_empty() {
+                let z = one.logit(row.dot(last) + row_bias);
+                self.accumulate(z, n - 1, &mut a_acc, &mut b_acc);
+            }
+            (*a0, *b0) = (a_acc, b_acc);
+        } else {
+            self.accumulate_bag(stage, bag, n, y, z, a, b)?;
+        }
+        self.finish(n, a, b, r, scores, classes)
+    }
+
+    /// The pooling state (`a`, `b`) of an `n`-instance bag, one instance at a time through
+    /// the stage into `y`, its logits into `z`.
+    #[allow(clippy::too_many_arguments)]
+    fn accumulate_bag(
+        &self,
+        stage: &Stage<'_>,
+        bag: Instances<'_>,
+        n: usize,
+        y: &mut [f32],
+        z: &mut [f32],
+        a: &mut [f32],
+        b: &mut [f32],
+    ) -> Result<(), Error> {
         for i in 0..n {
             stage.project_instance(bag, i, y)?;
             for ((c, zc), bias) in z.iter_mut().enumerate().zip(self.bias.f32s()) {
@@ -206,6 +275,20 @@ impl<'a> LinearScorer<'a> {
                 self.accumulate(zc, i, ac, bc);
             }
         }
+        Ok(())
+    }
+
+    /// The scores and decision from the pooling state of an `n`-instance bag (`r` rows).
+    fn finish(
+        &self,
+        n: usize,
+        a: &[f32],
+        b: &[f32],
+        r: usize,
+        scores: &mut [f32],
+        classes: usize,
+    ) -> Result<Decision, Error> {
+        let (scores, _) = split(scores, classes);
         // Max pooling leaves `b` free: it holds each row's witness index, exact in f32
         // below 2²⁴ instances (no bag comes near; beyond, no witness is named).
         let witness = |row: usize| match self.pooling {
@@ -251,6 +334,7 @@ impl<'a> LinearScorer<'a> {
 
     /// Adds the logit `z` of instance `i` to the pooling state (`a`, `b`) of its row; for
     /// max pooling `b` keeps the first instance of largest logit.
+    #[inline(always)]
     fn accumulate(&self, z: f32, i: usize, a: &mut f32, b: &mut f32) {
         match self.pooling {
             Pooling::Max => {
@@ -351,6 +435,163 @@ mod tests {
         assert!((softplus(0.0) - core::f32::consts::LN_2).abs() < 1e-7);
         assert_eq!(softplus(200.0), 200.0);
         assert!(softplus(-200.0) >= 0.0);
+    }
+
+    /// A one-row quantised stage (`dim` weights in `encoding`) and a 1 × 1 scorer, as a
+    /// folded model exports them, with random weights from `seed`.
+    fn folded_parts(
+        encoding: Encoding,
+        dim: usize,
+        pooling: Pooling,
+        seed: u64,
+        out: &mut [u8],
+    ) -> usize {
+        use crate::container::{write, Payload};
+        let mut state = seed;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as i32
+        };
+        let q_max = encoding.q_max();
+        let w: [i32; 64] = core::array::from_fn(|_| next() % (q_max + 1));
+        let w = &w[..dim];
+        let mut bytes = [0u8; 128];
+        for (j, &v) in w.iter().enumerate() {
+            match encoding {
+                Encoding::Q7 => bytes[j] = v as i8 as u8,
+                _ => bytes[2 * j..2 * j + 2].copy_from_slice(&(v as i16).to_le_bytes()),
+            }
+        }
+        let abs_sum = w.iter().map(|v| u64::from(v.unsigned_abs())).sum();
+        let shift = crate::fixed::safe_shift(abs_sum) + (next() % 3) as u32;
+        let f = |v: f32| v.to_le_bytes();
+        let (scale, bias) = (f(1.3e-6), f(-0.37));
+        let shift = shift.to_le_bytes();
+        let score_w = ((next() % (q_max + 1)) as i16).to_le_bytes();
+        let score_w = match encoding {
+            Encoding::Q7 => &score_w[..1],
+            _ => &score_w[..],
+        };
+        let (score_scale, score_bias) = (f(0.021), f(0.4));
+        let params: [u8; 8] =
+            core::array::from_fn(|b| [f(pooling as u32 as f32), f(2.5)][b / 4][b % 4]);
+        let elem = encoding.elem();
+        let one = |tag, elem, bytes| Payload {
+            tag,
+            elem,
+            rows: 1,
+            cols: 1,
+            bytes,
+        };
+        let sections = [
+            Payload {
+                tag: tag::PROJ_WEIGHTS,
+                elem,
+                rows: 1,
+                cols: dim,
+                bytes: &bytes[..dim * elem.size()],
+            },
+            one(tag::PROJ_SCALE, Elem::F32, &scale),
+            one(tag::PROJ_SHIFT, Elem::U32, &shift),
+            one(tag::PROJ_BIAS, Elem::F32, &bias),
+            one(tag::SCORE_WEIGHTS, elem, score_w),
+            one(tag::SCORE_SCALE, Elem::F32, &score_scale),
+            one(tag::SCORE_BIAS, Elem::F32, &score_bias),
+            Payload {
+                tag: tag::PARAMS,
+                elem: Elem::F32,
+                rows: 1,
+                cols: 2,
+                bytes: &params,
+            },
+        ];
+        write(
+            out,
+            crate::ModelKind::LinearMil,
+            encoding,
+            dim,
+            2,
+            &sections,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_folded_path_scores_like_the_instance_loop() {
+        // The per-bag path of a one-row stage and a 1 × 1 scorer against the general
+        // instance loop, bit for bit: every pooling, both encodings, lengths around the
+        // DSP loops' multiples of 2 and 4, random bags with the extremes of i16.
+        use crate::container::parse;
+        use crate::project::Projection;
+        let poolings = [
+            Pooling::Max,
+            Pooling::Softmax,
+            Pooling::Mean,
+            Pooling::Geometric,
+            Pooling::NoisyOr,
+        ];
+        let mut state = 7u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 48) as u16 as i16
+        };
+        let mut checked = 0;
+        for encoding in [Encoding::Q15, Encoding::Q7] {
+            for dim in [1, 2, 3, 4, 5, 7, 8, 9, 17, 64] {
+                for (p, &pooling) in poolings.iter().enumerate() {
+                    let mut model = [0u8; 512];
+                    let len =
+                        folded_parts(encoding, dim, pooling, (dim * 5 + p) as u64, &mut model);
+                    let (_, sections) = parse(&model[..len]).unwrap();
+                    let projection = Projection::from_sections(&sections, encoding, dim).unwrap();
+                    let stage = Stage::new(Some(projection), dim);
+                    assert!(projection.single_row().is_some());
+                    let scorer = LinearScorer::from_sections(&sections, encoding, 1).unwrap();
+                    for n in 1..6 {
+                        let mut bag = [0i16; 6 * 64];
+                        for (k, v) in bag.iter_mut().enumerate().take(n * dim) {
+                            *v = match k % 11 {
+                                0 => i16::MIN,
+                                1 => i16::MAX,
+                                _ => next(),
+                            };
+                        }
+                        let bag = Instances::I16(&bag[..n * dim]);
+                        let (mut scratch, mut fused) = ([0f32; 4], [0f32; 2]);
+                        let got = scorer
+                            .score_bag(&stage, bag, n, &mut scratch, &mut fused)
+                            .unwrap();
+                        // The general loop over the same scratch layout: y, z, a, b.
+                        let mut scratch = [0f32; 4];
+                        let (y, rest) = scratch.split_at_mut(1);
+                        let (z, rest) = rest.split_at_mut(1);
+                        let (a, b) = rest.split_at_mut(1);
+                        let start = if pooling == Pooling::Max {
+                            f32::NEG_INFINITY
+                        } else {
+                            0.0
+                        };
+                        a[0] = start;
+                        b[0] = if pooling == Pooling::Max { -1.0 } else { 0.0 };
+                        scorer.accumulate_bag(&stage, bag, n, y, z, a, b).unwrap();
+                        let mut general = [0f32; 2];
+                        let want = scorer.finish(n, a, b, 1, &mut general, 2).unwrap();
+                        assert_eq!(got, want, "{encoding:?} dim {dim} {pooling:?} n {n}");
+                        assert_eq!(
+                            fused.map(f32::to_bits),
+                            general.map(f32::to_bits),
+                            "{encoding:?} dim {dim} {pooling:?} n {n}"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 2 * 10 * 5 * 5);
     }
 
     #[test]

@@ -136,6 +136,22 @@ impl<'a> Weights<'a> {
         }
     }
 
+    /// Row `r` of quantised weights with its shift and scale read once, for loops over
+    /// many instances ([`QuantRow::dot`] equals [`Weights::dot_q`]`(r, x)`); `None` for
+    /// f32 weights or a row out of range.
+    pub(crate) fn quant_row(&self, r: usize) -> Option<QuantRow<'a>> {
+        let scale = self.scale?;
+        if r >= self.rows() || !matches!(self.values.elem, Elem::I16 | Elem::I8) {
+            return None;
+        }
+        Some(QuantRow {
+            values: self.row_bytes(r),
+            q7: self.values.elem == Elem::I8,
+            shift: self.shift.map_or(0, |s| s.u32_at(r)),
+            scale: scale.f32_at(r),
+        })
+    }
+
     /// Row `r`'s exact sum rescaled by its stored shift and scale ([`rescale`]).
     fn rescale(&self, r: usize, acc: i64) -> f32 {
         let shift = self.shift.map_or(0, |s| s.u32_at(r));
@@ -198,6 +214,46 @@ impl<'a> Weights<'a> {
             scale: Some(s),
             shift: sh,
         })
+    }
+}
+
+/// One quantised row with its shift and scale decoded ([`Weights::quant_row`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct QuantRow<'a> {
+    values: &'a [u8],
+    q7: bool,
+    shift: u32,
+    scale: f32,
+}
+
+impl QuantRow<'_> {
+    /// [`Weights::dot_q`] of this row: the exact sum rounded once and rescaled.
+    #[inline(always)]
+    pub(crate) fn dot(&self, x: &[i16]) -> f32 {
+        let acc = if self.q7 {
+            fixed::dot_q7(self.values, x)
+        } else {
+            fixed::dot_q15(self.values, x)
+        };
+        rescale(acc, self.shift, self.scale)
+    }
+
+    /// [`QuantRow::dot`] of two inputs, the row read once for both in Q15
+    /// ([`fixed::dot_q15_twice`]).
+    #[inline(always)]
+    pub(crate) fn dot_twice(&self, x0: &[i16], x1: &[i16]) -> (f32, f32) {
+        let (a0, a1) = if self.q7 {
+            (
+                fixed::dot_q7(self.values, x0),
+                fixed::dot_q7(self.values, x1),
+            )
+        } else {
+            fixed::dot_q15_twice(self.values, x0, x1)
+        };
+        (
+            rescale(a0, self.shift, self.scale),
+            rescale(a1, self.shift, self.scale),
+        )
     }
 }
 
