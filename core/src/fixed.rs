@@ -429,6 +429,93 @@ mod dsp {
         pairs_against_two(w, as_bytes(x0), as_bytes(x1), pairs)
     }
 
+    /// Four inputs of two Q7 rows (see [`super::dot2_q7`]): the inputs regrouped into
+    /// (x₀, x₂) in `a` and (x₁, x₃) in `t1`, each row's four weights unpacked into the
+    /// matching pairs by `SXTB16`, two `SMLALD`s per row.
+    macro_rules! q7_quad {
+        () => {
+            "ldr {t0}, [{x}], #4
+             ldr {t1}, [{x}], #4
+             pkhbt {a}, {t0}, {t1}, lsl #16
+             pkhtb {t1}, {t1}, {t0}, asr #16
+             ldr {t0}, [{w0}], #4
+             sxtb16 {e}, {t0}
+             smlald {lo0}, {hi0}, {e}, {a}
+             sxtb16 {e}, {t0}, ror #8
+             smlald {lo0}, {hi0}, {e}, {t1}
+             ldr {t0}, [{w1}], #4
+             sxtb16 {e}, {t0}
+             smlald {lo1}, {hi1}, {e}, {a}
+             sxtb16 {e}, {t0}, ror #8
+             smlald {lo1}, {hi1}, {e}, {t1}"
+        };
+    }
+
+    /// The exact sums of two Q7 rows over the first `4·quads` inputs (clamped to what
+    /// all three hold). Word loads only, so no alignment is needed (unaligned `LDR` is
+    /// valid on Armv7E-M): Q7 rows of odd length start anywhere.
+    pub(super) fn dot2_q7_quads(w0: &[u8], w1: &[u8], x: &[i16], quads: usize) -> (i64, i64) {
+        let quads = quads.min(w0.len() / 4).min(w1.len() / 4).min(x.len() / 4);
+        let (mut lo0, mut hi0, mut lo1, mut hi1) = (0u32, 0u32, 0u32, 0u32);
+        let (mut px, mut p0, mut p1) = (x.as_ptr(), w0.as_ptr(), w1.as_ptr());
+        if quads >= 2 {
+            let end = px.wrapping_add(8 * (quads / 2));
+            // SAFETY: each quad reads 8 bytes at x and 4 at w0 and at w1 (word loads,
+            // valid unaligned here) and advances the pointers by as much; quads/2 passes
+            // of two read 16·(quads/2) ≤ 8·quads bytes of x and 8·(quads/2) ≤ 4·quads of
+            // each row, within all three (`quads` is clamped above). PKHBT/PKHTB/SXTB16
+            // only move register halves; SMLALD adds two exact 16 × 16 products to the
+            // 64-bit hi:lo. `cmp` sets the flags (not preserved); nothing is written to
+            // memory. The pointers come back advanced past what was read.
+            unsafe {
+                core::arch::asm!(
+                    "2:",
+                    q7_quad!(),
+                    q7_quad!(),
+                    "cmp {x}, {end}",
+                    "bne 2b",
+                    x = inout(reg) px,
+                    w0 = inout(reg) p0,
+                    w1 = inout(reg) p1,
+                    end = in(reg) end,
+                    lo0 = inout(reg) lo0,
+                    hi0 = inout(reg) hi0,
+                    lo1 = inout(reg) lo1,
+                    hi1 = inout(reg) hi1,
+                    t0 = out(reg) _,
+                    t1 = out(reg) _,
+                    a = out(reg) _,
+                    e = out(reg) _,
+                    options(readonly, nostack),
+                );
+            }
+        }
+        if quads % 2 == 1 {
+            // SAFETY: the last quad, from where the loop left the pointers (byte
+            // 8·(quads − 1) of x, 4·(quads − 1) of each row), ending at byte 8·quads and
+            // 4·quads, within all three. As above; flags untouched.
+            unsafe {
+                core::arch::asm!(
+                    q7_quad!(),
+                    x = inout(reg) px => _,
+                    w0 = inout(reg) p0 => _,
+                    w1 = inout(reg) p1 => _,
+                    lo0 = inout(reg) lo0,
+                    hi0 = inout(reg) hi0,
+                    lo1 = inout(reg) lo1,
+                    hi1 = inout(reg) hi1,
+                    t0 = out(reg) _,
+                    t1 = out(reg) _,
+                    a = out(reg) _,
+                    e = out(reg) _,
+                    options(readonly, nostack, preserves_flags),
+                );
+            }
+        }
+        let wide = |lo: u32, hi: u32| ((u64::from(hi) << 32) | u64::from(lo)) as i64;
+        (wide(lo0, hi0), wide(lo1, hi1))
+    }
+
     /// The bytes of `i16` values in memory order (little endian on Arm: the low byte of
     /// each value first, as the container stores Q15 weights).
     fn as_bytes(x: &[i16]) -> &[u8] {
@@ -652,6 +739,27 @@ pub fn dot_q7(w: &[u8], x: &[i16]) -> i64 {
     acc
 }
 
+/// [`dot_q7`] of two rows `w0`, `w1` against the same inputs, over the shortest of the
+/// three, equal to it exactly. On Armv7E-M (module `dsp`) four inputs of both rows take
+/// 16 instructions: two word loads of inputs regrouped by `PKHBT`/`PKHTB` into (x₀, x₂)
+/// and (x₁, x₃), and per row a word of four weights whose bytes `SXTB16` unpacks into the
+/// same pairs, (w₀, w₂) and (w₁, w₃), for two `SMLALD`s — so the stored row order stays
+/// as it is. Elsewhere, and for the last inputs, plain Rust.
+pub fn dot2_q7(w0: &[u8], w1: &[u8], x: &[i16]) -> (i64, i64) {
+    let n = w0.len().min(w1.len()).min(x.len());
+    #[cfg(mil_dsp)]
+    let (done, (mut a0, mut a1)) = (4 * (n / 4), dsp::dot2_q7_quads(w0, w1, x, n / 4));
+    #[cfg(not(mil_dsp))]
+    let (done, (mut a0, mut a1)) = (0, (0i64, 0i64));
+    let weight = |w: &[u8], j: usize| w.get(j).map_or(0, |&b| b as i8 as i32);
+    for j in done..n {
+        let xj = input(x, j);
+        a0 += (weight(w0, j) * xj) as i64;
+        a1 += (weight(w1, j) * xj) as i64;
+    }
+    (a0, a1)
+}
+
 /// The `i16` in two little-endian bytes (0 for anything else).
 #[inline(always)]
 fn q15(bytes: Option<&[u8]>) -> i32 {
@@ -836,6 +944,21 @@ mod tests {
                 let one = (dot_q15(&b0, &x[..n.min(m1)]), dot_q15(&b1, &x[..n.min(m0)]));
                 assert_eq!(dot2_q15(&b0, &b1, &x), one, "n {n} rows {m0} {m1}");
             }
+        }
+    }
+
+    #[test]
+    fn two_q7_rows_at_once_equal_one_at_a_time() {
+        // Every length up to 21 (the device's quads and the last inputs), the extremes
+        // of i8 and i16, rows longer than the inputs.
+        for n in 0..=21 {
+            let w0: Vec<u8> = (0..n + 2).map(|i| [0x80u8, 0x7F, 3, 0xFD][i % 4]).collect();
+            let w1: Vec<u8> = (0..n + 2).map(|i| (i * 37 + 11) as u8).collect();
+            let x: Vec<i16> = (0..n)
+                .map(|i| [i16::MIN, i16::MAX, -7, 12345][(i * 3) % 4])
+                .collect();
+            let one = (dot_q7(&w0[..n], &x), dot_q7(&w1[..n], &x));
+            assert_eq!(dot2_q7(&w0, &w1, &x), one, "n {n}");
         }
     }
 

@@ -82,7 +82,7 @@ impl<'a> Weights<'a> {
 
     /// [`Weights::dot_q`] of every row plus its `bias` into `out` (one value per row, over
     /// the shorter of the two; a missing bias adds nothing), equal to `dot_q(k, x) +
-    /// bias[k]` row by row. Q15 rows with their shifts go two at a time
+    /// bias[k]` row by row. Q15 and Q7 rows with their shifts go two at a time
     /// ([`fixed::dot2_q15`]), sharing each read of the inputs, straight from the payload
     /// with their scales, shifts and biases read in step: the projection stage's whole
     /// per-instance work, kept to the multiply-adds and a few instructions per row.
@@ -91,14 +91,16 @@ impl<'a> Weights<'a> {
         let out = out.get_mut(..rows).unwrap_or_default();
         let bias = bias.bytes();
         let b = |k: usize| bias.get(4 * k..4 * k + 4).map_or(0.0, le_f32);
-        let (Elem::I16, Some(scale), Some(shift)) = (self.values.elem, self.scale, self.shift)
+        let (elem @ (Elem::I16 | Elem::I8), Some(scale), Some(shift)) =
+            (self.values.elem, self.scale, self.shift)
         else {
             for (k, o) in out.iter_mut().enumerate() {
                 *o = self.dot_q(k, x) + b(k);
             }
             return;
         };
-        let row_len = 2 * self.cols();
+        let q7 = elem == Elem::I8;
+        let row_len = elem.size() * self.cols();
         let x = x.get(..self.cols()).unwrap_or(x);
         let (values, scale, shift) = (self.values.bytes, scale.bytes, shift.bytes);
         // Rows, outputs, scales, shifts and biases in step, two at a time.
@@ -114,7 +116,11 @@ impl<'a> Weights<'a> {
             )
         {
             let (w0, w1) = w.split_at_checked(row_len).unwrap_or_default();
-            let (a0, a1) = fixed::dot2_q15(w0, w1, x);
+            let (a0, a1) = if q7 {
+                fixed::dot2_q7(w0, w1, x)
+            } else {
+                fixed::dot2_q15(w0, w1, x)
+            };
             let ([t0, t1], [h0, h1], [c0, c1]) =
                 (pair(t, le_f32), pair(h, le_u32), pair(c, le_f32));
             if let [o0, o1] = o {
@@ -130,8 +136,13 @@ impl<'a> Weights<'a> {
                 .unwrap_or_default();
             let t = scale.get(4 * k..4 * k + 4).map_or(1.0, le_f32);
             let h = shift.get(4 * k..4 * k + 4).map_or(0, le_u32);
+            let acc = if q7 {
+                fixed::dot_q7(w, x)
+            } else {
+                fixed::dot_q15(w, x)
+            };
             if let Some(o) = out.get_mut(k) {
-                *o = rescale(fixed::dot_q15(w, x), h, t) + b(k);
+                *o = rescale(acc, h, t) + b(k);
             }
         }
     }
