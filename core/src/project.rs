@@ -36,7 +36,7 @@ use crate::bag::Instances;
 use crate::container::{tag, Elem, Encoding, Section, Sections};
 use crate::error::Error;
 use crate::fixed;
-use crate::weights::{QuantRow, Weights};
+use crate::weights::{Q15Row, Weights};
 
 /// How a projection stage is stored.
 #[derive(Debug, Clone, Copy)]
@@ -210,13 +210,13 @@ impl<'a> Projection<'a> {
         Ok(())
     }
 
-    /// The single row of a dense quantised stage with one output (a folded model's) and
+    /// The single row of a dense Q15 stage with one output (a folded model's) and
     /// its bias: `row.dot(x) + bias` is [`Projection::apply`]'s one output, bit for bit,
     /// with the row's storage decoded once instead of once per instance.
-    pub(crate) fn single_row(&self) -> Option<(QuantRow<'a>, f32)> {
+    pub(crate) fn single_row(&self) -> Option<(Q15Row<'a>, f32)> {
         match &self.storage {
             Storage::Dense { weights, bias, .. } if self.quantised && weights.rows() == 1 => {
-                Some((weights.quant_row(0)?, bias.f32_at(0)))
+                Some((weights.q15_row(0)?, bias.f32s().get(0)))
             }
             _ => None,
         }
@@ -323,8 +323,6 @@ impl<'a> Projection<'a> {
 pub struct Stage<'a> {
     projection: Option<Projection<'a>>,
     input_dim: usize,
-    /// [`Projection::single_row`], decoded once here for the heads' per-bag loops.
-    single_row: Option<(QuantRow<'a>, f32)>,
 }
 
 impl<'a> Stage<'a> {
@@ -333,14 +331,16 @@ impl<'a> Stage<'a> {
         Stage {
             projection,
             input_dim,
-            single_row: projection.and_then(|p| p.single_row()),
         }
     }
 
-    /// The one row of a dense quantised projection with one output, and its bias
-    /// ([`Projection::single_row`]); `None` otherwise.
-    pub(crate) fn single_row(&self) -> Option<(QuantRow<'a>, f32)> {
-        self.single_row
+    /// The one row of a dense Q15 projection with one output, and its bias
+    /// ([`Projection::single_row`]); `None` otherwise. Decoded when asked (once per bag),
+    /// not kept from the parse: a parse that decodes it is too involved for LTO to fold
+    /// away the heads a firmware's embedded model does not use (kept, it cost the board
+    /// example 9–11 KB of flash and the firmware 0.9 KB more stack in `Model::parse`).
+    pub(crate) fn single_row(&self) -> Option<(Q15Row<'a>, f32)> {
+        self.projection.and_then(|p| p.single_row())
     }
 
     /// Input dimension D.

@@ -20,7 +20,7 @@ use crate::bag::{argmax_first, instance_count, Decision, Instances};
 use crate::container::{tag, Elem, Encoding, Section, Sections};
 use crate::error::Error;
 use crate::project::Stage;
-use crate::weights::Weights;
+use crate::weights::{Q15Row, Weights};
 
 /// Bags up to this many instances get a witness under max pooling: every index below
 /// 2²⁴ is exact in f32, where the pooling state keeps it.
@@ -104,16 +104,16 @@ pub struct LinearScorer<'a> {
     bias: Section<'a>,
     pooling: Pooling,
     beta: f32,
-    /// A one-row, one-column scorer's weight, scale and bias, decoded at parse.
+    /// A one-row, one-column quantised scorer's weight, scale and bias, decoded at parse.
     one_weight: Option<OneWeight>,
 }
 
-/// The single weight of a 1 × 1 scorer (a folded model's), decoded once: its logit is
-/// [`Weights::dot_f32`] of the one value plus the bias, bit for bit.
+/// The single quantised weight of a 1 × 1 scorer (a folded model's), decoded once: its
+/// logit is [`Weights::dot_f32`] of the one value plus the bias, bit for bit.
 #[derive(Debug, Clone, Copy)]
 struct OneWeight {
     value: f32,
-    scale: Option<f32>,
+    scale: f32,
     bias: f32,
 }
 
@@ -123,7 +123,7 @@ impl OneWeight {
     #[inline(always)]
     fn logit(&self, y: f32) -> f32 {
         let sum: f32 = core::iter::once(self.value * y).sum();
-        self.scale.map_or(sum, |s| sum * s) + self.bias
+        sum * self.scale + self.bias
     }
 }
 
@@ -157,11 +157,14 @@ impl<'a> LinearScorer<'a> {
             None
         }
         .ok_or(Error::BadModel("unknown pooling"))?;
-        let one_weight = (rows == 1 && d == 1).then(|| OneWeight {
-            value: weights.values.f32_at(0),
-            scale: weights.scale.map(|s| s.f32_at(0)),
-            bias: bias.f32_at(0),
-        });
+        let one_weight = match (rows, d, weights.scale) {
+            (1, 1, Some(scale)) => Some(OneWeight {
+                value: weights.values.f32_at(0),
+                scale: scale.f32_at(0),
+                bias: bias.f32_at(0),
+            }),
+            _ => None,
+        };
         Ok(LinearScorer {
             weights,
             bias,
@@ -223,34 +226,48 @@ impl<'a> LinearScorer<'a> {
             _ => 0.0,
         };
         b.iter_mut().for_each(|v| *v = b_start);
-        // A folded model (one quantised projection row, one score row of one weight):
-        // each instance is one dot product, with everything around it decoded at parse —
-        // the same arithmetic as the general loop, bit for bit (tested).
-        if let (Instances::I16(x), Some((row, row_bias)), Some(one), [a0], [b0]) =
+        // A folded Q15 model (one projection row, one score row of one weight): each
+        // instance is one dot product, the row decoded once per bag and the score weight
+        // at parse — the same arithmetic as the general loop, bit for bit (tested).
+        if let (Instances::I16(x), Some(row), Some(one), [a0], [b0]) =
             (bag, stage.single_row(), self.one_weight, &mut *a, &mut *b)
         {
-            // The pooling state in registers for the loop.
-            let (mut a_acc, mut b_acc) = (*a0, *b0);
-            // Two instances at a time share the reads of the row.
-            let d_in = stage.input_dim().max(1);
-            let x = x.get(..n * d_in).unwrap_or(x);
-            let pairs = x.chunks_exact((2 * d_in).max(2));
-            let last = pairs.remainder();
-            for (p, two) in pairs.enumerate() {
-                let (x0, x1) = two.split_at_checked(d_in).unwrap_or_default();
-                let (y0, y1) = row.dot_twice(x0, x1);
-                self.accumulate(one.logit(y0 + row_bias), 2 * p, &mut a_acc, &mut b_acc);
-                self.accumulate(one.logit(y1 + row_bias), 2 * p + 1, &mut a_acc, &mut b_acc);
-            }
-            if !last.is_empty() {
-                let z = one.logit(row.dot(last) + row_bias);
-                self.accumulate(z, n - 1, &mut a_acc, &mut b_acc);
-            }
-            (*a0, *b0) = (a_acc, b_acc);
+            (*a0, *b0) = self.pool_folded(x, n, stage.input_dim(), row, one, (*a0, *b0));
         } else {
             self.accumulate_bag(stage, bag, n, y, z, a, b)?;
         }
         self.finish(n, a, b, r, scores, classes)
+    }
+
+    /// The pooling state `(a, b)` after the `n` instances of `x` (`d_in` values each) of
+    /// a folded Q15 model: its one projection row and bias, then its one score weight,
+    /// two instances at a time sharing the reads of the row. One copy, not inlined: the
+    /// loop's invariant choices (the pooling) would otherwise be unswitched into a copy
+    /// each wherever it is inlined (+16 KB of flash on the board example).
+    #[inline(never)]
+    fn pool_folded(
+        &self,
+        x: &[i16],
+        n: usize,
+        d_in: usize,
+        (row, row_bias): (Q15Row<'_>, f32),
+        one: OneWeight,
+        (mut a, mut b): (f32, f32),
+    ) -> (f32, f32) {
+        let d_in = d_in.max(1);
+        let x = x.get(..n * d_in).unwrap_or(x);
+        let pairs = x.chunks_exact((2 * d_in).max(2));
+        let last = pairs.remainder();
+        for (p, two) in pairs.enumerate() {
+            let (x0, x1) = two.split_at_checked(d_in).unwrap_or_default();
+            let (y0, y1) = row.dot_twice(x0, x1);
+            self.accumulate(one.logit(y0 + row_bias), 2 * p, &mut a, &mut b);
+            self.accumulate(one.logit(y1 + row_bias), 2 * p + 1, &mut a, &mut b);
+        }
+        if !last.is_empty() {
+            self.accumulate(one.logit(row.dot(last) + row_bias), n - 1, &mut a, &mut b);
+        }
+        (a, b)
     }
 
     /// The pooling state (`a`, `b`) of an `n`-instance bag, one instance at a time through
@@ -549,7 +566,8 @@ mod tests {
                     let (_, sections) = parse(&model[..len]).unwrap();
                     let projection = Projection::from_sections(&sections, encoding, dim).unwrap();
                     let stage = Stage::new(Some(projection), dim);
-                    assert!(projection.single_row().is_some());
+                    // The per-bag path is the Q15 one; Q7 takes the general loop.
+                    assert_eq!(projection.single_row().is_some(), encoding == Encoding::Q15);
                     let scorer = LinearScorer::from_sections(&sections, encoding, 1).unwrap();
                     for n in 1..6 {
                         let mut bag = [0i16; 6 * 64];

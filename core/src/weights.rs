@@ -147,19 +147,21 @@ impl<'a> Weights<'a> {
         }
     }
 
-    /// Row `r` of quantised weights with its shift and scale read once, for loops over
-    /// many instances ([`QuantRow::dot`] equals [`Weights::dot_q`]`(r, x)`); `None` for
-    /// f32 weights or a row out of range.
-    pub(crate) fn quant_row(&self, r: usize) -> Option<QuantRow<'a>> {
+    /// Row `r` of Q15 weights with its shift and scale read once, for loops over many
+    /// instances ([`Q15Row::dot`] equals [`Weights::dot_q`]`(r, x)`); `None` for other
+    /// encodings or a row out of range.
+    pub(crate) fn q15_row(&self, r: usize) -> Option<Q15Row<'a>> {
         let scale = self.scale?;
-        if r >= self.rows() || !matches!(self.values.elem, Elem::I16 | Elem::I8) {
+        if r >= self.rows() || self.values.elem != Elem::I16 {
             return None;
         }
-        Some(QuantRow {
+        // Straight from the payloads, whose element types the parser checked (a scale is
+        // `f32`, a shift `u32`): this runs once per bag.
+        let word = |b: &'a [u8]| b.get(4 * r..4 * r + 4).unwrap_or_default();
+        Some(Q15Row {
             values: self.row_bytes(r),
-            q7: self.values.elem == Elem::I8,
-            shift: self.shift.map_or(0, |s| s.u32_at(r)),
-            scale: scale.f32_at(r),
+            shift: self.shift.map_or(0, |s| le_u32(word(s.bytes))),
+            scale: le_f32(word(scale.bytes)),
         })
     }
 
@@ -228,39 +230,26 @@ impl<'a> Weights<'a> {
     }
 }
 
-/// One quantised row with its shift and scale decoded ([`Weights::quant_row`]).
+/// One Q15 row with its shift and scale decoded ([`Weights::q15_row`]).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct QuantRow<'a> {
+pub(crate) struct Q15Row<'a> {
     values: &'a [u8],
-    q7: bool,
     shift: u32,
     scale: f32,
 }
 
-impl QuantRow<'_> {
+impl Q15Row<'_> {
     /// [`Weights::dot_q`] of this row: the exact sum rounded once and rescaled.
     #[inline(always)]
     pub(crate) fn dot(&self, x: &[i16]) -> f32 {
-        let acc = if self.q7 {
-            fixed::dot_q7(self.values, x)
-        } else {
-            fixed::dot_q15(self.values, x)
-        };
-        rescale(acc, self.shift, self.scale)
+        rescale(fixed::dot_q15(self.values, x), self.shift, self.scale)
     }
 
-    /// [`QuantRow::dot`] of two inputs, the row read once for both in Q15
+    /// [`Q15Row::dot`] of two inputs, the row read once for both
     /// ([`fixed::dot_q15_twice`]).
     #[inline(always)]
     pub(crate) fn dot_twice(&self, x0: &[i16], x1: &[i16]) -> (f32, f32) {
-        let (a0, a1) = if self.q7 {
-            (
-                fixed::dot_q7(self.values, x0),
-                fixed::dot_q7(self.values, x1),
-            )
-        } else {
-            fixed::dot_q15_twice(self.values, x0, x1)
-        };
+        let (a0, a1) = fixed::dot_q15_twice(self.values, x0, x1);
         (
             rescale(a0, self.shift, self.scale),
             rescale(a1, self.shift, self.scale),
