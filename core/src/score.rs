@@ -236,15 +236,12 @@ impl<'a> LinearScorer<'a> {
         } else {
             self.accumulate_bag(stage, bag, n, y, z, a, b)?;
         }
-        self.finish(n, a, b, r, scores, classes)
+        self.finish(n, a, b, scores)
     }
 
     /// The pooling state `(a, b)` after the `n` instances of `x` (`d_in` values each) of
     /// a folded Q15 model: its one projection row and bias, then its one score weight,
-    /// two instances at a time sharing the reads of the row. One copy, not inlined: the
-    /// loop's invariant choices (the pooling) would otherwise be unswitched into a copy
-    /// each wherever it is inlined (+16 KB of flash on the board example).
-    #[inline(never)]
+    /// two instances at a time sharing the reads of the row.
     fn pool_folded(
         &self,
         x: &[i16],
@@ -295,16 +292,15 @@ impl<'a> LinearScorer<'a> {
         Ok(())
     }
 
-    /// The scores and decision from the pooling state of an `n`-instance bag (`r` rows).
+    /// The scores and decision from the pooling state of an `n`-instance bag.
     fn finish(
         &self,
         n: usize,
         a: &[f32],
         b: &[f32],
-        r: usize,
         scores: &mut [f32],
-        classes: usize,
     ) -> Result<Decision, Error> {
+        let (r, classes) = (self.weights.rows(), self.n_classes());
         let (scores, _) = split(scores, classes);
         // Max pooling leaves `b` free: it holds each row's witness index, exact in f32
         // below 2²⁴ instances (no bag comes near; beyond, no witness is named).
@@ -597,7 +593,7 @@ mod tests {
                         b[0] = if pooling == Pooling::Max { -1.0 } else { 0.0 };
                         scorer.accumulate_bag(&stage, bag, n, y, z, a, b).unwrap();
                         let mut general = [0f32; 2];
-                        let want = scorer.finish(n, a, b, 1, &mut general, 2).unwrap();
+                        let want = scorer.finish(n, a, b, &mut general).unwrap();
                         assert_eq!(got, want, "{encoding:?} dim {dim} {pooling:?} n {n}");
                         assert_eq!(
                             fused.map(f32::to_bits),
