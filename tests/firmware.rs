@@ -278,7 +278,8 @@ fn the_firmware_links_without_a_panic_path() {
     // fails if any panic path survives in parsing, quantising (f32 and i16 inputs) and
     // classifying with every model kind, and (`svm`) in the set-kernel SVM's decision with
     // all its box-kernel estimators (fast and the paper's; k∧, k∨, k_min), which the
-    // firmware links whatever the model, since the model's bytes choose among them.
+    // firmware links whatever the model, since the model's bytes choose among them, and
+    // in the MI-kernel SVM's decision.
     let musk1 = mil_toolkit::data::load("musk1").unwrap();
     let model = deploy::musk1_firmware_model(&musk1);
     let (compact, _) = Compact::from_host(&model).unwrap();
@@ -286,10 +287,22 @@ fn the_firmware_links_without_a_panic_path() {
     let svm = deploy::train(&musk1, None, deploy::svm(EmpiricalMap::None));
     let (svm_compact, _) = Compact::from_host(&svm).unwrap();
     let svm_bytes = export(&svm_compact, Encoding::Q15, &musk1).unwrap();
+    // The MI-kernel SVM too: fat LTO folds the embedded model's kind, so a path the
+    // model does not take may not be linked at all.
+    let mi = deploy::train(
+        &musk1,
+        None,
+        mil_toolkit::classifier::ClassifierParams::Svm(
+            mil_toolkit::classifier::svm::SetKernelSvm::mismo(),
+        ),
+    );
+    let (mi_compact, _) = Compact::from_host(&mi).unwrap();
+    let mi_bytes = export(&mi_compact, Encoding::Q15, &musk1).unwrap();
     let bags = deploy::bags_bin(&musk1.select(&[0]));
     for (model, features) in [
         (&bytes, &["panic-check"][..]),
         (&svm_bytes, &["panic-check", "svm"][..]),
+        (&mi_bytes, &["panic-check", "svm"][..]),
     ] {
         let (out, _) = build_firmware(model, &bags, features);
         assert!(
@@ -333,8 +346,10 @@ fn the_fixed_point_hot_loop_uses_the_dsp_extension() {
 
 #[test]
 fn default_m3ic_clustering_assigns_bags_on_an_emulated_cortex_m4() {
-    // corel3's default clustering (z-score, then unit-length instances) in Q15: the device
-    // divides each instance's scores by its length with its own sqrt.
+    // corel3's default clustering (z-score, then unit-length instances) in every
+    // encoding: the device divides each instance's scores by its length with its own
+    // sqrt. The device's clusters and scores are the host-side core's in each; the host
+    // model's clusters in f32 and Q15 (Q7's 8-bit rows may move a close bag: counted).
     let corel = mil_toolkit::data::load("corel3").unwrap();
     let params = mil_toolkit::cluster::m3ic::M3icParams::default();
     let fit = mil_toolkit::cluster::m3ic::fit(&corel, 3, &params, 1).unwrap();
@@ -342,77 +357,186 @@ fn default_m3ic_clustering_assigns_bags_on_an_emulated_cortex_m4() {
     assert!(m.normalize);
     let zscore = m.mean.as_deref().zip(m.std.as_deref());
     let compact = Compact::from_m3ic(m.k, m.dim, &m.weights, zscore, m.normalize).unwrap();
-    let bytes = export(&compact, Encoding::Q15, &corel).unwrap();
-    let core = Model::parse(&bytes).unwrap();
     // Four bags of each class keep the embedded data small.
     let labels = corel.labels().unwrap();
     let chosen: Vec<usize> = (0..3)
         .flat_map(|c| (0..corel.n_bags()).filter(move |&b| labels[b] == c).take(4))
         .collect();
-    let stdout = run_firmware(&bytes, &deploy::bags_bin(&corel.select(&chosen)), &[]);
-    let lines = bag_lines(&stdout);
-    assert_eq!(lines.len(), chosen.len(), "{stdout}");
-    for (line, &b) in lines.iter().zip(&chosen) {
-        let (host_cluster, _) = m.witness_scores(corel.bag(b).as_slice());
-        assert_eq!(line.label, host_cluster, "bag {b} vs the host model");
-        assert_eq!(line.label, fit.assignments[b], "bag {b} vs the clustering");
-        let (d, scores) = core_classify(&core, corel.bag(b)).unwrap();
-        assert_eq!(line.label, d.label, "bag {b} vs the host-side core");
-        for (got, want) in line.scores.iter().zip(&scores) {
-            assert!((got - want).abs() <= 1e-6 * want.abs().max(1.0), "bag {b}");
+    for encoding in [Encoding::Q15, Encoding::F32, Encoding::Q7] {
+        let bytes = export(&compact, encoding, &corel).unwrap();
+        let core = Model::parse(&bytes).unwrap();
+        let stdout = run_firmware(&bytes, &deploy::bags_bin(&corel.select(&chosen)), &[]);
+        let lines = bag_lines(&stdout);
+        assert_eq!(lines.len(), chosen.len(), "{stdout}");
+        let mut agree = 0;
+        for (line, &b) in lines.iter().zip(&chosen) {
+            let (d, scores) = core_classify(&core, corel.bag(b)).unwrap();
+            assert_eq!(
+                line.label, d.label,
+                "{encoding:?} bag {b} vs the host-side core"
+            );
+            for (got, want) in line.scores.iter().zip(&scores) {
+                assert!(
+                    (got - want).abs() <= 1e-6 * want.abs().max(1.0),
+                    "{encoding:?} bag {b}"
+                );
+            }
+            let (host_cluster, _) = m.witness_scores(corel.bag(b).as_slice());
+            assert_eq!(host_cluster, fit.assignments[b], "bag {b}: the clustering");
+            agree += usize::from(line.label == host_cluster);
         }
+        if encoding != Encoding::Q7 {
+            assert_eq!(
+                agree,
+                chosen.len(),
+                "{encoding:?}: the host model's clusters"
+            );
+        }
+        println!(
+            "{}",
+            stdout.lines().find(|l| l.starts_with("model ")).unwrap()
+        );
+        let instances: usize = chosen.iter().map(|&b| corel.bag(b).len()).sum();
+        print_firmware_line(
+            &core,
+            bytes.len(),
+            &lines,
+            instructions_per_tick(&stdout),
+            instances as u64,
+        );
+        println!(
+            "firmware: m3ic {}: the host model's clusters on {agree} of {} bags",
+            encoding.name(),
+            chosen.len()
+        );
     }
-    println!(
-        "{}",
-        stdout.lines().find(|l| l.starts_with("model ")).unwrap()
-    );
-    let instances: usize = chosen.iter().map(|&b| corel.bag(b).len()).sum();
-    print_firmware_line(
-        &core,
-        bytes.len(),
-        &lines,
-        instructions_per_tick(&stdout),
-        instances as u64,
-    );
+}
+
+#[test]
+fn a_projection_alone_runs_on_an_emulated_cortex_m4() {
+    // Model kind `projection` (the musk1 B-MIDA d = 10 stage with no head) in every
+    // encoding on every musk1 bag: the device reports the sum of the bag's projected
+    // instances, which must be the host-side core's (the same code on the same bytes).
+    use mil_toolkit::export::{CoreBag, Head};
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    let (mut compact, _) = Compact::from_host(&deploy::musk1_firmware_model(&musk1)).unwrap();
+    compact.head = Head::None;
+    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+        let bytes = export(&compact, encoding, &musk1).unwrap();
+        let core = Model::parse(&bytes).unwrap();
+        assert_eq!(core.kind(), mil_core::ModelKind::Projection);
+        let stdout = run_firmware(&bytes, &deploy::bags_bin(&musk1), &[]);
+        let lines = bag_lines(&stdout);
+        assert_eq!(lines.len(), musk1.n_bags(), "{stdout}");
+        let d_in = core.input_dim();
+        for (b, line) in lines.iter().enumerate() {
+            let mut want = vec![0.0f32; core.output_dim()];
+            let mut out = vec![0.0f32; core.output_dim()];
+            match CoreBag::new(&core, musk1.bag(b)).unwrap() {
+                CoreBag::F32(x) => x.chunks_exact(d_in).for_each(|x| {
+                    core.project(mil_core::Instances::F32(x), &mut out).unwrap();
+                    want.iter_mut().zip(&out).for_each(|(w, v)| *w += v);
+                }),
+                CoreBag::I16(x) => x.chunks_exact(d_in).for_each(|x| {
+                    core.project(mil_core::Instances::I16(x), &mut out).unwrap();
+                    want.iter_mut().zip(&out).for_each(|(w, v)| *w += v);
+                }),
+            }
+            assert_eq!(line.scores.len(), want.len(), "{encoding:?} bag {b}");
+            for (got, want) in line.scores.iter().zip(&want) {
+                assert!(
+                    (got - want).abs() <= 1e-6 * want.abs().max(1.0),
+                    "{encoding:?} bag {b}: {got} vs {want}"
+                );
+            }
+        }
+        println!(
+            "{}",
+            stdout.lines().find(|l| l.starts_with("model ")).unwrap()
+        );
+        print_firmware_line(
+            &core,
+            bytes.len(),
+            &lines,
+            instructions_per_tick(&stdout),
+            musk1.n_instances() as u64,
+        );
+    }
 }
 
 #[test]
 fn set_kernel_svm_estimates_its_kernel_on_an_emulated_cortex_m4() {
-    // The musk1 k∧ SVM (support bags stored, f32 weights) on the device: every decision
-    // estimates k∧ against the 55 stored bags with the core's estimator in soft f64.
+    // The musk1 k∧ SVM (support bags stored) on the device in every encoding of its
+    // weights: every decision estimates k∧ against the 55 stored bags with the core's
+    // estimator in soft f64.
     let musk1 = mil_toolkit::data::load("musk1").unwrap();
     let model = deploy::train(&musk1, None, deploy::svm(EmpiricalMap::None));
-    let (compact, _) = Compact::from_host(&model).unwrap();
-    let bytes = export(&compact, Encoding::F32, &musk1).unwrap();
+    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+        run_svm_on_device(&model, encoding, &musk1, "svm");
+    }
+}
+
+#[test]
+fn mi_kernel_svm_runs_on_an_emulated_cortex_m4() {
+    // Weka MISMO's setting on musk1 (MI kernel, γ = 0.01, C = 1, min–max scaling) in
+    // every encoding: each decision sums the RBF over the bag's instances against every
+    // stored instance, in soft f64 on the device.
+    use mil_toolkit::classifier::svm::SetKernelSvm;
+    use mil_toolkit::classifier::ClassifierParams;
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    let model = deploy::train(&musk1, None, ClassifierParams::Svm(SetKernelSvm::mismo()));
+    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+        run_svm_on_device(&model, encoding, &musk1, "mi-kernel svm");
+    }
+}
+
+/// Runs an SVM over stored bags (`host`, exported in `encoding`) on the four smallest
+/// bags of `data` (enough to time a decision; the emulated run stays short): each
+/// label and decision value equals the host-side core's on the same bytes (the same
+/// IEEE f64 arithmetic and seeds), each label the host model's, each value within the
+/// core's stated bound of the host's; prints the per-bag instructions (prefixed `what`)
+/// and the summary line.
+fn run_svm_on_device(
+    host_model: &mil_toolkit::model::HostModel,
+    encoding: Encoding,
+    data: &mil_toolkit::Dataset,
+    what: &str,
+) {
+    let (compact, _) = Compact::from_host(host_model).unwrap();
+    let bytes = export(&compact, encoding, data).unwrap();
     let core = Model::parse(&bytes).unwrap();
-    // The four smallest bags keep the emulated run short.
-    let mut order: Vec<usize> = (0..musk1.n_bags()).collect();
-    order.sort_by_key(|&b| (musk1.bag(b).len(), b));
+    let mut order: Vec<usize> = (0..data.n_bags()).collect();
+    order.sort_by_key(|&b| (data.bag(b).len(), b));
     let chosen: Vec<usize> = order[..4].to_vec();
-    let host = model.scores(&musk1, &chosen).unwrap();
-    let stdout = run_firmware(&bytes, &deploy::bags_bin(&musk1.select(&chosen)), &["svm"]);
+    let host = host_model.scores(data, &chosen).unwrap();
+    let stdout = run_firmware(&bytes, &deploy::bags_bin(&data.select(&chosen)), &["svm"]);
     let lines = bag_lines(&stdout);
     assert_eq!(lines.len(), chosen.len(), "{stdout}");
     let per_tick = instructions_per_tick(&stdout);
     for (i, (line, &b)) in lines.iter().zip(&chosen).enumerate() {
-        let d = core_svm_decide(&core, musk1.bag(b)).unwrap();
-        // The same estimates (same seeds, IEEE f64 on both): the printed f32 of f.
-        assert_eq!(line.label, d.label, "bag {b}");
+        let d = core_svm_decide(&core, data.bag(b)).unwrap();
+        // The device prints f as an f32.
+        assert_eq!(line.label, d.label, "{what} {encoding:?} bag {b}");
         let f = line.scores[1] as f64;
         assert!(
             (f - d.value).abs() <= 1e-6 * d.value.abs().max(1.0),
-            "bag {b}: {f} vs {}",
+            "{what} {encoding:?} bag {b}: {f} vs {}",
             d.value
         );
-        assert_eq!(line.label, host.label(i), "bag {b} vs the host model");
+        assert_eq!(
+            line.label,
+            host.label(i),
+            "{what} {encoding:?} bag {b} vs the host"
+        );
         assert!((f - host.row(i)[1]).abs() <= d.bound + 1e-6 * f.abs().max(1.0));
         println!(
-            "svm bag {b} ({} instances): {:.0} instructions",
-            musk1.bag(b).len(),
+            "{what} {} bag {b} ({} instances): {:.0} instructions",
+            encoding.name(),
+            data.bag(b).len(),
             line.ticks as f64 * per_tick
         );
     }
-    let instances: usize = chosen.iter().map(|&b| musk1.bag(b).len()).sum();
+    let instances: usize = chosen.iter().map(|&b| data.bag(b).len()).sum();
     print_firmware_line(&core, bytes.len(), &lines, per_tick, instances as u64);
     println!(
         "{}",

@@ -780,3 +780,71 @@ fn mi_kernel_svm_on_stored_bags() {
         }
     }
 }
+
+#[test]
+fn mi_kernel_decisions_stay_within_their_bound_across_scales_and_gammas() {
+    // The core's f32 distances and `expf` against the host's f64, away from musk1's
+    // regime: random bags with features over ±300 (queries over ±600, beyond the
+    // training range the min–max map was fitted on), widths around the core's eight
+    // running sums, γ from 10⁻³ to 3 (at 3, e^(−γd²) amplifies every distance error).
+    // Every decision value within the stated bound of the host's in every encoding, and
+    // the label the host's wherever |f| exceeds the bound.
+    use mil_toolkit::classifier::svm::{SetKernel, SetKernelSvm};
+    use mil_toolkit::classifier::ClassifierParams;
+    use rand_core::{Rng, SeedableRng};
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(17);
+    let mut checked = 0;
+    for dim in [1usize, 7, 8, 9, 30] {
+        for gamma in [1e-3, 0.1, 3.0] {
+            let mut bags = |n_bags: usize, spread: f64| -> Dataset {
+                let mut features = Vec::new();
+                let mut starts = vec![0];
+                for b in 0..n_bags {
+                    for _ in 0..1 + b % 4 {
+                        for _ in 0..dim {
+                            let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+                            features.push(spread * (2.0 * u - 1.0));
+                        }
+                    }
+                    starts.push(features.len() / dim);
+                }
+                let ids = (0..n_bags).map(|b| format!("b{b}")).collect();
+                let labels = (0..n_bags).map(|b| b % 2).collect();
+                let names = vec!["0".to_string(), "1".to_string()];
+                Dataset::new("random", dim, features, starts, ids, Some(labels), names).unwrap()
+            };
+            let (train, queries) = (bags(10, 300.0), bags(10, 600.0));
+            let params = SetKernelSvm {
+                kernel: SetKernel::MiRbf { gamma },
+                ..SetKernelSvm::mismo()
+            };
+            let model = deploy::train(&train, None, ClassifierParams::Svm(params));
+            let (compact, _) = Compact::from_host(&model).unwrap();
+            for data in [&train, &queries] {
+                let all: Vec<usize> = (0..data.n_bags()).collect();
+                let host = model.scores(data, &all).unwrap();
+                for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+                    let bytes = export(&compact, encoding, &train).unwrap();
+                    let core = Model::parse(&bytes).unwrap();
+                    for b in 0..data.n_bags() {
+                        let d =
+                            mil_toolkit::export::core_mi_svm_decide(&core, data.bag(b)).unwrap();
+                        let f = host.row(b)[1];
+                        let what = format!("D {dim} γ {gamma} {encoding:?} bag {b}");
+                        assert!(
+                            (d.value - f).abs() <= d.bound,
+                            "{what}: {} vs {f}, bound {}",
+                            d.value,
+                            d.bound
+                        );
+                        if f.abs() > d.bound {
+                            assert_eq!(d.label, host.label(b), "{what}");
+                        }
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(checked, 5 * 3 * 2 * 3 * 10);
+}

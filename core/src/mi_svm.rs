@@ -17,18 +17,33 @@
 //! `SCORE_WEIGHTS` (ω, 1 × bags: `f32`, or Q15 with one scale in `SCORE_SCALE` in both
 //! quantised encodings, as the box-kernel SVM stores them). The query stays `f64`.
 //!
-//! Error bound ([`SvmDecision::bound`]): the scaled query is computed in `f64` exactly as
-//! on the host; a stored coordinate y is off the host's by |Δy| ≤ |y|·2⁻²⁴ (f32) or half
-//! its feature's step t plus 2⁻²²(|y| + 2¹⁵t) (quantised: the value and its quotient by t
-//! were rounded to f32 before the integer), so a squared distance moves by
-//! Δ ≤ Σ_j (2|x_j − y_j| + |Δy_j|)|Δy_j| plus the rounding of both sides' f64 sums,
-//! 2(D + 2)·2⁻⁵³·(‖x‖² + ‖y‖²) (the host forms ‖x‖² + ‖y‖² − 2x·y). A term ω e^(−γd²)
-//! then moves by at most |ω| e^(−γd²) (e^(γΔ) − 1), and ω by |ω|·2⁻²⁴ (f32) or half its
-//! step; the sums of R terms (and the host's log-sum-exp and products) add
-//! (R + 16)·2⁻⁵² times Σ|terms| + |b|.
+//! Arithmetic: the scaled query is computed in `f64` exactly as on the host and rounded
+//! to `f32`; each squared distance ‖x − y‖² is summed in `f32` over typed rows (no
+//! per-element decoding; on a Cortex-M4F the FPU's single-precision instructions, where
+//! `f64` is soft-float), e^(−γd²) is `libm::expf` of the `f64` product γd² rounded to
+//! `f32`, and the sums over stored instances, bags and the bag's instances are `f64`.
+//!
+//! Error bound ([`SvmDecision::bound`]), with u = 2⁻²⁴: a stored coordinate y is off the
+//! host's by |Δy| ≤ |y|·u (f32), or half its feature's step t plus 2⁻²²(|y| + 2¹⁵t)
+//! (quantised: the value and its quotient by t were rounded to f32 before the integer)
+//! plus u|y| for the device's `f32` product q·t; so ‖Δy‖ ≤ c‖t‖ + 6u‖y‖ with
+//! c = 1/2 + 2⁻⁷ (the triangle inequality over features). The query's rounding adds u‖x‖:
+//! ε = u‖x‖ + ‖Δy‖. With S = Σ_j (x̂_j − ŷ_j)² over the rounded values and d̂ its `f32`
+//! sum over eight running sums (|d̂ − S| ≤ γ_m·S with m = ⌈D/8⌉ + 4, γ_m = mu/(1 − mu):
+//! each term's difference and square rounded once, then at most ⌈D/8⌉ + 2 additions of
+//! non-negative terms), Cauchy–Schwarz gives
+//! |S − d²_host-exact| ≤ ε(2√S + ε), and ‖y‖ ≤ ‖x̂‖ + √S; the host's own `f64` distance
+//! (‖x‖² + ‖y‖² − 2x·y) adds 2(D + 2)·2⁻⁵³(‖x‖² + ‖y‖²). γ times the sum of these, plus
+//! 2u·γd̂ for rounding γd̂ to `f32`, is the exponent's error A, so a term moves by at
+//! most e^(−γd̂)·(e^A − 1), plus two ulps of `expf` (2⁻²² relative, 2⁻¹²⁰ absolute). The
+//! few `f32` operations of this per-pair bound round up by a factor (1 + 2⁻¹⁶) (each
+//! operation on non-negative values errs by at most u relative; there are fewer than
+//! 30). ω moves by |ω|·2⁻²⁴ (f32) or half its step; the sums of R terms (and the host's
+//! log-sum-exp and products) add (R + 16)·2⁻⁵² times Σ|terms| + |b|. A query coordinate
+//! beyond `f32`'s range makes the bound infinite (the decision is still computed).
 
 use crate::bag::instance_count;
-use crate::container::{tag, Elem, Encoding, Section, Sections};
+use crate::container::{le_f32, le_i16, tag, Elem, Encoding, Section, Sections};
 use crate::error::Error;
 use crate::svm::SvmDecision;
 
@@ -38,6 +53,41 @@ fn bad(what: &'static str) -> Error {
 
 /// 2⁻²⁴: the relative rounding of an f32.
 const U24: f64 = 1.0 / 16_777_216.0;
+
+/// c = 1/2 + 2⁻⁷ of ‖Δy‖ ≤ c‖t‖ + 6u‖y‖ for quantised stored instances (t: the steps).
+const STEP_SLACK: f64 = 0.5 + 1.0 / 128.0;
+
+/// Rounds a short chain of `f32` operations on non-negative values up: (1 + 2⁻²⁴)³⁰ <
+/// 1 + 2⁻¹⁶.
+const ROUND_UP: f32 = 1.0 + 1.0 / 65_536.0;
+
+/// `expf`'s error, two ulps, relative: 2⁻²².
+const EXPF_ULPS: f32 = 1.0 / 4_194_304.0;
+
+/// An absolute 2⁻¹²⁰ for what rounds below `f32`'s normal range.
+const TINY: f32 = 7.523_164e-37;
+
+/// Running sums of a squared distance: feature j goes to sum j mod 8, and the eight are
+/// added pairwise, so each term is rounded at most ⌈D/8⌉ + 4 times (its difference, its
+/// square, ⌈D/8⌉ − 1 additions in its lane, three in the pairwise total) instead of D + 1.
+const LANES: usize = 8;
+
+/// `s` in blocks of `N` as arrays (so loops over a block unroll without bounds checks),
+/// and the rest: `slice::as_chunks`, which needs Rust 1.88 (the crate's MSRV is 1.87).
+#[inline(always)]
+fn blocks<T, const N: usize>(s: &[T]) -> (impl Iterator<Item = &[T; N]>, &[T]) {
+    let chunks = s.chunks_exact(N);
+    let rest = chunks.remainder();
+    (chunks.filter_map(|c| <&[T; N]>::try_from(c).ok()), rest)
+}
+
+/// Adds (x_l − y_l)² to running sum l.
+#[inline(always)]
+fn add_squares(sums: &mut [f32; LANES], x: &[f32], y: impl Iterator<Item = f32>) {
+    for ((s, &z), y) in sums.iter_mut().zip(x).zip(y) {
+        *s += (z - y) * (z - y);
+    }
+}
 
 /// Largest γ and |b| a model may state.
 const MAX_PARAM: f64 = 1e6;
@@ -160,23 +210,55 @@ impl<'a> MiKernelSvm<'a> {
         self.gamma
     }
 
-    /// Coordinate j of stored instance t and the bound on its storage error |Δy|.
-    fn stored(&self, t: usize, j: usize) -> (f64, f64) {
-        let i = t * self.dim() + j;
-        match self.instance_scale {
-            None => {
-                let y = f64::from(self.instances.f32_at(i));
-                (y, libm::fabs(y) * U24)
+    /// ‖x − y_t‖² summed in `f32` against stored instance t (its row decoded as it is
+    /// read: floats, or integers times their feature's step), over [`LANES`] running sums
+    /// that eight features at a time keep in registers.
+    fn sq_dist(&self, t: usize, x: &[f32]) -> f32 {
+        let row = self.instances.row_bytes(t);
+        let mut sums = [0.0f32; LANES];
+        let (x8, x_rest) = blocks::<_, LANES>(x);
+        let float = |w: &[u8; 4]| f32::from_le_bytes(*w);
+        match (self.instance_scale, self.instances.elem) {
+            (None, _) => {
+                let (row8, rest) = blocks::<_, { 4 * LANES }>(row);
+                for (z, r) in x8.zip(row8) {
+                    add_squares(&mut sums, z, blocks::<_, 4>(r).0.map(float));
+                }
+                add_squares(&mut sums, x_rest, rest.chunks_exact(4).map(le_f32));
             }
-            Some(s) => {
-                // Half a step, plus the f32 rounding of the value and of its quotient by
-                // the step before the host rounded it to an integer.
-                let step = f64::from(s.f32_at(j));
-                let y = f64::from(self.instances.i32_at(i)) * step;
-                let slack = 4.0 * U24 * (libm::fabs(y) + 32_768.0 * step);
-                (y, step / 2.0 + slack)
+            (Some(steps), Elem::I16) => {
+                let (row8, rest) = blocks::<_, { 2 * LANES }>(row);
+                let (steps8, steps_rest) = blocks::<_, { 4 * LANES }>(steps.bytes);
+                for ((z, r), t) in x8.zip(row8).zip(steps8) {
+                    let q = blocks::<_, 2>(r).0.map(|q| i16::from_le_bytes(*q));
+                    let t = blocks::<_, 4>(t).0.map(float);
+                    add_squares(&mut sums, z, q.zip(t).map(|(q, t)| f32::from(q) * t));
+                }
+                let q = rest.chunks_exact(2).map(le_i16);
+                let t = steps_rest.chunks_exact(4).map(le_f32);
+                add_squares(&mut sums, x_rest, q.zip(t).map(|(q, t)| f32::from(q) * t));
+            }
+            (Some(steps), _) => {
+                let (row8, rest) = blocks::<_, LANES>(row);
+                let (steps8, steps_rest) = blocks::<_, { 4 * LANES }>(steps.bytes);
+                for ((z, r), t) in x8.zip(row8).zip(steps8) {
+                    let t = blocks::<_, 4>(t).0.map(float);
+                    add_squares(
+                        &mut sums,
+                        z,
+                        r.iter().zip(t).map(|(&q, t)| f32::from(q as i8) * t),
+                    );
+                }
+                let t = steps_rest.chunks_exact(4).map(le_f32);
+                add_squares(
+                    &mut sums,
+                    x_rest,
+                    rest.iter().zip(t).map(|(&q, t)| f32::from(q as i8) * t),
+                );
             }
         }
+        let [a, b, c, d, e, f, g, h] = sums;
+        ((a + b) + (c + d)) + ((e + f) + (g + h))
     }
 
     /// ω_r and the bound on its storage error |Δω_r|.
@@ -201,47 +283,84 @@ impl<'a> MiKernelSvm<'a> {
         }
     }
 
-    /// The decision on one bag of raw features (row-major, `n × D`, `n ≥ 1`), with the
-    /// witness: the first instance of largest contribution g(x). `scratch` holds the
+    /// The decision on one bag of raw features (row-major, `n × D`, `n ≥ 1`, finite), with
+    /// the witness: the first instance of largest contribution g(x). `scratch` holds the
     /// scaled instance: at least D values.
-    pub fn decide(&self, bag: &[f64], scratch: &mut [f64]) -> Result<SvmDecision, Error> {
+    pub fn decide(&self, bag: &[f64], scratch: &mut [f32]) -> Result<SvmDecision, Error> {
         let d = self.dim();
         let n = instance_count(bag.len(), d)?;
+        if !bag.iter().all(|v| v.is_finite()) {
+            return Err(Error::InvalidParameter("a feature value is not finite"));
+        }
         let got = scratch.len();
         let x = scratch
             .get_mut(..d)
             .ok_or(Error::BufferTooSmall { needed: d, got })?;
         const U53: f64 = f64::EPSILON / 2.0;
+        // The bound's per-model constants (module documentation).
+        let rounds = d.div_ceil(LANES) as f64 + 4.0;
+        let g_sum = if rounds * U24 < 0.5 {
+            (rounds * U24 / (1.0 - rounds * U24)) as f32
+        } else {
+            f32::INFINITY
+        };
+        let host_rounding = (2.0 * (d as f64 + 2.0) * U53) as f32;
+        let (dy_fixed, dy_rel) = match self.instance_scale {
+            None => (0.0, U24 as f32),
+            Some(steps) => {
+                let norm = libm::sqrt(
+                    steps
+                        .f32s()
+                        .iter()
+                        .map(|t| f64::from(t) * f64::from(t))
+                        .sum(),
+                );
+                ((STEP_SLACK * norm) as f32, 6.0 * U24 as f32)
+            }
+        };
+        let (gamma, u) = (self.gamma, U24 as f32);
         let (mut value, mut error, mut magnitude) = (self.bias, 0.0, libm::fabs(self.bias));
         let mut witness = (0, f64::NEG_INFINITY);
         for i in 0..n {
             let row = bag.get(i * d..(i + 1) * d).ok_or(Error::Empty)?;
             let mut x_norm = 0.0;
             for (j, (z, &v)) in x.iter_mut().zip(row).enumerate() {
-                *z = self.scaled(j, v);
-                x_norm += *z * *z;
+                let scaled = self.scaled(j, v);
+                x_norm += scaled * scaled;
+                *z = scaled as f32;
             }
+            let x_norm = libm::sqrt(x_norm) as f32;
+            // ‖x̂‖ ≤ (1 + u)‖x‖, and the query's share of ε.
+            let (x_hat_norm, x_eps) = (x_norm * (1.0 + u), u * x_norm);
             let mut g = 0.0;
             for r in 0..self.n_bags() {
                 let (a, b) = (
                     self.bags.u32_at(r) as usize,
                     self.bags.u32_at(r + 1) as usize,
                 );
-                let mut k = 0.0;
-                let mut k_err = 0.0;
+                let (mut k, mut k_err) = (0.0, 0.0);
                 for t in a..b {
-                    let (mut d2, mut slack, mut y_norm) = (0.0, 0.0, 0.0);
-                    for (j, &z) in x.iter().enumerate() {
-                        let (y, dy) = self.stored(t, j);
-                        let diff = z - y;
-                        d2 += diff * diff;
-                        slack += (2.0 * libm::fabs(diff) + dy) * dy;
-                        y_norm += y * y;
-                    }
-                    let e = libm::exp(-self.gamma * d2);
-                    let delta = slack + 2.0 * (d as f64 + 2.0) * U53 * (x_norm + y_norm);
-                    k += e;
-                    k_err += e * libm::expm1(self.gamma * delta);
+                    let d2 = self.sq_dist(t, x);
+                    let exponent = (gamma * f64::from(d2)) as f32;
+                    let e = libm::expf(-exponent);
+                    // The exponent's error A (module documentation), in f32 rounded up.
+                    let s = d2 / (1.0 - g_sum);
+                    let root = libm::sqrtf(s);
+                    let y_norm = x_hat_norm + root;
+                    let eps = x_eps + dy_fixed + dy_rel * y_norm;
+                    let distance = g_sum * s
+                        + eps * (2.0 * root + eps)
+                        + host_rounding * (x_norm * x_norm + (y_norm + eps) * (y_norm + eps));
+                    let a = ((gamma * f64::from(distance)) as f32 + 2.0 * u * exponent) * ROUND_UP
+                        + TINY;
+                    // e^A − 1 ≤ A(1 + A) for A ≤ 1.
+                    let grown = if a <= 1.0 {
+                        a * (1.0 + a)
+                    } else {
+                        libm::expm1f(a) * ROUND_UP
+                    };
+                    k += f64::from(e);
+                    k_err += f64::from((e + TINY) * (grown + EXPF_ULPS) * ROUND_UP + TINY);
                 }
                 let (w, dw) = self.weight(r);
                 g += w * k;
@@ -255,6 +374,8 @@ impl<'a> MiKernelSvm<'a> {
         }
         let terms = n as f64 * self.n_instances() as f64;
         let bound = error + (terms + 16.0) * f64::EPSILON * magnitude;
+        // ∞ · 0 (a zero weight on an unbounded term) is no bound at all.
+        let bound = if bound.is_nan() { f64::INFINITY } else { bound };
         Ok(SvmDecision {
             label: usize::from(value > 0.0),
             value,

@@ -860,7 +860,7 @@ fn export_mi_svm(
 /// The decision of an MI-kernel SVM model on one host bag.
 pub fn core_mi_svm_decide(model: &Model<'_>, bag: Bag<'_>) -> Result<mil_core::svm::SvmDecision> {
     let svm = model.mi_svm().ok_or(mil_core::Error::WrongModelKind)?;
-    let mut scratch = vec![0.0f64; svm.dim()];
+    let mut scratch = vec![0.0f32; svm.dim()];
     Ok(svm.decide(bag.as_slice(), &mut scratch)?)
 }
 

@@ -1,6 +1,6 @@
 //! Runs `mil-core` inference on a Cortex-M4 (QEMU `mps2-an386`): parses the embedded model
-//! (any kind: pooled linear, Citation-kNN, M³IC, or a set-kernel SVM estimating its box
-//! kernel on the device), classifies every embedded bag and prints, per bag, the label, the scores and the
+//! (any kind: a projection alone, pooled linear, Citation-kNN, M³IC, a set-kernel SVM
+//! estimating its box kernel on the device, or an MI-kernel SVM), classifies every embedded bag and prints, per bag, the label, the scores and the
 //! instructions it took; then the stack high-water mark of inference. The host test
 //! `tests/firmware.rs` writes the data, builds this crate, runs it and checks the output.
 //!
@@ -22,8 +22,10 @@ use cortex_m_semihosting::hprintln;
 use mil_core::container::Aligned;
 use mil_core::keyword::Keyword;
 #[cfg(feature = "svm")]
+use mil_core::mi_svm::MiKernelSvm;
+#[cfg(feature = "svm")]
 use mil_core::svm::{SetKernelSvm, SvmScratch};
-use mil_core::{Encoding, Instances, Model};
+use mil_core::{Decision, Encoding, Error, Instances, Model, ModelKind};
 
 /// The model on an 8-byte boundary (`Aligned`): its Q15 weights are then read a
 /// doubleword at a time.
@@ -287,7 +289,9 @@ fn main() -> ! {
         // Quantised models take i16 instances: quantise on the device (timed apart).
         let t0 = cortex_m::peripheral::SYST::get_current();
         let mut quantised = Ok(0);
-        if model.encoding() != Encoding::F32 {
+        // Models with input steps take i16 instances; the SVMs take raw features.
+        let takes_i16 = model.input_exponent(0).is_some();
+        if takes_i16 {
             for i in 0..n {
                 let range = i * dim..(i + 1) * dim;
                 if let (Some(x), Some(y)) = (fb.get(range.clone()), qb.get_mut(range)) {
@@ -303,7 +307,7 @@ fn main() -> ! {
             .iter()
             .all(|&v| v == (v as i16) as f32 && v.abs() <= 32767.0);
         let mut tq_fixed = 0;
-        if model.encoding() != Encoding::F32 && integral {
+        if takes_i16 && integral {
             for (r, &v) in rb.iter_mut().zip(fb.iter()) {
                 *r = v as i16;
             }
@@ -333,11 +337,30 @@ fn main() -> ! {
                     scores.get_mut(..out).unwrap_or_default(),
                 );
             }
+            #[cfg(feature = "svm")]
+            if let Some(svm) = model.mi_svm() {
+                return mi_svm_decide(
+                    svm,
+                    fb,
+                    &mut svm_buffers.x,
+                    &mut scratch[..],
+                    scores.get_mut(..out).unwrap_or_default(),
+                );
+            }
             let bag = if model.encoding() == Encoding::F32 {
                 Instances::F32(fb)
             } else {
                 Instances::I16(qb)
             };
+            if model.kind() == ModelKind::Projection {
+                return project_bag(
+                    &model,
+                    bag,
+                    dim,
+                    &mut scratch[..],
+                    scores.get_mut(..out).unwrap_or_default(),
+                );
+            }
             model.classify(
                 bag,
                 &mut scratch[..],
@@ -386,6 +409,38 @@ fn main() -> ! {
     }
 }
 
+/// A projection-only model (kind `projection`) on one bag: projects each instance and
+/// reports the sum of the projected instances (`f32`, in order) as the scores, label 0.
+fn project_bag(
+    model: &Model<'_>,
+    bag: Instances<'_>,
+    dim: usize,
+    out: &mut [f32],
+    scores: &mut [f32],
+) -> Result<Decision, Error> {
+    scores.iter_mut().for_each(|s| *s = 0.0);
+    let mut each = |x: Instances<'_>| -> Result<(), Error> {
+        model.project(x, out)?;
+        for (s, &v) in scores.iter_mut().zip(out.iter()) {
+            *s += v;
+        }
+        Ok(())
+    };
+    match bag {
+        Instances::F32(v) => v
+            .chunks_exact(dim.max(1))
+            .try_for_each(|x| each(Instances::F32(x)))?,
+        Instances::I16(v) => v
+            .chunks_exact(dim.max(1))
+            .try_for_each(|x| each(Instances::I16(x)))?,
+    }
+    Ok(Decision {
+        label: 0,
+        score: 0.0,
+        witness: None,
+    })
+}
+
 #[cfg(feature = "svm")]
 /// The estimator's integers in their short form (`ScratchLen::ints_min`): 4 per
 /// dimension and a bit per point of the two bags; no column copy of the bags.
@@ -424,7 +479,7 @@ fn svm_decide(
     bag: &[f32],
     buffers: &mut SvmBuffers,
     scores: &mut [f32],
-) -> Result<mil_core::Decision, mil_core::Error> {
+) -> Result<Decision, Error> {
     let x = buffers.x.get_mut(..bag.len()).unwrap_or_default();
     for (y, &v) in x.iter_mut().zip(bag) {
         *y = f64::from(v);
@@ -441,10 +496,36 @@ fn svm_decide(
         *zero = 0.0;
         *value = d.value as f32;
     }
-    Ok(mil_core::Decision {
+    Ok(Decision {
         label: d.label,
         score: d.value as f32,
         witness: None,
+    })
+}
+
+#[cfg(feature = "svm")]
+/// The MI-kernel SVM's decision on one bag (raw features widened into `wide`, the
+/// scaled instance in `query`), reported like a two-class score vector (0, f).
+fn mi_svm_decide(
+    svm: &MiKernelSvm<'_>,
+    bag: &[f32],
+    wide: &mut [f64],
+    query: &mut [f32],
+    scores: &mut [f32],
+) -> Result<Decision, Error> {
+    let x = wide.get_mut(..bag.len()).unwrap_or_default();
+    for (y, &v) in x.iter_mut().zip(bag) {
+        *y = f64::from(v);
+    }
+    let d = svm.decide(x, query)?;
+    if let [zero, value, ..] = scores {
+        *zero = 0.0;
+        *value = d.value as f32;
+    }
+    Ok(Decision {
+        label: d.label,
+        score: d.value as f32,
+        witness: d.witness,
     })
 }
 
