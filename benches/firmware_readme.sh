@@ -30,7 +30,7 @@ board() {
 block=$(
     echo '```'
     sed -E 's/^(test [a-z_0-9]+ \.\.\. |[.]+)//' "$out" |
-        grep -E '^(firmware:|input steps|classify:|stack |svm |mi-kernel svm |model bytes)'
+        grep -E '^(firmware:|input steps|classify:|stack |model bytes)'
     board thumbv7em-none-eabihf
     board thumbv6m-none-eabi
     echo '```'

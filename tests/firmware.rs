@@ -276,41 +276,68 @@ fn print_firmware_line(
 fn the_firmware_links_without_a_panic_path() {
     // The panic handler of `--features panic-check` calls an undefined function: the link
     // fails if any panic path survives in parsing, quantising (f32 and i16 inputs) and
-    // classifying with every model kind, and (`svm`) in the set-kernel SVM's decision with
-    // all its box-kernel estimators (fast and the paper's; k∧, k∨, k_min), which the
-    // firmware links whatever the model, since the model's bytes choose among them, and
-    // in the MI-kernel SVM's decision.
+    // classifying, and (`svm`) in the set-kernel SVM's decision with all its box-kernel
+    // estimators (fast and the paper's; k∧, k∨, k_min), which the firmware links
+    // whatever the model, since the model's bytes choose among them, and in the
+    // MI-kernel SVM's decision. Fat LTO folds the embedded model's kind and encoding, so
+    // a path the model cannot take may not be linked at all: the check embeds a model of
+    // every kind in every encoding.
+    use mil_toolkit::classifier::citation_knn::Scaling;
+    use mil_toolkit::classifier::svm::SetKernelSvm;
+    use mil_toolkit::classifier::ClassifierParams;
+    use mil_toolkit::export::Head;
+    use mil_toolkit::projection::ProjectionKind;
     let musk1 = mil_toolkit::data::load("musk1").unwrap();
-    let model = deploy::musk1_firmware_model(&musk1);
-    let (compact, _) = Compact::from_host(&model).unwrap();
-    let bytes = export(&compact, Encoding::Q15, &musk1).unwrap();
-    let svm = deploy::train(&musk1, None, deploy::svm(EmpiricalMap::None));
-    let (svm_compact, _) = Compact::from_host(&svm).unwrap();
-    let svm_bytes = export(&svm_compact, Encoding::Q15, &musk1).unwrap();
-    // The MI-kernel SVM too: fat LTO folds the embedded model's kind, so a path the
-    // model does not take may not be linked at all.
-    let mi = deploy::train(
+    let corel = mil_toolkit::data::load("corel3").unwrap();
+    let linear = Compact::from_host(&deploy::musk1_firmware_model(&musk1))
+        .unwrap()
+        .0;
+    let mut projection = linear.clone();
+    projection.head = Head::None;
+    let citation = deploy::train(
         &musk1,
-        None,
-        mil_toolkit::classifier::ClassifierParams::Svm(
-            mil_toolkit::classifier::svm::SetKernelSvm::mismo(),
-        ),
+        Some((ProjectionKind::Bmida, 10)),
+        deploy::citation_knn(Scaling::None),
     );
-    let (mi_compact, _) = Compact::from_host(&mi).unwrap();
-    let mi_bytes = export(&mi_compact, Encoding::Q15, &musk1).unwrap();
-    let bags = deploy::bags_bin(&musk1.select(&[0]));
-    for (model, features) in [
-        (&bytes, &["panic-check"][..]),
-        (&svm_bytes, &["panic-check", "svm"][..]),
-        (&mi_bytes, &["panic-check", "svm"][..]),
+    let citation = Compact::from_host(&citation).unwrap().0;
+    let fit = mil_toolkit::cluster::m3ic::fit(
+        &corel,
+        3,
+        &mil_toolkit::cluster::m3ic::M3icParams::default(),
+        1,
+    )
+    .unwrap();
+    let m = &fit.model;
+    let zscore = m.mean.as_deref().zip(m.std.as_deref());
+    let m3ic = Compact::from_m3ic(m.k, m.dim, &m.weights, zscore, m.normalize).unwrap();
+    let svm = deploy::train(&musk1, None, deploy::svm(EmpiricalMap::None));
+    let svm = Compact::from_host(&svm).unwrap().0;
+    let mi = deploy::train(&musk1, None, ClassifierParams::Svm(SetKernelSvm::mismo()));
+    let mi = Compact::from_host(&mi).unwrap().0;
+    let mut builds = 0;
+    for (compact, data, features) in [
+        (&linear, &musk1, &["panic-check"][..]),
+        (&projection, &musk1, &["panic-check"][..]),
+        (&citation, &musk1, &["panic-check"][..]),
+        (&m3ic, &corel, &["panic-check"][..]),
+        (&svm, &musk1, &["panic-check", "svm"][..]),
+        (&mi, &musk1, &["panic-check", "svm"][..]),
     ] {
-        let (out, _) = build_firmware(model, &bags, features);
-        assert!(
-            out.status.success(),
-            "a panic path survives in the firmware ({features:?}):\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+            let model = export(compact, encoding, data).unwrap();
+            let bags = deploy::bags_bin(&data.select(&[0]));
+            let (out, _) = build_firmware(&model, &bags, features);
+            let kind = Model::parse(&model).unwrap().kind();
+            assert!(
+                out.status.success(),
+                "a panic path survives in the firmware ({} {encoding:?}, {features:?}):\n{}",
+                kind.name(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            builds += 1;
+        }
     }
+    assert_eq!(builds, 18);
 }
 
 #[test]

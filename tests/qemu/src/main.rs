@@ -504,6 +504,7 @@ fn svm_decide(
 }
 
 #[cfg(feature = "svm")]
+#[inline(never)] // its own frame, below the painted stack top: the `stack` line counts it
 /// The MI-kernel SVM's decision on one bag (raw features widened into `wide`, the
 /// scaled instance in `query`), reported like a two-class score vector (0, f).
 fn mi_svm_decide(
