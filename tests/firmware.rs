@@ -2,8 +2,9 @@
 //! the firmware crate `tests/qemu`, builds it for `thumbv7em-none-eabihf`, runs it under
 //! `qemu-system-arm -machine mps2-an386` and compares the labels and scores it prints with
 //! the host's. Needs `qemu-system-arm` (`.ci/run` installs it); fails, never skips,
-//! without it. Two more runs put a set-kernel SVM and the default M³IC clustering (its
-//! unit-length instances included) on the same target.
+//! without it. The other runs put every model kind in every encoding on the same target
+//! (a projection alone, Citation-kNN, the default M³IC clustering with its unit-length
+//! instances, both SVMs), each printing its `firmware: kind=… encoding=…` line.
 
 #[allow(dead_code)] // each test binary uses part of the shared helpers
 mod deploy;
@@ -215,16 +216,8 @@ fn q15_musk1_model_runs_on_an_emulated_cortex_m4_and_matches_the_host() {
         assert_eq!(lines.len(), musk1.n_bags(), "{stdout}");
         let (mut total_ticks, mut total_quantise) = (0, 0);
         for (b, line) in lines.iter().enumerate() {
-            // The same core code on the same bytes: labels identical, scores equal to f32
-            // rounding (the target and the host both compute in IEEE f32).
-            let (decision, scores) = core_classify(&model, musk1.bag(b)).unwrap();
-            assert_eq!(line.label, decision.label, "bag {b}");
-            for (t, h) in line.scores.iter().zip(&scores) {
-                assert!(
-                    (t - h).abs() <= 1e-6 * h.abs().max(1.0),
-                    "bag {b}: {t} vs {h}"
-                );
-            }
+            // The same core code on the same bytes (both sides compute in IEEE f32).
+            assert_matches_core(line, &model, musk1.bag(b), &format!("bag {b}"));
             // And the host model's own prediction.
             assert_eq!(line.label, host.label(b), "bag {b} vs the host model");
             total_ticks += line.ticks;
@@ -249,6 +242,25 @@ fn q15_musk1_model_runs_on_an_emulated_cortex_m4_and_matches_the_host() {
             per(total_fixed, instances as usize) / musk1.dim() as f64,
         );
         print_firmware_line(&model, bytes.len(), &lines, per_tick, instances);
+    }
+}
+
+/// Checks the device's report on one bag against the host-side core (the same code on
+/// the same bytes): the same label, the same scores to the printed `f32`'s precision.
+fn assert_matches_core(
+    line: &BagLine,
+    core: &Model<'_>,
+    bag: mil_toolkit::data::Bag<'_>,
+    what: &str,
+) {
+    let (d, scores) = core_classify(core, bag).unwrap();
+    assert_eq!(line.label, d.label, "{what}: vs the host-side core");
+    assert_eq!(line.scores.len(), scores.len(), "{what}");
+    for (got, want) in line.scores.iter().zip(&scores) {
+        assert!(
+            (got - want).abs() <= 1e-6 * want.abs().max(1.0),
+            "{what}: {got} vs {want}"
+        );
     }
 }
 
@@ -397,17 +409,7 @@ fn default_m3ic_clustering_assigns_bags_on_an_emulated_cortex_m4() {
         assert_eq!(lines.len(), chosen.len(), "{stdout}");
         let mut agree = 0;
         for (line, &b) in lines.iter().zip(&chosen) {
-            let (d, scores) = core_classify(&core, corel.bag(b)).unwrap();
-            assert_eq!(
-                line.label, d.label,
-                "{encoding:?} bag {b} vs the host-side core"
-            );
-            for (got, want) in line.scores.iter().zip(&scores) {
-                assert!(
-                    (got - want).abs() <= 1e-6 * want.abs().max(1.0),
-                    "{encoding:?} bag {b}"
-                );
-            }
+            assert_matches_core(line, &core, corel.bag(b), &format!("{encoding:?} bag {b}"));
             let (host_cluster, _) = m.witness_scores(corel.bag(b).as_slice());
             assert_eq!(host_cluster, fit.assignments[b], "bag {b}: the clustering");
             agree += usize::from(line.label == host_cluster);
@@ -604,17 +606,7 @@ fn run_compact_on_device(
     assert_eq!(lines.len(), data.n_bags(), "{stdout}");
     let mut agree = 0;
     for (b, line) in lines.iter().enumerate() {
-        let (d, scores) = core_classify(&core, data.bag(b)).unwrap();
-        assert_eq!(
-            line.label, d.label,
-            "{encoding:?} bag {b} vs the host-side core"
-        );
-        for (got, want) in line.scores.iter().zip(&scores) {
-            assert!(
-                (got - want).abs() <= 1e-6 * want.abs().max(1.0),
-                "{encoding:?} bag {b}: {got} vs {want}"
-            );
-        }
+        assert_matches_core(line, &core, data.bag(b), &format!("{encoding:?} bag {b}"));
         agree += usize::from(line.label == host_scores.label(b));
     }
     let per_tick = instructions_per_tick(&stdout);
