@@ -19,29 +19,9 @@ use mil_toolkit::Dataset;
 use rand_core::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-fn dataset(dim: usize, bags: &[Vec<Vec<f64>>], labels: &[usize]) -> Dataset {
-    let mut features = Vec::new();
-    let mut starts = vec![0];
-    for bag in bags {
-        for x in bag {
-            features.extend_from_slice(x);
-        }
-        starts.push(features.len() / dim);
-    }
-    let ids = (0..bags.len()).map(|b| format!("b{b}")).collect();
-    let classes = labels.iter().max().map_or(0, |m| m + 1).max(2);
-    let names = (0..classes).map(|c| c.to_string()).collect();
-    Dataset::new(
-        "test",
-        dim,
-        features,
-        starts,
-        ids,
-        Some(labels.to_vec()),
-        names,
-    )
-    .unwrap()
-}
+#[allow(dead_code)] // each test binary uses part of the shared helpers
+mod deploy;
+use deploy::dataset;
 
 fn projection(mean: Vec<f64>, scale: Vec<f64>, matrix: Vec<f64>, d: usize) -> LinearProjection {
     LinearProjection {

@@ -797,21 +797,16 @@ fn mi_kernel_decisions_stay_within_their_bound_across_scales_and_gammas() {
     for dim in [1usize, 7, 8, 9, 30] {
         for gamma in [1e-3, 0.1, 3.0] {
             let mut bags = |n_bags: usize, spread: f64| -> Dataset {
-                let mut features = Vec::new();
-                let mut starts = vec![0];
-                for b in 0..n_bags {
-                    for _ in 0..1 + b % 4 {
-                        for _ in 0..dim {
-                            let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-                            features.push(spread * (2.0 * u - 1.0));
-                        }
-                    }
-                    starts.push(features.len() / dim);
-                }
-                let ids = (0..n_bags).map(|b| format!("b{b}")).collect();
-                let labels = (0..n_bags).map(|b| b % 2).collect();
-                let names = vec!["0".to_string(), "1".to_string()];
-                Dataset::new("random", dim, features, starts, ids, Some(labels), names).unwrap()
+                let mut u = || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+                let bags: Vec<Vec<Vec<f64>>> = (0..n_bags)
+                    .map(|b| {
+                        (0..1 + b % 4)
+                            .map(|_| (0..dim).map(|_| spread * (2.0 * u() - 1.0)).collect())
+                            .collect()
+                    })
+                    .collect();
+                let labels: Vec<usize> = (0..n_bags).map(|b| b % 2).collect();
+                deploy::dataset(dim, &bags, &labels)
             };
             let (train, queries) = (bags(10, 300.0), bags(10, 600.0));
             let params = SetKernelSvm {

@@ -43,7 +43,7 @@
 //! beyond `f32`'s range makes the bound infinite (the decision is still computed).
 
 use crate::bag::instance_count;
-use crate::container::{le_f32, le_i16, tag, Elem, Encoding, Section, Sections};
+use crate::container::{le_f32, tag, Elem, Encoding, Section, Sections};
 use crate::error::Error;
 use crate::svm::SvmDecision;
 
@@ -79,6 +79,31 @@ fn blocks<T, const N: usize>(s: &[T]) -> (impl Iterator<Item = &[T; N]>, &[T]) {
     let chunks = s.chunks_exact(N);
     let rest = chunks.remainder();
     (chunks.filter_map(|c| <&[T; N]>::try_from(c).ok()), rest)
+}
+
+/// Adds (x_j − q_j·t_j)² to running sum j mod [`LANES`] over a quantised row: integers q
+/// of `W` bytes (decoded by `int`; `B` = 8·`W` bytes per block) and the features' `f32`
+/// steps t.
+#[inline(always)]
+fn add_scaled_row<const W: usize, const B: usize>(
+    sums: &mut [f32; LANES],
+    x: &[f32],
+    row: &[u8],
+    steps: &[u8],
+    int: impl Fn(&[u8; W]) -> f32 + Copy,
+) {
+    let float = |w: &[u8; 4]| f32::from_le_bytes(*w);
+    let (x8, x_rest) = blocks::<_, LANES>(x);
+    let (row8, rest) = blocks::<_, B>(row);
+    let (steps8, steps_rest) = blocks::<_, { 4 * LANES }>(steps);
+    for ((z, r), t) in x8.zip(row8).zip(steps8) {
+        let q = blocks::<_, W>(r).0.map(int);
+        let t = blocks::<_, 4>(t).0.map(float);
+        add_squares(sums, z, q.zip(t).map(|(q, t)| q * t));
+    }
+    let q = blocks::<_, W>(rest).0.map(int);
+    let t = blocks::<_, 4>(steps_rest).0.map(float);
+    add_squares(sums, x_rest, q.zip(t).map(|(q, t)| q * t));
 }
 
 /// Adds (x_l − y_l)² to running sum l.
@@ -216,45 +241,25 @@ impl<'a> MiKernelSvm<'a> {
     fn sq_dist(&self, t: usize, x: &[f32]) -> f32 {
         let row = self.instances.row_bytes(t);
         let mut sums = [0.0f32; LANES];
-        let (x8, x_rest) = blocks::<_, LANES>(x);
-        let float = |w: &[u8; 4]| f32::from_le_bytes(*w);
         match (self.instance_scale, self.instances.elem) {
             (None, _) => {
+                let (x8, x_rest) = blocks::<_, LANES>(x);
                 let (row8, rest) = blocks::<_, { 4 * LANES }>(row);
+                let float = |w: &[u8; 4]| f32::from_le_bytes(*w);
                 for (z, r) in x8.zip(row8) {
                     add_squares(&mut sums, z, blocks::<_, 4>(r).0.map(float));
                 }
                 add_squares(&mut sums, x_rest, rest.chunks_exact(4).map(le_f32));
             }
             (Some(steps), Elem::I16) => {
-                let (row8, rest) = blocks::<_, { 2 * LANES }>(row);
-                let (steps8, steps_rest) = blocks::<_, { 4 * LANES }>(steps.bytes);
-                for ((z, r), t) in x8.zip(row8).zip(steps8) {
-                    let q = blocks::<_, 2>(r).0.map(|q| i16::from_le_bytes(*q));
-                    let t = blocks::<_, 4>(t).0.map(float);
-                    add_squares(&mut sums, z, q.zip(t).map(|(q, t)| f32::from(q) * t));
-                }
-                let q = rest.chunks_exact(2).map(le_i16);
-                let t = steps_rest.chunks_exact(4).map(le_f32);
-                add_squares(&mut sums, x_rest, q.zip(t).map(|(q, t)| f32::from(q) * t));
+                add_scaled_row::<2, { 2 * LANES }>(&mut sums, x, row, steps.bytes, |q| {
+                    f32::from(i16::from_le_bytes(*q))
+                })
             }
             (Some(steps), _) => {
-                let (row8, rest) = blocks::<_, LANES>(row);
-                let (steps8, steps_rest) = blocks::<_, { 4 * LANES }>(steps.bytes);
-                for ((z, r), t) in x8.zip(row8).zip(steps8) {
-                    let t = blocks::<_, 4>(t).0.map(float);
-                    add_squares(
-                        &mut sums,
-                        z,
-                        r.iter().zip(t).map(|(&q, t)| f32::from(q as i8) * t),
-                    );
-                }
-                let t = steps_rest.chunks_exact(4).map(le_f32);
-                add_squares(
-                    &mut sums,
-                    x_rest,
-                    rest.iter().zip(t).map(|(&q, t)| f32::from(q as i8) * t),
-                );
+                add_scaled_row::<1, LANES>(&mut sums, x, row, steps.bytes, |&[q]| {
+                    f32::from(q as i8)
+                })
             }
         }
         let [a, b, c, d, e, f, g, h] = sums;
@@ -304,6 +309,8 @@ impl<'a> MiKernelSvm<'a> {
         } else {
             f32::INFINITY
         };
+        // S ≤ d̂ / (1 − γ_m).
+        let sum_inflation = 1.0 / (1.0 - g_sum);
         let host_rounding = (2.0 * (d as f64 + 2.0) * U53) as f32;
         let (dy_fixed, dy_rel) = match self.instance_scale {
             None => (0.0, U24 as f32),
@@ -323,13 +330,13 @@ impl<'a> MiKernelSvm<'a> {
         let mut witness = (0, f64::NEG_INFINITY);
         for i in 0..n {
             let row = bag.get(i * d..(i + 1) * d).ok_or(Error::Empty)?;
-            let mut x_norm = 0.0;
+            let mut x_norm_sq = 0.0;
             for (j, (z, &v)) in x.iter_mut().zip(row).enumerate() {
                 let scaled = self.scaled(j, v);
-                x_norm += scaled * scaled;
+                x_norm_sq += scaled * scaled;
                 *z = scaled as f32;
             }
-            let x_norm = libm::sqrt(x_norm) as f32;
+            let x_norm = libm::sqrt(x_norm_sq) as f32;
             // ‖x̂‖ ≤ (1 + u)‖x‖, and the query's share of ε.
             let (x_hat_norm, x_eps) = (x_norm * (1.0 + u), u * x_norm);
             let mut g = 0.0;
@@ -344,7 +351,7 @@ impl<'a> MiKernelSvm<'a> {
                     let exponent = (gamma * f64::from(d2)) as f32;
                     let e = libm::expf(-exponent);
                     // The exponent's error A (module documentation), in f32 rounded up.
-                    let s = d2 / (1.0 - g_sum);
+                    let s = d2 * sum_inflation;
                     let root = libm::sqrtf(s);
                     let y_norm = x_hat_norm + root;
                     let eps = x_eps + dy_fixed + dy_rel * y_norm;

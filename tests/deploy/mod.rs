@@ -54,6 +54,31 @@ pub fn musk1_firmware_model(musk1: &Dataset) -> HostModel {
     train(musk1, Some((ProjectionKind::Bmida, 10)), milr(Pooling::Max))
 }
 
+/// A data set of the given bags (instances × features) and labels, bags named `b0`, `b1`, …
+pub fn dataset(dim: usize, bags: &[Vec<Vec<f64>>], labels: &[usize]) -> Dataset {
+    let mut features = Vec::new();
+    let mut starts = vec![0];
+    for bag in bags {
+        for x in bag {
+            features.extend_from_slice(x);
+        }
+        starts.push(features.len() / dim);
+    }
+    let ids = (0..bags.len()).map(|b| format!("b{b}")).collect();
+    let classes = labels.iter().max().map_or(0, |m| m + 1).max(2);
+    let names = (0..classes).map(|c| c.to_string()).collect();
+    Dataset::new(
+        "test",
+        dim,
+        features,
+        starts,
+        ids,
+        Some(labels.to_vec()),
+        names,
+    )
+    .unwrap()
+}
+
 /// Every bag of `data` in the firmware's `bags.bin` layout.
 pub fn bags_bin(data: &Dataset) -> Vec<u8> {
     let mut out = Vec::new();

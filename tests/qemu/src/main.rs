@@ -480,10 +480,7 @@ fn svm_decide(
     buffers: &mut SvmBuffers,
     scores: &mut [f32],
 ) -> Result<Decision, Error> {
-    let x = buffers.x.get_mut(..bag.len()).unwrap_or_default();
-    for (y, &v) in x.iter_mut().zip(bag) {
-        *y = f64::from(v);
-    }
+    let x = widen(bag, &mut buffers.x);
     let mut scratch = SvmScratch {
         grid: &mut buffers.grid,
         query: &mut buffers.query,
@@ -491,16 +488,7 @@ fn svm_decide(
         floats: &mut buffers.floats,
         ints: &mut buffers.ints,
     };
-    let d = svm.decide(x, &mut scratch)?;
-    if let [zero, value, ..] = scores {
-        *zero = 0.0;
-        *value = d.value as f32;
-    }
-    Ok(Decision {
-        label: d.label,
-        score: d.value as f32,
-        witness: None,
-    })
+    Ok(report(svm.decide(x, &mut scratch)?, scores))
 }
 
 #[cfg(feature = "svm")]
@@ -514,20 +502,31 @@ fn mi_svm_decide(
     query: &mut [f32],
     scores: &mut [f32],
 ) -> Result<Decision, Error> {
+    Ok(report(svm.decide(widen(bag, wide), query)?, scores))
+}
+
+#[cfg(feature = "svm")]
+/// The bag's features in `f64` (the SVMs' input), in the front of `wide`.
+fn widen<'w>(bag: &[f32], wide: &'w mut [f64]) -> &'w [f64] {
     let x = wide.get_mut(..bag.len()).unwrap_or_default();
     for (y, &v) in x.iter_mut().zip(bag) {
         *y = f64::from(v);
     }
-    let d = svm.decide(x, query)?;
+    x
+}
+
+#[cfg(feature = "svm")]
+/// An SVM's decision reported like a two-class score vector (0, f).
+fn report(d: mil_core::svm::SvmDecision, scores: &mut [f32]) -> Decision {
     if let [zero, value, ..] = scores {
         *zero = 0.0;
         *value = d.value as f32;
     }
-    Ok(Decision {
+    Decision {
         label: d.label,
         score: d.value as f32,
         witness: d.witness,
-    })
+    }
 }
 
 /// `--features panic-check`: the panic handler calls a function that exists nowhere, so
