@@ -10,7 +10,8 @@
 //! come from one matrix product, ‖x − y‖² = ‖x‖² + ‖y‖² − 2x·y (the x·y part by
 //! `matrixmultiply`, as in [`crate::distance`]), and each bag pair is reduced from
 //! them in one log-sum-exp: the block's part (largest exponent, then the sum of
-//! exp(e − max) while the block is in cache), merged with the parts of other blocks as
+//! exp(e − max) while the block is in cache, by [`sum_exp_in_place`]: a vectorised
+//! exp and four partial sums in a fixed order), merged with the parts of other blocks as
 //! a running maximum and rescaled sum.
 //!
 //! # Determinism
@@ -37,9 +38,10 @@
 //! (2D + 4)u(‖x‖² + ‖y‖²) with a fourfold margin), which moves every exponent by at most
 //! γ times it, and log-sum-exp is 1-Lipschitz in the largest change of an exponent; the
 //! second covers rounding γ‖x − y‖² and e − max (relative u each, weighted by the
-//! softmax weights, whose mean |exponent| is at most |ln k_set| + ln N), exp (relative
-//! 2u per term), the sum of N terms in order ((N − 1)u relative), the merges of block
-//! parts (3u each, fewer than N), ln and the final addition. The normalised ln k adds the
+//! softmax weights, whose mean |exponent| is at most |ln k_set| + ln N), exp (within 2
+//! units in the last place, relative 4u per term: [`exp_nonpositive`]), the sum of N
+//! terms in four partial sums ((N/4 + 2)u relative), the merges of block parts (5u each,
+//! fewer than N), ln and the final addition. The normalised ln k adds the
 //! two self-kernels' bounds halved. Features should be centred (z-scored, as the SVM and
 //! `mil gram` do): the first term grows with the squared norms. The tests check the bound
 //! against exact arithmetic on random bags.
@@ -51,11 +53,13 @@ use rayon::prelude::*;
 use crate::data::{Bag, Dataset};
 use crate::distance::{gram_block, squared_euclidean, ROUNDOFF};
 use crate::error::{Error, Result};
+use crate::numerics::{exp_nonpositive, sum_exp_in_place};
 
 /// Names the arithmetic of [`log_set_kernels`] (blocks, reduction order) in the
 /// fingerprint of Gram tiles, so that tiles computed by builds that round differently
 /// are refused instead of joined.
-pub const ARITHMETIC: &str = "nsk: block products 128x512, log-sum-exp parts in order";
+pub const ARITHMETIC: &str =
+    "nsk: block products 128x512, log-sum-exp parts by numerics::sum_exp_in_place";
 
 /// Instances of the row bags in one block product.
 pub const ROW_BLOCK: usize = 128;
@@ -323,9 +327,9 @@ impl LogSum {
         if self.max == f64::NEG_INFINITY {
             *self = part;
         } else if part.max <= self.max {
-            self.sum += part.sum * (part.max - self.max).exp();
+            self.sum += part.sum * exp_nonpositive(part.max - self.max);
         } else {
-            self.sum = self.sum * (self.max - part.max).exp() + part.sum;
+            self.sum = self.sum * exp_nonpositive(self.max - part.max) + part.sum;
             self.max = part.max;
         }
     }
@@ -333,6 +337,13 @@ impl LogSum {
     fn ln(self) -> f64 {
         self.max + self.sum.ln()
     }
+}
+
+/// A group's buffers: the block product (`g[c * nr + r]` = col c · row r) and one bag
+/// pair's squared distances, then shifted exponents, then exponentials.
+struct Work {
+    gram: Vec<f64>,
+    shifted: Vec<f64>,
 }
 
 /// The two data sets of a block computation with their instances' squared norms.
@@ -373,7 +384,10 @@ impl Blocks<'_> {
             .map(|b| b[b.len() - 1].1.end - b[0].1.start)
             .max()
             .unwrap_or(0);
-        let mut gram = vec![0.0; norms.len().min(ROW_BLOCK) * widest];
+        let mut work = Work {
+            gram: vec![0.0; norms.len().min(ROW_BLOCK) * widest],
+            shifted: Vec::new(),
+        };
         // Row pieces: the whole group (at most ROW_BLOCK instances), or a large bag's
         // pieces of ROW_BLOCK instances from its first on.
         for r0 in (0..norms.len()).step_by(ROW_BLOCK) {
@@ -397,7 +411,7 @@ impl Blocks<'_> {
                 if nc == 0 || nr == 0 {
                     continue;
                 }
-                let g = &mut gram[..nc * nr];
+                let g = &mut work.gram[..nc * nr];
                 gram_block(
                     &self.cols.features()[c0 * dim..c1 * dim],
                     &feats[r0 * dim..r1 * dim],
@@ -409,7 +423,7 @@ impl Blocks<'_> {
                     for (b, cr) in block {
                         if runs[k].cols.contains(b) && !cr.is_empty() && !rows.is_empty() {
                             let part = self.part(
-                                g,
+                                &mut work,
                                 nr,
                                 rows.clone(),
                                 cr.start - c0..cr.end - c0,
@@ -425,38 +439,41 @@ impl Blocks<'_> {
         sums.into_iter().flatten().map(LogSum::ln).collect()
     }
 
-    /// The log-sum-exp part of the instance pairs `rows` × `cols` of a block product
-    /// `g` (column-major over rows: `g[c * nr + r]` = col c · row r): the squared
+    /// The log-sum-exp part of the instance pairs `rows` × `cols` of the block product
+    /// `work.gram` (column-major over rows: `g[c * nr + r]` = col c · row r): the squared
     /// distances ‖x‖² + ‖y‖² − 2x·y (clamped at 0, which only moves them closer to the
-    /// exact value) overwrite `g` and give the largest exponent −γ min ‖x − y‖², then
-    /// Σ exp(−γ‖x − y‖² − max) in order, columns outer.
+    /// exact value), columns outer, in `work.shifted`, give the largest exponent
+    /// −γ min ‖x − y‖²; then Σ exp(−γ‖x − y‖² − max) by [`sum_exp_in_place`].
     fn part(
         &self,
-        g: &mut [f64],
+        work: &mut Work,
         nr: usize,
         rows: Range<usize>,
         cols: Range<usize>,
         row_norms: &[f64],
         col_norms: &[f64],
     ) -> LogSum {
+        let Work { gram: g, shifted } = work;
+        shifted.resize(rows.len() * cols.len(), 0.0);
         let mut min = f64::INFINITY;
-        for c in cols.clone() {
+        for (c, out) in cols.zip(shifted.chunks_exact_mut(rows.len())) {
             let cn = col_norms[c];
-            let line = &mut g[c * nr + rows.start..c * nr + rows.end];
-            for (v, &rn) in line.iter_mut().zip(&row_norms[rows.clone()]) {
-                *v = (rn + cn - 2.0 * *v).max(0.0);
-                min = min.min(*v);
+            let line = &g[c * nr + rows.start..c * nr + rows.end];
+            for ((d, &v), &rn) in out.iter_mut().zip(line).zip(&row_norms[rows.clone()]) {
+                *d = (rn + cn - 2.0 * v).max(0.0);
+                min = min.min(*d);
             }
         }
-        // fl(−γ·d) does not increase with d, so this is the largest exponent.
+        // fl(−γ·d) does not increase with d, so this is the largest exponent and every
+        // e − max is ≤ 0.
         let max = -self.gamma * min;
-        let mut sum = 0.0;
-        for c in cols {
-            for &d in &g[c * nr + rows.start..c * nr + rows.end] {
-                sum += (-self.gamma * d - max).exp();
-            }
+        for e in shifted.iter_mut() {
+            *e = -self.gamma * *e - max;
         }
-        LogSum { max, sum }
+        LogSum {
+            max,
+            sum: sum_exp_in_place(shifted),
+        }
     }
 }
 
