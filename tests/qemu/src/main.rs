@@ -187,7 +187,6 @@ fn main() -> ! {
         cortex_m::singleton!(: [i16; MAX_VALUES] = [0; MAX_VALUES]).unwrap_or_else(|| fail("q2"));
     let scratch = cortex_m::singleton!(: [f32; MAX_SCRATCH] = [0.0; MAX_SCRATCH])
         .unwrap_or_else(|| fail("scratch"));
-    #[cfg(feature = "svm")]
     let svm_buffers = cortex_m::singleton!(: SvmBuffers = SvmBuffers::new())
         .unwrap_or_else(|| fail("svm buffers"));
     extern "C" {
@@ -328,43 +327,14 @@ fn main() -> ! {
         let (bottom, top) = paint_stack();
         let t0 = cortex_m::peripheral::SYST::get_current();
         let result = quantised.and_then(|_| {
-            #[cfg(feature = "svm")]
-            if let Some(svm) = model.svm() {
-                return svm_decide(
-                    svm,
-                    fb,
-                    svm_buffers,
-                    scores.get_mut(..out).unwrap_or_default(),
-                );
-            }
-            #[cfg(feature = "svm")]
-            if let Some(svm) = model.mi_svm() {
-                return mi_svm_decide(
-                    svm,
-                    fb,
-                    &mut svm_buffers.x,
-                    &mut scratch[..],
-                    scores.get_mut(..out).unwrap_or_default(),
-                );
-            }
-            let bag = if model.encoding() == Encoding::F32 {
-                Instances::F32(fb)
-            } else {
-                Instances::I16(qb)
-            };
-            if model.kind() == ModelKind::Projection {
-                return project_bag(
-                    &model,
-                    bag,
-                    dim,
-                    &mut scratch[..],
-                    scores.get_mut(..out).unwrap_or_default(),
-                );
-            }
-            model.classify(
-                bag,
+            infer(
+                &model,
+                fb,
+                qb,
+                dim,
                 &mut scratch[..],
                 scores.get_mut(..out).unwrap_or_default(),
+                svm_buffers,
             )
         });
         let t = ticks(t0);
@@ -409,6 +379,39 @@ fn main() -> ! {
     }
 }
 
+/// One bag's inference by the model's head — its own frame, called below the painted
+/// stack top, so that the `stack … classify` line counts everything inference puts on the
+/// stack (inlined into `main`, its locals would sit in `main`'s frame, above the paint).
+#[inline(never)]
+#[cfg_attr(not(feature = "svm"), allow(unused_variables))]
+fn infer(
+    model: &Model<'_>,
+    fb: &[f32],
+    qb: &[i16],
+    dim: usize,
+    scratch: &mut [f32],
+    scores: &mut [f32],
+    svm_buffers: &mut SvmBuffers,
+) -> Result<Decision, Error> {
+    #[cfg(feature = "svm")]
+    if let Some(svm) = model.svm() {
+        return svm_decide(svm, fb, svm_buffers, scores);
+    }
+    #[cfg(feature = "svm")]
+    if let Some(svm) = model.mi_svm() {
+        return mi_svm_decide(svm, fb, &mut svm_buffers.x, scratch, scores);
+    }
+    let bag = if model.encoding() == Encoding::F32 {
+        Instances::F32(fb)
+    } else {
+        Instances::I16(qb)
+    };
+    if model.kind() == ModelKind::Projection {
+        return project_bag(model, bag, dim, scratch, scores);
+    }
+    model.classify(bag, scratch, scores)
+}
+
 /// A projection-only model (kind `projection`) on one bag: projects each instance and
 /// reports the sum of the projected instances (`f32`, in order) as the scores, label 0.
 fn project_bag(
@@ -445,6 +448,17 @@ fn project_bag(
 /// The estimator's integers in their short form (`ScratchLen::ints_min`): 4 per
 /// dimension and a bit per point of the two bags; no column copy of the bags.
 const SVM_INTS: usize = 4 * MAX_DIM + (2 * MAX_VALUES).div_ceil(32);
+
+#[cfg(not(feature = "svm"))]
+/// Builds without the SVMs have no SVM buffers.
+struct SvmBuffers;
+
+#[cfg(not(feature = "svm"))]
+impl SvmBuffers {
+    const fn new() -> Self {
+        SvmBuffers
+    }
+}
 
 #[cfg(feature = "svm")]
 /// Static buffers of the set-kernel SVM: the bag in f64 (the grid can be finer than f32),
@@ -492,7 +506,6 @@ fn svm_decide(
 }
 
 #[cfg(feature = "svm")]
-#[inline(never)] // its own frame, below the painted stack top: the `stack` line counts it
 /// The MI-kernel SVM's decision on one bag (raw features widened into `wide`, the
 /// scaled instance in `query`), reported like a two-class score vector (0, f).
 fn mi_svm_decide(
