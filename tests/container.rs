@@ -355,6 +355,10 @@ fn quantised_projection_error_stays_within_the_stated_bound() {
                 assert_eq!(model.quantize_instance(&xf, &mut q).unwrap(), 0);
                 model.project(Instances::I16(&q), &mut y).unwrap();
                 for k in 0..d {
+                    // One output alone (Q7: its row picked out of its stored pair) is the
+                    // same as all of them at once.
+                    let one = proj.output(k, Instances::I16(&q)).unwrap();
+                    assert_eq!(one.to_bits(), y[k].to_bits(), "{encoding:?} k {k}");
                     let err = (y[k] as f64 - exact[k]).abs();
                     let bound = proj.error_bound(k, &q) as f64;
                     assert!(
@@ -368,6 +372,54 @@ fn quantised_projection_error_stays_within_the_stated_bound() {
     }
     // The bound is not vacuous: somewhere the error uses a noticeable part of it.
     assert!(worst_ratio > 0.05, "bound never approached: {worst_ratio}");
+}
+
+#[test]
+fn a_format_1_model_still_reads_unless_its_q7_projection_has_two_rows() {
+    // Format 2 changed one thing: Q7 projection rows are stored by pairs. A format 1
+    // model reads as before wherever the layouts agree (f32, Q15, a one-row Q7 stage)
+    // and is refused, not misread, where they do not.
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+    let data = random_bags(&mut rng, 9, 4);
+    for d in [1, 2, 3] {
+        let p = random_projection(&mut rng, 9, d);
+        let compact = Compact {
+            stage: Some(Affine::from_projection(&p)),
+            head: Head::None,
+        };
+        for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+            let bytes = export(&compact, encoding, &data).unwrap();
+            assert_eq!(layout::u16_at(&bytes, header::VERSION), VERSION);
+            let mut old = bytes.clone();
+            old[header::VERSION..header::VERSION + 2].copy_from_slice(&1u16.to_le_bytes());
+            fix_checksum(&mut old);
+            if encoding == Encoding::Q7 && d >= 2 {
+                assert_eq!(
+                    Model::parse(&old).unwrap_err(),
+                    Error::BadModel(
+                        "Q7 projection rows in the format 1 layout: export the model again"
+                    ),
+                    "d {d}"
+                );
+                continue;
+            }
+            let (new, old) = (Model::parse(&bytes).unwrap(), Model::parse(&old).unwrap());
+            let (mut a, mut b) = (vec![0f32; d], vec![0f32; d]);
+            for x in data.features().chunks_exact(9) {
+                let xf: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+                let mut q = vec![0i16; 9];
+                if encoding == Encoding::F32 {
+                    new.project(Instances::F32(&xf), &mut a).unwrap();
+                    old.project(Instances::F32(&xf), &mut b).unwrap();
+                } else {
+                    new.quantize_instance(&xf, &mut q).unwrap();
+                    new.project(Instances::I16(&q), &mut a).unwrap();
+                    old.project(Instances::I16(&q), &mut b).unwrap();
+                }
+                assert_eq!(a, b, "{encoding:?} d {d}");
+            }
+        }
+    }
 }
 
 /// The payload offset of section `t` in a model's bytes.
@@ -845,29 +897,29 @@ fn exported_bytes_are_pinned() {
     // Length and fingerprint of every seed model (each kind in each encoding) as the
     // exporter wrote them when these values were taken: a change to the writer or the
     // layout that moves a single byte fails here. Update only with a format change (last:
-    // Citation-kNN references with one step for every coordinate, for integer distances).
+    // format 2, Q7 projection rows stored by pairs; every model's version field changed).
     let pinned: [(usize, u64); 21] = [
-        (292, 0x6235d44f56a1975e),
-        (304, 0x9c7c794b980db9ca),
-        (304, 0x600766872d45e8bf),
-        (104, 0x26f1f8acc9c35908),
-        (180, 0xaf87ddbc5c897213),
-        (172, 0xaae2991fd3645cf0),
-        (172, 0x8ccbe82346e126a1),
-        (264, 0xb46edec6ea8f3318),
-        (256, 0x4b5a84b56e33d794),
-        (376, 0xe76e30d4a4027ad6),
-        (416, 0xdad0f722971e0349),
-        (408, 0x24d77350d7906f80),
-        (172, 0x9e5c7fa36f5cba21),
-        (264, 0x285dbb8057d17185),
-        (252, 0x142c840553efbc48),
-        (220, 0xf91a3d7096c79478),
-        (312, 0x00660963267ead38),
-        (300, 0x10c3941c4b692937),
-        (472, 0xf3db98e922fce33d),
-        (404, 0x6aedacd8620fc0f4),
-        (404, 0x790964882138e8b7),
+        (292, 0xef63ac5aad8ee153),
+        (304, 0x6cf562efff10bd4a),
+        (304, 0xb6bdd7549234fd2f),
+        (104, 0xa3bfdad75951d078),
+        (180, 0x5a56e57841fe56a1),
+        (172, 0x26f3538621528bb1),
+        (172, 0xc626b06f89b74d25),
+        (264, 0xf4b0b8e7f240908c),
+        (256, 0xb6a0d04f666174f3),
+        (376, 0xe1e133fb92673484),
+        (416, 0x54f05d0d5550cfc2),
+        (408, 0x83ccf4706e7a082c),
+        (172, 0x60e2277b19bb0b0d),
+        (264, 0x91c044e2df8204e1),
+        (252, 0x8869ba0b47104788),
+        (220, 0x31d95cf49454bb73),
+        (312, 0x4de42559da6760e9),
+        (300, 0x172b2dc848dc4edc),
+        (472, 0x982e74b98e2b139e),
+        (404, 0x72e9290efb47cd5e),
+        (404, 0x6d7fac2039a6266d),
     ];
     let got: Vec<(usize, u64)> = seed_models()
         .iter()

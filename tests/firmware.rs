@@ -355,7 +355,7 @@ fn the_firmware_links_without_a_panic_path() {
 #[test]
 fn the_fixed_point_hot_loop_uses_the_dsp_extension() {
     // Q15 dot products pair their products into SMLALD (fixed::dot_q15), Q7 ones too
-    // after unpacking their weights (fixed::dot2_q7).
+    // with a row pair's low bytes unpacked (fixed::dot2_q7_paired).
     let musk1 = mil_toolkit::data::load("musk1").unwrap();
     let model = deploy::musk1_firmware_model(&musk1);
     let (compact, _) = Compact::from_host(&model).unwrap();
@@ -377,7 +377,7 @@ fn the_fixed_point_hot_loop_uses_the_dsp_extension() {
         .filter(|l| l.contains("\tsmlald") || l.contains("\tsmlad"))
         .count();
     assert!(dsp > 0, "no SMLALD/SMLAD in the firmware");
-    // Q7 rows unpack four weights per word into the SMLALD pairs (fixed::dot2_q7).
+    // A Q7 row pair's low bytes are unpacked into SMLALD pairs (fixed::dot2_q7_paired).
     let unpack = text.lines().filter(|l| l.contains("\tsxtb16")).count();
     assert!(unpack > 0, "no SXTB16 in the firmware");
     println!("firmware: {dsp} SMLALD/SMLAD instructions, {unpack} SXTB16");

@@ -22,7 +22,7 @@ use crate::bag::{argmax_first, Decision, Instances};
 use crate::container::{tag, Elem, Encoding, Section, Sections};
 use crate::error::Error;
 use crate::project::Stage;
-use crate::weights::Weights;
+use crate::weights::{Q7Layout, Weights};
 
 /// The per-cluster weights of an M³IC model (`SCORE_WEIGHTS` k × d, `SCORE_BIAS` 1 × k)
 /// and, for unit-length instances, the z-score map (`INSTANCE_NORM` 2 × D).
@@ -50,8 +50,8 @@ impl<'a> M3ic<'a> {
             tag::SCORE_WEIGHTS,
             tag::SCORE_SCALE,
             None,
-            k,
-            d,
+            (k, d),
+            Q7Layout::Rows,
         )?;
         let bias = sections.f32_vec(tag::SCORE_BIAS, k)?;
         let instance_norm = match sections.get(tag::INSTANCE_NORM) {

@@ -429,91 +429,137 @@ mod dsp {
         pairs_against_two(w, as_bytes(x0), as_bytes(x1), pairs)
     }
 
-    /// Four inputs of two Q7 rows (see [`super::dot2_q7`]): the inputs regrouped into
-    /// (x₀, x₂) in `a` and (x₁, x₃) in `t1`, each row's four weights unpacked into the
-    /// matching pairs by `SXTB16`, two `SMLALD`s per row.
-    macro_rules! q7_quad {
+    /// Four inputs of a Q7 row pair stored as `i16` values h = 256·a + b
+    /// ([`super::pack_q7_pair`]): a doubleword of inputs and one of four stored values,
+    /// `SMLALD` of the values as they are (Σ x·h = 256·Σ x·a + Σ x·b into the first
+    /// accumulator), `SXTB16` of each word's low bytes (the b's, sign-extended) and
+    /// `SMLALD` of those (Σ x·b into the second): 8 instructions for 8 multiply-adds.
+    macro_rules! paired_q7_quad {
         () => {
-            "ldr {t0}, [{x}], #4
-             ldr {t1}, [{x}], #4
-             pkhbt {a}, {t0}, {t1}, lsl #16
-             pkhtb {t1}, {t1}, {t0}, asr #16
-             ldr {t0}, [{w0}], #4
-             sxtb16 {e}, {t0}
-             smlald {lo0}, {hi0}, {e}, {a}
-             sxtb16 {e}, {t0}, ror #8
-             smlald {lo0}, {hi0}, {e}, {t1}
-             ldr {t0}, [{w1}], #4
-             sxtb16 {e}, {t0}
-             smlald {lo1}, {hi1}, {e}, {a}
-             sxtb16 {e}, {t0}, ror #8
-             smlald {lo1}, {hi1}, {e}, {t1}"
+            "ldrd {t0}, {t1}, [{x}], #8
+             ldrd {a}, {b}, [{w}], #8
+             smlald {flo}, {fhi}, {a}, {t0}
+             sxtb16 {a}, {a}
+             smlald {llo}, {lhi}, {a}, {t0}
+             smlald {flo}, {fhi}, {b}, {t1}
+             sxtb16 {b}, {b}
+             smlald {llo}, {lhi}, {b}, {t1}"
         };
     }
 
-    /// The exact sums of two Q7 rows over the first `4·quads` inputs (clamped to what
-    /// all three hold). Word loads only, so no alignment is needed (unaligned `LDR` is
-    /// valid on Armv7E-M): Q7 rows of odd length start anywhere.
-    pub(super) fn dot2_q7_quads(w0: &[u8], w1: &[u8], x: &[i16], quads: usize) -> (i64, i64) {
-        let quads = quads.min(w0.len() / 4).min(w1.len() / 4).min(x.len() / 4);
-        let (mut lo0, mut hi0, mut lo1, mut hi1) = (0u32, 0u32, 0u32, 0u32);
-        let (mut px, mut p0, mut p1) = (x.as_ptr(), w0.as_ptr(), w1.as_ptr());
-        if quads >= 2 {
-            let end = px.wrapping_add(8 * (quads / 2));
-            // SAFETY: each quad reads 8 bytes at x and 4 at w0 and at w1 (word loads,
-            // valid unaligned here) and advances the pointers by as much; quads/2 passes
-            // of two read 16·(quads/2) ≤ 8·quads bytes of x and 8·(quads/2) ≤ 4·quads of
-            // each row, within all three (`quads` is clamped above). PKHBT/PKHTB/SXTB16
-            // only move register halves; SMLALD adds two exact 16 × 16 products to the
-            // 64-bit hi:lo. `cmp` sets the flags (not preserved); nothing is written to
-            // memory. The pointers come back advanced past what was read.
+    /// Two inputs of a Q7 row pair, as `paired_q7_quad!` with word loads (valid
+    /// unaligned on Armv7E-M).
+    macro_rules! paired_q7_step {
+        () => {
+            "ldr {t0}, [{x}], #4
+             ldr {a}, [{w}], #4
+             smlald {flo}, {fhi}, {a}, {t0}
+             sxtb16 {a}, {a}
+             smlald {llo}, {lhi}, {a}, {t0}"
+        };
+    }
+
+    /// Over the first `2·pairs` inputs (clamped to what both hold), the exact sums
+    /// (Σ x·h, Σ x·b) of a Q7 row pair `w` stored as values h = 256·a + b (see
+    /// [`super::dot2_q7_paired`]). When `x` and `w` are word-aligned: 16 inputs per pass
+    /// (four `paired_q7_quad!`s and `cmp`/`bne`: 34 instructions), then 4 at a time; what
+    /// is left (or everything, unaligned) goes a word at a time.
+    pub(super) fn paired_q7_sums(w: &[u8], x: &[i16], pairs: usize) -> (i64, i64) {
+        let pairs = pairs.min(w.len() / 4).min(x.len() / 2);
+        let (mut flo, mut fhi, mut llo, mut lhi) = (0u32, 0u32, 0u32, 0u32);
+        let (mut px, mut pw) = (x.as_ptr(), w.as_ptr());
+        let aligned = (px as usize | pw as usize) & 3 == 0;
+        let mut left = pairs;
+        if aligned && left >= 8 {
+            let end = px.wrapping_add(16 * (left / 8));
+            left %= 8;
+            // SAFETY: each quad reads 8 bytes at x and at w (`LDRD` from word-aligned
+            // addresses, checked above and kept by the 8-byte increments) and advances
+            // both by 8; pairs/8 passes of four read 32·(pairs/8) ≤ 4·pairs bytes of each
+            // slice, within both (`pairs` is clamped above). SXTB16 only moves register
+            // bytes; SMLALD adds two exact 16 × 16 products to a 64-bit hi:lo (in little
+            // endian the low half of each word is the earlier value, so value j of one
+            // meets value j of the other). `cmp` sets the flags (not preserved); nothing
+            // is written to memory. The pointers come back advanced past what was read.
             unsafe {
                 core::arch::asm!(
                     "2:",
-                    q7_quad!(),
-                    q7_quad!(),
+                    paired_q7_quad!(),
+                    paired_q7_quad!(),
+                    paired_q7_quad!(),
+                    paired_q7_quad!(),
                     "cmp {x}, {end}",
                     "bne 2b",
                     x = inout(reg) px,
-                    w0 = inout(reg) p0,
-                    w1 = inout(reg) p1,
+                    w = inout(reg) pw,
                     end = in(reg) end,
-                    lo0 = inout(reg) lo0,
-                    hi0 = inout(reg) hi0,
-                    lo1 = inout(reg) lo1,
-                    hi1 = inout(reg) hi1,
+                    flo = inout(reg) flo,
+                    fhi = inout(reg) fhi,
+                    llo = inout(reg) llo,
+                    lhi = inout(reg) lhi,
                     t0 = out(reg) _,
                     t1 = out(reg) _,
                     a = out(reg) _,
-                    e = out(reg) _,
+                    b = out(reg) _,
                     options(readonly, nostack),
                 );
             }
         }
-        if quads % 2 == 1 {
-            // SAFETY: the last quad, from where the loop left the pointers (byte
-            // 8·(quads − 1) of x, 4·(quads − 1) of each row), ending at byte 8·quads and
-            // 4·quads, within all three. As above; flags untouched.
+        if aligned && left >= 2 {
+            let end = px.wrapping_add(4 * (left / 2));
+            left %= 2;
+            // SAFETY: as above, one quad per pass from where the loop left the (still
+            // aligned) pointers: left/2 passes read 8·(left/2) ≤ 4·left bytes of each
+            // slice, which the `left` pairs still hold.
             unsafe {
                 core::arch::asm!(
-                    q7_quad!(),
-                    x = inout(reg) px => _,
-                    w0 = inout(reg) p0 => _,
-                    w1 = inout(reg) p1 => _,
-                    lo0 = inout(reg) lo0,
-                    hi0 = inout(reg) hi0,
-                    lo1 = inout(reg) lo1,
-                    hi1 = inout(reg) hi1,
+                    "2:",
+                    paired_q7_quad!(),
+                    "cmp {x}, {end}",
+                    "bne 2b",
+                    x = inout(reg) px,
+                    w = inout(reg) pw,
+                    end = in(reg) end,
+                    flo = inout(reg) flo,
+                    fhi = inout(reg) fhi,
+                    llo = inout(reg) llo,
+                    lhi = inout(reg) lhi,
                     t0 = out(reg) _,
                     t1 = out(reg) _,
                     a = out(reg) _,
-                    e = out(reg) _,
-                    options(readonly, nostack, preserves_flags),
+                    b = out(reg) _,
+                    options(readonly, nostack),
+                );
+            }
+        }
+        if left > 0 {
+            let end = px.wrapping_add(2 * left);
+            // SAFETY: `left` ≥ 1 more pairs from where the code above left the pointers
+            // (byte 4·(pairs − left) of each slice), one word of x and of w per pass
+            // (unaligned `LDR` is valid on Armv7E-M), ending at byte 4·pairs, within
+            // both. SXTB16/SMLALD as above; `cmp` sets the flags; nothing is written to
+            // memory.
+            unsafe {
+                core::arch::asm!(
+                    "2:",
+                    paired_q7_step!(),
+                    "cmp {x}, {end}",
+                    "bne 2b",
+                    x = inout(reg) px => _,
+                    w = inout(reg) pw => _,
+                    end = in(reg) end,
+                    flo = inout(reg) flo,
+                    fhi = inout(reg) fhi,
+                    llo = inout(reg) llo,
+                    lhi = inout(reg) lhi,
+                    t0 = out(reg) _,
+                    a = out(reg) _,
+                    options(readonly, nostack),
                 );
             }
         }
         let wide = |lo: u32, hi: u32| ((u64::from(hi) << 32) | u64::from(lo)) as i64;
-        (wide(lo0, hi0), wide(lo1, hi1))
+        (wide(flo, fhi), wide(llo, lhi))
     }
 
     /// The bytes of `i16` values in memory order (little endian on Arm: the low byte of
@@ -739,25 +785,76 @@ pub fn dot_q7(w: &[u8], x: &[i16]) -> i64 {
     acc
 }
 
-/// [`dot_q7`] of two rows `w0`, `w1` against the same inputs, over the shortest of the
-/// three, equal to it exactly. On Armv7E-M (module `dsp`) four inputs of both rows take
-/// 16 instructions: two word loads of inputs regrouped by `PKHBT`/`PKHTB` into (x₀, x₂)
-/// and (x₁, x₃), and per row a word of four weights whose bytes `SXTB16` unpacks into the
-/// same pairs, (w₀, w₂) and (w₁, w₃), for two `SMLALD`s — so the stored row order stays
-/// as it is. Elsewhere, and for the last inputs, plain Rust.
-pub fn dot2_q7(w0: &[u8], w1: &[u8], x: &[i16]) -> (i64, i64) {
-    let n = w0.len().min(w1.len()).min(x.len());
+/// The `i16` a Q7 projection stores for weight `a` of row 2p and weight `b` of row
+/// 2p + 1 at the same column (both within ±[`Q7_MAX`]): `256·a + b`, within ±32639. A
+/// pair of Q7 rows is stored as one row of these (two bytes per column, one per weight,
+/// as two plain Q7 rows take), so that [`dot2_q7_paired`] gets both rows' products out
+/// of one load of each word without unpacking the `a`s.
+///
+/// ```
+/// use mil_core::fixed::{pack_q7_pair, unpack_q7_pair};
+///
+/// assert_eq!(pack_q7_pair(-3, 5), -763);
+/// assert_eq!(unpack_q7_pair(-763), (-3, 5));
+/// assert_eq!(unpack_q7_pair(pack_q7_pair(127, -127)), (127, -127));
+/// ```
+pub const fn pack_q7_pair(a: i32, b: i32) -> i16 {
+    (256 * a + b) as i16
+}
+
+/// The two weights (a, b) of a stored pair [`pack_q7_pair`]`(a, b)`, exactly: b is the
+/// low byte read as an `i8` (h ≡ b mod 256 and b lies in [−128, 127]), a = (h − b)/256.
+pub const fn unpack_q7_pair(h: i16) -> (i32, i32) {
+    let b = h as i8 as i32;
+    ((h as i32 - b) >> 8, b)
+}
+
+/// [`dot_q7`] of the two rows (a, b) stored by pairs in `w` ([`pack_q7_pair`], one
+/// little-endian `i16` per column) against the same inputs, over the shorter of the two,
+/// equal to it exactly. On Armv7E-M (module `dsp`) per 4 inputs: a doubleword of inputs
+/// and one of stored values, two `SMLALD`s of the values as they are, whose sum is
+/// Σ x·h = 256·Σ x·a + Σ x·b, two `SXTB16`s of the low bytes and two `SMLALD`s of those,
+/// Σ x·b; then Σ x·a = (Σ x·h − Σ x·b)/256, exact. 8 instructions where two plain Q7
+/// rows take 16 (two loads of weights, four `SXTB16`s, the inputs regrouped) and two Q15
+/// rows 7. Elsewhere plain Rust.
+///
+/// ```
+/// use mil_core::fixed::{dot2_q7_paired, pack_q7_pair};
+///
+/// // Rows a = (1, −2, 3) and b = (−127, 0, 127), stored by pairs.
+/// let w: Vec<u8> = [(1, -127), (-2, 0), (3, 127)]
+///     .iter()
+///     .flat_map(|&(a, b)| pack_q7_pair(a, b).to_le_bytes())
+///     .collect();
+/// let x = [100, 10, -1];
+/// assert_eq!(dot2_q7_paired(&w, &x), (100 - 20 - 3, -12_700 - 127));
+/// ```
+pub fn dot2_q7_paired(w: &[u8], x: &[i16]) -> (i64, i64) {
     #[cfg(mil_dsp)]
-    let (done, (mut a0, mut a1)) = (4 * (n / 4), dsp::dot2_q7_quads(w0, w1, x, n / 4));
-    #[cfg(not(mil_dsp))]
-    let (done, (mut a0, mut a1)) = (0, (0i64, 0i64));
-    let weight = |w: &[u8], j: usize| w.get(j).map_or(0, |&b| b as i8 as i32);
-    for j in done..n {
-        let xj = input(x, j);
-        a0 += (weight(w0, j) * xj) as i64;
-        a1 += (weight(w1, j) * xj) as i64;
+    {
+        let n = (w.len() / 2).min(x.len());
+        let (h, b) = dsp::paired_q7_sums(w, x, n / 2);
+        let (mut a0, mut a1) = ((h - b) >> 8, b);
+        if n % 2 == 1 {
+            let j = n - 1;
+            let (wa, wb) = unpack_q7_pair(q15(w.get(2 * j..2 * j + 2)) as i16);
+            let xj = input(x, j);
+            a0 += (wa * xj) as i64;
+            a1 += (wb * xj) as i64;
+        }
+        (a0, a1)
     }
-    (a0, a1)
+    #[cfg(not(mil_dsp))]
+    dot2_q7_paired_portable(w, x)
+}
+
+/// [`dot2_q7_paired`] in plain Rust: each stored value unpacked.
+#[cfg(any(not(mil_dsp), test))]
+fn dot2_q7_paired_portable(w: &[u8], x: &[i16]) -> (i64, i64) {
+    w.chunks_exact(2).zip(x).fold((0, 0), |(a0, a1), (h, &x)| {
+        let (wa, wb) = unpack_q7_pair(q15(Some(h)) as i16);
+        (a0 + (wa * x as i32) as i64, a1 + (wb * x as i32) as i64)
+    })
 }
 
 /// The `i16` in two little-endian bytes (0 for anything else).
@@ -948,17 +1045,35 @@ mod tests {
     }
 
     #[test]
-    fn two_q7_rows_at_once_equal_one_at_a_time() {
-        // Every length up to 21 (the device's quads and the last inputs), the extremes
-        // of i8 and i16, rows longer than the inputs.
+    fn q7_pairs_round_trip_over_the_whole_range() {
+        for a in -Q7_MAX..=Q7_MAX {
+            for b in -Q7_MAX..=Q7_MAX {
+                assert_eq!(unpack_q7_pair(pack_q7_pair(a, b)), (a, b), "{a} {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_q7_row_pair_sums_like_its_two_rows_one_at_a_time() {
+        // Every length up to 21 (the device's quads and an odd last input), the extremes
+        // of the Q7 range and of i16, a pair longer than the inputs.
         for n in 0..=21 {
-            let w0: Vec<u8> = (0..n + 2).map(|i| [0x80u8, 0x7F, 3, 0xFD][i % 4]).collect();
-            let w1: Vec<u8> = (0..n + 2).map(|i| (i * 37 + 11) as u8).collect();
+            let a: Vec<i32> = (0..n + 2).map(|i| [-127, 127, 3, -3][i % 4]).collect();
+            let b: Vec<i32> = (0..n + 2)
+                .map(|i| (i as i32 * 37 + 11) % 255 - 127)
+                .collect();
             let x: Vec<i16> = (0..n)
                 .map(|i| [i16::MIN, i16::MAX, -7, 12345][(i * 3) % 4])
                 .collect();
-            let one = (dot_q7(&w0[..n], &x), dot_q7(&w1[..n], &x));
-            assert_eq!(dot2_q7(&w0, &w1, &x), one, "n {n}");
+            let plain = |w: &[i32]| -> Vec<u8> { w.iter().map(|&v| v as i8 as u8).collect() };
+            let pairs: Vec<u8> = a
+                .iter()
+                .zip(&b)
+                .flat_map(|(&a, &b)| pack_q7_pair(a, b).to_le_bytes())
+                .collect();
+            let one = (dot_q7(&plain(&a[..n]), &x), dot_q7(&plain(&b[..n]), &x));
+            assert_eq!(dot2_q7_paired(&pairs, &x), one, "n {n}");
+            assert_eq!(dot2_q7_paired_portable(&pairs, &x), one, "n {n}");
         }
     }
 

@@ -182,7 +182,12 @@ impl<'a> Model<'a> {
         let projection = if sections.get(tag::PROJ_WEIGHTS).is_some()
             || sections.get(tag::PROJ_DIAGONAL).is_some()
         {
-            Some(Projection::from_sections(&sections, enc, d_in)?)
+            Some(Projection::from_sections(
+                &sections,
+                enc,
+                header.version,
+                d_in,
+            )?)
         } else {
             None
         };

@@ -36,7 +36,7 @@ use crate::bag::Instances;
 use crate::container::{tag, Elem, Encoding, Section, Sections};
 use crate::error::Error;
 use crate::fixed;
-use crate::weights::{Q15Row, Weights};
+use crate::weights::{Q15Row, Q7Layout, Weights};
 
 /// How a projection stage is stored.
 #[derive(Debug, Clone, Copy)]
@@ -61,10 +61,12 @@ pub struct Projection<'a> {
 }
 
 impl<'a> Projection<'a> {
-    /// Reads the stage: `PROJ_DIAGONAL`, or `PROJ_WEIGHTS` with its companions.
+    /// Reads the stage of a model in format `version`: `PROJ_DIAGONAL`, or
+    /// `PROJ_WEIGHTS` with its companions.
     pub(crate) fn from_sections(
         sections: &Sections<'a>,
         encoding: Encoding,
+        version: u16,
         input_dim: usize,
     ) -> Result<Self, Error> {
         let quantised = encoding != Encoding::F32;
@@ -103,13 +105,13 @@ impl<'a> Projection<'a> {
             tag::PROJ_WEIGHTS,
             tag::PROJ_SCALE,
             Some(tag::PROJ_SHIFT),
-            d,
-            input_dim,
+            (d, input_dim),
+            q7_layout(encoding, version, d)?,
         )?;
         if quantised {
             // The shift must keep the accumulator out of saturation for every input.
             for k in 0..d {
-                let sum = weights.values.abs_sum(k * input_dim..(k + 1) * input_dim);
+                let sum = weights.row_abs_sum(k);
                 let shift = weights.shift.map_or(0, |s| s.u32_at(k));
                 if shift < fixed::safe_shift(sum) {
                     return Err(Error::BadModel(
@@ -276,9 +278,7 @@ impl<'a> Projection<'a> {
         let d_in = self.input_dim();
         let t = scale.f32_at(k);
         let h = weights.shift.map_or(0, |s| s.u32_at(k));
-        let q_sum: f32 = (0..d_in)
-            .map(|j| weights.values.i32_at(k * d_in + j).abs() as f32)
-            .sum();
+        let q_sum: f32 = (0..d_in).map(|j| weights.q_at(k, j).abs() as f32).sum();
         let x_sum: f32 = qx.iter().map(|&v| (v as i32).abs() as f32).sum();
         let n = d_in as f32;
         let shift_term = if h > 0 {
@@ -315,6 +315,18 @@ impl<'a> Projection<'a> {
             _ => None,
         }
     }
+}
+
+/// Where a dense projection's Q7 rows lie: by pairs from format version 2 on
+/// ([`Q7Layout::Pairs`]); a version 1 model stored them row after row, which this build no
+/// longer reads for two rows or more (one row is laid out the same either way).
+fn q7_layout(encoding: Encoding, version: u16, rows: usize) -> Result<Q7Layout, Error> {
+    if encoding == Encoding::Q7 && version < 2 && rows >= 2 {
+        return Err(Error::BadModel(
+            "Q7 projection rows in the format 1 layout: export the model again",
+        ));
+    }
+    Ok(Q7Layout::Pairs)
 }
 
 /// The stage in front of every head: the model's projection, or the identity on its D

@@ -20,7 +20,7 @@ use crate::bag::{argmax_first, instance_count, Decision, Instances};
 use crate::container::{tag, Elem, Encoding, Section, Sections};
 use crate::error::Error;
 use crate::project::Stage;
-use crate::weights::{Q15Row, Weights};
+use crate::weights::{Q15Row, Q7Layout, Weights};
 
 /// Bags up to this many instances get a witness under max pooling: every index below
 /// 2²⁴ is exact in f32, where the pooling state keeps it.
@@ -143,8 +143,8 @@ impl<'a> LinearScorer<'a> {
             tag::SCORE_WEIGHTS,
             tag::SCORE_SCALE,
             None,
-            rows,
-            d,
+            (rows, d),
+            Q7Layout::Rows,
         )?;
         let bias = sections.f32_vec(tag::SCORE_BIAS, rows)?;
         let params = sections.require(tag::PARAMS)?;
@@ -536,7 +536,7 @@ mod tests {
         // The per-bag path of a one-row stage and a 1 × 1 scorer against the general
         // instance loop, bit for bit: every pooling, both encodings, lengths around the
         // DSP loops' multiples of 2 and 4, random bags with the extremes of i16.
-        use crate::container::parse;
+        use crate::container::{parse, VERSION};
         use crate::project::Projection;
         let poolings = [
             Pooling::Max,
@@ -560,7 +560,8 @@ mod tests {
                     let len =
                         folded_parts(encoding, dim, pooling, (dim * 5 + p) as u64, &mut model);
                     let (_, sections) = parse(&model[..len]).unwrap();
-                    let projection = Projection::from_sections(&sections, encoding, dim).unwrap();
+                    let projection =
+                        Projection::from_sections(&sections, encoding, VERSION, dim).unwrap();
                     let stage = Stage::new(Some(projection), dim);
                     // The per-bag path is the Q15 one; Q7 takes the general loop.
                     assert_eq!(projection.single_row().is_some(), encoding == Encoding::Q15);

@@ -2,6 +2,11 @@
 //! Q15/Q7 integers with a per-row scale and, for a projection stage, a per-row
 //! accumulator shift ([`crate::fixed`]). Every head that multiplies by stored weights
 //! reads them through [`Weights`].
+//!
+//! Q7 projection weights (format version 2 on) are stored by row pairs ([`Q7Layout`]):
+//! rows 2p and 2p + 1 as one `i16` per column, 256·a + b ([`fixed::pack_q7_pair`]), so
+//! that a Cortex-M4 multiplies both rows out of one load without unpacking one of them
+//! ([`fixed::dot2_q7_paired`]). The values and every sum are the same as row after row.
 
 use crate::container::{le_f32, le_i16, le_u32, Elem, Encoding, F32s, Section, Sections};
 use crate::error::Error;
@@ -17,6 +22,20 @@ pub struct Weights<'a> {
     pub scale: Option<Section<'a>>,
     /// Per-row accumulator shift (quantised projections).
     pub shift: Option<Section<'a>>,
+    /// Where a Q7 matrix's values lie (plain rows for every other encoding).
+    layout: Q7Layout,
+}
+
+/// Where the values of a Q7 matrix's rows lie in its section (`rows × cols` bytes either
+/// way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Q7Layout {
+    /// Row after row, one `i8` per value.
+    Rows,
+    /// Rows 2p and 2p + 1 together as one row of little-endian `i16`s, value c being
+    /// [`fixed::pack_q7_pair`]`(q[2p][c], q[2p + 1][c])`; an odd last row as in `Rows`.
+    /// The projection stage's layout (format version 2 on).
+    Pairs,
 }
 
 impl<'a> Weights<'a> {
@@ -32,22 +51,76 @@ impl<'a> Weights<'a> {
 
     /// The dequantised value at (`r`, `c`).
     pub fn get(&self, r: usize, c: usize) -> f32 {
-        let v = self.values.f32_at(r * self.cols() + c);
+        let v = match self.values.elem {
+            Elem::I16 | Elem::I8 => self.q_at(r, c) as f32,
+            _ => self.values.f32_at(r * self.cols() + c),
+        };
         match &self.scale {
             Some(s) => v * s.f32_at(r),
             None => v,
         }
     }
 
-    /// The stored bytes of row `r` (empty when out of range).
+    /// The stored integer at (`r`, `c`) of a quantised matrix, in either [`Q7Layout`] (0
+    /// out of range or for f32 values).
+    pub fn q_at(&self, r: usize, c: usize) -> i32 {
+        let cols = self.cols();
+        if r >= self.rows() || c >= cols {
+            return 0;
+        }
+        match self.pair_of(r) {
+            Some(p) => {
+                let at = 2 * (p * cols + c);
+                let h = self.values.bytes.get(at..at + 2).map_or(0, le_i16);
+                row_of_pair(fixed::unpack_q7_pair(h), r)
+            }
+            None => self.values.i32_at(r * cols + c),
+        }
+    }
+
+    /// `Σ_c |q[r][c]|`: what row `r`'s accumulator shift must cover ([`fixed::safe_shift`]).
+    pub fn row_abs_sum(&self, r: usize) -> u64 {
+        match self.pair_of(r) {
+            Some(p) => self
+                .pair_bytes(p)
+                .chunks_exact(2)
+                .map(|h| row_of_pair(fixed::unpack_q7_pair(le_i16(h)), r).unsigned_abs())
+                .map(u64::from)
+                .sum(),
+            None => self.values.abs_sum(r * self.cols()..(r + 1) * self.cols()),
+        }
+    }
+
+    /// The pair p holding row `r` when it is stored with its neighbour ([`Q7Layout::Pairs`]
+    /// and not an odd last row).
+    fn pair_of(&self, r: usize) -> Option<usize> {
+        let p = r / 2;
+        (self.layout == Q7Layout::Pairs && self.values.elem == Elem::I8 && 2 * p + 1 < self.rows())
+            .then_some(p)
+    }
+
+    /// The stored bytes of row `r` (empty when out of range or stored in a pair).
     fn row_bytes(&self, r: usize) -> &'a [u8] {
-        self.values.row_bytes(r)
+        match self.pair_of(r) {
+            Some(_) => &[],
+            None => self.values.row_bytes(r),
+        }
+    }
+
+    /// The stored bytes of the pair p (2·cols bytes; empty when out of range).
+    fn pair_bytes(&self, p: usize) -> &'a [u8] {
+        let len = 2 * self.cols();
+        self.values
+            .bytes
+            .get(p * len..(p + 1) * len)
+            .unwrap_or_default()
     }
 
     /// `Σ_c w[r][c] · x[c]` in `f32` (weights dequantised by one multiply per row).
     pub fn dot_f32(&self, r: usize, x: &[f32]) -> f32 {
         let row = self.row_bytes(r);
         let sum: f32 = match self.values.elem {
+            Elem::I8 if self.pair_of(r).is_some() => self.paired_dot_f32(r, x),
             Elem::F32 => row
                 .chunks_exact(4)
                 .zip(x)
@@ -67,68 +140,74 @@ impl<'a> Weights<'a> {
         }
     }
 
+    /// [`Weights::dot_f32`]'s unscaled sum for a row stored in a Q7 pair: projections take
+    /// quantised inputs, so this serves the API, not the device's hot path.
+    #[cold]
+    #[inline(never)]
+    fn paired_dot_f32(&self, r: usize, x: &[f32]) -> f32 {
+        let pair = self.pair_bytes(r / 2).chunks_exact(2);
+        pair.zip(x)
+            .map(|(h, &v)| row_of_pair(fixed::unpack_q7_pair(le_i16(h)), r) as f32 * v)
+            .sum()
+    }
+
     /// `scale[r] · 2^shift[r] · round(Σ_c q[r][c] · x[c] / 2^shift[r])`: the fixed-point
     /// dot product of a quantised row with quantised inputs, the products summed exactly
     /// ([`fixed::dot_q15`], [`fixed::dot_q7`]) and rounded once ([`fixed::round_shift_fit`]).
     pub fn dot_q(&self, r: usize, x: &[i16]) -> f32 {
         let row = self.row_bytes(r);
-        let acc = match self.values.elem {
-            Elem::I16 => fixed::dot_q15(row, x),
-            Elem::I8 => fixed::dot_q7(row, x),
-            Elem::F32 | Elem::U32 | Elem::U16 | Elem::F64 => 0,
+        let acc = match (self.values.elem, self.pair_of(r)) {
+            (Elem::I8, Some(p)) => row_of_pair(fixed::dot2_q7_paired(self.pair_bytes(p), x), r),
+            (Elem::I16, _) => fixed::dot_q15(row, x),
+            (Elem::I8, None) => fixed::dot_q7(row, x),
+            (Elem::F32 | Elem::U32 | Elem::U16 | Elem::F64, _) => 0,
         };
         self.rescale(r, acc)
     }
 
     /// [`Weights::dot_q`] of every row plus its `bias` into `out` (one value per row, over
     /// the shorter of the two; a missing bias adds nothing), equal to `dot_q(k, x) +
-    /// bias[k]` row by row. Q15 and Q7 rows with their shifts go two at a time
-    /// ([`fixed::dot2_q15`]), sharing each read of the inputs, straight from the payload
-    /// with their scales, shifts and biases read in step: the projection stage's whole
-    /// per-instance work, kept to the multiply-adds and a few instructions per row.
+    /// bias[k]` row by row. Q15 rows and Q7 row pairs with their shifts go two at a time
+    /// ([`fixed::dot2_q15`], [`fixed::dot2_q7_paired`]), sharing each read of the inputs,
+    /// straight from the payload with their scales, shifts and biases read in step: the
+    /// projection stage's whole per-instance work, kept to the multiply-adds and a few
+    /// instructions per row.
     pub fn dots_q(&self, x: &[i16], bias: F32s<'_>, out: &mut [f32]) {
         let rows = self.rows().min(out.len());
         let out = out.get_mut(..rows).unwrap_or_default();
         let bias = bias.bytes();
         let b = |k: usize| bias.get(4 * k..4 * k + 4).map_or(0.0, le_f32);
-        let (elem @ (Elem::I16 | Elem::I8), Some(scale), Some(shift)) =
-            (self.values.elem, self.scale, self.shift)
-        else {
+        let (Some(scale), Some(shift)) = (self.scale, self.shift) else {
             for (k, o) in out.iter_mut().enumerate() {
                 *o = self.dot_q(k, x) + b(k);
             }
             return;
         };
-        let q7 = elem == Elem::I8;
-        let row_len = elem.size() * self.cols();
+        let row_len = self.values.elem.size() * self.cols();
         let x = x.get(..self.cols()).unwrap_or(x);
         let (values, scale, shift) = (self.values.bytes, scale.bytes, shift.bytes);
-        // Rows, outputs, scales, shifts and biases in step, two at a time.
-        let rows2 = values.chunks_exact((2 * row_len).max(2));
-        let outs2 = out.chunks_exact_mut(2);
-        for ((((w, o), t), h), c) in rows2
-            .zip(outs2)
-            .zip(scale.chunks_exact(8))
-            .zip(shift.chunks_exact(8))
-            .zip(
-                bias.chunks_exact(8)
-                    .chain(core::iter::repeat(&[0u8; 8][..])),
-            )
-        {
-            let (w0, w1) = w.split_at_checked(row_len).unwrap_or_default();
-            let (a0, a1) = if q7 {
-                fixed::dot2_q7(w0, w1, x)
-            } else {
-                fixed::dot2_q15(w0, w1, x)
-            };
-            let ([t0, t1], [h0, h1], [c0, c1]) =
-                (pair(t, le_f32), pair(h, le_u32), pair(c, le_f32));
-            if let [o0, o1] = o {
-                *o0 = rescale(a0, h0, t0) + c0;
-                *o1 = rescale(a1, h1, t1) + c1;
+        // One dispatch, then the loop over pairs of rows with the pair's dot product
+        // inlined.
+        let q7 = match (self.values.elem, self.layout) {
+            (Elem::I16, _) => false,
+            (Elem::I8, Q7Layout::Pairs) => true,
+            _ => {
+                for (k, o) in out.iter_mut().enumerate() {
+                    *o = self.dot_q(k, x) + b(k);
+                }
+                return;
             }
+        };
+        let rows_in_step = (values, row_len, scale, shift, bias);
+        if q7 {
+            pairs_of_rows(rows_in_step, out, |w| fixed::dot2_q7_paired(w, x));
+        } else {
+            pairs_of_rows(rows_in_step, out, |w| {
+                let (w0, w1) = w.split_at_checked(row_len).unwrap_or_default();
+                fixed::dot2_q15(w0, w1, x)
+            });
         }
-        // An odd last row (a folded model's one row) alone.
+        // An odd last row (a folded model's one row) alone, stored as a plain row.
         if rows % 2 == 1 {
             let k = rows - 1;
             let w = values
@@ -174,16 +253,17 @@ impl<'a> Weights<'a> {
 
     /// The matrix stored under the tag `values`, with its per-row `scale` and (for
     /// projections) `shift` companions when quantised, checked against `rows × cols` in
-    /// `encoding`: f32 weights finite and without companions; quantised values within
-    /// the symmetric range, scales positive and finite, shifts at most 30.
+    /// `encoding` (Q7 values laid out as `layout` says): f32 weights finite and without
+    /// companions; quantised values within the symmetric range, scales positive and
+    /// finite, shifts at most 30.
     pub fn from_sections(
         sections: &Sections<'a>,
         encoding: Encoding,
         values: u16,
         scale: u16,
         shift: Option<u16>,
-        rows: usize,
-        cols: usize,
+        (rows, cols): (usize, usize),
+        layout: Q7Layout,
     ) -> Result<Self, Error> {
         let v = sections.require(values)?;
         v.expect(encoding.elem(), rows, cols)?;
@@ -196,10 +276,22 @@ impl<'a> Weights<'a> {
                 values: v,
                 scale: None,
                 shift: None,
+                layout: Q7Layout::Rows,
             });
         }
         let q_max = encoding.q_max();
-        if v.max_abs(0..v.len()) > q_max.unsigned_abs() {
+        let layout = match encoding {
+            Encoding::Q7 => layout,
+            Encoding::F32 | Encoding::Q15 => Q7Layout::Rows,
+        };
+        let q_max = q_max.unsigned_abs();
+        let out_of_range = match layout {
+            Q7Layout::Rows => v.max_abs(0..v.len()) > q_max,
+            // The stored pairs decode to any a in [−128, 127] and b in [−128, 127]; an odd
+            // last row is plain.
+            Q7Layout::Pairs => pairs_out_of_range(&v, rows, cols, q_max),
+        };
+        if out_of_range {
             return Err(Error::BadModel(
                 "quantised value outside the symmetric range",
             ));
@@ -226,6 +318,7 @@ impl<'a> Weights<'a> {
             values: v,
             scale: Some(s),
             shift: sh,
+            layout,
         })
     }
 }
@@ -254,6 +347,56 @@ impl Q15Row<'_> {
             rescale(a0, self.shift, self.scale),
             rescale(a1, self.shift, self.scale),
         )
+    }
+}
+
+/// Rows two at a time, in step with their outputs, scales, shifts and biases (`bias`
+/// may be short: missing biases add nothing): `out[2p]`, `out[2p + 1]` get the rescaled
+/// sums `pair_dot` gives for the 2·`row_len` bytes of pair p, plus their biases.
+#[inline(always)]
+fn pairs_of_rows(
+    (values, row_len, scale, shift, bias): (&[u8], usize, &[u8], &[u8], &[u8]),
+    out: &mut [f32],
+    pair_dot: impl Fn(&[u8]) -> (i64, i64),
+) {
+    for ((((w, o), t), h), c) in values
+        .chunks_exact((2 * row_len).max(2))
+        .zip(out.chunks_exact_mut(2))
+        .zip(scale.chunks_exact(8))
+        .zip(shift.chunks_exact(8))
+        .zip(
+            bias.chunks_exact(8)
+                .chain(core::iter::repeat(&[0u8; 8][..])),
+        )
+    {
+        let (a0, a1) = pair_dot(w);
+        let ([t0, t1], [h0, h1], [c0, c1]) = (pair(t, le_f32), pair(h, le_u32), pair(c, le_f32));
+        if let [o0, o1] = o {
+            *o0 = rescale(a0, h0, t0) + c0;
+            *o1 = rescale(a1, h1, t1) + c1;
+        }
+    }
+}
+
+/// Whether a Q7 matrix stored by pairs ([`Q7Layout::Pairs`]) holds a value beyond
+/// ±`q_max`: a stored pair decodes to any a and b in [−128, 127]; an odd last row is
+/// plain.
+fn pairs_out_of_range(v: &Section<'_>, rows: usize, cols: usize, q_max: u32) -> bool {
+    let paired = 2 * (rows / 2) * cols;
+    let pair_out = |h: &[u8]| {
+        let (a, b) = fixed::unpack_q7_pair(le_i16(h));
+        a.unsigned_abs().max(b.unsigned_abs()) > q_max
+    };
+    let bytes = v.bytes.get(..paired).unwrap_or_default();
+    bytes.chunks_exact(2).any(pair_out) || v.max_abs(paired..v.len()) > q_max
+}
+
+/// Of a pair's two values (rows 2p and 2p + 1), row `r`'s.
+fn row_of_pair<T>((a, b): (T, T), r: usize) -> T {
+    if r.is_multiple_of(2) {
+        a
+    } else {
+        b
     }
 }
 

@@ -34,8 +34,12 @@ use layout::{entry, entry_at, header, u16_at, u32_at, HEADER_LEN};
 
 /// First four bytes of every model.
 pub const MAGIC: [u8; 4] = *b"MILM";
-/// The container format version this core reads and the host writes.
-pub const VERSION: u16 = 1;
+/// The container format version the host writes. Version 2 stores a Q7 projection's
+/// rows by pairs ([`crate::weights::Q7Layout`]); otherwise it is version 1.
+pub const VERSION: u16 = 2;
+/// The oldest version this core reads (a version 1 model with a Q7 projection of two or
+/// more rows is refused: its rows are laid out one after another).
+pub const OLDEST_VERSION: u16 = 1;
 /// Largest number of sections a model may have.
 pub const MAX_SECTIONS: usize = 16;
 /// Largest |e| of an input quantisation step 2^e ([`tag::INPUT_EXP`]).
@@ -164,7 +168,8 @@ impl Elem {
 
 /// Section tags. A model has each at most once.
 pub mod tag {
-    /// Projection weights, d × D (row k = output k), in the model's encoding.
+    /// Projection weights, d × D (row k = output k), in the model's encoding; Q7 rows by
+    /// pairs ([`crate::weights::Q7Layout::Pairs`]).
     pub const PROJ_WEIGHTS: u16 = 1;
     /// Per-row scale of quantised projection weights, 1 × d, `f32`.
     pub const PROJ_SCALE: u16 = 2;
@@ -534,7 +539,7 @@ pub fn parse(bytes: &[u8]) -> Result<(Header, Sections<'_>), Error> {
         return Err(Error::BadModel("no MILM magic"));
     }
     let version = u16_at(bytes, header::VERSION);
-    if version != VERSION {
+    if !(OLDEST_VERSION..=VERSION).contains(&version) {
         return Err(Error::UnsupportedVersion(version));
     }
     let kind = bytes

@@ -391,7 +391,12 @@ impl Writer {
             scales.push(s as f64);
             shifts.push(fixed::safe_shift(abs_sum));
         }
-        self.ints(tags.0, encoding, rows, cols, &q);
+        if encoding == Encoding::Q7 && tags.0 == tag::PROJ_WEIGHTS {
+            let bytes = q7_row_pairs(&q, cols);
+            self.sections.push((tags.0, Elem::I8, rows, cols, bytes));
+        } else {
+            self.ints(tags.0, encoding, rows, cols, &q);
+        }
         self.f32s(tags.1, 1, rows, scales);
         if let Some(t) = tags.2 {
             self.u32s(t, &shifts);
@@ -424,6 +429,24 @@ impl Writer {
             .map_err(|e| Error::parameter("model", e, "does not fit the container"))?;
         Ok(out)
     }
+}
+
+/// Q7 projection rows laid out by pairs (`mil_core::weights::Q7Layout::Pairs`): rows 2p
+/// and 2p + 1 as one row of `fixed::pack_q7_pair`s (little-endian), an odd last row as
+/// plain bytes.
+fn q7_row_pairs(q: &[i32], cols: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(q.len());
+    let mut pairs = q.chunks_exact(2 * cols.max(1));
+    for pair in &mut pairs {
+        let (a, b) = pair.split_at(cols);
+        out.extend(
+            a.iter()
+                .zip(b)
+                .flat_map(|(&a, &b)| fixed::pack_q7_pair(a, b).to_le_bytes()),
+        );
+    }
+    out.extend(pairs.remainder().iter().map(|&v| v as i8 as u8));
+    out
 }
 
 /// Input quantisation exponents for `stage` in `encoding`: the finest steps the training

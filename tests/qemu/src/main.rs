@@ -150,11 +150,11 @@ fn dsp_self_test() -> usize {
             // A second input at the other alignment, for one row against two inputs.
             let x2 = &xc.0[1 - ox..1 - ox + n];
             let want2: i64 = (0..n).map(|j| q(a, j) * x2[j] as i64).sum();
-            // Q7 rows: n bytes each, starting at any byte (here the second half of `a`,
-            // and `b`).
-            let b7 = |w: &[u8], j: usize| w[j] as i8 as i64;
-            let want7a: i64 = (0..n).map(|j| b7(&a[n..], j) * xs[j] as i64).sum();
-            let want7b: i64 = (0..n).map(|j| b7(b, j) * xs[j] as i64).sum();
+            // A Q7 row pair: the values of `a` read as stored pairs (every i16 is 256·a + b
+            // for the a, b that `unpack_q7_pair` gives).
+            let pair = |j: usize| mil_core::fixed::unpack_q7_pair(q(a, j) as i16);
+            let want7a: i64 = (0..n).map(|j| pair(j).0 as i64 * xs[j] as i64).sum();
+            let want7b: i64 = (0..n).map(|j| pair(j).1 as i64 * xs[j] as i64).sum();
             let (c, xcs) = (&wc.0[ow..ow + 2 * n], &xc.0[ox..ox + n]);
             let want_sq: u64 = (0..n)
                 .map(|j| ((xcs[j] as i64 - q(c, j)) * (xcs[j] as i64 - q(c, j))) as u64)
@@ -162,7 +162,7 @@ fn dsp_self_test() -> usize {
             if mil_core::fixed::dot_q15(a, xs) != want0
                 || mil_core::fixed::dot2_q15(a, b, xs) != (want0, want1)
                 || mil_core::fixed::dot_q15_twice(a, xs, x2) != (want0, want2)
-                || mil_core::fixed::dot2_q7(&a[n..], &b[..n], xs) != (want7a, want7b)
+                || mil_core::fixed::dot2_q7_paired(a, xs) != (want7a, want7b)
                 || mil_core::fixed::sq_dist_q15(xcs, c) != want_sq
             {
                 say!("error: dsp self-test n {} offsets {} {}", n, ow, ox);
