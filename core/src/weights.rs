@@ -116,11 +116,14 @@ impl<'a> Weights<'a> {
             .unwrap_or_default()
     }
 
-    /// `Σ_c w[r][c] · x[c]` in `f32` (weights dequantised by one multiply per row).
+    /// `Σ_c w[r][c] · x[c]` in `f32` (weights dequantised by one multiply per row). NaN for
+    /// a row stored in a Q7 pair ([`Q7Layout::Pairs`]: a projection's, which takes
+    /// quantised inputs, [`Weights::dot_q`]), whose `f32` loop no device path needs and a
+    /// small part's flash would carry.
     pub fn dot_f32(&self, r: usize, x: &[f32]) -> f32 {
         let row = self.row_bytes(r);
         let sum: f32 = match self.values.elem {
-            Elem::I8 if self.pair_of(r).is_some() => self.paired_dot_f32(r, x),
+            Elem::I8 if self.pair_of(r).is_some() => f32::NAN,
             Elem::F32 => row
                 .chunks_exact(4)
                 .zip(x)
@@ -140,24 +143,17 @@ impl<'a> Weights<'a> {
         }
     }
 
-    /// [`Weights::dot_f32`]'s unscaled sum for a row stored in a Q7 pair: projections take
-    /// quantised inputs, so this serves the API, not the device's hot path.
-    #[cold]
-    #[inline(never)]
-    fn paired_dot_f32(&self, r: usize, x: &[f32]) -> f32 {
-        let pair = self.pair_bytes(r / 2).chunks_exact(2);
-        pair.zip(x)
-            .map(|(h, &v)| row_of_pair(fixed::unpack_q7_pair(le_i16(h)), r) as f32 * v)
-            .sum()
-    }
-
     /// `scale[r] · 2^shift[r] · round(Σ_c q[r][c] · x[c] / 2^shift[r])`: the fixed-point
     /// dot product of a quantised row with quantised inputs, the products summed exactly
     /// ([`fixed::dot_q15`], [`fixed::dot_q7`]) and rounded once ([`fixed::round_shift_fit`]).
     pub fn dot_q(&self, r: usize, x: &[i16]) -> f32 {
         let row = self.row_bytes(r);
         let acc = match (self.values.elem, self.pair_of(r)) {
-            (Elem::I8, Some(p)) => row_of_pair(fixed::dot2_q7_paired(self.pair_bytes(p), x), r),
+            // One row of the pair: each stored value unpacked (the device's two-row loop is
+            // `dots_q`'s).
+            (Elem::I8, Some(p)) => (self.pair_bytes(p).chunks_exact(2).zip(x))
+                .map(|(h, &x)| row_of_pair(fixed::unpack_q7_pair(le_i16(h)), r) as i64 * x as i64)
+                .sum(),
             (Elem::I16, _) => fixed::dot_q15(row, x),
             (Elem::I8, None) => fixed::dot_q7(row, x),
             (Elem::F32 | Elem::U32 | Elem::U16 | Elem::F64, _) => 0,
@@ -171,16 +167,15 @@ impl<'a> Weights<'a> {
     /// ([`fixed::dot2_q15`], [`fixed::dot2_q7_paired`]), sharing each read of the inputs,
     /// straight from the payload with their scales, shifts and biases read in step: the
     /// projection stage's whole per-instance work, kept to the multiply-adds and a few
-    /// instructions per row.
-    pub fn dots_q(&self, x: &[i16], bias: F32s<'_>, out: &mut [f32]) {
+    /// instructions per row. For a parsed projection's weights (a quantised one has its
+    /// scales and shifts, and Q7 rows by pairs); other weights give NaN.
+    pub(crate) fn dots_q(&self, x: &[i16], bias: F32s<'_>, out: &mut [f32]) {
         let rows = self.rows().min(out.len());
         let out = out.get_mut(..rows).unwrap_or_default();
         let bias = bias.bytes();
         let b = |k: usize| bias.get(4 * k..4 * k + 4).map_or(0.0, le_f32);
         let (Some(scale), Some(shift)) = (self.scale, self.shift) else {
-            for (k, o) in out.iter_mut().enumerate() {
-                *o = self.dot_q(k, x) + b(k);
-            }
+            out.fill(f32::NAN);
             return;
         };
         let row_len = self.values.elem.size() * self.cols();
@@ -192,9 +187,7 @@ impl<'a> Weights<'a> {
             (Elem::I16, _) => false,
             (Elem::I8, Q7Layout::Pairs) => true,
             _ => {
-                for (k, o) in out.iter_mut().enumerate() {
-                    *o = self.dot_q(k, x) + b(k);
-                }
+                out.fill(f32::NAN);
                 return;
             }
         };
@@ -387,8 +380,11 @@ fn pairs_out_of_range(v: &Section<'_>, rows: usize, cols: usize, q_max: u32) -> 
         let (a, b) = fixed::unpack_q7_pair(le_i16(h));
         a.unsigned_abs().max(b.unsigned_abs()) > q_max
     };
-    let bytes = v.bytes.get(..paired).unwrap_or_default();
-    bytes.chunks_exact(2).any(pair_out) || v.max_abs(paired..v.len()) > q_max
+    let (pairs, last) = v.bytes.split_at_checked(paired).unwrap_or_default();
+    pairs.chunks_exact(2).any(pair_out)
+        || last
+            .iter()
+            .any(|&b| (b as i8).unsigned_abs() as u32 > q_max)
 }
 
 /// Of a pair's two values (rows 2p and 2p + 1), row `r`'s.
