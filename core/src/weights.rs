@@ -82,21 +82,24 @@ impl<'a> Weights<'a> {
     pub fn row_abs_sum(&self, r: usize) -> u64 {
         match self.pair_of(r) {
             Some(p) => self
-                .pair_bytes(p)
-                .chunks_exact(2)
-                .map(|h| row_of_pair(fixed::unpack_q7_pair(le_i16(h)), r).unsigned_abs())
-                .map(u64::from)
+                .paired_row(p, r)
+                .map(|q| u64::from(q.unsigned_abs()))
                 .sum(),
             None => self.values.abs_sum(r * self.cols()..(r + 1) * self.cols()),
         }
     }
 
-    /// The pair p holding row `r` when it is stored with its neighbour ([`Q7Layout::Pairs`]
-    /// and not an odd last row).
+    /// The pair p holding row `r` when it is stored with its neighbour ([`Q7Layout::Pairs`],
+    /// which the parser sets for Q7 only, and not an odd last row).
     fn pair_of(&self, r: usize) -> Option<usize> {
         let p = r / 2;
-        (self.layout == Q7Layout::Pairs && self.values.elem == Elem::I8 && 2 * p + 1 < self.rows())
-            .then_some(p)
+        (self.layout == Q7Layout::Pairs && 2 * p + 1 < self.rows()).then_some(p)
+    }
+
+    /// Row `r`'s stored integers, unpacked from its pair p.
+    fn paired_row(&self, p: usize, r: usize) -> impl Iterator<Item = i32> + 'a {
+        let pair = self.pair_bytes(p).chunks_exact(2);
+        pair.map(move |h| row_of_pair(fixed::unpack_q7_pair(le_i16(h)), r))
     }
 
     /// The stored bytes of row `r` (empty when out of range or stored in a pair).
@@ -151,8 +154,8 @@ impl<'a> Weights<'a> {
         let acc = match (self.values.elem, self.pair_of(r)) {
             // One row of the pair: each stored value unpacked (the device's two-row loop is
             // `dots_q`'s).
-            (Elem::I8, Some(p)) => (self.pair_bytes(p).chunks_exact(2).zip(x))
-                .map(|(h, &x)| row_of_pair(fixed::unpack_q7_pair(le_i16(h)), r) as i64 * x as i64)
+            (Elem::I8, Some(p)) => (self.paired_row(p, r).zip(x))
+                .map(|(q, &x)| q as i64 * x as i64)
                 .sum(),
             (Elem::I16, _) => fixed::dot_q15(row, x),
             (Elem::I8, None) => fixed::dot_q7(row, x),
