@@ -5,6 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+echo "== words: the product describes itself; history only in CHANGELOG.md"
+python3 scripts/check-words.py --self-test
+python3 scripts/check-words.py
+
 echo "== prerequisites"
 # tests/firmware.rs builds tests/qemu for the Cortex-M4 and runs it under QEMU, and the
 # board example (tests/board) for the Cortex-M4 and the Cortex-M0.
