@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The box kernels before and after the second wave (#18), side by side in one run: builds
-# `mil` at BASELINE (default 8d4429c, the last commit with the first wave's estimator;
-# kept in target/bench-baseline/REV so a second run does not rebuild it) and at the
-# working tree, then times the same commands with each (user + system CPU seconds, GNU
-# time). With Java and Weka (/usr/share/java/weka.jar, Debian's `weka`) it also times
-# Weka's MISMO with its MI-RBF kernel on Musk2, the peer the k∧/∨ SVM is measured against.
+# The box kernels of two builds side by side in one run: builds `mil` at BASELINE (a git
+# revision; default 8d4429c, whose estimator tests each sampled box point by point,
+# without the per-bag filter pass and the relative-entropy stopping side; kept in
+# target/bench-baseline/REV so a second run does not rebuild it) and at the working
+# tree, then times the same commands with each (user + system CPU seconds, GNU time).
+# With Java and Weka (/usr/share/java/weka.jar, Debian's `weka`) it also times Weka's
+# MISMO with its MI-RBF kernel on Musk2, the peer the k∧/∨ SVM is measured against.
 # Usage:
 #   bash benches/box_kernel_before_after.sh [BASELINE]
 set -euo pipefail

@@ -1,16 +1,14 @@
-//! Projections on wide data (issue 19's target): PCA, B-MIDA and CLFDA (d = 10) fitted
-//! on the `term-counts` synthetic set at its default shape — 80 bags, 2,000 instances,
-//! D = 6,000 sparse count features (about 96 MB as f64) — on all bags.
+//! Projections on wide data: PCA, B-MIDA and CLFDA (d = 10) fitted on the `term-counts`
+//! synthetic set at its default shape — 80 bags, 2,000 instances, D = 6,000 sparse count
+//! features (about 96 MB as f64) — on all bags.
 //!
 //! `cargo bench --bench high_dim`. Time per fit, and with divan's allocation profiler
-//! the peak of live heap bytes during a fit ("max alloc"), which the issue bounds by 4×
-//! the data's size (≤ 384 MB). Before the partial eigensolver and the sparse Gram
-//! matrix (the span path with a full eigendecomposition of the n × n Gram matrix), the
-//! same fits took 5.6 s / 377 MB, 6.6 s / 364 MB and 10.8 s / 627 MB as `mil project`
-//! runs (README, second wave's status). CLFDA's fit alone then took 3.4–3.9 s with
-//! 356 MB of live heap (the partial solver fell back to the full r × r decomposition:
-//! the cut at d = 10 lies inside a cluster), 1.1–1.2 s / 174 MB since the solver
-//! certifies the enlarged subspace past the cluster (`krylov::AtCut::Enlarge`).
+//! the peak of live heap bytes during a fit ("max alloc"), which must stay within 4× the
+//! data's size (≤ 384 MB). The fits take the sparse Gram matrix and the partial
+//! eigensolver (`projection::krylov`) rather than a full eigendecomposition. CLFDA's cut
+//! at d = 10 lies inside an eigenvalue cluster: the solver certifies the enlarged
+//! subspace past the cluster (`krylov::AtCut::Enlarge`) rather than fall back to the
+//! full r × r decomposition.
 
 use divan::{AllocProfiler, Bencher};
 use mil_toolkit::data::synth::{term_counts, TermCounts};

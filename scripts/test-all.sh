@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Every test of the project on a fresh machine: installs what the tests need (the
-# Cortex-M4 target, QEMU, a Python build environment), then runs the Rust tests with the
-# doctests and the Python package's tests. The README's test command; `.ci/run` runs it.
+# Every test of the project on a fresh machine: checks that no file outside CHANGELOG.md
+# tells history (scripts/check-words.py), installs what the tests need (the Cortex-M4
+# target, QEMU, a Python build environment), then runs the Rust tests with the doctests
+# and the Python package's tests. The README's test command; `.ci/run` runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

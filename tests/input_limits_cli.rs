@@ -1,4 +1,4 @@
-//! `mil` on awkward inputs (issue #21): files from other editors read as usual, and what
+//! `mil` on awkward inputs: files from other editors read as usual, and what
 //! cannot be data (a directory, a device, binary bytes) is refused at once as the user's
 //! input problem (exit 2) with a one-line message naming the file.
 

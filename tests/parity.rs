@@ -423,7 +423,7 @@ fn export_and_inspect_on_the_command_line() {
         msg.contains("model.milm") && msg.contains("checksum"),
         "{msg}"
     );
-    // The check: `mil train` records its data, so export needs no --data.
+    // `mil train` records its data, so export needs no --data.
     let t = json(&run_mil(&[
         "train",
         "musk1",

@@ -150,7 +150,7 @@ fn dot_q15_portable(w: &[u8], x: &[i16]) -> i64 {
 /// [`dot_q15`] of two rows `w0`, `w1` against the same inputs, equal to it exactly (the
 /// sums are exact integers). Each pass reads one pair of inputs once for both rows and
 /// adds two `SMLALD`s, so the loads of `x` and the loop's own instructions are shared:
-/// what brings a projection stage near its multiply-add floor (issue #20). On Armv7E-M
+/// what brings a projection stage near its multiply-add floor. On Armv7E-M
 /// the loop is written out (module `dsp`: 7.5 instructions per 4 inputs of both rows when
 /// the inputs and rows are word-aligned, 12 otherwise); elsewhere, and for an odd last
 /// input, it is plain Rust.

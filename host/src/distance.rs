@@ -18,8 +18,8 @@
 //! chosen order (a fold's training bags; a query's bags followed by a model's), with an
 //! optional attribute scaling applied as each instance is read. A `&Dataset` converts to
 //! the set of all its bags. So Citation-kNN measures a fold or a model without a scaled
-//! or stacked copy of the data (#19: its cross-validation peak stays below twice the
-//! data); the values are those of the copy, bit for bit.
+//! or stacked copy of the data (so its cross-validation peak memory stays below twice
+//! the data's size); the values are those of the copy, bit for bit.
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};

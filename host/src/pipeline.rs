@@ -631,7 +631,7 @@ impl Pipeline {
 
     /// A Citation-kNN on the raw bags, scaled per fold: each fold is scored from the
     /// data set's bags directly ([`CitationKnn::fold_scores`]), with no model and no
-    /// copy of the data (#19: the CV peak stays below twice the data's size).
+    /// copy of the data (so the CV peak memory stays below twice the data's size).
     fn direct_citation_knn(&self) -> Option<crate::classifier::citation_knn::CitationKnn> {
         match (&self.projection, self.classifier.single()) {
             (None, Some(ClassifierParams::CitationKnn(c))) => Some(c),

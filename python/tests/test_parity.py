@@ -200,7 +200,7 @@ def test_export_integer_input_steps(musk1):
 
 def test_class_weights_match_mil_cv_on_corel_dogs():
     # 100 positive bags of 2,000: unweighted MILR (mean) predicts "rest" for nearly every
-    # bag; balanced weights find the positives (#19), from Python as from `mil cv`.
+    # bag; balanced weights find the positives, from Python as from `mil cv`.
     from sklearn.metrics import balanced_accuracy_score
 
     bags, y, ids = miltk.load_corel_dogs(return_ids=True)

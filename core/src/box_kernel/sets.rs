@@ -23,7 +23,8 @@ impl<'a> Bags<'a> {
     }
     // Checked arithmetic and `get` throughout the estimators: the bags are checked
     // against the grid before any estimate, but the device build must link without a
-    // panic path (issue #20), so no index here can panic.
+    // panic path (tests/firmware.rs links it with a handler that refuses panics), so no
+    // index here can panic.
     pub fn n_p(&self) -> usize {
         self.p.len().checked_div(self.dim()).unwrap_or(0)
     }

@@ -269,7 +269,7 @@ fn binomial_threshold(n: usize, delta: f64, alpha: f64) -> usize {
     0
 }
 
-/// The correctness target of the issue: over 2,000 random instances (d ≤ 4, s ≤ 6, bags
+/// The estimators' correctness guarantee: over 2,000 random instances (d ≤ 4, s ≤ 6, bags
 /// of 1–6 points), each estimator is within (1 ± ε) of the exact value in at least 1 − δ
 /// of runs, ε = 0.1, δ = 0.05. Runs use independent seeds, so a correct estimator's miss
 /// count is dominated by Binomial(2000, 0.05) (mean 100); we fail above the threshold

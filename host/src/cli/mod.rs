@@ -1,6 +1,7 @@
-//! The `mil` command line (contract: CLI.md in the team's shared notes, mirrored in the
-//! README). Each subcommand lives in its own module and returns a [`Report`]: a human
-//! summary and one JSON object; `main` prints one or the other.
+//! The `mil` command line: its subcommands, flags, JSON reports and exit codes are a
+//! contract with its users (documented by `mil --help` and the user guide). Each
+//! subcommand lives in its own module and returns a [`Report`]: a human summary and one
+//! JSON object; `main` prints one or the other.
 
 use clap::{Args, Parser, Subcommand};
 use mil_core::box_kernel::Method;

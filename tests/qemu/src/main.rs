@@ -339,8 +339,8 @@ fn main() -> ! {
         });
         let t = ticks(t0);
         max_stack = max_stack.max(stack_used(bottom, top));
-        // The projection stage alone (quantised models with one), timed apart: the
-        // arithmetic floor of issue #20 is its multiply-adds.
+        // The projection stage alone (quantised models with one), timed apart: its
+        // arithmetic floor is its multiply-adds.
         let t0 = cortex_m::peripheral::SYST::get_current();
         if model.encoding() != Encoding::F32 && model.projection().is_some() {
             for i in 0..n {
