@@ -61,10 +61,15 @@ ALLOWED = [re.compile(p, re.IGNORECASE) for p, _ in ALLOW]
 
 
 def tracked_files(root):
-    out = subprocess.run(
-        ["git", "-C", str(root), "ls-files", "-z"],
-        check=True, capture_output=True,
-    ).stdout
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z"],
+            check=True, capture_output=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        detail = getattr(e, "stderr", b"") or str(e).encode()
+        sys.exit(f"check-words: cannot list the tracked files of {root} with git: "
+                 f"{detail.decode(errors='replace').strip()}")
     return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
