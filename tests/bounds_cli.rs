@@ -1,4 +1,4 @@
-//! Bounds on the arguments, each through the `mil` program: arguments that would run unbounded
+//! Refusals, each through the `mil` program: arguments that would run unbounded
 //! or overflow are refused before any work with exit 2 and a message naming the flag; an
 //! output never replaces an input; directories, compact models and corrupt host models
 //! given where they do not belong exit 2 and say what they are.

@@ -241,7 +241,7 @@ fn balanced_accuracy(args: &[&str]) -> f64 {
 
 #[test]
 fn corel_dogs_is_learned_with_class_weights_and_a_chosen_threshold() {
-    // A real imbalanced set: 100 positive bags in 2,000. Unweighted, both
+    // corel_dogs, a real imbalanced set: 100 positive bags in 2,000. Unweighted, both
     // classifiers predict "rest" for nearly every bag (balanced accuracy about 0.5);
     // with balanced weights and a threshold chosen by inner CV they must reach 0.70
     // (MILR, mean pooling) and 0.65 (Citation-kNN).

@@ -23,8 +23,8 @@ impl<'a> Bags<'a> {
     }
     // Checked arithmetic and `get` throughout the estimators: the bags are checked
     // against the grid before any estimate, but the device build must link without a
-    // panic path (tests/firmware.rs links it with a handler that refuses panics), so no
-    // index here can panic.
+    // panic path (`the_firmware_links_without_a_panic_path` in tests/firmware.rs), so
+    // no index here can panic.
     pub fn n_p(&self) -> usize {
         self.p.len().checked_div(self.dim()).unwrap_or(0)
     }
