@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Draws the method pages' figures (docs/img/*.svg) with `mil project --plot`: the first
+# two projected dimensions of every instance, coloured by its bag's label.
+#
+#   mida-set-one-{pca,lfda,clfda,bmida}.svg   MIDA's synthetic set one (seed 1, all
+#       80 bags), d = 2: PCA's plane beside the discriminant projections'.
+#   mida-set-two-mmida.svg                       set two (three classes), M-MIDA d = 2
+#   mi-alm-set-ii.svg, midr-set-ii.svg           MI-ALM's set II (D = 100, seed 1), d = 2
+#   musk1-bmida.svg                              musk1, B-MIDA d = 2
+#
+# Usage: benches/figures.sh [path/to/mil]   (default: target/release/mil, built first)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mil=${1:-}
+if [ -z "$mil" ]; then
+    cargo build --release --quiet -p mil-toolkit
+    mil=target/release/mil
+fi
+mil=$(realpath "$mil")
+img=$PWD/docs/img
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+mkdir -p "$img"
+# Run inside the scratch directory so that the figures' titles name the data file only.
+cd "$dir"
+"$mil" synth mida-one --seed 1 -o mida-one.csv --quiet > /dev/null
+"$mil" synth mida-two --seed 1 -o mida-two.csv --quiet > /dev/null
+"$mil" synth mialm-ii --seed 1 -o mialm-ii.csv --quiet > /dev/null
+# plot NAME DATA PROJECTION [FLAGS...]: one figure, d = 2.
+plot() {
+    local name=$1 data=$2 projection=$3
+    shift 3
+    "$mil" project "$data" --projection "$projection" --dim 2 "$@" \
+        -o out.csv --plot "$img/$name.svg" --quiet > /dev/null
+    echo "docs/img/$name.svg"
+}
+plot mida-set-one-pca mida-one.csv pca
+plot mida-set-one-lfda mida-one.csv lfda
+plot mida-set-one-clfda mida-one.csv clfda
+plot mida-set-one-bmida mida-one.csv bmida
+plot mida-set-two-mmida mida-two.csv mmida
+plot mi-alm-set-ii mialm-ii.csv mi-alm --alpha 0.2
+plot midr-set-ii mialm-ii.csv midr --alpha 0.5 --midr-c2 20
+plot musk1-bmida musk1 bmida
