@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the README's "On a Cortex-M4" block (issue #20) from a firmware run: every
+# Regenerates the "On a Cortex-M4" block of docs/guide/device.md from a firmware run: every
 # summary line `tests/firmware.rs` prints (one per model kind and encoding, instructions
 # per instance and per bag under QEMU's Cortex-M4 with -icount, counted by SysTick), the
 # musk1 Q15 model's breakdown (projection stage, quantising from f32 and from i16, stack,
@@ -8,8 +8,9 @@
 # by hand.
 #
 # Usage: benches/firmware_readme.sh           prints the block
-#        benches/firmware_readme.sh --write   also replaces it in README.md (between the
-#                                             `firmware:begin` and `firmware:end` markers)
+#        benches/firmware_readme.sh --write   also replaces it in docs/guide/device.md
+#                                             (between the `firmware:begin` and
+#                                             `firmware:end` markers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp)
@@ -38,13 +39,14 @@ block=$(
 echo "$block"
 if [ "${1:-}" = "--write" ]; then
     python3 - "$block" <<'PY'
-import re, sys
+import sys
 block = sys.argv[1]
-text = open("README.md").read()
+page = "docs/guide/device.md"
+text = open(page).read()
 begin, end = "<!-- firmware:begin -->", "<!-- firmware:end -->"
 i, j = text.index(begin), text.index(end)
 text = text[: i + len(begin)] + "\n" + block + "\n" + text[j:]
-open("README.md", "w").write(text)
+open(page, "w").write(text)
 PY
-    echo "README.md updated" >&2
+    echo "docs/guide/device.md updated" >&2
 fi

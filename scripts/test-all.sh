@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Every test of the project on a fresh machine: checks that no file outside CHANGELOG.md
 # tells history (scripts/check-words.py), installs what the tests need (the Cortex-M4
-# target, QEMU, a Python build environment), then runs the Rust tests with the doctests
-# and the Python package's tests. The README's test command; `.ci/run` runs it.
+# target, QEMU, Slurm, a Python build environment; scripts/check-docs.sh installs
+# Chromium), then runs the Rust tests with the doctests (the README's examples among
+# them), the guide site's checks and the Python package's tests (the README's Python
+# examples among them). The README's test command; `.ci/run` runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +43,10 @@ fi
 
 echo "== Rust: unit, end-to-end and documentation tests"
 cargo test --workspace --release
+
+echo "== the guide site: strict build, every page in a headless browser, and the check's self-test"
+bash scripts/check-docs.sh
+bash scripts/check-docs.sh --self-test
 
 if [ -f python/pyproject.toml ]; then
     echo "== Python: build the package from source and run its tests"

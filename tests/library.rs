@@ -1,6 +1,6 @@
-//! The library as a new user meets it: the ten lines of the README's "Use it as a
-//! library" fit B-MIDA (d = 10) + Citation-kNN on musk1 fold by fold, and their
-//! predictions must be those `mil cv` prints for the same folds.
+//! The library as a new user meets it: the README's Rust library example (also in
+//! docs/guide/library.md) fits B-MIDA (d = 10) + Citation-kNN on musk1 fold by fold, and
+//! its predictions must be those `mil cv` prints for the same folds.
 
 use mil_suite::run_mil;
 use mil_toolkit::classifier::citation_knn::CitationKnn;
@@ -48,7 +48,7 @@ fn cli_predictions() -> Vec<(String, String)> {
 
 #[test]
 fn ten_lines_reproduce_mil_cv_fold_predictions() {
-    // The README's ten lines.
+    // The README's library example, collecting the labels it prints.
     let data = mil_toolkit::data::load("musk1").unwrap();
     let pipeline = Pipeline::new(CitationKnn::default()).projection(Bmida::default().dim(10));
     let folds = Folds::Stratified {

@@ -99,21 +99,13 @@ class _Projection(NativeStateMixin, TransformerMixin, BaseEstimator):
         return dict(self.model_.diagnostics)
 
 
-def _doc(title, extra_params="", alpha_doc=None, seed_doc=None):
-    params = [
-        "n_components : int, default=10\n        Output dimension d (1 to the number of features).",
-    ]
-    if alpha_doc:
-        params.append(f"alpha : float or None, default=None\n        {alpha_doc}")
-    if extra_params:
-        params.append(extra_params)
-    if seed_doc:
-        params.append(f"seed : int, default=1\n        {seed_doc}")
-    return f"""{title}
+class PCA(_Projection):
+    """Principal component analysis of the instances (labels unused).
 
     Parameters
     ----------
-    {chr(10).join('    ' + p if i else p for i, p in enumerate(params))}
+    n_components : int, default=10
+        Output dimension d (1 to the number of features).
 
     Attributes
     ----------
@@ -125,9 +117,6 @@ def _doc(title, extra_params="", alpha_doc=None, seed_doc=None):
         Features per instance.
     """
 
-
-class PCA(_Projection):
-    __doc__ = _doc("Principal component analysis of the instances (labels unused).")
     _kind = "pca"
 
     def __init__(self, n_components=10):
@@ -135,7 +124,23 @@ class PCA(_Projection):
 
 
 class LDA(_Projection):
-    __doc__ = _doc("Fisher LDA with each instance labelled by its bag.")
+    """Fisher LDA with each instance labelled by its bag.
+
+    Parameters
+    ----------
+    n_components : int, default=10
+        Output dimension d (1 to the number of features).
+
+    Attributes
+    ----------
+    model_ : object
+        The native fitted projection.
+    components_ : ndarray of shape (n_features_in_, n_components)
+        G in y = G^T (x - mean_) / scale_.
+    n_features_in_ : int
+        Features per instance.
+    """
+
     _kind = "lda"
 
     def __init__(self, n_components=10):
@@ -143,7 +148,23 @@ class LDA(_Projection):
 
 
 class LFDA(_Projection):
-    __doc__ = _doc("Local Fisher discriminant analysis (Sugiyama 2007) on bag-labelled instances.")
+    """Local Fisher discriminant analysis (Sugiyama 2007) on bag-labelled instances.
+
+    Parameters
+    ----------
+    n_components : int, default=10
+        Output dimension d (1 to the number of features).
+
+    Attributes
+    ----------
+    model_ : object
+        The native fitted projection.
+    components_ : ndarray of shape (n_features_in_, n_components)
+        G in y = G^T (x - mean_) / scale_.
+    n_features_in_ : int
+        Features per instance.
+    """
+
     _kind = "lfda"
 
     def __init__(self, n_components=10):
@@ -151,21 +172,49 @@ class LFDA(_Projection):
 
 
 class CLFDA(_Projection):
-    __doc__ = _doc("Citation-kNN-relabelled LFDA (Kim & Choi 2010).")
+    """Citation-kNN-relabelled LFDA (Kim & Choi 2010).
+
+    Parameters
+    ----------
+    n_components : int, default=10
+        Output dimension d (1 to the number of features).
+
+    Attributes
+    ----------
+    model_ : object
+        The native fitted projection.
+    components_ : ndarray of shape (n_features_in_, n_components)
+        G in y = G^T (x - mean_) / scale_.
+    n_features_in_ : int
+        Features per instance.
+    """
+
     _kind = "clfda"
 
     def __init__(self, n_components=10):
         self.n_components = n_components
 
 
-_ALPHA = "The trade-off alpha; None keeps the paper's value."
-
-
 class BMIDA(_Projection):
-    __doc__ = _doc(
-        "Binary multiple-instance discriminant analysis (Chai et al. 2014).",
-        alpha_doc=_ALPHA,
-    )
+    """Binary multiple-instance discriminant analysis (Chai et al. 2014).
+
+    Parameters
+    ----------
+    n_components : int, default=10
+        Output dimension d (1 to the number of features).
+    alpha : float or None, default=None
+        The trade-off alpha; None keeps the paper's value.
+
+    Attributes
+    ----------
+    model_ : object
+        The native fitted projection.
+    components_ : ndarray of shape (n_features_in_, n_components)
+        G in y = G^T (x - mean_) / scale_.
+    n_features_in_ : int
+        Features per instance.
+    """
+
     _kind = "bmida"
     _has_alpha = True
 
@@ -175,10 +224,25 @@ class BMIDA(_Projection):
 
 
 class MMIDA(_Projection):
-    __doc__ = _doc(
-        "Multi-class multiple-instance discriminant analysis (Chai et al. 2014).",
-        alpha_doc=_ALPHA,
-    )
+    """Multi-class multiple-instance discriminant analysis (Chai et al. 2014).
+
+    Parameters
+    ----------
+    n_components : int, default=10
+        Output dimension d (1 to the number of features).
+    alpha : float or None, default=None
+        The trade-off alpha; None keeps the paper's value.
+
+    Attributes
+    ----------
+    model_ : object
+        The native fitted projection.
+    components_ : ndarray of shape (n_features_in_, n_components)
+        G in y = G^T (x - mean_) / scale_.
+    n_features_in_ : int
+        Features per instance.
+    """
+
     _kind = "mmida"
     _has_alpha = True
 
@@ -188,11 +252,27 @@ class MMIDA(_Projection):
 
 
 class MIALM(_Projection):
-    __doc__ = _doc(
-        "Sparse, orthogonal projection by approximate augmented Lagrangian (Zhu et al. 2018).",
-        alpha_doc=_ALPHA,
-        seed_doc="Seed of the random start.",
-    )
+    """Sparse, orthogonal projection by approximate augmented Lagrangian (Zhu et al. 2018).
+
+    Parameters
+    ----------
+    n_components : int, default=10
+        Output dimension d (1 to the number of features).
+    alpha : float or None, default=None
+        The trade-off alpha; None keeps the paper's value.
+    seed : int, default=1
+        Seed of the random start.
+
+    Attributes
+    ----------
+    model_ : object
+        The native fitted projection.
+    components_ : ndarray of shape (n_features_in_, n_components)
+        G in y = G^T (x - mean_) / scale_.
+    n_features_in_ : int
+        Features per instance.
+    """
+
     _kind = "mi-alm"
     _has_alpha = True
 
@@ -203,11 +283,27 @@ class MIALM(_Projection):
 
 
 class MIDR(_Projection):
-    __doc__ = _doc(
-        "Multi-instance dimensionality reduction (Sun et al. 2010).",
-        alpha_doc="The trade-off c1; None keeps the paper's value.",
-        seed_doc="Seed of the random start.",
-    )
+    """Multi-instance dimensionality reduction (Sun et al. 2010).
+
+    Parameters
+    ----------
+    n_components : int, default=10
+        Output dimension d (1 to the number of features).
+    alpha : float or None, default=None
+        The trade-off c1; None keeps the paper's value.
+    seed : int, default=1
+        Seed of the random start.
+
+    Attributes
+    ----------
+    model_ : object
+        The native fitted projection.
+    components_ : ndarray of shape (n_features_in_, n_components)
+        G in y = G^T (x - mean_) / scale_.
+    n_features_in_ : int
+        Features per instance.
+    """
+
     _kind = "midr"
     _has_alpha = True
 

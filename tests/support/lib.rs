@@ -50,3 +50,13 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("create temp dir");
     dir
 }
+
+/// The Rust examples of the README, compiled and run as doctests (`cargo test --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeExamples;
+
+/// The Rust examples of the guide's library page, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guide/library.md")]
+pub struct LibraryGuideExamples;
