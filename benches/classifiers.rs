@@ -1,5 +1,5 @@
 //! 10-fold cross-validation of the bag classifiers on Weka's own folds
-//! (data/weka-folds/), the runs the README compares with Weka 3.6:
+//! (data/weka-folds/), the runs docs/reproduction/weka.md compares with Weka 3.6:
 //! `cargo bench --bench classifiers`.
 
 use std::path::Path;

@@ -52,7 +52,7 @@ fn m3ic_on_corel3_reports_the_contract_keys() {
 #[test]
 fn m3ic_default_beats_the_best_bamic_mean_on_corel3() {
     // M³IC's default form over seeds 1–10: three non-empty clusters on every seed, mean
-    // accuracy ≥ 54 % and above BAMIC-avg's 50.0 % (README). The paper's form, one flag
+    // accuracy ≥ 54 % and above BAMIC-avg's 50.0 % (docs/methods/bamic.md). The paper's form, one flag
     // away, leaves a cluster empty on these seeds.
     let mut total = 0.0;
     for seed in 1..=10 {

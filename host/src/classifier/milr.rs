@@ -1108,7 +1108,7 @@ mod tests {
     /// decimals: Java's `Math.exp` and the C library's `exp` differ in the last bit for
     /// about 1 argument in 400, and over the ~1000 iterations of musk1's mean-pooling fit
     /// and elephant's noisy-OR fit the difference grows (their cross-validated AUROC still
-    /// agrees with Weka's, see the README).
+    /// agrees with Weka's, see docs/methods/milr.md).
     #[test]
     fn weka_optimizer_reproduces_wekas_models() {
         let cases = [

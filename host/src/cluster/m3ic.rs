@@ -45,7 +45,7 @@ use crate::params::{check_count, check_weight, limits};
 
 /// Hyper-parameters of M³IC-MBM. Defaults ([`BalanceMode::Sizes`]): C = 2, l = 0.01,
 /// ε₁ = 0.001, ε₂ = 0.01, 5 restarts, every cluster labelling at least half the mean
-/// cluster size; C and ε₁ chosen on corel3's tuning seeds 101–110 (README). ε₁ is tighter
+/// cluster size; C and ε₁ chosen on corel3's tuning seeds 101–110 (docs/methods/m3ic.md). ε₁ is tighter
 /// than the paper's 0.01 because with labels the CCCP steps also move bags between
 /// clusters, which a 1 % stop cuts short. [`M3icParams::paper`] is the paper's form: (4)
 /// alone, ε₁ = ε₂ = 0.01, and C = 4, l = 0.01 from its grids C ∈ 2^[−4:4],
@@ -87,7 +87,7 @@ pub struct M3icParams {
 ///   state it, with their grids for l and C. On corel3 and sival6 it does not keep the
 ///   clusters apart: (4) bounds the weights along the single direction m̄ (the sum of bag
 ///   means), which says nothing about where the bags' *witnesses* go, and most runs leave
-///   clusters empty (README, "Bag clustering").
+///   clusters empty (docs/methods/m3ic.md).
 /// - `Sizes` (default): (4) and, in addition, the discrete class-balance constraint of
 ///   Xu et al. (2005) on the bags' cluster labels, as a lower bound on every cluster's
 ///   size: |{i : u_i = p}| ≥ L = ⌊min_size · n/k⌋ for every p. With labels u fixed, the
@@ -293,7 +293,7 @@ pub fn fit(data: &Dataset, k: usize, params: &M3icParams, seed: u64) -> Result<M
 /// The paper does not say how it prepares features. Without this, the witness of (8) —
 /// the instance with the largest modified margin — is mostly the instance of largest
 /// norm, whatever its direction, and the clustering follows outliers; on unit-length
-/// instances the witness is chosen by direction alone (README, "Bag clustering").
+/// instances the witness is chosen by direction alone (docs/methods/m3ic.md).
 pub fn normalize_instances(data: &Dataset) -> Result<Dataset> {
     let dim = data.dim();
     let mut features = data.features().to_vec();

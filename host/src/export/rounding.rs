@@ -17,7 +17,7 @@
 //! Worst-case bounds add every weight's error with the same sign, so they grow with δ; on
 //! the training instances the errors cancel instead. In Q7, musk1's M³IC (k = 2) scores
 //! move at most 4.2e-4 from the host's instead of 1.3e-3, and corel3's default M³IC
-//! assigns 299 of 300 bags as the host does instead of 297 (README, "Rounding the
+//! assigns 299 of 300 bags as the host does instead of 297 (docs/guide/device.md, "Rounding the
 //! weights"). Where the 16-bit input rounding dominates (the Q15 B-MIDA stages) it cannot
 //! help.
 
@@ -47,7 +47,7 @@ mil_core::keywords!(Rounding {
 const DAMPING: f64 = 0.01;
 
 /// The most features error feedback takes on: its D × D factor costs O(D³). At D = 1024
-/// (and the instance cap below) it takes about 1 s on the README's 2-core machine, and
+/// (and the instance cap below) it takes about 1 s on a 2-core machine, and
 /// 5 s at D = 2048; above the cap the weights round to nearest.
 pub const MAX_FEEDBACK_DIM: usize = 1024;
 

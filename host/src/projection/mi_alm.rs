@@ -67,7 +67,7 @@ pub struct MiAlm {
     /// paper). The first B-step soft-thresholds at α/ρ⁰ = 1/(scale·√D'), below the typical
     /// entry 1/√D' of a unit column, so it does not wipe out B while the multipliers are
     /// still 0; a smaller ρ⁰ leaves B ≈ 0, w large and the B-block stiff for hundreds of
-    /// outer iterations, a larger one trades sparsity away (measured in the README).
+    /// outer iterations, a larger one trades sparsity away (measured in docs/reproduction/mi-alm.md).
     pub rho0_scale: f64,
     /// Required shrink factor τ of ‖A − B‖ before ρ is kept (paper: 0.99).
     pub tau: f64,
