@@ -9,13 +9,20 @@
 //! is removed on every error (and on a panic of the writing closure); only a killed
 //! process leaves one behind, named `.NAME.PID.N.tmp`, and such leftovers never stand in
 //! the way of a later write because every temporary name is created with `create_new`
-//! and a taken name is simply skipped.
+//! and a taken name is simply skipped. A program that exits on a signal removes the
+//! temporary files of unfinished writes first with [`remove_temporaries_and_exit`].
+//!
+//! A target that is not a regular file (a character or block device such as
+//! `/dev/null`, a FIFO, or standard output named as `/dev/stdout` or `/dev/fd/1`) is
+//! opened and written through, never replaced: renaming over it would put a regular file
+//! where the device or pipe was.
 
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// How many taken temporary names [`write_atomic_with`] skips before it gives up.
 const MAX_TEMP_ATTEMPTS: u64 = 10_000;
@@ -25,6 +32,14 @@ const BUFFER_BYTES: usize = 1 << 20;
 
 /// Distinguishes the temporary files of concurrent writes in one process.
 static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
+
+/// The temporary files being written now, for [`remove_temporaries_and_exit`].
+static LIVE_TEMPS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// The longest part of the target's name a temporary name keeps, in bytes: with the
+/// dot, process id, counter and `.tmp` the temporary name stays within the 255-byte name
+/// limit of common file systems whatever the target's name.
+const TEMP_NAME_KEEP: usize = 200;
 
 /// Replaces the content of `path` by `bytes` atomically: on success the file holds
 /// exactly `bytes`; on any error it is left as it was and no temporary file remains.
@@ -43,6 +58,12 @@ pub fn write_atomic_with<F>(path: &Path, write: F) -> io::Result<()>
 where
     F: FnOnce(&mut BufWriter<File>) -> io::Result<()>,
 {
+    if writes_through(path) {
+        let file = OpenOptions::new().write(true).open(path)?;
+        let mut writer = BufWriter::with_capacity(BUFFER_BYTES, file);
+        write(&mut writer)?;
+        return writer.flush();
+    }
     let target = resolve_target(path)?;
     let dir = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -72,8 +93,46 @@ where
     file.sync_all()?;
     drop(file);
     fs::rename(temp, &target)?;
-    guard.0 = None;
+    let temp = guard.0.take().expect("set above");
+    forget_temp(&temp);
     sync_dir(&dir)
+}
+
+/// Whether a write to `path` goes straight into it rather than through a temporary file
+/// and a rename: for an existing target that is not a regular file or directory (a
+/// device, a FIFO, a socket), and for the names of standard output and error, whatever
+/// they are redirected to.
+fn writes_through(path: &Path) -> bool {
+    let stream = ["/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/"];
+    if cfg!(unix)
+        && stream
+            .iter()
+            .any(|s| path.to_str().is_some_and(|p| p.starts_with(s)))
+    {
+        return true;
+    }
+    fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
+/// Removes the temporary files of every write under way and ends the process with
+/// `code`, for a program stopped by a signal. Holding the registry's lock until the
+/// exit keeps other threads from starting a new temporary file meanwhile.
+pub fn remove_temporaries_and_exit(code: i32) -> ! {
+    let live = LIVE_TEMPS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    for temp in live.iter() {
+        let _ = fs::remove_file(temp);
+    }
+    std::process::exit(code)
+}
+
+/// Takes `temp` out of the registry of live temporary files.
+fn forget_temp(temp: &Path) {
+    let mut live = LIVE_TEMPS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    live.retain(|t| t != temp);
 }
 
 /// Whether `a` and `b` are the same existing file, however they are spelled: through
@@ -127,11 +186,22 @@ fn create_temp(dir: &Path, name: &std::ffi::OsStr) -> io::Result<(File, PathBuf)
     for _ in 0..MAX_TEMP_ATTEMPTS {
         let n = NEXT_TEMP.fetch_add(1, Ordering::Relaxed);
         let temp = dir.join(temp_name(name, std::process::id(), n));
+        // Registered before it exists, so that a signal never finds a file it misses.
+        let mut live = LIVE_TEMPS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        live.push(temp.clone());
         match OpenOptions::new().write(true).create_new(true).open(&temp) {
             Ok(file) => return Ok((file, temp)),
             // A leftover of a killed writer (or a concurrent one): take the next name.
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                live.pop();
+                continue;
+            }
+            Err(e) => {
+                live.pop();
+                return Err(e);
+            }
         }
     }
     Err(io::Error::new(
@@ -144,12 +214,38 @@ fn create_temp(dir: &Path, name: &std::ffi::OsStr) -> io::Result<(File, PathBuf)
     ))
 }
 
-/// `.NAME.PID.N.tmp`: hidden, recognisably ours, and unique within one process.
+/// `.NAME.PID.N.tmp`: hidden, recognisably ours, and unique within one process. A name
+/// longer than [`TEMP_NAME_KEEP`] bytes keeps its beginning, so that the temporary name
+/// stays within the file system's name limit.
 fn temp_name(name: &std::ffi::OsStr, pid: u32, n: u64) -> OsString {
     let mut s = OsString::from(".");
-    s.push(name);
+    s.push(shortened(name));
     s.push(format!(".{pid}.{n}.tmp"));
     s
+}
+
+/// The first [`TEMP_NAME_KEEP`] bytes of `name` (whole characters when it is UTF-8).
+fn shortened(name: &std::ffi::OsStr) -> OsString {
+    if name.len() <= TEMP_NAME_KEEP {
+        return name.to_os_string();
+    }
+    if let Some(text) = name.to_str() {
+        let mut end = TEMP_NAME_KEEP;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        return OsString::from(&text[..end]);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        std::ffi::OsStr::from_bytes(&name.as_bytes()[..TEMP_NAME_KEEP]).to_os_string()
+    }
+    #[cfg(not(unix))]
+    {
+        let lossy = name.to_string_lossy();
+        OsString::from(lossy.chars().take(TEMP_NAME_KEEP / 4).collect::<String>())
+    }
 }
 
 /// Makes a rename in `dir` durable.
@@ -180,7 +276,8 @@ struct TempGuard(Option<PathBuf>);
 impl Drop for TempGuard {
     fn drop(&mut self) {
         if let Some(path) = self.0.take() {
-            let _ = fs::remove_file(path);
+            let _ = fs::remove_file(&path);
+            forget_temp(&path);
         }
     }
 }
@@ -308,6 +405,37 @@ mod tests {
         let mode = fs::metadata(&real).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o640);
         fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn temporary_names_fit_the_name_limit() {
+        let dir = scratch("long");
+        // 255 bytes is the usual limit; 254 leaves no room for a prefix and suffix.
+        for name in ["n".repeat(254), "é".repeat(127)] {
+            let f = dir.join(&name);
+            write_atomic(&f, b"long").unwrap();
+            assert_eq!(fs::read(&f).unwrap(), b"long");
+            let temp = temp_name(std::ffi::OsStr::new(&name), u32::MAX, u64::MAX);
+            assert!(temp.len() <= 255, "{}", temp.len());
+            assert!(temp
+                .to_str()
+                .unwrap()
+                .starts_with(&format!(".{}", &name[..100])));
+        }
+        assert_eq!(others(&dir, &[]).len(), 2);
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn devices_are_written_through() {
+        use std::os::unix::fs::FileTypeExt;
+        write_atomic(Path::new("/dev/null"), b"nothing").unwrap();
+        let kind = fs::metadata("/dev/null").unwrap().file_type();
+        assert!(kind.is_char_device());
+        // /dev/full takes the write and fails it: the error reaches the caller.
+        let e = write_atomic(Path::new("/dev/full"), b"x").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(28), "{e}");
     }
 
     #[test]

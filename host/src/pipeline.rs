@@ -706,7 +706,7 @@ pub struct CvReport {
     pub repeats: usize,
     /// Accuracy of every fold (all repetitions, in order).
     pub per_fold: Vec<f64>,
-    /// Mean, sd and 95% CI of the fold accuracies.
+    /// Mean, sd and 95% CI of the fold accuracies (Student's t, clipped to [0, 1]).
     pub fold_summary: Option<Summary>,
     /// Pooled accuracy of each repetition.
     pub per_repeat: Vec<f64>,
@@ -959,7 +959,7 @@ pub fn summarize(
     if n_classes == 2 && aurocs.iter().all(|a| a.is_some()) {
         report.auroc = Some(aurocs.iter().flatten().sum::<f64>() / aurocs.len() as f64);
     }
-    report.fold_summary = Summary::of(&report.per_fold);
+    report.fold_summary = Summary::of_proportions(&report.per_fold);
     report.predictions.sort_by_key(|p| p.0);
     Ok(report)
 }

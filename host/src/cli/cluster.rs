@@ -15,6 +15,7 @@ use crate::eval;
 /// Runs `mil cluster`.
 pub fn run(args: &ClusterArgs) -> Result<Report> {
     if let Some(out) = &args.output {
+        super::output::refuse_stdout("--output", out)?;
         super::output::refuse_input_as_output("--output", out, &[&args.data])?;
     }
     let data = data::load(&args.data)?;

@@ -328,7 +328,7 @@ fn report(d: &Dataset, description: &str, chooses: bool, r: &CvReport, seconds: 
             "warning: every out-of-fold prediction is class {}: the classifier ignores the other class(es) (imbalanced classes: weight them or move the decision threshold)",
             d.class_names()[c]
         );
-        eprintln!("{warning}");
+        super::output::warn(&warning);
         human.push_str(&format!("\n{warning}"));
     }
     match r.auroc {

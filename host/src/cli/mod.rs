@@ -38,6 +38,7 @@ mod output;
 mod predict;
 pub mod progress;
 pub mod project;
+mod signals;
 mod synth;
 mod train;
 
@@ -92,7 +93,7 @@ pub enum Command {
 /// `mil info`.
 #[derive(Args, Debug)]
 pub struct InfoArgs {
-    /// A .csv or .arff path, or a built-in data set name.
+    /// A .csv or .arff path, or a built-in data set name (a file of that name wins).
     #[arg(required_unless_present = "list")]
     pub data: Option<String>,
     /// List the built-in data sets.
@@ -395,14 +396,16 @@ pub struct CvArgs {
     /// `mil cv merge PARTS…`: join the parts of a sharded run.
     #[command(subcommand)]
     pub merge: Option<CvMerge>,
-    /// A .csv or .arff path, or a built-in data set name.
+    /// A .csv or .arff path, or a built-in data set name (a file of that name wins).
     #[arg(required = true)]
     pub data: Option<String>,
     #[command(flatten)]
     pub classifier: ClassifierArgs,
     #[command(flatten)]
     pub projection: ProjectionArgs,
-    /// Number of folds (the number of bags gives leave-one-out).
+    /// Number of folds (the number of bags gives leave-one-out). The report's 95%
+    /// interval of the fold mean is Student's t over the fold accuracies (it accounts for
+    /// few folds, so it is wide for 2 or 3), clipped to [0, 1].
     #[arg(long, default_value_t = 10)]
     pub folds: usize,
     /// Repetitions with different fold assignments.
@@ -444,7 +447,7 @@ pub struct CvMergeArgs {
 /// `mil train`.
 #[derive(Args, Debug)]
 pub struct TrainArgs {
-    /// A .csv or .arff path, or a built-in data set name.
+    /// A .csv or .arff path, or a built-in data set name (a file of that name wins).
     pub data: String,
     #[command(flatten)]
     pub classifier: ClassifierArgs,
@@ -476,7 +479,7 @@ pub struct InnerCvArgs {
 pub struct PredictArgs {
     /// A model saved by `mil train`.
     pub model: String,
-    /// A .csv or .arff path, or a built-in data set name.
+    /// A .csv or .arff path, or a built-in data set name (a file of that name wins).
     pub data: String,
     /// Add per bag the witness instance(s) and the per-instance scores the model defines
     /// (MILR: instance probabilities; Citation-kNN: references, citers and the instance
@@ -488,7 +491,7 @@ pub struct PredictArgs {
 /// `mil project`.
 #[derive(Args, Debug)]
 pub struct ProjectArgs {
-    /// A .csv or .arff path, or a built-in data set name.
+    /// A .csv or .arff path, or a built-in data set name (a file of that name wins).
     pub data: String,
     #[command(flatten)]
     pub projection: ProjectionArgs,
@@ -514,7 +517,7 @@ pub struct GramArgs {
     /// `mil gram merge TILES… -o OUT`: join the tiles of a sharded run.
     #[command(subcommand)]
     pub merge: Option<GramMerge>,
-    /// A .csv or .arff path, or a built-in data set name.
+    /// A .csv or .arff path, or a built-in data set name (a file of that name wins).
     #[arg(required = true)]
     pub data: Option<String>,
     /// The set kernel.
@@ -538,7 +541,7 @@ pub struct GramArgs {
     #[arg(long)]
     pub min_bag_size: Option<usize>,
     /// Refuse to start when the matrices are estimated to need more memory than this.
-    #[arg(long, default_value_t = output::DEFAULT_MAX_MEMORY_GIB)]
+    #[arg(long, default_value_t = output::DEFAULT_MAX_MEMORY_GIB, value_parser = output::parse_memory_limit)]
     pub max_memory_gib: f64,
     /// Keep only bags with at most this many instances.
     #[arg(long)]
@@ -566,7 +569,7 @@ pub struct GramMergeArgs {
 /// `mil cluster`.
 #[derive(Args, Debug)]
 pub struct ClusterArgs {
-    /// A .csv or .arff path, or a built-in data set name.
+    /// A .csv or .arff path, or a built-in data set name (a file of that name wins).
     pub data: String,
     /// The clustering method.
     #[arg(long, value_parser = keyword::<ClusterMethod>())]
@@ -660,29 +663,109 @@ pub struct InspectArgs {
     pub model: String,
 }
 
+/// The command line as clap parses it: [`Cli`] with every option that takes a value
+/// accepting a value that starts with `-` and reads as a number (`--folds -1`), and a
+/// numeric option any value starting with `-` (`--max-memory-gib -inf`), so that such a
+/// value is refused as an invalid value of its flag rather than taken for an unknown
+/// flag.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    use std::any::TypeId;
+    fn negative_values(command: clap::Command) -> clap::Command {
+        command
+            .mut_args(|arg| {
+                let id = arg.get_value_parser().type_id();
+                let numeric = [
+                    TypeId::of::<f64>(),
+                    TypeId::of::<usize>(),
+                    TypeId::of::<u64>(),
+                    TypeId::of::<i32>(),
+                ]
+                .iter()
+                .any(|t| id == *t);
+                if !arg.get_action().takes_values() {
+                    arg
+                } else if numeric {
+                    arg.allow_hyphen_values(true)
+                } else {
+                    arg.allow_negative_numbers(true)
+                }
+            })
+            .mut_subcommands(negative_values)
+    }
+    negative_values(Cli::command())
+}
+
 /// The `mil` program: parses the command line, runs it, prints the report (JSON with
-/// `--json`) or the error, and returns the exit code.
+/// `--json`) or the error, and returns the exit code. Standard output is checked: a
+/// failed write exits 1 naming stdout, while a closed pipe (`| head`) ends quietly with
+/// 0. Messages to stderr never fail the program.
 pub fn main() -> std::process::ExitCode {
-    use clap::Parser;
-    use std::io::Write;
-    let cli = Cli::parse();
+    use clap::FromArgMatches;
+    use std::process::ExitCode;
+    signals::install();
+    let parsed = command()
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout, usage errors to stderr.
+            let printed = e
+                .print()
+                .and_then(|()| std::io::Write::flush(&mut std::io::stdout()));
+            if let Err(err) = printed {
+                if !e.use_stderr() && err.kind() != std::io::ErrorKind::BrokenPipe {
+                    output::warn(&format!("mil: stdout: {err}"));
+                    return ExitCode::FAILURE;
+                }
+            }
+            return ExitCode::from(e.exit_code() as u8);
+        }
+    };
+    let failed = |e: &Error| {
+        if output::is_closed_stdout(e) {
+            return ExitCode::SUCCESS;
+        }
+        output::warn(&format!(
+            "mil: {}",
+            escape_controls(&message(e, cli.command.name()))
+        ));
+        ExitCode::from(e.exit_code() as u8)
+    };
     match run(&cli) {
         Ok(report) => {
-            let mut out = std::io::stdout().lock();
             let text = if cli.json {
                 report.json.to_string()
             } else {
-                report.human
+                escape_controls(&report.human)
             };
-            // A closed pipe (e.g. `| head`) is not an error worth a panic.
-            let _ = writeln!(out, "{text}");
-            std::process::ExitCode::SUCCESS
+            if output::stdout_taken() {
+                // An output went to stdout (`-o -`); the report must not mix with it.
+                output::warn(&text);
+                return ExitCode::SUCCESS;
+            }
+            match output::write_stdout(format!("{text}\n").as_bytes()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => failed(&e),
+            }
         }
-        Err(e) => {
-            eprintln!("mil: {}", message(&e, cli.command.name()));
-            std::process::ExitCode::from(e.exit_code() as u8)
-        }
+        Err(e) => failed(&e),
     }
+}
+
+/// `text` with its control characters other than newline and tab escaped (`\u{1b}`), so
+/// that bag ids, class names or file content cannot drive the terminal.
+pub fn escape_controls(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// The error as the command line states it: a library parameter (`ridge`, `inner_folds`)

@@ -58,10 +58,9 @@ pub fn run(args: &ProjectArgs) -> Result<Report> {
     }
     let mut inputs = vec![args.data.as_str()];
     inputs.extend(args.truth.as_deref());
-    super::output::refuse_input_as_output("--output", &args.output, &inputs)?;
-    if let Some(plot) = &args.plot {
-        super::output::refuse_input_as_output("--plot", plot, &[&args.data, &args.output])?;
-    }
+    let mut outputs = vec![("--output", args.output.as_str())];
+    outputs.extend(args.plot.as_deref().map(|p| ("--plot", p)));
+    super::output::check_outputs(&outputs, &inputs)?;
     let data = data::load(&args.data)?;
     let start = Instant::now();
     let all: Vec<usize> = (0..data.n_bags()).collect();

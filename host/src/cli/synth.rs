@@ -12,9 +12,9 @@ use crate::error::{Error, Result};
 
 /// Runs `mil synth`.
 pub fn run(args: &SynthArgs) -> Result<Report> {
-    if let Some(truth) = &args.truth {
-        super::output::refuse_input_as_output("--truth", truth, &[&args.output])?;
-    }
+    let mut outputs = vec![("--output", args.output.as_str())];
+    outputs.extend(args.truth.as_deref().map(|t| ("--truth", t)));
+    super::output::check_outputs(&outputs, &[])?;
     if args.name != SyntheticSet::TermCounts {
         if let Some(v) = args.bags {
             return Err(Error::parameter("--bags", v, "applies to term-counts only"));

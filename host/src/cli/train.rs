@@ -15,6 +15,7 @@ use crate::progress::Progress;
 /// Runs `mil train`.
 pub fn run(args: &TrainArgs, progress: &dyn Progress) -> Result<Report> {
     let start = Instant::now();
+    super::output::refuse_stdout("--output", &args.output)?;
     super::output::refuse_input_as_output("--output", &args.output, &[&args.data])?;
     let d = data::load(&args.data)?;
     d.require_labels(2)?;

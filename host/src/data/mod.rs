@@ -14,14 +14,15 @@ pub use dataset::{Bag, Dataset};
 
 use crate::error::{Error, Result};
 
-/// Loads `DATA` as the CLI understands it: a built-in name, a `.csv` file or a Weka
-/// multi-instance `.arff` file.
+/// Loads `DATA` as the CLI understands it: a `.csv` file, a Weka multi-instance `.arff`
+/// file, or a built-in name when no file of that name exists.
 pub fn load(spec: &str) -> Result<Dataset> {
-    if let Some(builtin) = builtin::find(spec) {
-        return csv::parse_csv(builtin.name, builtin.csv);
-    }
     let path = Path::new(spec);
+    // A file wins over a built-in set of the same name: the user named what is there.
     if !path.exists() {
+        if let Some(builtin) = builtin::find(spec) {
+            return csv::parse_csv(builtin.name, builtin.csv);
+        }
         let names: Vec<&str> = builtin::BUILTINS.iter().map(|b| b.name).collect();
         return Err(Error::data(
             spec,

@@ -20,6 +20,19 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Summarises proportions such as fold accuracies: as [`Summary::of`], with the
+    /// interval clipped to [0, 1]. Student's t over the per-fold values accounts for the
+    /// few folds a CV has (with 2 folds t₀.₉₇₅ is 12.7 and the interval can reach far
+    /// outside [0, 1]); a proportion outside [0, 1] is impossible, so the clipped
+    /// interval holds the same true proportions.
+    pub fn of_proportions(values: &[f64]) -> Option<Summary> {
+        Summary::of(values).map(|s| Summary {
+            ci_low: s.ci_low.clamp(0.0, 1.0),
+            ci_high: s.ci_high.clamp(0.0, 1.0),
+            ..s
+        })
+    }
+
     /// Summarises `values`; `None` when empty or any value is not finite.
     pub fn of(values: &[f64]) -> Option<Summary> {
         if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
@@ -67,5 +80,20 @@ mod tests {
         assert!((s.ci_low - (2.5 - half)).abs() < 1e-9);
         assert_eq!(Summary::of(&[]), None);
         assert_eq!(Summary::of(&[3.0]).unwrap().sd, 0.0);
+    }
+
+    #[test]
+    fn proportions_stay_in_the_unit_interval() {
+        // Two folds: t₀.₉₇₅ with 1 degree of freedom is 12.706204736174707 (tables).
+        let s = Summary::of_proportions(&[0.6, 0.95]).unwrap();
+        let unclipped = Summary::of(&[0.6, 0.95]).unwrap();
+        let half = 12.706204736174707 * unclipped.sd / 2f64.sqrt();
+        assert!((unclipped.ci_high - (0.775 + half)).abs() < 1e-9);
+        assert!(unclipped.ci_low < 0.0 && unclipped.ci_high > 1.0);
+        assert_eq!((s.ci_low, s.ci_high), (0.0, 1.0));
+        assert_eq!(s.mean, unclipped.mean);
+        // A narrow interval is left as it is.
+        let tight = [0.80, 0.82, 0.81, 0.79, 0.80];
+        assert_eq!(Summary::of_proportions(&tight), Summary::of(&tight));
     }
 }

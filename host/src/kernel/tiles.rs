@@ -149,12 +149,29 @@ pub fn merge_tiles(tiles: &[GramTile], names: &[String]) -> Result<LogGram> {
         .ok_or_else(|| Error::parameter("tiles", 0, "give at least one tile"))?;
     let n = first.n;
     for (t, tile) in tiles.iter().enumerate() {
-        if tile.fingerprint != first.fingerprint || tile.n != n || tile.nsk != first.nsk {
+        // Name what differs: equal fingerprints with other sizes or kinds are possible
+        // for edited tiles, and two equal fingerprints would explain nothing.
+        let mut differs = Vec::new();
+        if tile.fingerprint != first.fingerprint {
+            differs.push(format!(
+                "fingerprint {} vs {}",
+                tile.fingerprint, first.fingerprint
+            ));
+        }
+        if tile.n != n {
+            differs.push(format!("{} bags vs {n}", tile.n));
+        }
+        if tile.nsk != first.nsk {
+            let kind = |nsk: bool| if nsk { "NSK" } else { "box kernel" };
+            differs.push(format!("{} vs {}", kind(tile.nsk), kind(first.nsk)));
+        }
+        if !differs.is_empty() {
             return Err(Error::data(
                 &names[t],
                 format!(
-                    "computed from other data or settings than {} (fingerprint {} vs {})",
-                    names[0], tile.fingerprint, first.fingerprint
+                    "computed from other data or settings than {} ({})",
+                    names[0],
+                    differs.join(", ")
                 ),
             ));
         }
