@@ -135,7 +135,7 @@ impl HostModel {
 
     /// Reads and validates a model written by [`HostModel::save`].
     pub fn load(path: &Path) -> Result<HostModel> {
-        let text = crate::data::read_text(path)?;
+        let text = crate::data::read_json_text(path, "a saved model")?;
         Self::parse(&path.display().to_string(), &text)
     }
 

@@ -217,7 +217,7 @@ impl ClusterModel {
 
     /// Reads a model written by [`ClusterModel::save`], checking its shapes.
     pub fn load(path: &Path) -> Result<ClusterModel> {
-        let text = crate::data::read_text(path)?;
+        let text = crate::data::read_json_text(path, "a cluster model")?;
         let file = path.display().to_string();
         let model: ClusterModel = serde_json::from_str(&text).map_err(|e| Error::Parse {
             file: file.clone(),
