@@ -214,3 +214,126 @@ fn share_counts_and_tile_sizes_never_size_an_allocation() {
         assert!(e.to_string().starts_with("a:"), "{e}");
     }
 }
+
+#[test]
+fn an_edited_saved_model_is_refused_and_an_old_one_gets_the_training_checks() {
+    let dir = temp_dir("damaged-saved");
+    let path = |name: &str| dir.join(name).display().to_string();
+    let svm = path("svm.json");
+    ok(&[
+        "train",
+        "musk1",
+        "--classifier",
+        "svm",
+        "--kernel",
+        "mi-rbf",
+        "--scaling",
+        "minmax",
+        "--quiet",
+        "-o",
+        &svm,
+    ]);
+    ok(&["predict", &svm, "musk1", "--quiet"]);
+    // Without its min-max map the model would score unscaled bags against scaled ones.
+    let no_map = damaged(&dir, &svm, "no-map.json", |v| {
+        v["classifier"].as_object_mut().unwrap().remove("minmax");
+    });
+    refused(&["predict", &no_map, "musk1"], &["no-map.json", "checksum"]);
+
+    let knn = path("knn.json");
+    ok(&[
+        "train",
+        "musk1",
+        "--classifier",
+        "citation-knn",
+        "--quiet",
+        "-o",
+        &knn,
+    ]);
+    let rank = damaged(&dir, &knn, "rank.json", |v| {
+        v["classifier"]["params"]["rank"] = serde_json::json!(1u64 << 32);
+    });
+    refused(&["predict", &rank, "musk1"], &["rank.json", "checksum"]);
+    // A model without a checksum (as builds before it wrote) still gets training's checks.
+    let old = damaged(&dir, &rank, "old.json", |v| {
+        v.as_object_mut().unwrap().remove("checksum");
+    });
+    refused(&["predict", &old, "musk1"], &["old.json", "rank"]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn export_reads_the_training_file_by_its_absolute_path_and_refuses_other_content() {
+    use std::process::Command;
+    let dir = temp_dir("export-path");
+    let (train_dir, other_dir) = (dir.join("train"), dir.join("other"));
+    std::fs::create_dir_all(&train_dir).unwrap();
+    std::fs::create_dir_all(&other_dir).unwrap();
+    let data = mil_toolkit::data::load("musk1").unwrap();
+    let mut csv = String::new();
+    for b in 0..data.n_bags() {
+        let label = data.class_names()[data.labels().unwrap()[b]].clone();
+        for row in data.bag(b).as_slice().chunks_exact(data.dim()) {
+            let cells: Vec<String> = row.iter().map(f64::to_string).collect();
+            csv.push_str(&format!("{label},{},{}\n", data.bag_id(b), cells.join(",")));
+        }
+    }
+    std::fs::write(train_dir.join("d.csv"), &csv).unwrap();
+    let run_in = |cwd: &std::path::Path, args: &[&str]| {
+        Command::new(mil_suite::mil_binary())
+            .args(args)
+            .current_dir(cwd)
+            .output()
+            .unwrap()
+    };
+    let out = run_in(
+        &train_dir,
+        &[
+            "train",
+            "d.csv",
+            "--classifier",
+            "milr",
+            "--quiet",
+            "-o",
+            "m.json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let model = train_dir.join("m.json").display().to_string();
+    let export = |cwd: &std::path::Path| {
+        run_in(
+            cwd,
+            &[
+                "export", &model, "--format", "q15", "-o", "m.milm", "--json",
+            ],
+        )
+    };
+    // From another directory the recorded path still names the training file.
+    let out = export(&other_dir);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The same path with other content is refused, naming the file.
+    let (first, rest) = csv.split_once('\n').unwrap();
+    let mut cells: Vec<&str> = first.split(',').collect();
+    cells[2] = "12345";
+    std::fs::write(
+        train_dir.join("d.csv"),
+        format!("{}\n{rest}", cells.join(",")),
+    )
+    .unwrap();
+    let out = export(&other_dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("d.csv") && err.contains("not the data"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

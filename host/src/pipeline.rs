@@ -907,10 +907,12 @@ pub fn check_outcomes(
         for (f, test) in folds.iter().enumerate() {
             for &b in test {
                 match seen.get_mut(b) {
-                    None => return Err(format!(
+                    None => {
+                        return Err(format!(
                         "assignments: repetition {r}, fold {f}: bag index {b}, but {} has {n} bags",
                         data.name()
-                    )),
+                    ))
+                    }
                     Some(true) => {
                         return Err(format!(
                             "assignments: repetition {r}: bag index {b} in two folds"

@@ -37,6 +37,15 @@ pub fn load(spec: &str) -> Result<Dataset> {
     }
 }
 
+/// DATA as a saved model records it: a built-in name as is, a file by its absolute path,
+/// so that reading it again from another working directory finds the same file.
+pub fn recorded_spec(spec: &str) -> String {
+    match std::fs::canonicalize(spec) {
+        Ok(path) if builtin::find(spec).is_none() => path.display().to_string(),
+        _ => spec.to_string(),
+    }
+}
+
 /// The largest data file the readers accept (2 GiB): the whole file is held in memory,
 /// and the parsed set takes several times its size again.
 pub const MAX_FILE_BYTES: u64 = 2 << 30;
