@@ -38,6 +38,10 @@ pub struct HostModel {
     /// `mil export` can quantise inputs and measure its error on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub training_data: Option<String>,
+    /// [`crate::shard::Fingerprint::dataset`] of the training data, so that a later
+    /// reading of `training_data` that finds other content is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub training_fingerprint: Option<String>,
     /// The binary decision threshold on the positive score (given, or chosen on the
     /// training bags: [`crate::pipeline::Pipeline::threshold`]); `None`: the larger class
     /// score wins.
@@ -61,6 +65,7 @@ impl HostModel {
             projection,
             classifier,
             training_data: None,
+            training_fingerprint: None,
             threshold: None,
         }
     }
@@ -121,12 +126,10 @@ impl HostModel {
         Ok(self.scores(data, bags)?.labels())
     }
 
-    /// Writes the model as JSON.
+    /// Writes the model as JSON, with a checksum of its content that [`HostModel::load`]
+    /// verifies.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let text = serde_json::to_string(self).map_err(|e| Error::Numerical {
-            method: "model serialisation",
-            reason: e.to_string(),
-        })?;
+        let text = with_checksum(self)?;
         crate::atomic_write::write_atomic(path, text.as_bytes()).map_err(|source| Error::Io {
             path: path.to_path_buf(),
             source,
@@ -135,7 +138,7 @@ impl HostModel {
 
     /// Reads and validates a model written by [`HostModel::save`].
     pub fn load(path: &Path) -> Result<HostModel> {
-        let text = crate::data::read_text(path)?;
+        let text = crate::data::read_json_text(path, "a saved model")?;
         Self::parse(&path.display().to_string(), &text)
     }
 
@@ -169,8 +172,10 @@ impl HostModel {
                 ))
             }
         }
+        let (value, checksum) = without_checksum(value);
         let model: HostModel = serde_json::from_value(value)
             .map_err(|e| bad(1, "model", format!("malformed model: {e}")))?;
+        check_checksum(&model, checksum).map_err(|p| bad(1, "checksum", p))?;
         model.validate().map_err(|p| bad(1, "model", p))?;
         Ok(model)
     }
@@ -214,5 +219,46 @@ impl HostModel {
             ));
         }
         Ok(())
+    }
+}
+
+/// The JSON of a saved model with a `checksum` field: [`crate::shard::content_checksum`]
+/// of the model itself. JSON numbers round-trip exactly, so a model read back hashes to
+/// the same value unless a field was edited, added or deleted.
+pub(crate) fn with_checksum<T: Serialize>(model: &T) -> Result<String> {
+    let serialise = |e: serde_json::Error| Error::Numerical {
+        method: "model serialisation",
+        reason: e.to_string(),
+    };
+    let checksum = crate::shard::content_checksum(model)?;
+    let mut value = serde_json::to_value(model).map_err(serialise)?;
+    if let Some(object) = value.as_object_mut() {
+        object.insert("checksum".into(), checksum.into());
+    }
+    serde_json::to_string(&value).map_err(serialise)
+}
+
+/// Splits the `checksum` field off a saved model's JSON.
+pub(crate) fn without_checksum(
+    mut value: serde_json::Value,
+) -> (serde_json::Value, Option<serde_json::Value>) {
+    let checksum = value.as_object_mut().and_then(|o| o.remove("checksum"));
+    (value, checksum)
+}
+
+/// Checks a model read back against the checksum it was saved with. Models saved without
+/// one (by builds before it was written) pass with the structural checks alone.
+pub(crate) fn check_checksum<T: Serialize>(
+    model: &T,
+    checksum: Option<serde_json::Value>,
+) -> std::result::Result<(), String> {
+    let Some(written) = checksum else {
+        return Ok(());
+    };
+    let actual = crate::shard::content_checksum(model).map_err(|e| e.to_string())?;
+    if written.as_str() == Some(actual.as_str()) {
+        Ok(())
+    } else {
+        Err("damaged or edited: the model's content does not match its checksum".into())
     }
 }

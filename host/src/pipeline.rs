@@ -881,6 +881,93 @@ pub fn run_folds(
     outcomes
 }
 
+/// Checks fold assignments and job outcomes read from a file against the data they
+/// claim: every repetition splits every bag of `data` into the same number of test
+/// folds, each bag exactly once; every outcome names an existing (repetition, fold) at
+/// most once and holds one row of `data`'s classes per test bag, with no NaN. Returns
+/// what is wrong, for an error that names the file.
+pub fn check_outcomes(
+    data: &Dataset,
+    assignments: &[(u64, Vec<Vec<usize>>)],
+    outcomes: &[FoldOutcome],
+) -> std::result::Result<(), String> {
+    let n = data.n_bags();
+    let k = assignments.first().map_or(0, |a| a.1.len());
+    if k == 0 {
+        return Err("assignments: no folds".into());
+    }
+    for (r, (_, folds)) in assignments.iter().enumerate() {
+        if folds.len() != k {
+            return Err(format!(
+                "assignments: repetition {r} has {} folds, repetition 0 has {k}",
+                folds.len()
+            ));
+        }
+        let mut seen = vec![false; n];
+        for (f, test) in folds.iter().enumerate() {
+            for &b in test {
+                match seen.get_mut(b) {
+                    None => {
+                        return Err(format!(
+                        "assignments: repetition {r}, fold {f}: bag index {b}, but {} has {n} bags",
+                        data.name()
+                    ))
+                    }
+                    Some(true) => {
+                        return Err(format!(
+                            "assignments: repetition {r}: bag index {b} in two folds"
+                        ))
+                    }
+                    Some(s) => *s = true,
+                }
+            }
+        }
+        if let Some(b) = seen.iter().position(|&s| !s) {
+            return Err(format!(
+                "assignments: repetition {r}: bag index {b} is in no fold"
+            ));
+        }
+    }
+    let mut done = std::collections::HashSet::new();
+    for o in outcomes {
+        let test = assignments
+            .get(o.repeat)
+            .and_then(|a| a.1.get(o.fold))
+            .ok_or_else(|| {
+                format!(
+                    "outcomes: repetition {}, fold {} is not one of {} × {k}",
+                    o.repeat,
+                    o.fold,
+                    assignments.len()
+                )
+            })?;
+        if !done.insert((o.repeat, o.fold)) {
+            return Err(format!(
+                "outcomes: repetition {}, fold {} twice",
+                o.repeat, o.fold
+            ));
+        }
+        if o.scores.n_classes() != data.n_classes() || o.scores.len() != test.len() {
+            return Err(format!(
+                "outcomes: repetition {}, fold {}: {} bags × {} classes of scores for {} test bags × {} classes",
+                o.repeat,
+                o.fold,
+                o.scores.len(),
+                o.scores.n_classes(),
+                test.len(),
+                data.n_classes()
+            ));
+        }
+        if (0..o.scores.len()).any(|i| o.scores.row(i).iter().any(|v| v.is_nan())) {
+            return Err(format!(
+                "outcomes: repetition {}, fold {}: a score is NaN",
+                o.repeat, o.fold
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The report of a cross-validation from the outcomes of all its jobs (in any order).
 pub fn summarize(
     data: &Dataset,

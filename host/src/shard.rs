@@ -159,7 +159,11 @@ pub fn check_complete(shares: &[(usize, usize)], names: &[String]) -> Result<()>
         .first()
         .map(|s| s.1)
         .ok_or_else(|| Error::parameter("shards", 0, "give at least one share"))?;
-    let mut seen: Vec<Option<usize>> = vec![None; count];
+    if count == 0 {
+        return Err(Error::data(&names[0], "one of 0 shares"));
+    }
+    // Keyed by share index, so a damaged count never sizes an allocation.
+    let mut seen: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
     for (f, &(index, n)) in shares.iter().enumerate() {
         let name = &names[f];
         if n != count {
@@ -168,24 +172,36 @@ pub fn check_complete(shares: &[(usize, usize)], names: &[String]) -> Result<()>
                 format!("one of {n} shares, where {} is one of {count}", names[0]),
             ));
         }
-        match seen.get_mut(index) {
-            Some(Some(other)) => {
-                return Err(Error::data(
-                    name,
-                    format!("shard {index}/{count} is also {}", names[*other]),
-                ))
-            }
-            Some(slot) => *slot = Some(f),
-            None => return Err(Error::data(name, format!("shard {index} of {count}"))),
+        if index >= count {
+            return Err(Error::data(name, format!("shard {index} of {count}")));
         }
+        if let Some(&other) = seen.get(&index) {
+            return Err(Error::data(
+                name,
+                format!("shard {index}/{count} is also {}", names[other]),
+            ));
+        }
+        seen.insert(index, f);
     }
-    match seen.iter().position(Option::is_none) {
+    // Fewer than `count` shares were given, so the first gap is at most `shares.len()`.
+    match (0..count).find(|i| !seen.contains_key(i)) {
         Some(missing) => Err(Error::data(
             &names[0],
             format!("shard {missing}/{count} is missing"),
         )),
         None => Ok(()),
     }
+}
+
+/// A checksum of a share file's content: the FNV-1a hash of its JSON with the checksum
+/// field left empty. JSON numbers round-trip exactly, so a share read back hashes to the
+/// value it was written with unless its content was damaged or edited.
+pub fn content_checksum<T: serde::Serialize>(value: &T) -> Result<String> {
+    let text = serde_json::to_vec(value).map_err(|e| Error::Numerical {
+        method: "share serialisation",
+        reason: e.to_string(),
+    })?;
+    Ok(Fingerprint::default().bytes(&text).hex())
 }
 
 /// A 64-bit FNV-1a hash, for fingerprints of data and settings (not for security).

@@ -607,6 +607,15 @@ impl CitationKnnModel {
         self.params
             .validate(n)
             .map_err(|e| format!("citation-knn: {e}"))?;
+        // Training's data check on the rank, against the stored bags.
+        let smallest = self.bag_starts.windows(2).map(|w| w[1] - w[0]).min();
+        if self.params.rank > smallest.unwrap_or(0).max(1) {
+            return Err(format!(
+                "citation-knn: rank {} exceeds the smallest stored bag ({} instances)",
+                self.params.rank,
+                smallest.unwrap_or(0)
+            ));
+        }
         self.training_set().map(|_| ()).map_err(|e| e.to_string())
     }
 }

@@ -25,13 +25,47 @@ use milr::MilrModel;
 use svm::SvmModel;
 
 /// Per-class scores of a list of bags (higher = more likely), row-major bags × classes.
+/// Read from a file (a `mil cv` part) it is checked like [`BagScores::new`]'s contract:
+/// at least one class and whole rows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawBagScores")]
 pub struct BagScores {
     n_classes: usize,
     scores: Vec<f64>,
     /// Binary decision threshold on the positive score ([`BagScores::with_threshold`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     threshold: Option<f64>,
+}
+
+/// [`BagScores`] as a file holds it, before its checks.
+#[derive(Deserialize)]
+struct RawBagScores {
+    n_classes: usize,
+    scores: Vec<f64>,
+    #[serde(default)]
+    threshold: Option<f64>,
+}
+
+impl TryFrom<RawBagScores> for BagScores {
+    type Error = String;
+
+    fn try_from(raw: RawBagScores) -> std::result::Result<Self, String> {
+        if raw.n_classes == 0 || !raw.scores.len().is_multiple_of(raw.n_classes) {
+            return Err(format!(
+                "{} scores do not make whole rows of {} classes",
+                raw.scores.len(),
+                raw.n_classes
+            ));
+        }
+        if raw.threshold.is_some_and(|t| !t.is_finite()) {
+            return Err("the threshold is not finite".into());
+        }
+        Ok(BagScores {
+            n_classes: raw.n_classes,
+            scores: raw.scores,
+            threshold: raw.threshold,
+        })
+    }
 }
 
 impl BagScores {

@@ -17,8 +17,8 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::kernel::SetKernelName;
 use crate::pipeline::{
-    cross_validate, read_folds_file, run_folds, summarize, CvReport, FoldOutcome, Folds, Pipeline,
-    ProjectionGrid,
+    check_outcomes, cross_validate, read_folds_file, run_folds, summarize, CvReport, FoldOutcome,
+    Folds, Pipeline, ProjectionGrid,
 };
 use crate::progress::Progress;
 use crate::projection::ProjectionParams;
@@ -129,7 +129,7 @@ pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> St
 /// The `format` of a `mil cv --shard` part.
 const PART_FORMAT: &str = "mil-cv-part";
 /// The part format version this build writes and reads.
-const PART_VERSION: u32 = 1;
+const PART_VERSION: u32 = 2;
 
 /// One share of a sharded `mil cv`: the outcomes of its jobs and what the merge needs to
 /// print the single run's report.
@@ -151,6 +151,8 @@ struct CvPart {
     shards: usize,
     outcomes: Vec<FoldOutcome>,
     seconds: f64,
+    /// [`crate::shard::content_checksum`] of the part with this field empty.
+    checksum: String,
 }
 
 /// Runs `mil cv` (or `mil cv merge`).
@@ -227,6 +229,11 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
         shards: shard.count,
         outcomes,
         seconds: start.elapsed().as_secs_f64(),
+        checksum: String::new(),
+    };
+    let part = CvPart {
+        checksum: crate::shard::content_checksum(&part)?,
+        ..part
     };
     let out = args.output.as_deref().unwrap_or_default();
     let text = serde_json::to_string(&part).map_err(|e| Error::Numerical {
@@ -257,8 +264,8 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
 fn merge(args: &CvMergeArgs) -> Result<Report> {
     let mut parts = Vec::new();
     for name in &args.parts {
-        let text = data::read_text(Path::new(name))?;
-        let part: CvPart = serde_json::from_str(&text).map_err(|e| Error::Parse {
+        let text = data::read_json_text(Path::new(name), "a `mil cv` part")?;
+        let mut part: CvPart = serde_json::from_str(&text).map_err(|e| Error::Parse {
             file: name.clone(),
             line: e.line(),
             field: "part".into(),
@@ -268,6 +275,13 @@ fn merge(args: &CvMergeArgs) -> Result<Report> {
             return Err(Error::data(
                 name,
                 "not a `mil cv --shard` part of this version",
+            ));
+        }
+        let written = std::mem::take(&mut part.checksum);
+        if crate::shard::content_checksum(&part)? != written {
+            return Err(Error::data(
+                name,
+                "damaged or edited: its content does not match its checksum",
             ));
         }
         parts.push(part);
@@ -287,7 +301,19 @@ fn merge(args: &CvMergeArgs) -> Result<Report> {
     let shares: Vec<(usize, usize)> = parts.iter().map(|p| (p.shard, p.shards)).collect();
     crate::shard::check_complete(&shares, &args.parts)?;
     let d = data::load(&first.data)?;
+    for (p, part) in parts.iter().enumerate() {
+        if part.assignments != first.assignments {
+            return Err(Error::data(
+                &args.parts[p],
+                format!("other folds than {}", args.parts[0]),
+            ));
+        }
+        check_outcomes(&d, &part.assignments, &part.outcomes)
+            .map_err(|problem| Error::data(&args.parts[p], problem))?;
+    }
     let outcomes: Vec<FoldOutcome> = parts.iter().flat_map(|p| p.outcomes.clone()).collect();
+    check_outcomes(&d, &first.assignments, &outcomes)
+        .map_err(|problem| Error::data(&args.parts[0], problem))?;
     let r = summarize(&d, &first.assignments, &outcomes)?;
     let seconds = parts.iter().map(|p| p.seconds).sum();
     Ok(report(&d, &first.description, first.chooses, &r, seconds))

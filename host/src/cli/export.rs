@@ -31,11 +31,26 @@ pub fn run(args: &ExportArgs, progress: &dyn Progress) -> Result<Report> {
     if args.fold_projection {
         compact = compact.fold_projection()?;
     }
-    let spec = args.data.clone().or_else(|| model.training_data.clone());
-    let train: Dataset = match (spec, own) {
-        (Some(spec), _) => data::load(&spec)?,
-        (None, Some(own)) => own,
-        (None, None) => {
+    let train: Dataset = match (&args.data, &model.training_data, own) {
+        (Some(spec), _, _) => data::load(spec)?,
+        (None, Some(spec), _) => {
+            let d = data::load(spec)?;
+            let found = crate::shard::Fingerprint::default().dataset(&d).hex();
+            match &model.training_fingerprint {
+                Some(recorded) if *recorded != found => {
+                    return Err(Error::data(
+                        spec,
+                        format!(
+                            "its content is not the data {} was trained on (content fingerprint {found}, the model records {recorded}); name the training data with --data",
+                            args.model
+                        ),
+                    ))
+                }
+                _ => d,
+            }
+        }
+        (None, None, Some(own)) => own,
+        (None, None, None) => {
             return Err(Error::parameter(
                 "--data",
                 "(missing)",

@@ -227,7 +227,7 @@ pub fn check_memory(what: &str, bytes: f64, limit_gib: f64) -> Result<()> {
 /// Whether the file is a clustering model written by `mil cluster -o` (tagged by its
 /// `kind`), rather than a `mil train` model.
 pub fn is_cluster_model(path: &Path) -> bool {
-    std::fs::read_to_string(path)
+    crate::data::read_json_text(path, "a model")
         .ok()
         .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
         .is_some_and(|v| v.get("format").is_none() && v.get("kind").is_some())

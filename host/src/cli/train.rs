@@ -25,7 +25,10 @@ pub fn run(args: &TrainArgs, progress: &dyn Progress) -> Result<Report> {
     let (mut model, candidate) = pipeline.fit(&d, &all, args.seed)?;
     progress.finish();
     let chosen = pipeline.chosen(&candidate);
-    model.training_data = Some(args.data.clone());
+    // A path is recorded absolute, so `mil export` run from another directory reads the
+    // same file; the fingerprint lets it refuse a file whose content has changed.
+    model.training_data = Some(data::recorded_spec(&args.data));
+    model.training_fingerprint = Some(crate::shard::Fingerprint::default().dataset(&d).hex());
     model.save(Path::new(&args.output))?;
     let seconds = start.elapsed().as_secs_f64();
     let mut human = format!(

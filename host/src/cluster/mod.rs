@@ -203,12 +203,10 @@ impl ClusterModel {
             .collect())
     }
 
-    /// Writes the model as JSON.
+    /// Writes the model as JSON, with a checksum of its content that
+    /// [`ClusterModel::load`] verifies.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let text = serde_json::to_string(self).map_err(|e| Error::Numerical {
-            method: "saving a clustering model",
-            reason: e.to_string(),
-        })?;
+        let text = crate::model::with_checksum(self)?;
         crate::atomic_write::write_atomic(path, text.as_bytes()).map_err(|source| Error::Io {
             path: path.to_path_buf(),
             source,
@@ -217,13 +215,26 @@ impl ClusterModel {
 
     /// Reads a model written by [`ClusterModel::save`], checking its shapes.
     pub fn load(path: &Path) -> Result<ClusterModel> {
-        let text = crate::data::read_text(path)?;
+        let text = crate::data::read_json_text(path, "a cluster model")?;
         let file = path.display().to_string();
-        let model: ClusterModel = serde_json::from_str(&text).map_err(|e| Error::Parse {
+        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::Parse {
             file: file.clone(),
             line: e.line(),
             field: format!("column {}", e.column()),
             problem: e.to_string(),
+        })?;
+        let (value, checksum) = crate::model::without_checksum(value);
+        let model: ClusterModel = serde_json::from_value(value).map_err(|e| Error::Parse {
+            file: file.clone(),
+            line: 1,
+            field: "model".into(),
+            problem: e.to_string(),
+        })?;
+        crate::model::check_checksum(&model, checksum).map_err(|problem| Error::Parse {
+            file: file.clone(),
+            line: 1,
+            field: "checksum".into(),
+            problem,
         })?;
         model.check().map_err(|problem| Error::Parse {
             file,

@@ -38,6 +38,15 @@ pub fn load(spec: &str) -> Result<Dataset> {
     }
 }
 
+/// DATA as a saved model records it: a built-in name as is, a file by its absolute path,
+/// so that reading it again from another working directory finds the same file.
+pub fn recorded_spec(spec: &str) -> String {
+    match std::fs::canonicalize(spec) {
+        Ok(path) if builtin::find(spec).is_none() => path.display().to_string(),
+        _ => spec.to_string(),
+    }
+}
+
 /// The largest data file the readers accept (2 GiB): the whole file is held in memory,
 /// and the parsed set takes several times its size again.
 pub const MAX_FILE_BYTES: u64 = 2 << 30;
@@ -114,6 +123,76 @@ pub fn read_text(path: &Path) -> Result<String> {
     // `scan` has checked every byte.
     String::from_utf8(bytes)
         .map_err(|e| Error::data(&file_name, format!("not UTF-8 text: {}", e.utf8_error())))
+}
+
+/// The largest JSON file the tool reads — a saved model, a cluster model, a `mil cv` or
+/// `mil gram` part (1 GiB): a model stores its training bags (and an SVM its Gram
+/// matrix), so it may be large, but it is one JSON value on one line, which
+/// [`read_text`]'s line limit would refuse.
+pub const MAX_JSON_BYTES: u64 = 1 << 30;
+
+/// Reads a JSON file written by the tool (`what` names its kind in errors), within
+/// [`MAX_JSON_BYTES`]. A file whose first non-blank byte cannot start a JSON object
+/// (`/dev/zero`, a data file given as a model) is refused after its first piece, an
+/// endless input after the limit, never read until memory runs out.
+pub fn read_json_text(path: &Path, what: &str) -> Result<String> {
+    let file_name = show_all(&path.display().to_string());
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    if meta.is_dir() {
+        return Err(Error::data(
+            &file_name,
+            format!("is a directory, not {what}"),
+        ));
+    }
+    let too_large = |size: String| {
+        Error::data(
+            &file_name,
+            format!(
+                "the file is {size}; {what} files are limited to {} (mil_toolkit::data::MAX_JSON_BYTES)",
+                bytes_text(MAX_JSON_BYTES)
+            ),
+        )
+    };
+    if meta.is_file() && meta.len() > MAX_JSON_BYTES {
+        return Err(too_large(bytes_text(meta.len())));
+    }
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        let n = match std::io::Read::read(&mut file, &mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(e)),
+        };
+        if bytes.len() as u64 + n as u64 > MAX_JSON_BYTES {
+            return Err(too_large(format!(
+                "more than {}",
+                bytes_text(MAX_JSON_BYTES)
+            )));
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+        match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'{') | None => {}
+            Some(&b) => {
+                return Err(Error::data(
+                    &file_name,
+                    format!("not {what}: it starts with byte 0x{b:02x}, not a JSON object"),
+                ))
+            }
+        }
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        Error::data(
+            &file_name,
+            format!("not {what}: not UTF-8 text: {}", e.utf8_error()),
+        )
+    })
 }
 
 /// Incremental checks over the bytes read so far: line numbers (LF, CRLF and CR

@@ -19,7 +19,7 @@ use crate::shard::Shard;
 /// The `format` of every tile file.
 pub const FORMAT: &str = "mil-gram-tile";
 /// The tile format version this build writes and reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// How the entries of a tile are computed.
 #[derive(Debug, Clone, Copy)]
@@ -59,6 +59,8 @@ pub struct GramTile {
     pub seconds: f64,
     /// What the single run reports beside the matrix (settings, bag ids), carried along.
     pub summary: serde_json::Value,
+    /// [`crate::shard::content_checksum`] of the tile with this field empty.
+    pub checksum: String,
 }
 
 /// The estimated work of each entry of the upper triangle: the instance pairs it
@@ -102,7 +104,7 @@ pub fn compute_tile(
             (values, 0, true)
         }
     };
-    Ok(GramTile {
+    let tile = GramTile {
         format: FORMAT.into(),
         version: VERSION,
         fingerprint,
@@ -115,14 +117,19 @@ pub fn compute_tile(
         samples,
         seconds: start.elapsed().as_secs_f64(),
         summary,
+        checksum: String::new(),
+    };
+    Ok(GramTile {
+        checksum: crate::shard::content_checksum(&tile)?,
+        ..tile
     })
 }
 
 /// Reads a tile file, naming it in every error.
 pub fn read_tile(path: &std::path::Path) -> Result<GramTile> {
-    let text = crate::data::read_text(path)?;
+    let text = crate::data::read_json_text(path, "a Gram tile")?;
     let file = path.display().to_string();
-    let tile: GramTile = serde_json::from_str(&text).map_err(|e| Error::Parse {
+    let mut tile: GramTile = serde_json::from_str(&text).map_err(|e| Error::Parse {
         file: file.clone(),
         line: e.line(),
         field: "tile".into(),
@@ -137,6 +144,14 @@ pub fn read_tile(path: &std::path::Path) -> Result<GramTile> {
             ),
         ));
     }
+    let written = std::mem::take(&mut tile.checksum);
+    if crate::shard::content_checksum(&tile)? != written {
+        return Err(Error::data(
+            &file,
+            "damaged or edited: its content does not match its checksum",
+        ));
+    }
+    tile.checksum = written;
     Ok(tile)
 }
 
@@ -178,13 +193,26 @@ pub fn merge_tiles(tiles: &[GramTile], names: &[String]) -> Result<LogGram> {
     }
     let shares: Vec<(usize, usize)> = tiles.iter().map(|t| (t.shard, t.shards)).collect();
     crate::shard::check_complete(&shares, names)?;
+    // The entries the tiles hold bound n before the matrix is allocated.
+    let held: usize = tiles.iter().map(|t| t.values.len()).sum();
+    if n.checked_add(1)
+        .and_then(|m| m.checked_mul(n))
+        .map(|m| m / 2)
+        != Some(held)
+    {
+        return Err(Error::data(
+            &names[0],
+            format!("{held} entries in all, not the upper triangle of {n} bags"),
+        ));
+    }
     let pairs = upper_pairs(n);
     let mut entries = vec![f64::NAN; pairs.len()];
     let mut filled = 0;
     for (t, tile) in tiles.iter().enumerate() {
-        let end = tile.first + tile.values.len();
-        let slot = entries
-            .get_mut(tile.first..end)
+        let slot = tile
+            .first
+            .checked_add(tile.values.len())
+            .and_then(|end| entries.get_mut(tile.first..end))
             .ok_or_else(|| Error::data(&names[t], "entries beyond the matrix"))?;
         slot.copy_from_slice(&tile.values);
         filled += tile.values.len();
