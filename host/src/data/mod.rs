@@ -38,12 +38,13 @@ pub fn load(spec: &str) -> Result<Dataset> {
     }
 }
 
-/// DATA as a saved model records it: a built-in name as is, a file by its absolute path,
-/// so that reading it again from another working directory finds the same file.
+/// DATA as a saved model records it: a file by its absolute path, so that reading it
+/// again from another working directory finds the same file, and a built-in name as is
+/// (as [`load`] does, a file of that name wins).
 pub fn recorded_spec(spec: &str) -> String {
     match std::fs::canonicalize(spec) {
-        Ok(path) if builtin::find(spec).is_none() => path.display().to_string(),
-        _ => spec.to_string(),
+        Ok(path) => path.display().to_string(),
+        Err(_) => spec.to_string(),
     }
 }
 
