@@ -17,8 +17,8 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::kernel::SetKernelName;
 use crate::pipeline::{
-    check_outcomes, cross_validate, read_folds_file, run_folds, summarize, CvReport, FoldOutcome,
-    Folds, Pipeline, ProjectionGrid,
+    check_outcomes, read_folds_file, run_folds, summarize, CvReport, FoldOutcome, Folds, Pipeline,
+    ProjectionGrid,
 };
 use crate::progress::Progress;
 use crate::projection::ProjectionParams;
@@ -185,6 +185,18 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
         }
         (None, None) => {}
     }
+    if let Some(plot) = &args.plot {
+        if shard.is_some() {
+            return Err(Error::parameter(
+                "--plot",
+                plot,
+                "a shard holds some folds only; give --plot to `mil cv merge`",
+            ));
+        }
+        let mut inputs = vec![data_spec];
+        inputs.extend(args.folds_file.as_deref());
+        super::output::refuse_input_as_output("--plot", plot, &inputs)?;
+    }
     let d = data::load(data_spec)?;
     let pipeline = pipeline(&args.classifier, &args.projection, args.seed, &args.inner)?;
     let folds = match &args.folds_file {
@@ -198,17 +210,17 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
     let assignments = folds.assignments(&d)?;
     let description = describe(&args.classifier, &args.projection);
     let chooses = pipeline.n_candidates() > 1;
-    let Some(shard) = shard else {
-        let r = cross_validate(&pipeline, &d, &folds, progress)?;
-        return Ok(report(
-            &d,
-            &description,
-            chooses,
-            &r,
-            start.elapsed().as_secs_f64(),
-        ));
-    };
     let jobs: usize = assignments.iter().map(|(_, f)| f.len()).sum();
+    let Some(shard) = shard else {
+        let outcomes = run_folds(&pipeline, &d, &folds, 0..jobs, progress)?;
+        let r = summarize(&d, &assignments, &outcomes)?;
+        let seconds = start.elapsed().as_secs_f64();
+        let mut report = report(&d, &description, chooses, &r, seconds);
+        if let Some(plot) = &args.plot {
+            super::roc::add_plot(&mut report, &d, &assignments, &outcomes, plot)?;
+        }
+        return Ok(report);
+    };
     // Folds cost about the same: equal shares of jobs.
     let range = shard.range(&vec![1.0; jobs]);
     let outcomes = run_folds(&pipeline, &d, &folds, range.clone(), progress)?;
@@ -262,6 +274,10 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
 /// `mil cv merge`: the report of the single run from the parts of a sharded one. A
 /// missing, duplicated or mismatched part is an error naming it.
 fn merge(args: &CvMergeArgs) -> Result<Report> {
+    if let Some(plot) = &args.plot {
+        let parts: Vec<&str> = args.parts.iter().map(String::as_str).collect();
+        super::output::refuse_input_as_output("--plot", plot, &parts)?;
+    }
     let mut parts = Vec::new();
     for name in &args.parts {
         let text = data::read_json_text(Path::new(name), "a `mil cv` part")?;
@@ -316,7 +332,12 @@ fn merge(args: &CvMergeArgs) -> Result<Report> {
         .map_err(|problem| Error::data(&args.parts[0], problem))?;
     let r = summarize(&d, &first.assignments, &outcomes)?;
     let seconds = parts.iter().map(|p| p.seconds).sum();
-    Ok(report(&d, &first.description, first.chooses, &r, seconds))
+    let mut report = report(&d, &first.description, first.chooses, &r, seconds);
+    if let Some(plot) = &args.plot {
+        super::output::refuse_input_as_output("--plot", plot, &[&first.data])?;
+        super::roc::add_plot(&mut report, &d, &first.assignments, &outcomes, plot)?;
+    }
+    Ok(report)
 }
 
 /// The report of a cross-validation run.

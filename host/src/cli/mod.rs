@@ -30,6 +30,7 @@ use keyword::{keyword, keyword_or_none, OrNone};
 mod cluster;
 mod cv;
 mod export;
+mod generate;
 mod gram;
 mod info;
 mod inspect;
@@ -38,6 +39,7 @@ mod output;
 mod predict;
 pub mod progress;
 pub mod project;
+mod roc;
 mod signals;
 mod synth;
 mod train;
@@ -50,10 +52,18 @@ pub struct Report {
     pub json: serde_json::Value,
 }
 
+/// `mil --version`: the crate version and the commit it was built from (`host/build.rs`).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("MIL_BUILD_COMMIT"),
+    ")"
+);
+
 /// Multiple-instance learning: train, evaluate and deploy bag classifiers, projections,
 /// set kernels and bag clusterings.
 #[derive(Parser, Debug)]
-#[command(name = "mil", version, about, propagate_version = true)]
+#[command(name = "mil", version = VERSION, about, propagate_version = true)]
 pub struct Cli {
     /// Print one JSON object on stdout instead of the human summary.
     #[arg(long, global = true)]
@@ -88,6 +98,34 @@ pub enum Command {
     Export(ExportArgs),
     /// Validate and describe a compact model.
     Inspect(InspectArgs),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    Completions(CompletionsArgs),
+    /// Print the man page of mil, or write it and one page per subcommand to a directory.
+    Manpage(ManpageArgs),
+}
+
+/// `mil completions`.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Load it in the current shell, e.g. bash: source <(mil completions bash); \
+zsh: mil completions zsh > ~/.zfunc/_mil (a directory on $fpath); \
+fish: mil completions fish > ~/.config/fish/completions/mil.fish"
+)]
+pub struct CompletionsArgs {
+    /// The shell.
+    pub shell: clap_complete::Shell,
+    /// Write the script to this file instead of stdout.
+    #[arg(short, long)]
+    pub output: Option<String>,
+}
+
+/// `mil manpage`.
+#[derive(Args, Debug)]
+pub struct ManpageArgs {
+    /// An existing directory: writes mil.1 and mil-SUBCOMMAND.1 for every subcommand
+    /// there (view one with `man -l DIR/mil-cv.1`). Without it, mil.1 goes to stdout.
+    #[arg(short, long, value_name = "DIR")]
+    pub output: Option<String>,
 }
 
 /// `mil info`.
@@ -427,6 +465,11 @@ pub struct CvArgs {
     /// With --shard: where the part is written.
     #[arg(short, long)]
     pub output: Option<String>,
+    /// Draw the ROC curve of the out-of-fold scores of all repetitions, pooled, as SVG
+    /// (one-vs-rest per class for more than two classes; AUROC in the legend). With
+    /// --shard, give it to `mil cv merge` instead.
+    #[arg(long, value_name = "SVG")]
+    pub plot: Option<String>,
 }
 
 /// `mil cv merge`.
@@ -442,6 +485,9 @@ pub struct CvMergeArgs {
     /// The parts written by `mil cv … --shard i/n -o PART`, all n of them.
     #[arg(required = true, num_args = 1..)]
     pub parts: Vec<String>,
+    /// Draw the ROC curve of the pooled out-of-fold scores as SVG (as `mil cv --plot`).
+    #[arg(long, value_name = "SVG")]
+    pub plot: Option<String>,
 }
 
 /// `mil train`.
@@ -745,7 +791,13 @@ pub fn main() -> std::process::ExitCode {
                 output::warn(&text);
                 return ExitCode::SUCCESS;
             }
-            match output::write_stdout(format!("{text}\n").as_bytes()) {
+            // A generated script or page ends its own last line.
+            let line = if text.ends_with('\n') {
+                text
+            } else {
+                format!("{text}\n")
+            };
+            match output::write_stdout(line.as_bytes()) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => failed(&e),
             }
@@ -811,6 +863,8 @@ impl Command {
             Command::Cluster(_) => "cluster",
             Command::Export(_) => "export",
             Command::Inspect(_) => "inspect",
+            Command::Completions(_) => "completions",
+            Command::Manpage(_) => "manpage",
         }
     }
 }
@@ -829,5 +883,7 @@ pub fn run(cli: &Cli) -> Result<Report> {
         Command::Cluster(args) => cluster::run(args),
         Command::Export(args) => export::run(args, &progress),
         Command::Inspect(args) => inspect::run(args),
+        Command::Completions(args) => generate::completions(args),
+        Command::Manpage(args) => generate::manpage(args),
     }
 }

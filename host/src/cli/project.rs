@@ -185,7 +185,7 @@ fn write_file(path: &str, bytes: &[u8]) -> Result<()> {
 }
 
 /// Colour of class `c` (Tableau 10), grey for unlabelled bags.
-fn colour(class: Option<usize>) -> RGBColor {
+pub(super) fn colour(class: Option<usize>) -> RGBColor {
     const PALETTE: [RGBColor; 10] = [
         RGBColor(31, 119, 180),
         RGBColor(214, 39, 40),
