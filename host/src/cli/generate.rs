@@ -3,16 +3,15 @@
 
 use std::path::Path;
 
-use clap::CommandFactory;
 use serde_json::json;
 
-use super::{Cli, CompletionsArgs, ManpageArgs, Report};
+use super::{CompletionsArgs, ManpageArgs, Report};
 use crate::error::{Error, Result};
 
 /// The script of one shell, or where it was written.
 pub fn completions(args: &CompletionsArgs) -> Result<Report> {
     let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut Cli::command(), "mil", &mut script);
+    clap_complete::generate(args.shell, &mut super::command(), "mil", &mut script);
     let shell = args.shell.to_string();
     match &args.output {
         Some(path) => {
@@ -35,7 +34,7 @@ pub fn completions(args: &CompletionsArgs) -> Result<Report> {
 /// The man page of `mil` (stdout), or with `-o DIR` that page as `mil.1` and one page
 /// per subcommand (`mil-cv.1`, `mil-cv-merge.1`, …) in DIR.
 pub fn manpage(args: &ManpageArgs) -> Result<Report> {
-    let mut command = Cli::command().disable_help_subcommand(true);
+    let mut command = super::command().disable_help_subcommand(true);
     command.build();
     let Some(dir) = &args.output else {
         let page = String::from_utf8_lossy(&render(&command, "-")?).into_owned();
