@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Draws the method pages' figures (docs/img/*.svg) with `mil project --plot`: the first
-# two projected dimensions of every instance, coloured by its bag's label.
+# Draws the method pages' figures (docs/img/*.svg): with `mil project --plot` the first
+# two projected dimensions of every instance, coloured by its bag's label; with `mil cv
+# --plot` the ROC curve of the pooled out-of-fold scores (10-fold CV, seed 1).
 #
 #   mida-set-one-{pca,lfda,clfda,bmida}.svg   MIDA's synthetic set one (seed 1, all
 #       80 bags), d = 2: PCA's plane beside the discriminant projections'.
 #   mida-set-two-mmida.svg                       set two (three classes), M-MIDA d = 2
 #   mi-alm-set-ii.svg, midr-set-ii.svg           MI-ALM's set II (D = 100, seed 1), d = 2
 #   musk1-bmida.svg                              musk1, B-MIDA d = 2
+#   citation-knn-musk1-roc.svg, milr-musk1-roc.svg   ROC curves on musk1
+#   citation-knn-corel3-roc.svg                  one curve per class on corel3
 #
 # Usage: benches/figures.sh [path/to/mil]   (default: target/release/mil, built first)
 set -euo pipefail
@@ -42,3 +45,13 @@ plot mida-set-two-mmida mida-two.csv mmida
 plot mi-alm-set-ii mialm-ii.csv mi-alm --alpha 0.2
 plot midr-set-ii mialm-ii.csv midr --alpha 0.5 --midr-c2 20
 plot musk1-bmida musk1 bmida
+# roc NAME DATA [CV FLAGS...]: the ROC curve of one 10-fold CV.
+roc() {
+    local name=$1 data=$2
+    shift 2
+    "$mil" cv "$data" "$@" --folds 10 --seed 1 --plot "$img/$name.svg" --quiet > /dev/null
+    echo "docs/img/$name.svg"
+}
+roc citation-knn-musk1-roc musk1 --classifier citation-knn --references 2 --citers 4
+roc citation-knn-corel3-roc corel3 --classifier citation-knn --references 2 --citers 4
+roc milr-musk1-roc musk1 --classifier milr
