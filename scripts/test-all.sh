@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test of the project on a fresh machine: installs what the tests need (the
-# Cortex-M4 target, QEMU, a Python build environment), then runs the Rust tests with the
-# doctests and the Python package's tests. The README's test command; `.ci/run` runs it.
+# Cortex-M4 target, QEMU, Slurm), then runs the Rust tests with the doctests, and the
+# Python package's tests against its wheel (scripts/test-python.sh). The README's test
+# command; `.ci/run` runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,15 +39,6 @@ echo "== Rust: unit, end-to-end and documentation tests"
 cargo test --workspace --release
 
 if [ -f python/pyproject.toml ]; then
-    echo "== Python: build the package from source and run its tests"
-    venv=target/pyenv
-    if ! [ -x "$venv/bin/python" ] && ! python3 -m venv "$venv"; then
-        # Debian's own python3 keeps venv in a separate package.
-        [ "$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-        python3 -m venv "$venv"
-    fi
-    "$venv/bin/pip" install -q --upgrade pip
-    "$venv/bin/pip" install -q maturin numpy scikit-learn pytest
-    CARGO_TARGET_DIR="$PWD/target/python" "$venv/bin/pip" install -q ./python
-    MIL_BIN="$PWD/target/release/mil" "$venv/bin/python" -m pytest -q python/tests
+    echo "== Python: the wheel, installed without Rust, and the package's tests"
+    scripts/test-python.sh
 fi
