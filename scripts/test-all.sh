@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Every test of the project on a fresh machine: checks that no file outside CHANGELOG.md
 # tells history (scripts/check-words.py), installs what the tests need (the Cortex-M4
-# target, QEMU, Slurm, a Python build environment; scripts/check-docs.sh installs
-# Chromium), then runs the Rust tests with the doctests (the README's examples among
-# them), the guide site's checks and the Python package's tests (the README's Python
-# examples among them). The README's test command; `.ci/run` runs it.
+# target, QEMU, Slurm; scripts/check-docs.sh installs Chromium), then runs the Rust tests
+# with the doctests (the README's examples among them), the guide site's checks, and the
+# Python package's tests against its wheel installed without Rust (scripts/test-python.sh;
+# the README's Python examples among them). The README's test command; `.ci/run` runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,15 +49,6 @@ bash scripts/check-docs.sh
 bash scripts/check-docs.sh --self-test
 
 if [ -f python/pyproject.toml ]; then
-    echo "== Python: build the package from source and run its tests"
-    venv=target/pyenv
-    if ! [ -x "$venv/bin/python" ] && ! python3 -m venv "$venv"; then
-        # Debian's own python3 keeps venv in a separate package.
-        [ "$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-        python3 -m venv "$venv"
-    fi
-    "$venv/bin/pip" install -q --upgrade pip
-    "$venv/bin/pip" install -q maturin numpy scikit-learn pytest
-    CARGO_TARGET_DIR="$PWD/target/python" "$venv/bin/pip" install -q ./python
-    MIL_BIN="$PWD/target/release/mil" "$venv/bin/python" -m pytest -q python/tests
+    echo "== Python: the wheel, installed without Rust, and the package's tests"
+    scripts/test-python.sh
 fi
