@@ -183,6 +183,16 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
         }
         (None, None) => {}
     }
+    if let Some(path) = &args.save_folds {
+        if args.folds_file.is_some() || shard.is_some() {
+            return Err(Error::parameter(
+                "--save-folds",
+                path,
+                "writes the folds `mil cv` draws: not with --folds-file or --shard",
+            ));
+        }
+        super::output::refuse_input_as_output("--save-folds", path, &[data_spec])?;
+    }
     let d = data::load(data_spec)?;
     let pipeline = pipeline(&args.classifier, &args.projection, args.seed, &args.inner)?;
     let folds = match &args.folds_file {
@@ -198,6 +208,9 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
     let chooses = pipeline.n_candidates() > 1;
     let Some(shard) = shard else {
         let r = cross_validate(&pipeline, &d, &folds, progress)?;
+        if let Some(path) = &args.save_folds {
+            super::output::write_output(path, folds_csv(&d, &assignments).as_bytes())?;
+        }
         return Ok(report(
             &d,
             &description,
@@ -250,6 +263,22 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
         "output": out,
     });
     Ok(Report { human, json })
+}
+
+/// `--save-folds`: every repetition's folds as CSV `repetition,bag_id,label,fold`, test
+/// bags in the order they are predicted, so one repetition's rows without the first
+/// column, given to `--folds-file`, run that repetition again.
+fn folds_csv(d: &Dataset, assignments: &[(u64, Vec<Vec<usize>>)]) -> String {
+    let mut text = String::from("repetition,bag_id,label,fold\n");
+    for (r, (_, folds)) in assignments.iter().enumerate() {
+        for (f, bags) in folds.iter().enumerate() {
+            for &b in bags {
+                let label = d.label(b).map_or("?", |l| d.class_names()[l].as_str());
+                text.push_str(&format!("{r},{},{label},{f}\n", d.bag_id(b)));
+            }
+        }
+    }
+    text
 }
 
 /// `mil cv merge`: the report of the single run from the parts of a sharded one. A
