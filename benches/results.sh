@@ -8,7 +8,7 @@
 #   bash benches/results.sh --only milr-noisy-or --data musk1   # rerun cells, keep the rest
 #
 # CPU seconds (user + system) and peak resident memory are the `mil cv` process's own,
-# from wait4(2); the build is not counted.
+# from GNU time (/usr/bin/time); the build is not counted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
