@@ -314,6 +314,11 @@ def main():
     p.add_argument("--jobs", type=int, default=1,
                    help="runs at a time (each `mil cv` uses every core; CPU time and memory "
                         "are measured per run either way)")
+    p.add_argument("--out", metavar="DIR",
+                   help="write results.json, results.csv, folds/ and results.md under DIR "
+                        "instead of benches/results/ and docs/results.md")
+    p.add_argument("--render-only", action="store_true",
+                   help="run nothing: rewrite the page and the CSV from the JSON")
     args = p.parse_args()
 
     if not os.access(TIME, os.X_OK):
@@ -329,7 +334,10 @@ def main():
         if x not in DATA:
             fail(f"--data {x}: no such data set (data sets: {', '.join(DATA)})")
     repeats = 1 if args.quick else REPEATS
-    if args.quick:
+    if args.out:
+        out_dir = Path(args.out).resolve()
+        page = out_dir / "results.md"
+    elif args.quick:
         out_dir = ROOT / "target" / "results-quick"
         page = out_dir / "results.md"
     else:
@@ -349,6 +357,10 @@ def main():
 
     todo = [(m, d) for d in DATA for m in methods
             if (not only or m["name"] in only) and (not data or d in data)]
+    if args.render_only:
+        todo = []
+        write_csv(csv_path, results["entries"])
+        write_page(page, render(results, methods, repeats))
     # Table order: data set, then method; methods no longer in the table are dropped.
     order = {(m["name"], d): k for k, (m, d) in enumerate((m, d) for d in DATA for m in methods)}
     failed = 0
@@ -376,7 +388,7 @@ def main():
             write_csv(csv_path, results["entries"])
             write_page(page, render(results, methods, repeats))
     print(f"total CPU of the table: {results.get('total_cpu_seconds', 0):.0f} s; "
-          f"{page.relative_to(ROOT)}, {csv_path.relative_to(ROOT)}, {json_path.relative_to(ROOT)}")
+          f"{page}, {csv_path}, {json_path}")
     sys.exit(1 if failed else 0)
 
 
