@@ -35,12 +35,9 @@ fn saved_folds_fed_back_reproduce_each_repetition() {
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("repetition,bag_id,label,fold"));
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    let n_bags = all["per_class"]
-        .as_object()
-        .expect("per_class")
-        .values()
-        .map(|c| c["support"].as_u64().expect("support") as usize)
-        .sum::<usize>();
+    let n_bags = mil_json(&["info", "musk1", "--json"])["bags"]
+        .as_u64()
+        .expect("bags") as usize;
     assert_eq!(
         rows.len(),
         REPEATS * n_bags,
