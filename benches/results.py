@@ -266,8 +266,8 @@ def render(results, methods, repeats):
         for meth in methods:
             e = entries.get((meth["name"], d))
             if e is None or e["status"] != "ok":
-                cost = "| |" if e is None else f"| {cpu(e['cpu_seconds'])} | {e['peak_rss_mib']:.0f} |"
-                w(f"| {meth['name']} | {cell(e, '')} | | | | {cost}\n")
+                cost = ["", ""] if e is None else [cpu(e["cpu_seconds"]), f"{e['peak_rss_mib']:.0f}"]
+                w("| " + " | ".join([meth["name"], cell(e, ""), "", "", "", *cost]) + " |\n")
                 continue
             auroc = "—" if e["auroc"] is None else f"{e['auroc']:.3f}"
             sd_rep = pct(e["accuracy_sd_repeats"])
