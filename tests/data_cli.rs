@@ -62,6 +62,22 @@ fn info_reports_the_published_counts() {
             230,
             json!({"0": 100, "1": 100}),
         ),
+        (
+            "fox",
+            "fox.csv",
+            200,
+            1320,
+            230,
+            json!({"0": 100, "1": 100}),
+        ),
+        (
+            "tiger",
+            "tiger.csv",
+            200,
+            1220,
+            230,
+            json!({"0": 100, "1": 100}),
+        ),
     ];
     for (name, file, bags, instances, features, per_class) in cases {
         let by_name = counts(name);

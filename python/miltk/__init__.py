@@ -17,9 +17,11 @@ from .datasets import (
     load_corel_dogs,
     load_dataset,
     load_elephant,
+    load_fox,
     load_musk1,
     load_musk2,
     load_sival6,
+    load_tiger,
 )
 from .deploy import CoreModel, export
 from .kernels import gram_matrix
@@ -61,9 +63,11 @@ __all__ = [
     "load_corel_dogs",
     "load_dataset",
     "load_elephant",
+    "load_fox",
     "load_musk1",
     "load_musk2",
     "load_sival6",
+    "load_tiger",
     "set_num_threads",
     "stratified_bag_folds",
 ]

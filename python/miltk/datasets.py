@@ -10,6 +10,8 @@ __all__ = [
     "load_musk1",
     "load_musk2",
     "load_elephant",
+    "load_fox",
+    "load_tiger",
     "load_corel3",
     "load_sival6",
     "load_corel_dogs",
@@ -21,7 +23,7 @@ def load_dataset(name, return_ids=False):
 
     Parameters
     ----------
-    name : {"musk1", "musk2", "elephant", "corel3", "sival6", "corel_dogs"}
+    name : {"musk1", "musk2", "elephant", "fox", "tiger", "corel3", "sival6", "corel_dogs"}
         The data set, as ``mil info`` names it.
     return_ids : bool, default=False
         Also return the bag ids.
@@ -93,6 +95,38 @@ def load_elephant(return_ids=False):
         See :func:`load_dataset`.
     """
     return load_dataset("elephant", return_ids)
+
+
+def load_fox(return_ids=False):
+    """Corel fox: 200 bags (100+/100-), 1320 instances, 230 features.
+
+    Parameters
+    ----------
+    return_ids : bool, default=False
+        Also return the bag ids.
+
+    Returns
+    -------
+    bags, y[, ids]
+        See :func:`load_dataset`.
+    """
+    return load_dataset("fox", return_ids)
+
+
+def load_tiger(return_ids=False):
+    """Corel tiger: 200 bags (100+/100-), 1220 instances, 230 features.
+
+    Parameters
+    ----------
+    return_ids : bool, default=False
+        Also return the bag ids.
+
+    Returns
+    -------
+    bags, y[, ids]
+        See :func:`load_dataset`.
+    """
+    return load_dataset("tiger", return_ids)
 
 
 def load_corel3(return_ids=False):

@@ -193,9 +193,25 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
                 "a shard holds some folds only; give --plot to `mil cv merge`",
             ));
         }
+    }
+    if let Some(path) = &args.save_folds {
+        if args.folds_file.is_some() || shard.is_some() {
+            return Err(Error::parameter(
+                "--save-folds",
+                path,
+                "writes the folds `mil cv` draws: not with --folds-file or --shard",
+            ));
+        }
+    }
+    {
         let mut inputs = vec![data_spec];
         inputs.extend(args.folds_file.as_deref());
-        super::output::refuse_input_as_output("--plot", plot, &inputs)?;
+        let outputs: Vec<(&str, &str)> =
+            [("--plot", &args.plot), ("--save-folds", &args.save_folds)]
+                .into_iter()
+                .filter_map(|(flag, path)| path.as_deref().map(|p| (flag, p)))
+                .collect();
+        super::output::check_outputs(&outputs, &inputs)?;
     }
     let d = data::load(data_spec)?;
     let pipeline = pipeline(&args.classifier, &args.projection, args.seed, &args.inner)?;
@@ -218,6 +234,9 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
         let mut report = report(&d, &description, chooses, &r, seconds);
         if let Some(plot) = &args.plot {
             super::roc::add_plot(&mut report, &d, &assignments, &outcomes, plot)?;
+        }
+        if let Some(path) = &args.save_folds {
+            super::output::write_output(path, folds_csv(&d, &assignments).as_bytes())?;
         }
         return Ok(report);
     };
@@ -269,6 +288,22 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
         "output": out,
     });
     Ok(Report { human, json })
+}
+
+/// `--save-folds`: every repetition's folds as CSV `repetition,bag_id,label,fold`, test
+/// bags in the order they are predicted, so one repetition's rows without the first
+/// column, given to `--folds-file`, run that repetition again.
+fn folds_csv(d: &Dataset, assignments: &[(u64, Vec<Vec<usize>>)]) -> String {
+    let mut text = String::from("repetition,bag_id,label,fold\n");
+    for (r, (_, folds)) in assignments.iter().enumerate() {
+        for (f, bags) in folds.iter().enumerate() {
+            for &b in bags {
+                let label = d.label(b).map_or("?", |l| d.class_names()[l].as_str());
+                text.push_str(&format!("{r},{},{label},{f}\n", d.bag_id(b)));
+            }
+        }
+    }
+    text
 }
 
 /// `mil cv merge`: the report of the single run from the parts of a sharded one. A

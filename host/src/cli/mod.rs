@@ -458,6 +458,11 @@ pub struct CvArgs {
     /// bags are predicted in file order. Overrides --folds, --repeats and --seed.
     #[arg(long)]
     pub folds_file: Option<String>,
+    /// Write the folds this run draws to FILE (CSV `repetition,bag_id,label,fold`, both
+    /// from 0, test bags in prediction order); one repetition's rows without the first
+    /// column are a --folds-file.
+    #[arg(long, value_name = "FILE")]
+    pub save_folds: Option<String>,
     /// Run one share of the (repetition, fold) jobs: `i/n`, `auto` or `auto/N` (as `mil
     /// gram --shard`); the part goes to -o for `mil cv merge`.
     #[arg(long)]

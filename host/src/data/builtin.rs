@@ -27,6 +27,16 @@ pub const BUILTINS: &[Builtin] = &[
         csv: include_str!("../../data/elephant.csv"),
     },
     Builtin {
+        name: "fox",
+        description: "Corel fox image annotation: 200 bags (100+/100-), 1320 instances, 230 features",
+        csv: include_str!("../../data/fox.csv"),
+    },
+    Builtin {
+        name: "tiger",
+        description: "Corel tiger image annotation: 200 bags (100+/100-), 1220 instances, 230 features",
+        csv: include_str!("../../data/tiger.csv"),
+    },
+    Builtin {
         name: "corel3",
         description: "positive bags of elephant, fox, tiger (labels 0/1/2): 300 bags, 1953 instances, 230 features",
         csv: include_str!("../../data/corel3.csv"),

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The results table: every method below on every shipped benchmark set with 10 × 10-fold
+# bag-level CV (seed 1), written to docs/results.md (between its generated markers),
+# benches/results/results.csv and .json, and the folds to benches/results/folds/.
+#
+#   bash benches/results.sh                  # the whole table
+#   bash benches/results.sh --quick          # 1 × 10-fold, written under target/results-quick/
+#   bash benches/results.sh --only milr-noisy-or --data musk1   # rerun cells, keep the rest
+#
+# CPU seconds (user + system) and peak resident memory are the `mil cv` process's own,
+# from GNU time (/usr/bin/time); the build is not counted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# One method a line: `name | mil cv arguments [| repetitions per data set]`. The
+# optional third field runs fewer repetitions on the named sets (`musk2=3`), which the
+# page labels; `--folds`, `--repeats`, `--seed` and the data set are added by the helper.
+METHODS='
+citation-knn          | --classifier citation-knn --references 2 --citers 4
+milr-noisy-or         | --classifier milr --pooling noisy-or
+svm-kand              | --classifier svm --kernel kand
+svm-kandor            | --classifier svm --kernel kandor
+svm-kmin              | --classifier svm --kernel kmin
+svm-nsk               | --classifier svm --kernel nsk
+svm-mi-rbf            | --classifier svm --kernel mi-rbf --scaling minmax
+bmida10-citation-knn  | --projection bmida --dim 10 --classifier citation-knn --references 2 --citers 4
+'
+
+cargo build --release -p mil-toolkit --quiet
+exec python3 benches/results.py --mil target/release/mil --methods "$METHODS" "$@"
