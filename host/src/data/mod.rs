@@ -67,59 +67,14 @@ pub const MAX_LINE_BYTES: usize = 16 << 20;
 /// memory runs out. Only failures of the operating system are [`Error::Io`].
 pub fn read_text(path: &Path) -> Result<String> {
     let file_name = show_all(&path.display().to_string());
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    if path.is_dir() {
-        return Err(Error::data(
-            &file_name,
-            "is a directory; give a .csv or .arff data file",
-        ));
-    }
-    let mut file = std::fs::File::open(path).map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    if meta.is_dir() {
-        return Err(Error::data(
-            &file_name,
-            "is a directory; give a .csv or .arff data file",
-        ));
-    }
-    let too_large = |size: &str| {
-        Error::data(
-            &file_name,
-            format!(
-                "the file is {size}; data files are limited to {} (mil_toolkit::data::MAX_FILE_BYTES)",
-                bytes_text(MAX_FILE_BYTES)
-            ),
-        )
-    };
-    if meta.is_file() && meta.len() > MAX_FILE_BYTES {
-        return Err(too_large(&bytes_text(meta.len())));
-    }
     let mut scan = TextScan::default();
-    let mut bytes: Vec<u8> = Vec::new();
-    if meta.is_file() {
-        bytes.reserve_exact(meta.len() as usize + 1);
-    }
-    let mut chunk = vec![0u8; 1 << 16];
-    loop {
-        let n = match std::io::Read::read(&mut file, &mut chunk) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io(e)),
-        };
-        if bytes.len() as u64 + n as u64 > MAX_FILE_BYTES {
-            // Grew while read, or not a regular file (a pipe, a device).
-            return Err(too_large(&format!(
-                "more than {}",
-                bytes_text(MAX_FILE_BYTES)
-            )));
-        }
-        bytes.extend_from_slice(&chunk[..n]);
-        scan.advance(&bytes, &file_name)?;
-    }
+    let bytes = read_limited(
+        path,
+        (MAX_FILE_BYTES, "MAX_FILE_BYTES"),
+        "a .csv or .arff data file",
+        "data",
+        |bytes| scan.advance(bytes, &file_name),
+    )?;
     scan.finish(&bytes, &file_name)?;
     // `scan` has checked every byte.
     String::from_utf8(bytes)
@@ -138,31 +93,81 @@ pub const MAX_JSON_BYTES: u64 = 1 << 30;
 /// endless input after the limit, never read until memory runs out.
 pub fn read_json_text(path: &Path, what: &str) -> Result<String> {
     let file_name = show_all(&path.display().to_string());
+    let mut started = false;
+    let bytes = read_limited(
+        path,
+        (MAX_JSON_BYTES, "MAX_JSON_BYTES"),
+        what,
+        what,
+        |bytes| {
+            if started {
+                return Ok(());
+            }
+            match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+                None => Ok(()),
+                Some(b'{') => {
+                    started = true;
+                    Ok(())
+                }
+                Some(&b) => Err(Error::data(
+                    &file_name,
+                    format!("not {what}: it starts with byte 0x{b:02x}, not a JSON object"),
+                )),
+            }
+        },
+    )?;
+    String::from_utf8(bytes).map_err(|e| {
+        Error::data(
+            &file_name,
+            format!("not {what}: not UTF-8 text: {}", e.utf8_error()),
+        )
+    })
+}
+
+/// Reads the file at `path` in pieces, refusing a directory (the file should be
+/// `expected`) and a file of more than `limit` bytes (`kind` files are limited to it;
+/// the limit is the crate's constant of the given name),
+/// also when it is not a regular file and only grows as it is read (`/dev/zero`, a
+/// pipe). `check` sees the bytes read so far after every piece, so a wrong input is
+/// refused as soon as it shows. Only failures of the operating system are
+/// [`Error::Io`].
+fn read_limited(
+    path: &Path,
+    (limit, limit_name): (u64, &str),
+    expected: &str,
+    kind: &str,
+    mut check: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<Vec<u8>> {
+    let file_name = show_all(&path.display().to_string());
     let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,
     };
+    let directory = || Error::data(&file_name, format!("is a directory; give {expected}"));
+    if path.is_dir() {
+        return Err(directory());
+    }
     let mut file = std::fs::File::open(path).map_err(io)?;
     let meta = file.metadata().map_err(io)?;
     if meta.is_dir() {
-        return Err(Error::data(
-            &file_name,
-            format!("is a directory, not {what}"),
-        ));
+        return Err(directory());
     }
     let too_large = |size: String| {
         Error::data(
             &file_name,
             format!(
-                "the file is {size}; {what} files are limited to {} (mil_toolkit::data::MAX_JSON_BYTES)",
-                bytes_text(MAX_JSON_BYTES)
+                "the file is {size}; {kind} files are limited to {} (mil_toolkit::data::{limit_name})",
+                bytes_text(limit)
             ),
         )
     };
-    if meta.is_file() && meta.len() > MAX_JSON_BYTES {
+    if meta.is_file() && meta.len() > limit {
         return Err(too_large(bytes_text(meta.len())));
     }
     let mut bytes: Vec<u8> = Vec::new();
+    if meta.is_file() {
+        bytes.reserve_exact(meta.len() as usize + 1);
+    }
     let mut chunk = vec![0u8; 1 << 16];
     loop {
         let n = match std::io::Read::read(&mut file, &mut chunk) {
@@ -171,29 +176,14 @@ pub fn read_json_text(path: &Path, what: &str) -> Result<String> {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(io(e)),
         };
-        if bytes.len() as u64 + n as u64 > MAX_JSON_BYTES {
-            return Err(too_large(format!(
-                "more than {}",
-                bytes_text(MAX_JSON_BYTES)
-            )));
+        if bytes.len() as u64 + n as u64 > limit {
+            // Grew while read, or not a regular file (a pipe, a device).
+            return Err(too_large(format!("more than {}", bytes_text(limit))));
         }
         bytes.extend_from_slice(&chunk[..n]);
-        match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
-            Some(b'{') | None => {}
-            Some(&b) => {
-                return Err(Error::data(
-                    &file_name,
-                    format!("not {what}: it starts with byte 0x{b:02x}, not a JSON object"),
-                ))
-            }
-        }
+        check(&bytes)?;
     }
-    String::from_utf8(bytes).map_err(|e| {
-        Error::data(
-            &file_name,
-            format!("not {what}: not UTF-8 text: {}", e.utf8_error()),
-        )
-    })
+    Ok(bytes)
 }
 
 /// Incremental checks over the bytes read so far: line numbers (LF, CRLF and CR
