@@ -21,6 +21,11 @@ max_wheel_bytes=$((15 * 1024 * 1024))
 platform=manylinux_2_17_x86_64
 env=target/buildenv
 
+# A venv whose tools no longer run (its checkout was moved: the scripts name their
+# interpreter by absolute path) is made anew.
+if [ -d "$env" ] && ! "$env/bin/pip" --version >/dev/null 2>&1; then
+    rm -rf "$env"
+fi
 if ! [ -x "$env/bin/python" ] && ! python3 -m venv "$env"; then
     # Debian's own python3 keeps venv in a separate package.
     [ "$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
