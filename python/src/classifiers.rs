@@ -1,0 +1,247 @@
+//! Classifiers (`miltk.classifiers`): hyper-parameters and fitted models.
+
+use std::sync::Arc;
+
+use mil_core::keyword::Keyword;
+use mil_toolkit::classifier::citation_knn::{CitationKnn, Scaling};
+use mil_toolkit::classifier::milr::{Milr, Optimizer, Pooling};
+use mil_toolkit::classifier::svm::{Preprocessing, SetKernel, SetKernelSvm};
+use mil_toolkit::classifier::{BagModel, ClassifierParams};
+use mil_toolkit::data::Dataset;
+use mil_toolkit::distance::Hausdorff;
+use mil_toolkit::kernel::SetKernelName;
+use mil_toolkit::model::{ClassifierModel, HostModel};
+use mil_toolkit::projection::LinearProjection;
+use mil_toolkit::svm::bags::{BagSvmSettings, EmpiricalMap};
+use numpy::PyArray2;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::bags::{all, matrix, Bags};
+use crate::errors::{json_err, keyword, py_err};
+
+/// A classifier's hyper-parameters (one of the library's [`ClassifierParams`]).
+#[pyclass(module = "miltk._native", frozen)]
+pub(crate) struct ClassifierSpec {
+    pub(crate) params: ClassifierParams,
+}
+
+#[pymethods]
+impl ClassifierSpec {
+    /// Citation-kNN; `class_weight` as `mil --class-weight` spells it (none, balanced,
+    /// W0,W1,… in class order).
+    #[staticmethod]
+    #[pyo3(signature = (references, citers, rank, scaling, hausdorff, class_weight="none"))]
+    fn citation_knn(
+        references: usize,
+        citers: usize,
+        rank: usize,
+        scaling: &str,
+        hausdorff: &str,
+        class_weight: &str,
+    ) -> PyResult<Self> {
+        let params = CitationKnn::default()
+            .references(references)
+            .citers(citers)
+            .rank(rank)
+            .scaling(keyword::<Scaling>("scaling", scaling)?)
+            .hausdorff(keyword::<Hausdorff>("hausdorff", hausdorff)?)
+            .class_weight(class_weight.parse().map_err(py_err)?);
+        Self::checked(params.into())
+    }
+
+    /// MILR.
+    #[staticmethod]
+    #[pyo3(signature = (pooling, ridge, beta, optimizer, class_weight="none"))]
+    fn milr(
+        pooling: &str,
+        ridge: f64,
+        beta: f64,
+        optimizer: &str,
+        class_weight: &str,
+    ) -> PyResult<Self> {
+        let params = Milr::default()
+            .pooling(keyword::<Pooling>("pooling", pooling)?)
+            .ridge(ridge)
+            .beta(beta)
+            .optimizer(keyword::<Optimizer>("optimizer", optimizer)?)
+            .class_weight(class_weight.parse().map_err(py_err)?);
+        Self::checked(params.into())
+    }
+
+    /// The set-kernel SVM.
+    #[staticmethod]
+    #[pyo3(signature = (kernel, estimator, epsilon, delta, precision, gamma, rho, map, cost, seed, class_weight="none", preprocessing="none"))]
+    #[allow(clippy::too_many_arguments)]
+    fn svm(
+        kernel: &str,
+        estimator: &str,
+        epsilon: f64,
+        delta: f64,
+        precision: Option<i32>,
+        gamma: Option<f64>,
+        rho: f64,
+        map: &str,
+        cost: f64,
+        seed: u64,
+        class_weight: &str,
+        preprocessing: &str,
+    ) -> PyResult<Self> {
+        let kernel = match keyword::<SetKernelName>("kernel", kernel)? {
+            SetKernelName::Box(kernel) => SetKernel::Box {
+                kernel,
+                estimator: keyword("estimator", estimator)?,
+                epsilon,
+                delta,
+                precision,
+            },
+            SetKernelName::Nsk => SetKernel::Nsk { gamma },
+            SetKernelName::MiRbf => SetKernel::MiRbf {
+                gamma: gamma.unwrap_or(mil_toolkit::classifier::svm::MI_RBF_GAMMA),
+            },
+        };
+        let settings = BagSvmSettings::default()
+            .rho(rho)
+            .map(keyword::<EmpiricalMap>("map", map)?)
+            .cost(cost);
+        let params = SetKernelSvm::default()
+            .kernel(kernel)
+            .settings(settings)
+            .seed(seed)
+            .preprocessing(keyword::<Preprocessing>("scaling", preprocessing)?)
+            .class_weight(class_weight.parse().map_err(py_err)?);
+        Self::checked(params.into())
+    }
+
+    /// Fits on every bag of `bags`; `projected` marks bags that a projection produced
+    /// (Citation-kNN's `auto` scaling is then none).
+    #[pyo3(signature = (bags, projected=false))]
+    fn fit(&self, py: Python<'_>, bags: &Bags, projected: bool) -> PyResult<FittedClassifier> {
+        if let (true, ClassifierParams::Svm(svm)) = (projected, &self.params) {
+            if svm.preprocessing == Preprocessing::Weka {
+                return Err(PyValueError::new_err(
+                    "scaling='weka' reproduces Weka's MISMO on the input attributes, not after a projection: use scaling='minmax'",
+                ));
+            }
+        }
+        let params = if projected {
+            self.params.after_projection()
+        } else {
+            self.params
+        };
+        let data = Arc::clone(&bags.data);
+        let model = py
+            .detach(|| params.fit(&data, &all(&data)))
+            .map_err(py_err)?;
+        Ok(FittedClassifier {
+            model,
+            train: Some(data),
+        })
+    }
+}
+
+impl ClassifierSpec {
+    fn checked(params: ClassifierParams) -> PyResult<Self> {
+        params.check().map_err(py_err)?;
+        Ok(ClassifierSpec { params })
+    }
+}
+
+/// Per-class scores and labels of `bags` under `model` as (scores, labels).
+pub(crate) fn score_bags<'py>(
+    py: Python<'py>,
+    bags: &Bags,
+    score: impl FnOnce(&Dataset, &[usize]) -> mil_toolkit::Result<mil_toolkit::classifier::BagScores>
+        + Send,
+) -> PyResult<(Bound<'py, PyArray2<f64>>, Vec<usize>)> {
+    let data = Arc::clone(&bags.data);
+    let scores = py.detach(|| score(&data, &all(&data))).map_err(py_err)?;
+    let n = scores.len();
+    let c = scores.n_classes();
+    let values: Vec<f64> = (0..n).flat_map(|i| scores.row(i).to_vec()).collect();
+    Ok((matrix(py, n, c, values), scores.labels()))
+}
+
+/// A host model with class names 0..n, as the library saves it (validated when read).
+pub(crate) fn host_model(
+    projection: Option<LinearProjection>,
+    classifier: ClassifierModel,
+) -> HostModel {
+    let n = classifier.n_classes();
+    let input_dim = projection
+        .as_ref()
+        .map_or(classifier.input_dim(), LinearProjection::input_dim);
+    HostModel::new(
+        (0..n).map(|c| c.to_string()).collect(),
+        input_dim,
+        projection,
+        classifier,
+    )
+}
+
+/// A fitted classifier and the bags it was fitted on (for export).
+#[pyclass(module = "miltk._native", frozen)]
+pub(crate) struct FittedClassifier {
+    pub(crate) model: ClassifierModel,
+    pub(crate) train: Option<Arc<Dataset>>,
+}
+
+#[pymethods]
+impl FittedClassifier {
+    /// Per-class scores (bags × classes) and predicted class indices of `bags`.
+    fn scores<'py>(
+        &self,
+        py: Python<'py>,
+        bags: &Bags,
+    ) -> PyResult<(Bound<'py, PyArray2<f64>>, Vec<usize>)> {
+        score_bags(py, bags, |d, b| self.model.scores(d, b))
+    }
+
+    /// Number of classes.
+    #[getter]
+    fn n_classes(&self) -> usize {
+        self.model.n_classes()
+    }
+
+    /// Feature dimension it expects.
+    #[getter]
+    fn input_dim(&self) -> usize {
+        self.model.input_dim()
+    }
+
+    /// The algorithm's name.
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.model.kind().name()
+    }
+
+    /// The library's saved-model JSON (a `mil-host-model` without projection).
+    fn to_json(&self) -> PyResult<String> {
+        serde_json::to_string(&host_model(None, self.model.clone()))
+            .map_err(|e| json_err("classifier", e))
+    }
+
+    /// The training bags kept for export, if any.
+    fn training_bags(&self) -> Option<Bags> {
+        self.train.as_ref().map(|d| Bags {
+            data: Arc::clone(d),
+        })
+    }
+
+    /// Rebuilds a fitted classifier from [`FittedClassifier::to_json`]'s text, validated
+    /// as `mil predict` validates a model file.
+    #[staticmethod]
+    #[pyo3(signature = (text, train=None))]
+    fn from_json(text: &str, train: Option<&Bags>) -> PyResult<Self> {
+        let host = HostModel::parse("pickled classifier", text).map_err(py_err)?;
+        if host.projection.is_some() {
+            return Err(PyValueError::new_err(
+                "pickled classifier: unexpected projection",
+            ));
+        }
+        Ok(FittedClassifier {
+            model: host.classifier,
+            train: train.map(|b| Arc::clone(&b.data)),
+        })
+    }
+}

@@ -1,0 +1,42 @@
+//! Shipped data sets (`miltk.datasets`).
+
+use numpy::PyArray2;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::bags::matrix;
+use crate::errors::py_err;
+
+/// A shipped data set: (instances, bag offsets, class index per bag, class names, bag ids).
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub(crate) fn load_dataset<'py>(
+    py: Python<'py>,
+    name: &str,
+) -> PyResult<(
+    Bound<'py, PyArray2<f64>>,
+    Vec<usize>,
+    Vec<usize>,
+    Vec<String>,
+    Vec<String>,
+)> {
+    if mil_toolkit::data::builtin::find(name).is_none() {
+        return Err(PyValueError::new_err(format!(
+            "{name:?} is not a shipped data set"
+        )));
+    }
+    let data = py
+        .detach(|| mil_toolkit::data::load(name))
+        .map_err(py_err)?;
+    let labels = data
+        .labels()
+        .ok_or_else(|| PyValueError::new_err(format!("{name} has no labels")))?
+        .to_vec();
+    Ok((
+        matrix(py, data.n_instances(), data.dim(), data.features().to_vec()),
+        data.bag_starts().to_vec(),
+        labels,
+        data.class_names().to_vec(),
+        data.bag_ids().to_vec(),
+    ))
+}

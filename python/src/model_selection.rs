@@ -1,0 +1,96 @@
+//! Model selection (`miltk.model_selection`): the library's folds, cross-validation
+//! and clustering accuracy.
+
+use std::sync::Arc;
+
+use mil_toolkit::data::Dataset;
+use mil_toolkit::pipeline::{cross_validate as library_cv, Folds, Pipeline};
+use mil_toolkit::progress::Silent;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::bags::Bags;
+use crate::classifiers::ClassifierSpec;
+use crate::errors::py_err;
+use crate::projections::ProjectionSpec;
+
+/// One instance per bag carrying `labels`: what the fold assignment needs.
+pub(crate) fn label_only(labels: &[usize]) -> PyResult<Dataset> {
+    let n = labels.len();
+    let n_classes = labels.iter().map(|&c| c + 1).max().unwrap_or(0);
+    Dataset::new(
+        "labels",
+        1,
+        vec![0.0; n],
+        (0..=n).collect(),
+        (0..n).map(|b| b.to_string()).collect(),
+        Some(labels.to_vec()),
+        (0..n_classes).map(|c| c.to_string()).collect(),
+    )
+    .map_err(py_err)
+}
+
+/// The test bags of every fold of every repetition, as `mil cv --folds k --repeats r
+/// --seed s` assigns them.
+#[pyfunction]
+#[pyo3(signature = (labels, k, seed, repeats=1))]
+pub(crate) fn stratified_folds(
+    labels: Vec<usize>,
+    k: usize,
+    seed: u64,
+    repeats: usize,
+) -> PyResult<Vec<Vec<Vec<usize>>>> {
+    let data = label_only(&labels)?;
+    let folds = Folds::Stratified { k, repeats, seed }
+        .assignments(&data)
+        .map_err(py_err)?;
+    Ok(folds.into_iter().map(|(_, f)| f).collect())
+}
+
+/// The library's own cross-validation (what `mil cv` runs): (pooled accuracy, per-bag
+/// out-of-fold class index of the first repetition, per-fold accuracies).
+#[pyfunction]
+#[pyo3(signature = (bags, classifier, projection=None, k=10, seed=1, repeats=1))]
+pub(crate) fn cross_validate(
+    py: Python<'_>,
+    bags: &Bags,
+    classifier: &ClassifierSpec,
+    projection: Option<&ProjectionSpec>,
+    k: usize,
+    seed: u64,
+    repeats: usize,
+) -> PyResult<(f64, Vec<usize>, Vec<f64>)> {
+    let mut pipeline = Pipeline::new(classifier.params);
+    if let Some(p) = projection {
+        pipeline = pipeline.projection(p.params);
+    }
+    let data = Arc::clone(&bags.data);
+    let report = py
+        .detach(|| {
+            library_cv(
+                &pipeline,
+                &data,
+                &Folds::Stratified { k, repeats, seed },
+                &Silent,
+            )
+        })
+        .map_err(py_err)?;
+    let mut labels = vec![0; data.n_bags()];
+    for &(b, label, _) in &report.predictions {
+        labels[b] = label;
+    }
+    Ok((report.accuracy, labels, report.per_fold))
+}
+
+/// The accuracy of a clustering under the best one-to-one matching of clusters to classes.
+#[pyfunction]
+pub(crate) fn clustering_accuracy(assignment: Vec<usize>, truth: Vec<usize>) -> PyResult<f64> {
+    if assignment.len() != truth.len() {
+        return Err(PyValueError::new_err(format!(
+            "{} assignments for {} labels",
+            assignment.len(),
+            truth.len()
+        )));
+    }
+    Ok(mil_toolkit::eval::clustering_accuracy(&assignment, &truth))
+}
