@@ -14,18 +14,15 @@ fn main() {
 #[divan::bench(sample_count = 10)]
 fn m3ic_one_start(bencher: divan::Bencher) {
     let corel = data::load("corel3").unwrap();
-    let params = m3ic::M3icParams {
-        restarts: 1,
-        ..m3ic::M3icParams::default()
-    };
-    bencher.bench(|| m3ic::fit(&corel, 3, &params, 1).unwrap());
+    let params = m3ic::M3ic::default().k(3).seed(1).restarts(1);
+    bencher.bench(|| params.fit(&corel).unwrap());
 }
 
 #[divan::bench(sample_count = 10)]
 fn m3ic_five_starts(bencher: divan::Bencher) {
     let corel = data::load("corel3").unwrap();
-    let params = m3ic::M3icParams::default();
-    bencher.bench(|| m3ic::fit(&corel, 3, &params, 1).unwrap());
+    let params = m3ic::M3ic::default().k(3).seed(1);
+    bencher.bench(|| params.fit(&corel).unwrap());
 }
 
 #[divan::bench(args = ["min", "max", "avg"], sample_count = 3)]
@@ -36,5 +33,6 @@ fn bamic_five_starts(bencher: divan::Bencher, distance: &str) {
         "max" => Hausdorff::Max,
         _ => Hausdorff::Avg,
     };
-    bencher.bench(|| bamic::fit(&corel, 3, distance, 5, 1).unwrap());
+    let params = bamic::Bamic::default().k(3).seed(1).distance(distance);
+    bencher.bench(|| params.fit(&corel).unwrap());
 }

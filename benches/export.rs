@@ -54,12 +54,7 @@ fn feedback_factor_at_the_cap(bencher: Bencher) {
 #[divan::bench(args = ["nearest", "feedback"], sample_count = 10)]
 fn export_q7_musk1_bmida(bencher: Bencher, rounding: &str) {
     let musk1 = mil_toolkit::data::load("musk1").unwrap();
-    let all: Vec<usize> = (0..musk1.n_bags()).collect();
-    let p = Bmida::default()
-        .dim(10)
-        .alpha(1.0)
-        .fit(&musk1, &all)
-        .unwrap();
+    let p = Bmida::default().dim(10).alpha(1.0).fit(&musk1).unwrap();
     let compact = Compact {
         stage: Some(Affine::from_projection(&p)),
         head: Head::None,

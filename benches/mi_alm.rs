@@ -30,8 +30,10 @@ fn main() {
 /// AUROC of MILR trained on the projected training bags, on the projected test bags.
 fn milr_auroc(s: &Synthetic, train: &[usize], test: &[usize], p: &LinearProjection) -> f64 {
     let projected = p.transform(&s.data).expect("same dimension");
-    let model = Milr::default().fit(&projected, train).expect("MILR fit");
-    let scores = model.scores(&projected, test).expect("scores");
+    let model = Milr::default()
+        .fit(projected.select(train))
+        .expect("MILR fit");
+    let scores = model.scores(projected.select(test)).expect("scores");
     let score: Vec<f64> = (0..test.len()).map(|i| scores.positive(i)).collect();
     let positive: Vec<bool> = test.iter().map(|&b| s.data.label(b) == Some(1)).collect();
     auroc(&score, &positive).expect("both classes in the test half")
@@ -79,11 +81,13 @@ fn tables(spec: &str) {
                 let (train, test) = s.paper_split();
                 let t = std::time::Instant::now();
                 let alm = MiAlm::new(d, 0.2, seed)
-                    .fit(&s.data, &train)
+                    .fit(s.data.select(&train))
                     .expect("MI-ALM");
                 let t_alm = t.elapsed().as_secs_f64();
                 let t = std::time::Instant::now();
-                let midr = Midr::new(d, 0.5, seed).fit(&s.data, &train).expect("MIDR");
+                let midr = Midr::new(d, 0.5, seed)
+                    .fit(s.data.select(&train))
+                    .expect("MIDR");
                 let t_midr = t.elapsed().as_secs_f64();
                 let get = |p: &LinearProjection, k: &str| p.diagnostic(k).unwrap_or(f64::NAN);
                 rows.push([
@@ -127,7 +131,7 @@ fn mi_alm_set_ii(bencher: Bencher, dims: usize) {
     let (synthetic, train) = set_ii(dims, dims / 5);
     bencher.bench(|| {
         MiAlm::new(dims / 5, 0.2, 1)
-            .fit(&synthetic.data, &train)
+            .fit(synthetic.data.select(&train))
             .expect("fit")
     });
 }
@@ -137,7 +141,7 @@ fn midr_set_ii(bencher: Bencher, dims: usize) {
     let (synthetic, train) = set_ii(dims, dims / 5);
     bencher.bench(|| {
         Midr::new(dims / 5, 0.5, 1)
-            .fit(&synthetic.data, &train)
+            .fit(synthetic.data.select(&train))
             .expect("fit")
     });
 }
@@ -147,7 +151,7 @@ fn mi_alm_d5000_d20(bencher: Bencher) {
     let (synthetic, train) = set_ii(5000, 20);
     bencher.bench(|| {
         MiAlm::new(20, 0.2, 1)
-            .fit(&synthetic.data, &train)
+            .fit(synthetic.data.select(&train))
             .expect("fit")
     });
 }

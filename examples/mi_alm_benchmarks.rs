@@ -54,8 +54,8 @@ fn mean_sd(v: &[f64]) -> String {
 
 /// MILR's positive-class scores of `test` after fitting on `train` (projected data).
 fn scores(milr: &Milr, data: &Dataset, train: &[usize], test: &[usize]) -> Vec<f64> {
-    let model = milr.fit(data, train).expect("MILR fit");
-    let s = model.scores(data, test).expect("MILR scores");
+    let model = milr.fit(data.select(train)).expect("MILR fit");
+    let s = model.scores(data.select(test)).expect("MILR scores");
     (0..test.len()).map(|i| s.positive(i)).collect()
 }
 
@@ -121,8 +121,8 @@ fn main() {
                 c2,
                 ..Midr::new(dim, alpha, SEED)
             }
-            .fit(&setup.data, &train),
-            _ => MiAlm::new(dim, alpha, SEED).fit(&setup.data, &train),
+            .fit(setup.data.select(&train)),
+            _ => MiAlm::new(dim, alpha, SEED).fit(setup.data.select(&train)),
         }
         .expect("projection");
         eprintln!(

@@ -78,24 +78,24 @@ fn accuracy_with(
     spec: Option<&ProjectionParams>,
 ) -> Result<f64> {
     let (data, scaling) = match spec {
-        Some(s) => (s.fit(data, train)?.transform(data)?, Scaling::None),
+        Some(s) => (s.fit(data.select(train))?.transform(data)?, Scaling::None),
         None => (data.clone(), Scaling::Zscore),
     };
     let predicted = match clf {
         Clf::Cknn => knn(scaling)
-            .fit(&data, train)?
-            .scores(&data, test)?
+            .fit(data.select(train))?
+            .scores(data.select(test))?
             .labels(),
         Clf::CknnMax => CitationKnn {
             hausdorff: Hausdorff::Max,
             ..knn(scaling)
         }
-        .fit(&data, train)?
-        .scores(&data, test)?
+        .fit(data.select(train))?
+        .scores(data.select(test))?
         .labels(),
         Clf::Milr => Milr::default()
-            .fit(&data, train)?
-            .scores(&data, test)?
+            .fit(data.select(train))?
+            .scores(data.select(test))?
             .labels(),
     };
     let labels = data.labels().unwrap_or_default();
@@ -161,8 +161,8 @@ fn select_bmida(data: &Dataset, train: &[usize], seed: u64) -> Result<Projection
                 .fit_from(data, &init)?
                 .projection
                 .transform(data)?;
-            let model = knn(Scaling::None).fit(&projected, &inner_train)?;
-            let predicted = model.scores(&projected, test)?.labels();
+            let model = knn(Scaling::None).fit(projected.select(&inner_train))?;
+            let predicted = model.scores(projected.select(test))?.labels();
             let right = test
                 .iter()
                 .zip(&predicted)
@@ -253,7 +253,7 @@ fn synthetic(seeds: u64) -> Result<()> {
     for seed in 1..=seeds {
         let one = mida_one(seed);
         let (train, test) = one.paper_split();
-        let fit = Bmida::new(2, 1.0).fit_traced(&one.data, &train)?;
+        let fit = Bmida::new(2, 1.0).fit_traced(one.data.select(&train))?;
         let id = fit.identification(&one.positive);
         id_one.push((id.initial, id.bags));
         let mida: Vec<ProjectionParams> = ALPHAS_SYNTHETIC
@@ -295,7 +295,7 @@ fn synthetic(seeds: u64) -> Result<()> {
 
         let two = mida_two(seed);
         let (train, test) = two.paper_split();
-        let fit = Mmida::new(2, 1.0).fit_traced(&two.data, &train)?;
+        let fit = Mmida::new(2, 1.0).fit_traced(two.data.select(&train))?;
         id_two.push((
             fit.identification(&two.positive).initial,
             fit.prototype_bags.len(),

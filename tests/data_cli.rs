@@ -127,7 +127,7 @@ fn reads_the_arff_weka_writes() {
     let from_weka = mil_toolkit::data::load(&path.display().to_string()).unwrap();
     let musk1 = mil_toolkit::data::load("musk1")
         .unwrap()
-        .select(&[0, 1, 2, 90, 91]);
+        .copy_bags(&[0, 1, 2, 90, 91]);
     assert_eq!(from_weka.features(), musk1.features());
     assert_eq!(from_weka.bag_starts(), musk1.bag_starts());
     assert_eq!(from_weka.bag_ids(), musk1.bag_ids());

@@ -200,8 +200,7 @@ fn q15_musk1_model_runs_on_an_emulated_cortex_m4_and_matches_the_host() {
     // quantising arithmetic. Labels equal the host's for both.
     let musk1 = mil_toolkit::data::load("musk1").unwrap();
     let model = deploy::musk1_firmware_model(&musk1);
-    let all: Vec<usize> = (0..musk1.n_bags()).collect();
-    let host = model.scores(&musk1, &all).unwrap();
+    let host = model.scores(&musk1).unwrap();
     let (compact, _) = Compact::from_host(&model).unwrap();
     for input in [InputSteps::Fitted, InputSteps::Integer] {
         let options = ExportOptions {
@@ -312,13 +311,11 @@ fn the_firmware_links_without_a_panic_path() {
         deploy::citation_knn(Scaling::None),
     );
     let citation = Compact::from_host(&citation).unwrap().0;
-    let fit = mil_toolkit::cluster::m3ic::fit(
-        &corel,
-        3,
-        &mil_toolkit::cluster::m3ic::M3icParams::default(),
-        1,
-    )
-    .unwrap();
+    let fit = mil_toolkit::cluster::m3ic::M3ic::default()
+        .k(3)
+        .seed(1)
+        .fit(&corel)
+        .unwrap();
     let m = &fit.model;
     let zscore = m.mean.as_deref().zip(m.std.as_deref());
     let m3ic = Compact::from_m3ic(m.k, m.dim, &m.weights, zscore, m.normalize).unwrap();
@@ -337,7 +334,7 @@ fn the_firmware_links_without_a_panic_path() {
     ] {
         for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
             let model = export(compact, encoding, data).unwrap();
-            let bags = deploy::bags_bin(&data.select(&[0]));
+            let bags = deploy::bags_bin(&data.copy_bags(&[0]));
             let (out, _) = build_firmware(&model, &bags, features);
             let kind = Model::parse(&model).unwrap().kind();
             assert!(
@@ -360,7 +357,7 @@ fn the_fixed_point_hot_loop_uses_the_dsp_extension() {
     let model = deploy::musk1_firmware_model(&musk1);
     let (compact, _) = Compact::from_host(&model).unwrap();
     let bytes = export(&compact, Encoding::Q15, &musk1).unwrap();
-    let (out, elf) = build_firmware(&bytes, &deploy::bags_bin(&musk1.select(&[0])), &[]);
+    let (out, elf) = build_firmware(&bytes, &deploy::bags_bin(&musk1.copy_bags(&[0])), &[]);
     assert!(
         out.status.success(),
         "{}",
@@ -390,8 +387,8 @@ fn default_m3ic_clustering_assigns_bags_on_an_emulated_cortex_m4() {
     // sqrt. The device's clusters and scores are the host-side core's in each; the host
     // model's clusters in f32 and Q15 (Q7's 8-bit rows may move a close bag: counted).
     let corel = mil_toolkit::data::load("corel3").unwrap();
-    let params = mil_toolkit::cluster::m3ic::M3icParams::default();
-    let fit = mil_toolkit::cluster::m3ic::fit(&corel, 3, &params, 1).unwrap();
+    let params = mil_toolkit::cluster::m3ic::M3ic::default().k(3).seed(1);
+    let fit = params.fit(&corel).unwrap();
     let m = &fit.model;
     assert!(m.normalize);
     let zscore = m.mean.as_deref().zip(m.std.as_deref());
@@ -404,7 +401,7 @@ fn default_m3ic_clustering_assigns_bags_on_an_emulated_cortex_m4() {
     for encoding in [Encoding::Q15, Encoding::F32, Encoding::Q7] {
         let bytes = export(&compact, encoding, &corel).unwrap();
         let core = Model::parse(&bytes).unwrap();
-        let stdout = run_firmware(&bytes, &deploy::bags_bin(&corel.select(&chosen)), &[]);
+        let stdout = run_firmware(&bytes, &deploy::bags_bin(&corel.copy_bags(&chosen)), &[]);
         let lines = bag_lines(&stdout);
         assert_eq!(lines.len(), chosen.len(), "{stdout}");
         let mut agree = 0;
@@ -537,8 +534,12 @@ fn run_svm_on_device(
     let mut order: Vec<usize> = (0..data.n_bags()).collect();
     order.sort_by_key(|&b| (data.bag(b).len(), b));
     let chosen: Vec<usize> = order[..4].to_vec();
-    let host = host_model.scores(data, &chosen).unwrap();
-    let stdout = run_firmware(&bytes, &deploy::bags_bin(&data.select(&chosen)), &["svm"]);
+    let host = host_model.scores(data.select(&chosen)).unwrap();
+    let stdout = run_firmware(
+        &bytes,
+        &deploy::bags_bin(&data.copy_bags(&chosen)),
+        &["svm"],
+    );
     let lines = bag_lines(&stdout);
     assert_eq!(lines.len(), chosen.len(), "{stdout}");
     let per_tick = instructions_per_tick(&stdout);
@@ -597,8 +598,7 @@ fn run_compact_on_device(
     compact: &Compact,
     encoding: Encoding,
 ) -> (f64, usize) {
-    let all: Vec<usize> = (0..data.n_bags()).collect();
-    let host_scores = host.scores(data, &all).unwrap();
+    let host_scores = host.scores(data).unwrap();
     let bytes = export(compact, encoding, data).unwrap();
     let core = Model::parse(&bytes).unwrap();
     let stdout = run_firmware(&bytes, &deploy::bags_bin(data), &[]);

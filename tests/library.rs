@@ -51,19 +51,18 @@ fn ten_lines_reproduce_mil_cv_fold_predictions() {
     // The README's library example, collecting the labels it prints.
     let data = mil_toolkit::data::load("musk1").unwrap();
     let pipeline = Pipeline::new(CitationKnn::default()).projection(Bmida::default().dim(10));
+    let mut predicted = vec![None; data.n_bags()];
+    for (train, test) in data.stratified_folds(10, 1).unwrap() {
+        let labels = pipeline.fit(&train).unwrap().predict(&test).unwrap();
+        for (bag, label) in test.iter().zip(labels) {
+            predicted[bag] = Some(label);
+        }
+    }
     let folds = Folds::Stratified {
         k: 10,
         repeats: 1,
         seed: 1,
     };
-    let mut predicted = vec![None; data.n_bags()];
-    for test in &folds.assignments(&data).unwrap()[0].1 {
-        let train: Vec<usize> = (0..data.n_bags()).filter(|b| !test.contains(b)).collect();
-        let model = pipeline.fit_model(&data, &train).unwrap();
-        for (&bag, label) in test.iter().zip(model.predict(&data, test).unwrap()) {
-            predicted[bag] = Some(label);
-        }
-    }
 
     let cli = cli_predictions();
     assert_eq!(cli.len(), data.n_bags());
@@ -86,17 +85,16 @@ fn defaults_are_the_papers_and_errors_name_parameters() {
     let bmida = Bmida::default();
     assert_eq!((bmida.dim, bmida.alpha, bmida.tolerance), (10, 1.0, 1e-6));
     let data = mil_toolkit::data::load("musk1").unwrap();
-    let all: Vec<usize> = (0..data.n_bags()).collect();
     // Too many dimensions: the error names the library's parameter, not a CLI flag.
     let err = Pipeline::new(CitationKnn::default())
         .projection(Bmida::default().dim(500))
-        .fit_model(&data, &all)
+        .fit(&data)
         .unwrap_err();
     let text = err.to_string();
     assert!(text.starts_with("invalid dim = 500"), "{text}");
     assert!(!text.contains("--"), "{text}");
     let err = Pipeline::new(CitationKnn::default().references(0))
-        .fit_model(&data, &all)
+        .fit(&data)
         .unwrap_err();
     assert!(
         err.to_string().starts_with("invalid references = 0"),

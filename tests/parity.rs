@@ -67,8 +67,8 @@ fn knn_decision_fragile(
         return false;
     };
     let query = match &compact.stage {
-        Some(s) => s.transform(&data.select(&[b])).unwrap(),
-        None => data.select(&[b]),
+        Some(s) => s.transform(&data.copy_bags(&[b])).unwrap(),
+        None => data.copy_bags(&[b]),
     };
     let dist: Vec<f64> = (0..references.n_bags())
         .map(|u| bag_distance(query.bag(0), references.bag(u), Hausdorff::Min))
@@ -114,8 +114,7 @@ fn check_compact(
 ) -> (usize, usize) {
     let bytes = export(&compact, encoding, data).unwrap();
     let core = Model::parse(&bytes).unwrap();
-    let all: Vec<usize> = (0..data.n_bags()).collect();
-    let host = model.scores(data, &all).unwrap();
+    let host = model.scores(data).unwrap();
     let linear = matches!(compact.head, Head::Linear { .. });
     let mut agree = 0;
     for b in 0..data.n_bags() {
@@ -204,8 +203,7 @@ fn the_core_names_the_hosts_witness() {
     for data in [&musk1, &elephant, &corel3] {
         for pooling in [Pooling::Max, Pooling::NoisyOr] {
             let model = deploy::train(data, None, deploy::milr(pooling));
-            let all: Vec<usize> = (0..data.n_bags()).collect();
-            let explained = model.explain(data, &all).unwrap();
+            let explained = model.explain(data).unwrap();
             let (compact, _) = Compact::from_host(&model).unwrap();
             for encoding in [Encoding::F32, Encoding::Q15] {
                 let bytes = export(&compact, encoding, data).unwrap();
@@ -230,7 +228,7 @@ fn the_core_names_the_hosts_witness() {
                         };
                         let p = &e.instance_scores;
                         assert!(
-                            decision.label == model.scores(data, &[b]).unwrap().label(0)
+                            decision.label == model.scores(data.select(&[b])).unwrap().label(0)
                                 && p[want] - p[got] <= 2.0 * bound,
                             "{} {encoding:?} bag {b}: core witness {got}, host {want} ({} vs {})",
                             data.name(),
@@ -509,8 +507,7 @@ fn unit(mut x: Vec<f64>) -> Vec<f64> {
 fn m3ic_assignment_matches_step_14() {
     use mil_toolkit::data::standardize::ZScore;
     let musk1 = mil_toolkit::data::load("musk1").unwrap();
-    let all: Vec<usize> = (0..musk1.n_bags()).collect();
-    let z = ZScore::fit(&musk1, &all);
+    let z = ZScore::fit(&musk1);
     let (k, dim) = (3, musk1.dim());
     // Fixed pseudo-random cluster weights: the assignment rule is what is checked.
     let mut state = 0x2545_F491_4F6C_DD1Du64;
@@ -685,7 +682,7 @@ fn set_kernel_svm_on_stored_bags() {
     ] {
         let model = deploy::train(data, None, deploy::svm(map));
         let all: Vec<usize> = (0..data.n_bags()).collect();
-        let host = model.scores(data, &all).unwrap();
+        let host = model.scores(data).unwrap();
         let (compact, _) = Compact::from_host(&model).unwrap();
         for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
             let what = format!("{} svm {map:?} {encoding:?}", data.name());
@@ -732,9 +729,8 @@ fn mi_kernel_svm_on_stored_bags() {
     let [musk1, elephant] = datasets();
     for data in [&musk1, &elephant] {
         let model = deploy::train(data, None, ClassifierParams::Svm(SetKernelSvm::mismo()));
-        let all: Vec<usize> = (0..data.n_bags()).collect();
-        let host = model.scores(data, &all).unwrap();
-        let explained = model.explain(data, &all).unwrap();
+        let host = model.scores(data).unwrap();
+        let explained = model.explain(data).unwrap();
         let (compact, _) = Compact::from_host(&model).unwrap();
         for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
             let bytes = export(&compact, encoding, data).unwrap();
@@ -816,8 +812,7 @@ fn mi_kernel_decisions_stay_within_their_bound_across_scales_and_gammas() {
             let model = deploy::train(&train, None, ClassifierParams::Svm(params));
             let (compact, _) = Compact::from_host(&model).unwrap();
             for data in [&train, &queries] {
-                let all: Vec<usize> = (0..data.n_bags()).collect();
-                let host = model.scores(data, &all).unwrap();
+                let host = model.scores(data).unwrap();
                 for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
                     let bytes = export(&compact, encoding, &train).unwrap();
                     let core = Model::parse(&bytes).unwrap();

@@ -352,7 +352,7 @@ fn host_model_seeds() -> Vec<String> {
         names.clone(),
         3,
         Some(projection),
-        ClassifierModel::CitationKnn(weka.fit(&projected, &train).unwrap()),
+        ClassifierModel::CitationKnn(weka.fit(projected.select(&train)).unwrap()),
     );
     with_projection.training_data = Some("tiny.csv".into());
     let models = [
@@ -360,14 +360,14 @@ fn host_model_seeds() -> Vec<String> {
             names.clone(),
             3,
             None,
-            ClassifierModel::CitationKnn(knn.fit(&data, &train).unwrap()),
+            ClassifierModel::CitationKnn(knn.fit(data.select(&train)).unwrap()),
         ),
         with_projection,
         HostModel::new(
             names,
             3,
             None,
-            ClassifierModel::Milr(Milr::default().fit(&data, &train).unwrap()),
+            ClassifierModel::Milr(Milr::default().fit(data.select(&train)).unwrap()),
         ),
     ];
     models
@@ -468,9 +468,9 @@ fn check_host_model(text: &str) -> Result<(), TestCaseError> {
             vec![],
         )
         .unwrap();
-        let _ = model.scores(&bags, &[0, 1]);
+        let _ = model.scores(bags.select(&[0, 1]));
         if dim == data.dim() {
-            let _ = model.scores(&data, &[0, 3]);
+            let _ = model.scores(data.select(&[0, 3]));
         }
     }
     Ok(())
@@ -507,7 +507,7 @@ fn the_host_model_seeds_load_and_score() {
     for text in host_model_seeds_cached() {
         let model = HostModel::parse("m.json", text).unwrap();
         assert!(!shows_non_finite(&format!("{model:?}")));
-        let scores = model.scores(&data, &[0, 1, 2, 3, 4, 5]).unwrap();
+        let scores = model.scores(data.select(&[0, 1, 2, 3, 4, 5])).unwrap();
         assert_eq!(scores.len(), 6);
         assert_eq!(model.classifier.n_classes(), 2);
     }

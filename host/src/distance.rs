@@ -24,7 +24,7 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::data::{Bag, Dataset};
+use crate::data::{Bag, Bags, Dataset};
 
 /// Which Hausdorff-type distance between two bags A and B.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -135,6 +135,12 @@ impl<'a> BagSet<'a> {
         self.bags.len()
     }
 
+    /// The positions of all the set's bags, `0..n_bags`, for the functions that measure
+    /// between chosen bags.
+    pub fn positions(&self) -> Vec<usize> {
+        (0..self.bags.len()).collect()
+    }
+
     /// Feature dimension.
     pub fn dim(&self) -> usize {
         self.dim
@@ -176,8 +182,7 @@ impl<'a> BagSet<'a> {
 
 impl<'a> From<&'a Dataset> for BagSet<'a> {
     fn from(data: &'a Dataset) -> Self {
-        let all: Vec<usize> = (0..data.n_bags()).collect();
-        BagSet::picked(data, &all)
+        BagSet::picked(data, &Bags::from(data).indices())
     }
 }
 

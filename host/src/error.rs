@@ -58,9 +58,10 @@ pub enum Error {
         /// What happened.
         reason: String,
     },
-    /// A command or option that exists in the interface but is not built yet.
-    #[error("{0} is not available yet")]
-    NotAvailable(String),
+    /// A combination the toolkit does not support (a permanent limit, such as a model
+    /// kind the core cannot run).
+    #[error("{0} is not supported")]
+    Unsupported(String),
 }
 
 impl Error {
@@ -71,7 +72,7 @@ impl Error {
             Error::Parse { .. } | Error::Data { .. } | Error::Parameter { .. } => 2,
             Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => 2,
             Error::Core(_) => 2,
-            Error::Io { .. } | Error::Numerical { .. } | Error::NotAvailable(_) => 1,
+            Error::Io { .. } | Error::Numerical { .. } | Error::Unsupported(_) => 1,
         }
     }
 

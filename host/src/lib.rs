@@ -11,25 +11,20 @@
 //! the model in 16-bit fixed point for a microcontroller:
 //!
 //! ```
-//! use mil_toolkit::classifier::milr::{Milr, Pooling};
-//! use mil_toolkit::pipeline::Pipeline;
-//! use mil_toolkit::projection::mida::Bmida;
-//! use mil_toolkit::export::{self, Compact};
-//! use mil_core::Encoding;
+//! use mil_toolkit::prelude::*;
 //!
 //! let data = mil_toolkit::data::load("musk1")?;
-//! let (train, test): (Vec<usize>, Vec<usize>) = (0..data.n_bags()).partition(|b| b % 5 != 0);
-//! let pipeline = Pipeline::new(Milr::default().pooling(Pooling::Mean).ridge(1.0))
-//!     .projection(Bmida::default().dim(10));
-//! let model = pipeline.fit_model(&data, &train)?;
-//! let labels = model.predict(&data, &test)?;
-//! assert_eq!(labels.len(), test.len());
+//! let (train, test) = data.stratified_folds(5, 1)?.swap_remove(0);
+//! let model = Pipeline::new(Milr::default().pooling(Pooling::Mean).ridge(1.0))
+//!     .projection(Bmida::default().dim(10))
+//!     .fit(&train)?;
+//! let labels = model.predict(&test)?;
 //!
-//! // The compact model the device parses from flash, and the core's label of a bag.
-//! let (compact, _) = Compact::from_host(&model)?;
-//! let bytes = export::export(&compact, Encoding::Q15, &data)?;
-//! let device = mil_core::Model::parse(&bytes)?;
-//! let (decision, _) = export::core_classify(&device, data.bag(test[0]))?;
+//! // The compact model the device parses from flash, measured on the training bags.
+//! let exported = model.export(&train, Export::q15().fold_projection(true))?;
+//! assert_eq!(exported.labels_agree, exported.bags);
+//! let device = mil_core::Model::parse(&exported.bytes)?;
+//! let (decision, _) = mil_toolkit::export::core_classify(&device, test.bag(0))?;
 //! assert_eq!(decision.label, labels[0]);
 //! # Ok::<(), mil_toolkit::Error>(())
 //! ```
@@ -54,14 +49,38 @@ pub mod explain;
 pub mod export;
 pub mod kernel;
 pub mod model;
-pub mod numerics;
-pub mod optim;
-pub mod params;
+pub(crate) mod numerics;
+pub(crate) mod optim;
+pub(crate) mod params;
 pub mod pipeline;
 pub mod progress;
 pub mod projection;
-pub mod shard;
+pub(crate) mod shard;
 pub mod svm;
 
-pub use data::Dataset;
+pub use data::{Bags, Dataset};
 pub use error::{Error, Result};
+
+/// The types a program that fits, evaluates and exports models names most:
+/// `use mil_toolkit::prelude::*;`.
+pub mod prelude {
+    pub use crate::classifier::citation_knn::CitationKnn;
+    pub use crate::classifier::milr::{Milr, Pooling};
+    pub use crate::classifier::svm::SetKernelSvm;
+    pub use crate::classifier::{BagModel, BagScores, Classifier, ClassifierParams};
+    pub use crate::cluster::bamic::Bamic;
+    pub use crate::cluster::m3ic::M3ic;
+    pub use crate::cluster::ClusterModel;
+    pub use crate::data::{Bags, Dataset};
+    pub use crate::error::{Error, Result};
+    pub use crate::export::{Export, Exported};
+    pub use crate::model::HostModel;
+    pub use crate::pipeline::{cross_validate, Folds, Pipeline};
+    pub use crate::projection::lda::Lda;
+    pub use crate::projection::lfda::{Clfda, Lfda};
+    pub use crate::projection::mi_alm::MiAlm;
+    pub use crate::projection::mida::{Bmida, Mmida};
+    pub use crate::projection::midr::Midr;
+    pub use crate::projection::pca::Pca;
+    pub use crate::projection::{ProjectionParams, Projector};
+}

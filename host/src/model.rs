@@ -9,15 +9,21 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::classifier::ClassifierModel;
 use crate::classifier::{BagModel, BagScores};
+use crate::data::Bags;
+
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::explain::Explanation;
+use crate::progress::Progress;
 use crate::projection::LinearProjection;
 
 /// The `format` field of every saved model.
 pub const FORMAT: &str = "mil-host-model";
 /// The current format version.
 pub const VERSION: u32 = 1;
+
+/// Bags per progress step when scoring an SVM model.
+const SVM_CHUNK: usize = 8;
 
 /// A complete saved model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,6 +53,10 @@ pub struct HostModel {
     /// score wins.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold: Option<f64>,
+    /// The grid point an inner CV chose (or the projection settings fitted), when the
+    /// pipeline had a grid or a projection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen: Option<crate::pipeline::Chosen>,
 }
 
 impl HostModel {
@@ -67,12 +77,15 @@ impl HostModel {
             training_data: None,
             training_fingerprint: None,
             threshold: None,
+            chosen: None,
         }
     }
 
     /// Scores the bags `bags` of raw data (projecting first when the model has a
     /// projection), labelled by the model's threshold when it has one.
-    pub fn scores(&self, data: &Dataset, bags: &[usize]) -> Result<BagScores> {
+    pub fn scores<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<BagScores> {
+        let bags = bags.into();
+        let (data, bags) = (bags.dataset(), &*bags.indices());
         if data.dim() != self.input_dim {
             return Err(Error::data(
                 data.name(),
@@ -84,8 +97,8 @@ impl HostModel {
             ));
         }
         let scores = match &self.projection {
-            Some(p) => self.classifier.scores(&p.transform(data)?, bags)?,
-            None => self.classifier.scores(data, bags)?,
+            Some(p) => self.classifier.scores(p.transform(data)?.select(bags))?,
+            None => self.classifier.scores(data.select(bags))?,
         }
         .with_threshold(self.threshold);
         // A model read from a file can hold finite numbers whose products overflow.
@@ -104,7 +117,9 @@ impl HostModel {
     /// Explains the prediction of each of the bags `bags` of raw data
     /// ([`crate::explain`]): instance indices are those of the raw bags; instance scores
     /// are computed on the projected instances when the model has a projection.
-    pub fn explain(&self, data: &Dataset, bags: &[usize]) -> Result<Vec<Explanation>> {
+    pub fn explain<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<Vec<Explanation>> {
+        let bags = bags.into();
+        let (data, bags) = (bags.dataset(), &*bags.indices());
         if data.dim() != self.input_dim {
             return Err(Error::data(
                 data.name(),
@@ -116,14 +131,47 @@ impl HostModel {
             ));
         }
         match &self.projection {
-            Some(p) => self.classifier.explain(&p.transform(data)?, bags),
-            None => self.classifier.explain(data, bags),
+            Some(p) => self.classifier.explain(p.transform(data)?.select(bags)),
+            None => self.classifier.explain(data.select(bags)),
+        }
+    }
+
+    /// The scores of every bag of `data`, as [`HostModel::scores`], reporting progress. A
+    /// set-kernel SVM estimates its kernel against every stored bag for each bag, and
+    /// each bag's estimates depend on that bag alone, so it is scored in chunks with
+    /// progress; the other models in one call (Citation-kNN with Weka's scaling depends on
+    /// the order of the bags it predicts).
+    pub fn scores_with_progress(
+        &self,
+        data: &Dataset,
+        progress: &dyn Progress,
+    ) -> Result<BagScores> {
+        if !matches!(self.classifier, ClassifierModel::Svm(_)) {
+            return self.scores(data);
+        }
+        progress.start("scoring bags", data.n_bags() as u64);
+        let mut scores: Option<BagScores> = None;
+        for first in (0..data.n_bags()).step_by(SVM_CHUNK) {
+            let chunk: Vec<usize> = (first..data.n_bags().min(first + SVM_CHUNK)).collect();
+            let s = self.scores(&data.copy_bags(&chunk))?;
+            match &mut scores {
+                Some(acc) => acc.extend(&s),
+                None => scores = Some(s),
+            }
+            progress.advance(chunk.len() as u64);
+        }
+        progress.finish();
+        match scores {
+            Some(s) => Ok(s),
+            None => self.scores(data),
         }
     }
 
     /// The predicted class index of each of the bags `bags` of raw data.
-    pub fn predict(&self, data: &Dataset, bags: &[usize]) -> Result<Vec<usize>> {
-        Ok(self.scores(data, bags)?.labels())
+    pub fn predict<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<Vec<usize>> {
+        let bags = bags.into();
+        let (data, bags) = (bags.dataset(), &*bags.indices());
+        Ok(self.scores(data.select(bags))?.labels())
     }
 
     /// Writes the model as JSON, with a checksum of its content that [`HostModel::load`]

@@ -31,9 +31,11 @@ use crate::classifier::imbalance::{best_threshold, Threshold, ThresholdMetric};
 use crate::classifier::milr::Milr;
 use crate::classifier::svm::Preprocessing;
 use crate::classifier::{BagModel, BagScores, ClassifierKind, ClassifierParams};
+use crate::data::Bags;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::eval::folds::{complement, derive_seed};
+use crate::eval::folds::complement;
+use crate::eval::seeds::Stream;
 use crate::eval::{accuracy, auroc, confusion_matrix, inner_folds, stratified_folds, Summary};
 use crate::model::HostModel;
 use crate::progress::Progress;
@@ -102,11 +104,11 @@ impl ClassifierGrid {
                 .iter()
                 .map(|&ridge| {
                     let m = Milr { ridge, ..milr };
-                    m.validate().map(|()| ClassifierParams::Milr(m))
+                    m.check().map(|()| ClassifierParams::Milr(m))
                 })
                 .collect::<Result<Vec<_>>>()?,
             ClassifierParams::Milr(milr) => {
-                milr.validate()?;
+                milr.check()?;
                 vec![spec]
             }
             _ if ridges.len() > 1 => {
@@ -179,16 +181,18 @@ pub struct Pipeline {
     pub threshold: Threshold,
     /// What a chosen threshold maximises.
     pub threshold_metric: ThresholdMetric,
+    /// The seed of the inner CVs' fold assignments ([`crate::eval::seeds`]).
+    pub seed: u64,
 }
 
 /// Fits on the first bags and scores the second: `score(train, test)`.
 type FitAndScore<'a> = dyn Fn(&[usize], &[usize]) -> Result<BagScores> + 'a;
 
-/// The stream of [`derive_seed`] that seeds the inner CV choosing a threshold.
-const THRESHOLD_STREAM: u64 = 2000;
-
 /// Folds of the inner CV that chooses among candidates, unless set.
 pub const DEFAULT_INNER_FOLDS: usize = 3;
+
+/// The seed of a pipeline's inner CVs, unless set (the `mil` default `--seed`).
+pub const DEFAULT_SEED: u64 = 1;
 
 impl Pipeline {
     /// A classifier alone, on the raw features.
@@ -202,8 +206,8 @@ impl Pipeline {
     /// let train: Vec<usize> = (0..data.n_bags()).step_by(2).collect();
     /// let test: Vec<usize> = (1..data.n_bags()).step_by(2).collect();
     /// let pipeline = Pipeline::new(CitationKnn::default()).projection(Bmida::default().dim(10));
-    /// let model = pipeline.fit_model(&data, &train)?;
-    /// let labels = model.predict(&data, &test)?;
+    /// let model = pipeline.fit(data.select(&train))?;
+    /// let labels = model.predict(data.select(&test))?;
     /// assert_eq!(labels.len(), test.len());
     /// # Ok::<(), mil_toolkit::Error>(())
     /// ```
@@ -215,7 +219,15 @@ impl Pipeline {
             select: Selection::default(),
             threshold: Threshold::None,
             threshold_metric: ThresholdMetric::default(),
+            seed: DEFAULT_SEED,
         }
+    }
+
+    /// The same pipeline seeding its inner CVs from `seed`.
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
     }
 
     /// The same pipeline with the binary decision rule `threshold`.
@@ -226,13 +238,12 @@ impl Pipeline {
     /// use mil_toolkit::pipeline::Pipeline;
     ///
     /// let data = mil_toolkit::data::load("musk1")?;
-    /// let all: Vec<usize> = (0..data.n_bags()).collect();
     /// let pipeline = Pipeline::new(Milr::default().pooling(Pooling::Mean)).threshold(Threshold::Auto);
-    /// let model = pipeline.fit_model(&data, &all)?;
+    /// let model = pipeline.fit(&data)?;
     /// // Chosen on inner out-of-fold probabilities, stored in the model, used by predict.
     /// let t = model.threshold.expect("a chosen threshold");
-    /// let scores = model.scores(&data, &all)?;
-    /// assert!((0..all.len()).all(|i| scores.label(i) == usize::from(scores.row(i)[1] > t)));
+    /// let scores = model.scores(&data)?;
+    /// assert!((0..data.n_bags()).all(|i| scores.label(i) == usize::from(scores.row(i)[1] > t)));
     /// # Ok::<(), mil_toolkit::Error>(())
     /// ```
     #[must_use]
@@ -288,7 +299,7 @@ impl Pipeline {
                     return Err(Error::parameter(
                         "scaling",
                         "weka",
-                        "reproduces Weka's MISMO on the input attributes, not after a projection: use --scaling minmax",
+                        "reproduces Weka's MISMO on the input attributes, not after a projection: use the scaling minmax",
                     ));
                 }
             }
@@ -366,12 +377,6 @@ impl Pipeline {
             }
         }
     }
-
-    /// Fits the pipeline on the bags `train` with seed 1 for the inner CV, returning
-    /// the model alone ([`Pipeline::fit`] also says which candidate won).
-    pub fn fit_model(&self, data: &Dataset, train: &[usize]) -> Result<HostModel> {
-        Ok(self.fit(data, train, 1)?.0)
-    }
 }
 
 /// One point of a pipeline's grid: a projection (if any) and a classifier.
@@ -427,9 +432,9 @@ impl Fitted {
         bags: &[usize],
     ) -> Result<BagScores> {
         match (&self.projection, projected) {
-            (Some(_), Some(p)) => self.classifier.scores(p, bags),
-            (Some(p), None) => self.classifier.scores(&p.transform(data)?, bags),
-            (None, _) => self.classifier.scores(data, bags),
+            (Some(_), Some(p)) => self.classifier.scores(p.select(bags)),
+            (Some(p), None) => self.classifier.scores(p.transform(data)?.select(bags)),
+            (None, _) => self.classifier.scores(data.select(bags)),
         }
     }
 }
@@ -476,7 +481,7 @@ impl Pipeline {
         train: &[usize],
     ) -> Result<Option<(LinearProjection, Dataset)>> {
         spec.map(|spec| {
-            let p = spec.fit(data, train)?;
+            let p = spec.fit(data.select(train))?;
             let projected = p.transform(data)?;
             Ok((p, projected))
         })
@@ -494,7 +499,7 @@ impl Pipeline {
             None => Ok((
                 Fitted {
                     projection: None,
-                    classifier: candidate.classifier.fit(data, train)?,
+                    classifier: candidate.classifier.fit(data.select(train))?,
                 },
                 None,
             )),
@@ -502,7 +507,7 @@ impl Pipeline {
                 let classifier = candidate
                     .classifier
                     .after_projection()
-                    .fit(&projected, train)?;
+                    .fit(projected.select(train))?;
                 Ok((
                     Fitted {
                         projection: Some(p),
@@ -566,7 +571,9 @@ impl Pipeline {
                         Some(_) => classifier.after_projection(),
                         None => *classifier,
                     };
-                    let s = classifier.fit(on, &inner_train)?.scores(on, test)?;
+                    let s = classifier
+                        .fit(on.select(&inner_train))?
+                        .scores(on.select(test))?;
                     oof[p * classifiers.len() + c].extend(
                         test.iter()
                             .enumerate()
@@ -598,27 +605,32 @@ impl Pipeline {
         })
     }
 
-    /// Fits the pipeline on the bags `train` (choosing hyper-parameters by inner CV when
-    /// lists were given) and returns the saved-model form and the candidate fitted.
-    pub fn fit(
+    /// Fits the pipeline on the training bags, choosing among a grid's candidates by
+    /// inner CV (seeded by [`Pipeline::seed`]); the chosen point is the model's
+    /// [`HostModel::chosen`].
+    pub fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<HostModel> {
+        let train = train.into();
+        Ok(self
+            .fit_candidate_model(train.dataset(), &train.indices())?
+            .0)
+    }
+
+    /// [`Pipeline::fit`] on the bags `train` of `data`, also returning the candidate.
+    pub(crate) fn fit_candidate_model(
         &self,
         data: &Dataset,
         train: &[usize],
-        seed: u64,
     ) -> Result<(HostModel, Candidate)> {
+        let seed = self.seed;
         self.check()?;
         self.check_data(data)?;
         let candidate = self.choose(data, train, seed)?;
         let (fitted, _) = self.fit_candidate(&candidate, data, train)?;
-        let threshold = self.decide_threshold(
-            data,
-            train,
-            derive_seed(seed, THRESHOLD_STREAM),
-            &|tr, te| {
+        let threshold =
+            self.decide_threshold(data, train, Stream::Threshold.seed(seed, 0), &|tr, te| {
                 let (f, projected) = self.fit_candidate(&candidate, data, tr)?;
                 f.scores(data, projected.as_ref(), te)
-            },
-        )?;
+            })?;
         let mut model = HostModel::new(
             data.class_names().to_vec(),
             data.dim(),
@@ -626,6 +638,7 @@ impl Pipeline {
             fitted.classifier,
         );
         model.threshold = threshold;
+        model.chosen = self.chosen(&candidate);
         Ok((model, candidate))
     }
 
@@ -650,6 +663,15 @@ impl Pipeline {
             _ => None,
         }
     }
+}
+
+/// The seeds of outer fold `fold` of a repetition seeded `repetition_seed`: the inner CV
+/// that chooses among a grid's candidates, and the one that chooses a threshold.
+fn fold_seeds(repetition_seed: u64, fold: usize) -> (u64, u64) {
+    (
+        Stream::InnerCv.seed(repetition_seed, fold as u64),
+        Stream::Threshold.seed(repetition_seed, fold as u64),
+    )
 }
 
 /// How cross-validation splits the bags.
@@ -682,7 +704,7 @@ impl Folds {
                 )?;
                 (0..*repeats as u64)
                     .map(|r| {
-                        let s = derive_seed(*seed, r);
+                        let s = Stream::Repetition.seed(*seed, r);
                         stratified_folds(labels, *k, s).map(|f| (s, f))
                     })
                     .collect()
@@ -784,7 +806,7 @@ pub fn run_folds(
     pipeline.check()?;
     pipeline.check_data(data)?;
     let labels = data.require_labels(2)?;
-    let all: Vec<usize> = (0..data.n_bags()).collect();
+    let all = Bags::from(data).indices().into_owned();
     let assignments = folds.assignments(data)?;
     let job_list: Vec<(usize, usize)> = assignments
         .iter()
@@ -825,7 +847,7 @@ pub fn run_folds(
             let mut sorted = test.clone();
             sorted.sort_unstable();
             let train = complement(&all, &sorted);
-            let threshold_seed = derive_seed(*seed, THRESHOLD_STREAM + f as u64);
+            let (inner_seed, threshold_seed) = fold_seeds(*seed, f);
             let out = match (&shared, &shared_gram) {
                 (Some((c, dist)), _) => {
                     let score =
@@ -849,23 +871,16 @@ pub fn run_folds(
                         .decide_threshold(data, &train, threshold_seed, &score)
                         .and_then(|t| Ok((score(&train, test)?, None, t)))
                 }
-                (None, None) => {
-                    let inner_seed = derive_seed(*seed, 1000 + f as u64);
-                    pipeline.choose(data, &train, inner_seed).and_then(|c| {
-                        let (fitted, projected) = pipeline.fit_candidate(&c, data, &train)?;
-                        let scores = fitted.scores(data, projected.as_ref(), test)?;
-                        let t = pipeline.decide_threshold(
-                            data,
-                            &train,
-                            threshold_seed,
-                            &|tr, te| {
-                                let (f, projected) = pipeline.fit_candidate(&c, data, tr)?;
-                                f.scores(data, projected.as_ref(), te)
-                            },
-                        )?;
-                        Ok((scores, pipeline.chosen(&c), t))
-                    })
-                }
+                (None, None) => pipeline.choose(data, &train, inner_seed).and_then(|c| {
+                    let (fitted, projected) = pipeline.fit_candidate(&c, data, &train)?;
+                    let scores = fitted.scores(data, projected.as_ref(), test)?;
+                    let t =
+                        pipeline.decide_threshold(data, &train, threshold_seed, &|tr, te| {
+                            let (f, projected) = pipeline.fit_candidate(&c, data, tr)?;
+                            f.scores(data, projected.as_ref(), te)
+                        })?;
+                    Ok((scores, pipeline.chosen(&c), t))
+                }),
             };
             progress.advance(1);
             out.map(|(scores, chosen, threshold)| FoldOutcome {
@@ -1133,6 +1148,7 @@ mod tests {
     use super::*;
     use crate::classifier::citation_knn::CitationKnn;
     use crate::data;
+    use crate::eval::folds::derive_seed;
 
     #[test]
     fn shared_and_per_fold_distances_agree() {
@@ -1150,6 +1166,7 @@ mod tests {
             select: Selection::Accuracy,
             threshold: Threshold::None,
             threshold_metric: ThresholdMetric::default(),
+            seed: DEFAULT_SEED,
         };
         let folds = Folds::Stratified {
             k: 5,
@@ -1163,8 +1180,13 @@ mod tests {
         let mut preds = Vec::new();
         for test in &f {
             let train = complement(&all, test);
-            let model = fast.classifier.single().unwrap().fit(&d, &train).unwrap();
-            let s = model.scores(&d, test).unwrap();
+            let model = fast
+                .classifier
+                .single()
+                .unwrap()
+                .fit(d.select(&train))
+                .unwrap();
+            let s = model.scores(d.select(test)).unwrap();
             preds.extend(test.iter().zip(s.labels()).map(|(&b, l)| (b, l)));
         }
         preds.sort();
@@ -1183,7 +1205,11 @@ mod tests {
     /// Correct predictions of `classifier` fitted on `train` over `test`.
     fn hits(classifier: &ClassifierParams, d: &Dataset, train: &[usize], test: &[usize]) -> usize {
         let labels = d.labels().unwrap();
-        let s = classifier.fit(d, train).unwrap().scores(d, test).unwrap();
+        let s = classifier
+            .fit(d.select(train))
+            .unwrap()
+            .scores(d.select(test))
+            .unwrap();
         s.labels()
             .iter()
             .zip(test)
@@ -1205,6 +1231,7 @@ mod tests {
             select,
             threshold: Threshold::None,
             threshold_metric: ThresholdMetric::default(),
+            seed: DEFAULT_SEED,
         };
         let seed = 5;
         let r = cross_validate(
@@ -1240,8 +1267,8 @@ mod tests {
                     Selection::Auroc => {
                         let (mut scores, mut positive) = (Vec::new(), Vec::new());
                         for v in &inner {
-                            let model = milr(ridge).fit(&d, &complement(&train, v)).unwrap();
-                            let s = model.scores(&d, v).unwrap();
+                            let model = milr(ridge).fit(d.select(&complement(&train, v))).unwrap();
+                            let s = model.scores(d.select(v)).unwrap();
                             scores.extend((0..v.len()).map(|i| s.row(i)[1]));
                             positive.extend(v.iter().map(|&b| labels[b] == 1));
                         }
@@ -1253,8 +1280,8 @@ mod tests {
                 }
             }
             chosen.push(best.1);
-            let model = milr(best.1).fit(&d, &train).unwrap();
-            let s = model.scores(&d, &test).unwrap();
+            let model = milr(best.1).fit(d.select(&train)).unwrap();
+            let s = model.scores(d.select(&test)).unwrap();
             expected_predictions
                 .extend((0..test.len()).map(|i| (test[i], s.label(i), s.positive(i))));
         }
@@ -1286,6 +1313,7 @@ mod tests {
             select: Selection::Accuracy,
             threshold: Threshold::None,
             threshold_metric: ThresholdMetric::default(),
+            seed: DEFAULT_SEED,
         }
     }
 
@@ -1299,7 +1327,7 @@ mod tests {
         let labels = d.labels().unwrap();
         let train: Vec<usize> = (0..d.n_bags()).filter(|b| b % 4 != 0).collect();
         let seed = 11;
-        let (model, c) = p.fit(&d, &train, seed).unwrap();
+        let model = p.clone().seed(seed).fit(d.select(&train)).unwrap();
         let inner = inner_folds(labels, &train, 3, seed).unwrap();
         let mut best: Option<(usize, usize, f64)> = None;
         for spec in p.projection.as_ref().unwrap().candidates().unwrap() {
@@ -1307,7 +1335,7 @@ mod tests {
                 let mut h = 0;
                 for v in &inner {
                     let inner_train = complement(&train, v);
-                    let proj = spec.fit(&d, &inner_train).unwrap();
+                    let proj = spec.fit(d.select(&inner_train)).unwrap();
                     let projected = proj.transform(&d).unwrap();
                     h += hits(&milr(ridge), &projected, &inner_train, v);
                 }
@@ -1317,12 +1345,36 @@ mod tests {
             }
         }
         let (_, dim, ridge) = best.unwrap();
-        let chosen = p.chosen(&c).unwrap();
+        let chosen = model.chosen.unwrap();
         assert_eq!((chosen.dim, chosen.ridge), (Some(dim), Some(ridge)));
         // The saved model records the chosen ridge.
         match &model.classifier {
             crate::model::ClassifierModel::Milr(m) => assert_eq!(m.params.ridge, ridge),
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// Leave-one-out on the 2,000 bags of corel_dogs: every fold's inner-CV and threshold
+    /// seeds differ from each other and from every other fold's.
+    #[test]
+    fn leave_one_out_folds_never_share_a_seed() {
+        let d = data::load("corel_dogs").unwrap();
+        let folds = Folds::Stratified {
+            k: d.n_bags(),
+            repeats: 1,
+            seed: 1,
+        };
+        let assignments = folds.assignments(&d).unwrap();
+        let (rep_seed, test_sets) = &assignments[0];
+        assert_eq!(test_sets.len(), 2000);
+        let mut seen = std::collections::HashSet::new();
+        for f in 0..test_sets.len() {
+            let (inner, threshold) = fold_seeds(*rep_seed, f);
+            assert!(seen.insert(inner), "fold {f}: inner seed seen before");
+            assert!(
+                seen.insert(threshold),
+                "fold {f}: threshold seed seen before"
+            );
         }
     }
 
@@ -1385,6 +1437,7 @@ mod tests {
             select: Selection::Accuracy,
             threshold: Threshold::None,
             threshold_metric: ThresholdMetric::default(),
+            seed: DEFAULT_SEED,
         };
         let r = cross_validate(
             &p,

@@ -253,6 +253,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn share_counts_never_size_an_allocation() {
+        let names = vec!["a".to_string(), "b".to_string()];
+        // Two shares each claiming to be one of 2³²: the first missing share is named.
+        let e = check_complete(&[(0, 1 << 32), (1, 1 << 32)], &names)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("shard 2/4294967296 is missing"), "{e}");
+        let e = check_complete(&[(0, 0)], &names[..1])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("0 shares"), "{e}");
+    }
+
+    #[test]
     fn shares_cover_every_job_once_in_order() {
         let costs: Vec<f64> = (0..97)
             .map(|j| 1.0 + (j % 7) as f64 * (j % 3) as f64)

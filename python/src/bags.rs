@@ -158,7 +158,3 @@ impl Bags {
         })
     }
 }
-
-pub(crate) fn all(data: &Dataset) -> Vec<usize> {
-    (0..data.n_bags()).collect()
-}

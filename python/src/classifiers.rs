@@ -17,7 +17,7 @@ use numpy::PyArray2;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::bags::{all, matrix, Bags};
+use crate::bags::{matrix, Bags};
 use crate::errors::{json_err, keyword, py_err};
 
 /// A classifier's hyper-parameters (one of the library's [`ClassifierParams`]).
@@ -131,7 +131,7 @@ impl ClassifierSpec {
         };
         let data = Arc::clone(&bags.data);
         let model = py
-            .detach(|| params.fit(&data, &all(&data)))
+            .detach(|| params.fit(data.as_ref()))
             .map_err(py_err)?;
         Ok(FittedClassifier {
             model,
@@ -151,11 +151,10 @@ impl ClassifierSpec {
 pub(crate) fn score_bags<'py>(
     py: Python<'py>,
     bags: &Bags,
-    score: impl FnOnce(&Dataset, &[usize]) -> mil_toolkit::Result<mil_toolkit::classifier::BagScores>
-        + Send,
+    score: impl FnOnce(&Dataset) -> mil_toolkit::Result<mil_toolkit::classifier::BagScores> + Send,
 ) -> PyResult<(Bound<'py, PyArray2<f64>>, Vec<usize>)> {
     let data = Arc::clone(&bags.data);
-    let scores = py.detach(|| score(&data, &all(&data))).map_err(py_err)?;
+    let scores = py.detach(|| score(&data)).map_err(py_err)?;
     let n = scores.len();
     let c = scores.n_classes();
     let values: Vec<f64> = (0..n).flat_map(|i| scores.row(i).to_vec()).collect();
@@ -194,7 +193,7 @@ impl FittedClassifier {
         py: Python<'py>,
         bags: &Bags,
     ) -> PyResult<(Bound<'py, PyArray2<f64>>, Vec<usize>)> {
-        score_bags(py, bags, |d, b| self.model.scores(d, b))
+        score_bags(py, bags, |d| self.model.scores(d))
     }
 
     /// Number of classes.

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use mil_toolkit::cluster::m3ic::{BalanceMode, M3icParams};
+use mil_toolkit::cluster::m3ic::{BalanceMode, M3ic};
 use mil_toolkit::cluster::{bamic, m3ic, ClusterModel};
 use mil_toolkit::data::Dataset;
 use mil_toolkit::distance::Hausdorff;
@@ -117,24 +117,26 @@ pub(crate) fn m3ic_fit(
 ) -> PyResult<(FittedCluster, Vec<usize>, f64)> {
     let data = Arc::clone(&bags.data);
     // None keeps the library's defaults, as `mil cluster` does; the paper's balance
-    // mode starts from the paper's defaults (`M3icParams::paper`), as `--balance-mode
+    // mode starts from the paper's defaults (`M3ic::paper`), as `--balance-mode
     // paper` does.
     let defaults = match balance_mode {
-        None => M3icParams::default(),
-        Some(mode) => M3icParams::for_mode(keyword::<BalanceMode>("balance_mode", mode)?),
+        None => M3ic::default(),
+        Some(mode) => M3ic::for_mode(keyword::<BalanceMode>("balance_mode", mode)?),
     };
-    let params = M3icParams {
+    let params = M3ic {
         c: c.unwrap_or(defaults.c),
         l: balance.unwrap_or(defaults.l),
         min_size: min_size.unwrap_or(defaults.min_size),
         max_size: max_size.unwrap_or(defaults.max_size),
         ..defaults
     }
+    .k(k)
+    .seed(seed)
     .restarts(restarts)
     .standardize(standardize)
     .normalize(normalize);
     let fit = py
-        .detach(|| m3ic::fit(&data, k, &params, seed))
+        .detach(|| params.fit(data.as_ref()))
         .map_err(py_err)?;
     Ok((
         FittedCluster {
@@ -159,7 +161,14 @@ pub(crate) fn bamic_fit(
     let distance = keyword::<Hausdorff>("distance", distance)?;
     let data = Arc::clone(&bags.data);
     let fit = py
-        .detach(|| bamic::fit(&data, k, distance, restarts, seed))
+        .detach(|| {
+            bamic::Bamic::default()
+                .k(k)
+                .seed(seed)
+                .distance(distance)
+                .restarts(restarts)
+                .fit(data.as_ref())
+        })
         .map_err(py_err)?;
     Ok((
         FittedCluster {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use mil_core::keyword::Keyword;
 use mil_toolkit::classifier::BagModel;
-use mil_toolkit::export::{self, Compact};
+use mil_toolkit::export;
 use numpy::PyArray2;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -50,20 +50,13 @@ pub(crate) fn export_model<'py>(
         projection.map(|p| p.projection.clone()),
         classifier.model.clone(),
     );
-    let bytes = py
-        .detach(|| {
-            let (mut compact, _) = Compact::from_host(&host)?;
-            if fold_projection {
-                compact = compact.fold_projection()?;
-            }
-            let options = export::ExportOptions {
-                input,
-                ..Default::default()
-            };
-            export::export_with(&compact, encoding, &train, options)
-        })
+    let options = export::Export::new(encoding)
+        .fold_projection(fold_projection)
+        .input(input);
+    let exported = py
+        .detach(|| host.export(train.as_ref(), options))
         .map_err(py_err)?;
-    Ok(PyBytes::new(py, &bytes))
+    Ok(PyBytes::new(py, &exported.bytes))
 }
 
 /// A compact model as the device parses it, run by the core's own inference.

@@ -18,7 +18,7 @@ pub(crate) fn py_err(e: mil_toolkit::Error) -> PyErr {
         E::Parse { .. } | E::Data { .. } | E::Parameter { .. } | E::Core(_) => {
             PyValueError::new_err(e.to_string())
         }
-        E::Io { .. } | E::Numerical { .. } | E::NotAvailable(_) => {
+        E::Io { .. } | E::Numerical { .. } | E::Unsupported(_) => {
             PyRuntimeError::new_err(e.to_string())
         }
     }

@@ -10,7 +10,7 @@ use mil_toolkit::progress::Silent;
 use numpy::PyArray2;
 use pyo3::prelude::*;
 
-use crate::bags::{all, matrix, Bags};
+use crate::bags::{matrix, Bags};
 use crate::errors::{keyword, py_err};
 
 /// ln of the Gram matrix of a set kernel over all bags, as `mil gram` computes it: box
@@ -59,7 +59,7 @@ pub(crate) fn log_gram<'py>(
         }
         SetKernelName::Nsk => py
             .detach(|| {
-                let zscore = ZScore::fit(&data, &all(&data));
+                let zscore = ZScore::fit(data.as_ref());
                 let active = zscore.std.iter().filter(|&&s| s > 0.0).count().max(1);
                 let gamma = gamma.unwrap_or(1.0 / active as f64);
                 log_nsk_gram(&zscore.apply_active(&data)?, gamma)

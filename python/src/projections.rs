@@ -8,7 +8,7 @@ use numpy::{PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::bags::{all, matrix, rows, Bags};
+use crate::bags::{matrix, rows, Bags};
 use crate::errors::{json_err, keyword, py_err};
 
 /// A projection's hyper-parameters (one of the library's [`ProjectionParams`]).
@@ -44,7 +44,7 @@ impl ProjectionSpec {
         let data = Arc::clone(&bags.data);
         let params = self.params;
         let projection = py
-            .detach(|| params.fit(&data, &all(&data)))
+            .detach(|| params.fit(data.as_ref()))
             .map_err(py_err)?;
         Ok(FittedProjection {
             projection,

@@ -14,17 +14,16 @@ pub fn train(
     projection: Option<(ProjectionKind, usize)>,
     classifier: ClassifierParams,
 ) -> HostModel {
-    let all: Vec<usize> = (0..data.n_bags()).collect();
     let projection = projection.map(|(kind, dim)| {
         let params = ProjectionParams::new(kind).with_dim(dim);
         let params = params.with_alpha(1.0).unwrap_or(params);
-        params.fit(data, &all).unwrap()
+        params.fit(data).unwrap()
     });
     let inner = match &projection {
         Some(p) => p.transform(data).unwrap(),
         None => data.clone(),
     };
-    let classifier = classifier.fit(&inner, &all).unwrap();
+    let classifier = classifier.fit(&inner).unwrap();
     HostModel::new(
         data.class_names().to_vec(),
         data.dim(),

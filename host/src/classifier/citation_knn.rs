@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use super::imbalance::ClassWeight;
 use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::standardize::ZScore;
+use crate::data::Bags;
 use crate::data::{Bag, Dataset};
 use crate::distance::{cross, pairwise, ranked_cross, BagSet, Hausdorff, RowMap};
 use crate::error::{Error, Result};
@@ -74,8 +75,8 @@ impl Scaling {
 /// let data = mil_toolkit::data::load("musk1")?;
 /// let train: Vec<usize> = (0..data.n_bags()).filter(|b| b % 10 != 0).collect();
 /// let test: Vec<usize> = (0..data.n_bags()).filter(|b| b % 10 == 0).collect();
-/// let model = CitationKnn::default().references(2).citers(4).fit(&data, &train)?;
-/// let labels = model.scores(&data, &test)?.labels();
+/// let model = CitationKnn::default().references(2).citers(4).fit(data.select(&train))?;
+/// let labels = model.scores(data.select(&test))?.labels();
 /// assert_eq!(labels.len(), test.len());
 /// # Ok::<(), mil_toolkit::Error>(())
 /// ```
@@ -159,7 +160,7 @@ impl Scaler {
                     hi: max.iter().map(|m| m * WEKA_HI).collect(),
                 }
             }
-            Scaling::Zscore | Scaling::Auto => Scaler::Zscore(ZScore::fit(data, train)),
+            Scaling::Zscore | Scaling::Auto => Scaler::Zscore(ZScore::fit(data.select(train))),
             Scaling::None => Scaler::None,
         }
     }
@@ -217,7 +218,7 @@ impl Scaler {
     /// The scaled features of the given bags, in that order (a new data set).
     #[cfg(test)]
     fn apply(&self, data: &Dataset, bags: &[usize]) -> Result<Dataset> {
-        let picked = data.select(bags);
+        let picked = data.copy_bags(bags);
         let dim = data.dim();
         let mut feats = picked.features().to_vec();
         for (x, out) in picked
@@ -348,7 +349,7 @@ pub struct CitationKnnModel {
 
 impl CitationKnn {
     /// Checks the hyper-parameters against the number of training bags.
-    pub fn validate(&self, n_train: usize) -> Result<()> {
+    pub fn check_fit(&self, n_train: usize) -> Result<()> {
         self.check()?;
         if self.references > n_train {
             return Err(Error::parameter(
@@ -392,7 +393,7 @@ impl CitationKnn {
         if self.rank == 1 {
             pairwise(set, self.hausdorff)
         } else {
-            let all: Vec<usize> = (0..set.n_bags()).collect();
+            let all = set.positions();
             self.distances(set, &all, &all)
         }
     }
@@ -422,7 +423,7 @@ impl CitationKnn {
         test: &[usize],
     ) -> Result<BagScores> {
         let labels = data.training_labels(train, 2)?;
-        self.validate(train.len())?;
+        self.check_fit(train.len())?;
         let n = data.n_bags();
         let tt: Vec<f64> = train
             .iter()
@@ -449,9 +450,11 @@ impl CitationKnn {
 impl Classifier for CitationKnn {
     type Model = CitationKnnModel;
 
-    fn fit(&self, data: &Dataset, train: &[usize]) -> Result<CitationKnnModel> {
+    fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<CitationKnnModel> {
+        let train = train.into();
+        let (data, train) = (train.dataset(), &*train.indices());
         let fitted = self.fitted(data, train)?;
-        let raw = data.select(train);
+        let raw = data.copy_bags(train);
         let class_weights = match self.class_weight {
             ClassWeight::None => Vec::new(),
             _ => fitted.weights,
@@ -475,7 +478,7 @@ impl CitationKnn {
     /// Fits on the bags `train` of `data`, borrowing them.
     fn fitted<'a>(&self, data: &'a Dataset, train: &[usize]) -> Result<Fitted<'a>> {
         let labels = data.training_labels(train, 2)?;
-        self.validate(train.len())?;
+        self.check_fit(train.len())?;
         let smallest = train.iter().map(|&b| data.bag(b).len()).min().unwrap_or(0);
         if self.rank > smallest.max(1) {
             return Err(Error::parameter(
@@ -506,7 +509,7 @@ impl CitationKnn {
 
     /// Scores the bags `test` of `data` as a model fitted on the bags `train` would,
     /// without copying any bag: what cross-validation runs in each fold (the scores equal
-    /// `fit(data, train)?.scores(data, test)` bit for bit).
+    /// `fit(data, train)?.scores(data.select(test))` bit for bit).
     ///
     /// ```
     /// use mil_toolkit::classifier::citation_knn::CitationKnn;
@@ -517,7 +520,7 @@ impl CitationKnn {
     /// let test: Vec<usize> = (0..data.n_bags()).filter(|b| b % 10 == 0).collect();
     /// let knn = CitationKnn::default();
     /// let direct = knn.fold_scores(&data, &train, &test)?;
-    /// assert_eq!(direct, knn.fit(&data, &train)?.scores(&data, &test)?);
+    /// assert_eq!(direct, knn.fit(data.select(&train))?.scores(data.select(&test))?);
     /// # Ok::<(), mil_toolkit::Error>(())
     /// ```
     pub fn fold_scores(
@@ -605,7 +608,7 @@ impl CitationKnnModel {
             return Err("citation-knn: scaling of the wrong dimension".into());
         }
         self.params
-            .validate(n)
+            .check_fit(n)
             .map_err(|e| format!("citation-knn: {e}"))?;
         // Training's data check on the rank, against the stored bags.
         let smallest = self.bag_starts.windows(2).map(|w| w[1] - w[0]).min();
@@ -685,7 +688,9 @@ impl BagModel for CitationKnnModel {
         self.dim
     }
 
-    fn scores(&self, data: &Dataset, bags: &[usize]) -> Result<BagScores> {
+    fn scores<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<BagScores> {
+        let bags = bags.into();
+        let (data, bags) = (bags.dataset(), &*bags.indices());
         check_dim(data, self.dim)?;
         Ok(self.fitted().scores(data, bags))
     }
@@ -693,7 +698,9 @@ impl BagModel for CitationKnnModel {
     /// The references and citers of each bag (the votes of [`vote`]), each with its
     /// distance and the instance pair realising it. Bags are scaled as [`Self::scores`]
     /// scales them (Weka's scaling widened by each bag in turn).
-    fn explain(&self, data: &Dataset, bags: &[usize]) -> Result<Vec<Explanation>> {
+    fn explain<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<Vec<Explanation>> {
+        let bags = bags.into();
+        let (data, bags) = (bags.dataset(), &*bags.indices());
         check_dim(data, self.dim)?;
         let fitted = self.fitted();
         let mut scaler = self.scaler.clone();
@@ -850,13 +857,13 @@ mod tests {
         };
         // Train on bags 0..=4, predict bag 5 (instance 9).
         let train = [0, 1, 2, 3, 4];
-        let model = c.fit(&d, &train).unwrap();
+        let model = c.fit(d.select(&train)).unwrap();
         // Nearest other training bag of each (distance): 0→1 (1), 1→0 (1), 2→3 (1),
         // 3→2 (1), 4→3 (2).
         assert_eq!(model.radius, vec![1.0, 1.0, 1.0, 1.0, 2.0]);
         // Bag 5 (9.0) to training bags: 9, 8, 1 (via 10.0), 5, 3. Reference: bag 2
         // (class 1). Citers: bag 2 (1 ≤ 1). Votes: class 0 = 1/5, class 1 = 1/5 + 2.
-        let s = model.scores(&d, &[5]).unwrap();
+        let s = model.scores(d.select(&[5])).unwrap();
         let total = 0.2 + 2.2;
         assert!((s.row(0)[0] - 0.2 / total).abs() < 1e-15);
         assert_eq!(s.label(0), 1);
@@ -874,7 +881,7 @@ mod tests {
             vec![],
         )
         .unwrap();
-        let s = model.scores(&q, &[0]).unwrap();
+        let s = model.scores(q.select(&[0])).unwrap();
         // class 0: 1/5 + 1 (ref bag 4) + 1 (citer bag 4); class 1: 1/5 + 1 (ref 3) + 1.
         assert_eq!(s.row(0)[0], s.row(0)[1]);
         // Equal votes go to the first class.
@@ -882,7 +889,7 @@ mod tests {
 
         // The explanation names the same votes: references bags 3 and 4 (the tie), citers
         // 3 and 4, each realised by the query's only instance and the bags' only one.
-        let e = &model.explain(&q, &[0]).unwrap()[0];
+        let e = &model.explain(q.select(&[0])).unwrap()[0];
         type Reference = (usize, f64, Option<(usize, usize)>);
         let refs: Vec<Reference> = e
             .references
@@ -912,8 +919,8 @@ mod tests {
                 scaling: Scaling::None,
                 class_weight: ClassWeight::None,
             };
-            let model = c.fit(&d, &train).unwrap();
-            let e = &model.explain(&d, &[5]).unwrap()[0];
+            let model = c.fit(d.select(&train)).unwrap();
+            let e = &model.explain(d.select(&[5])).unwrap()[0];
             let to_bag2 = e
                 .references
                 .iter()
@@ -940,10 +947,10 @@ mod tests {
             let model = CitationKnn::default()
                 .scaling(scaling)
                 .rank(rank)
-                .fit(&musk, &train)
+                .fit(musk.select(&train))
                 .unwrap();
-            let scores = model.scores(&musk, &test).unwrap();
-            let explained = model.explain(&musk, &test).unwrap();
+            let scores = model.scores(musk.select(&test)).unwrap();
+            let explained = model.explain(musk.select(&test)).unwrap();
             for (i, e) in explained.iter().enumerate() {
                 let mut counts = [1.0 / train.len() as f64; 2];
                 for n in e.references.iter().chain(&e.citers) {
@@ -987,7 +994,7 @@ mod tests {
         // musk1 bags 0, 3, 6, …: continuous features, so no distance ties.
         let musk1 = crate::data::load("musk1").unwrap();
         let picked: Vec<usize> = (0..musk1.n_bags()).step_by(3).collect();
-        let d = musk1.select(&picked);
+        let d = musk1.copy_bags(&picked);
         let n = d.n_bags();
         let train: Vec<usize> = (0..n).filter(|b| b % 4 != 0).collect();
         let test: Vec<usize> = (0..n).filter(|b| b % 4 == 0).collect();
@@ -1001,14 +1008,22 @@ mod tests {
                 .map(|i| crate::distance::bag_distance(d.bag(i / n), d.bag(i % n), kind))
                 .collect();
             let want = c.scores_from_distances(&d, &brute, &train, &test).unwrap();
-            let got = c.fit(&d, &train).unwrap().scores(&d, &test).unwrap();
+            let got = c
+                .fit(d.select(&train))
+                .unwrap()
+                .scores(d.select(&test))
+                .unwrap();
             assert_eq!(got, want, "{kind:?}");
             // The distance matters: the minimal one votes differently on some bag.
             let min = CitationKnn {
                 hausdorff: Hausdorff::Min,
                 ..c
             };
-            let other = min.fit(&d, &train).unwrap().scores(&d, &test).unwrap();
+            let other = min
+                .fit(d.select(&train))
+                .unwrap()
+                .scores(d.select(&test))
+                .unwrap();
             assert_ne!(other, got, "{kind:?}");
         }
         // A rank only goes with the minimal distance.
@@ -1017,7 +1032,7 @@ mod tests {
             rank: 2,
             ..CitationKnn::default()
         };
-        assert!(c.fit(&d, &train).is_err());
+        assert!(c.fit(d.select(&train)).is_err());
     }
 
     #[test]
@@ -1041,7 +1056,11 @@ mod tests {
                     class_weight: ClassWeight::Balanced,
                     ..CitationKnn::default()
                 };
-                let model = c.fit(&musk, &train).unwrap().scores(&musk, &test).unwrap();
+                let model = c
+                    .fit(musk.select(&train))
+                    .unwrap()
+                    .scores(musk.select(&test))
+                    .unwrap();
                 let direct = c.fold_scores(&musk, &train, &test).unwrap();
                 assert_eq!(direct, model, "{scaling:?} {hausdorff:?} {rank}");
             }
@@ -1062,7 +1081,11 @@ mod tests {
         let dist = pairwise(&d, Hausdorff::Min);
         let (train, test) = ([0, 2, 3, 4, 5], [1]);
         let fast = c.scores_from_distances(&d, &dist, &train, &test).unwrap();
-        let slow = c.fit(&d, &train).unwrap().scores(&d, &test).unwrap();
+        let slow = c
+            .fit(d.select(&train))
+            .unwrap()
+            .scores(d.select(&test))
+            .unwrap();
         assert_eq!(fast, slow);
     }
 
@@ -1120,10 +1143,12 @@ mod tests {
             citers: 5,
             ..Default::default()
         };
-        assert!(c.fit(&d, &[0, 1, 2, 3, 4]).is_err());
+        assert!(c.fit(d.select(&[0, 1, 2, 3, 4])).is_err());
         let c = CitationKnn::default();
-        assert!(c.fit(&d, &[0, 1]).is_err());
-        assert!(c.fit(&d.without_labels(), &[0, 1, 2, 3, 4, 5]).is_err());
+        assert!(c.fit(d.select(&[0, 1])).is_err());
+        assert!(c
+            .fit(d.without_labels().select(&[0, 1, 2, 3, 4, 5][..]))
+            .is_err());
     }
 
     /// Weka's `distributionForInstance` loop, transcribed naively: widen the scaling
@@ -1251,11 +1276,11 @@ mod tests {
             scaling: Scaling::Weka,
             class_weight: ClassWeight::None,
         }
-        .fit(&d, &train)
+        .fit(d.select(&train))
         .unwrap();
         // Two test orders: the scores follow Weka in each (order-dependent) case.
         for tests in [(30..40).collect::<Vec<_>>(), (30..40).rev().collect()] {
-            let ours = model.scores(&d, &tests).unwrap();
+            let ours = model.scores(d.select(&tests)).unwrap();
             let want = weka_reference(&d, &train, &tests, 2, 4);
             for (i, w) in want.chunks_exact(2).enumerate() {
                 assert!((ours.row(i)[1] - w[1]).abs() < 1e-12, "bag {}", tests[i]);

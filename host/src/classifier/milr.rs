@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use super::imbalance::ClassWeight;
 use super::{check_dim, BagModel, BagScores, Classifier};
+use crate::data::Bags;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::explain::{Explanation, InstanceScore};
@@ -59,9 +60,8 @@ pub enum Optimizer {
 /// use mil_toolkit::classifier::{BagModel, Classifier};
 ///
 /// let data = mil_toolkit::data::load("musk1")?;
-/// let all: Vec<usize> = (0..data.n_bags()).collect();
-/// let model = Milr::default().pooling(Pooling::Mean).ridge(1.0).fit(&data, &all)?;
-/// let scores = model.scores(&data, &all)?;
+/// let model = Milr::default().pooling(Pooling::Mean).ridge(1.0).fit(&data)?;
+/// let scores = model.scores(&data)?;
 /// // Probabilities of [negative, positive] per bag.
 /// assert!((scores.row(0).iter().sum::<f64>() - 1.0).abs() < 1e-9);
 /// # Ok::<(), mil_toolkit::Error>(())
@@ -511,9 +511,9 @@ fn bag_standardisation(
 }
 
 impl Milr {
-    /// Checks the hyper-parameters (ridge finite and ≥ 0, β finite, the Weka optimiser
-    /// only with its own poolings); errors name the CLI flag.
-    pub fn validate(&self) -> Result<()> {
+    /// Checks the hyper-parameters alone, before any data is read (ridge finite and
+    /// ≥ 0, β finite, the Weka optimiser only with its own poolings).
+    pub fn check(&self) -> Result<()> {
         crate::params::check_weight("ridge", self.ridge, false)?;
         crate::params::check_weight("beta", self.beta, true)?;
         self.class_weight.check()?;
@@ -627,14 +627,16 @@ impl Milr {
 impl Classifier for Milr {
     type Model = MilrModel;
 
-    fn fit(&self, data: &Dataset, train: &[usize]) -> Result<MilrModel> {
-        self.validate()?;
+    fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<MilrModel> {
+        let train = train.into();
+        let (data, train) = (train.dataset(), &*train.indices());
+        self.check()?;
         let labels = data.training_labels(train, 2)?;
         let dim = data.dim();
         let weka = self.optimizer == Optimizer::Weka;
         let weights = self.class_weight.bag_weights(&labels, data.n_classes())?;
         let (mean, sd) = bag_standardisation(data, train, &weights, weka);
-        let picked = data.select(train);
+        let picked = data.copy_bags(train);
         let mut x = picked.features().to_vec();
         for row in x.chunks_exact_mut(dim) {
             for j in 0..dim {
@@ -753,7 +755,7 @@ impl MilrModel {
         {
             return Err("milr: weights of the wrong length or not finite".into());
         }
-        self.params.validate().map_err(|e| format!("milr: {e}"))
+        self.params.check().map_err(|e| format!("milr: {e}"))
     }
 }
 
@@ -766,7 +768,9 @@ impl BagModel for MilrModel {
         self.dim
     }
 
-    fn scores(&self, data: &Dataset, bags: &[usize]) -> Result<BagScores> {
+    fn scores<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<BagScores> {
+        let bags = bags.into();
+        let (data, bags) = (bags.dataset(), &*bags.indices());
         check_dim(data, self.dim)?;
         let mut scores = Vec::with_capacity(bags.len() * self.n_classes);
         for &b in bags {
@@ -783,8 +787,10 @@ impl BagModel for MilrModel {
 
     /// Instance probabilities σ(w₀ + w·x) under the sub-problem of the predicted class
     /// (the only one when binary); the witness is the most probable instance.
-    fn explain(&self, data: &Dataset, bags: &[usize]) -> Result<Vec<Explanation>> {
-        let labels = self.scores(data, bags)?.labels();
+    fn explain<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<Vec<Explanation>> {
+        let bags = bags.into();
+        let (data, bags) = (bags.dataset(), &*bags.indices());
+        let labels = self.scores(data.select(bags))?.labels();
         Ok(bags
             .iter()
             .zip(labels)
@@ -846,11 +852,10 @@ mod tests {
             vec!["0".into(), "1".into()],
         )
         .unwrap();
-        let all: Vec<usize> = (0..n).collect();
         for pooling in [Pooling::NoisyOr, Pooling::Max] {
-            let model = Milr::default().pooling(pooling).fit(&data, &all).unwrap();
-            let scores = model.scores(&data, &all).unwrap();
-            for (b, e) in model.explain(&data, &all).unwrap().iter().enumerate() {
+            let model = Milr::default().pooling(pooling).fit(&data).unwrap();
+            let scores = model.scores(&data).unwrap();
+            for (b, e) in model.explain(&data).unwrap().iter().enumerate() {
                 assert_eq!(e.score_kind, InstanceScore::Probability);
                 assert_eq!(e.instance_scores.len(), data.bag(b).len());
                 let pooled = match pooling {
@@ -969,15 +974,14 @@ mod tests {
             vec!["0".into(), "1".into()],
         )
         .unwrap();
-        let all: Vec<usize> = (0..40).collect();
         for pooling in [Pooling::NoisyOr, Pooling::Softmax, Pooling::Max] {
             let m = Milr {
                 pooling,
                 ..Milr::default()
             }
-            .fit(&d, &all)
+            .fit(&d)
             .unwrap();
-            let s = m.scores(&d, &all).unwrap();
+            let s = m.scores(&d).unwrap();
             assert_eq!(s.labels(), labels, "{pooling:?}");
         }
     }
@@ -1071,23 +1075,22 @@ mod tests {
             dim: 1,
             weights: vec![vec![0.0, 1.0]],
         };
-        let s = model(Optimizer::Weka).scores(&d, &[0, 1]).unwrap();
+        let s = model(Optimizer::Weka).scores(d.select(&[0, 1])).unwrap();
         assert_eq!((s.row(0)[1], s.row(1)[1]), (0.0, 0.0));
-        let s = model(Optimizer::Lbfgs).scores(&d, &[0, 1]).unwrap();
+        let s = model(Optimizer::Lbfgs).scores(d.select(&[0, 1])).unwrap();
         assert!(s.row(0)[1] > s.row(1)[1] && s.row(1)[1] > 0.0);
     }
 
     #[test]
     fn weka_optimizer_needs_a_weka_pooling() {
         let d = crate::data::load("musk1").unwrap();
-        let all: Vec<usize> = (0..d.n_bags()).collect();
         for pooling in [Pooling::Softmax, Pooling::Max] {
             let m = Milr {
                 pooling,
                 optimizer: Optimizer::Weka,
                 ..Milr::default()
             };
-            assert!(m.fit(&d, &all).is_err(), "{pooling:?}");
+            assert!(m.fit(&d).is_err(), "{pooling:?}");
         }
     }
 
@@ -1136,13 +1139,12 @@ mod tests {
         ];
         for (data, pooling, intercept, first, (k, largest)) in cases {
             let d = crate::data::load(data).unwrap();
-            let all: Vec<usize> = (0..d.n_bags()).collect();
             let m = Milr {
                 pooling,
                 optimizer: Optimizer::Weka,
                 ..Milr::default()
             }
-            .fit(&d, &all)
+            .fit(&d)
             .unwrap();
             let w = &m.weights[0];
             let round = |v: f64| (v * 1e4).round() / 1e4;
@@ -1198,12 +1200,11 @@ mod tests {
                 let w = ClassWeight::given(&copies.map(|c| c as f64)).unwrap();
                 let base = Milr::default().pooling(pooling).ridge(0.1);
                 let all: Vec<usize> = (0..data.n_bags()).collect();
-                let every: Vec<usize> = (0..repeated.n_bags()).collect();
-                let weighted = base.class_weight(w).fit(&data, &all).unwrap();
-                let copied = base.fit(&repeated, &every).unwrap();
+                let weighted = base.class_weight(w).fit(&data).unwrap();
+                let copied = base.fit(&repeated).unwrap();
                 let (a, b) = (
-                    weighted.scores(&data, &all).unwrap(),
-                    copied.scores(&data, &all).unwrap(),
+                    weighted.scores(&data).unwrap(),
+                    copied.scores(&data).unwrap(),
                 );
                 for i in 0..all.len() {
                     // Only the summation order differs: the two L-BFGS runs take the same
@@ -1217,7 +1218,7 @@ mod tests {
                 }
                 assert_ne!(
                     weighted.weights,
-                    base.fit(&data, &all).unwrap().weights,
+                    base.fit(&data).unwrap().weights,
                     "the weights change the fit"
                 );
             }
@@ -1240,18 +1241,17 @@ mod tests {
             vec!["0".into(), "1".into()],
         )
         .unwrap();
-        let all: Vec<usize> = (0..n).collect();
         for pooling in ALL {
-            let plain = Milr::default().pooling(pooling).fit(&data, &all).unwrap();
+            let plain = Milr::default().pooling(pooling).fit(&data).unwrap();
             let balanced = Milr::default()
                 .pooling(pooling)
                 .class_weight(ClassWeight::Balanced)
-                .fit(&data, &all)
+                .fit(&data)
                 .unwrap();
             assert_eq!(plain.weights, balanced.weights, "{pooling:?}");
             assert_eq!(
-                plain.scores(&data, &all).unwrap(),
-                balanced.scores(&data, &all).unwrap()
+                plain.scores(&data).unwrap(),
+                balanced.scores(&data).unwrap()
             );
         }
     }

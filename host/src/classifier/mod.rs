@@ -17,6 +17,7 @@ pub mod svm;
 
 use serde::{Deserialize, Serialize};
 
+use crate::data::Bags;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::explain::Explanation;
@@ -156,7 +157,7 @@ pub trait Classifier {
     /// The fitted model.
     type Model: BagModel;
     /// Fits on the bags `train` of `data` (labels of other bags are never read).
-    fn fit(&self, data: &Dataset, train: &[usize]) -> Result<Self::Model>;
+    fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<Self::Model>;
 }
 
 /// A fitted bag classifier.
@@ -166,11 +167,11 @@ pub trait BagModel {
     /// Feature dimension it expects.
     fn input_dim(&self) -> usize;
     /// Scores the bags `bags` of `data`, in that order.
-    fn scores(&self, data: &Dataset, bags: &[usize]) -> Result<BagScores>;
+    fn scores<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<BagScores>;
     /// Explains the prediction of each of the bags `bags` of `data`, in that order: the
     /// witness instance(s) and the per-instance scores the model defines
     /// ([`crate::explain`]).
-    fn explain(&self, data: &Dataset, bags: &[usize]) -> Result<Vec<Explanation>>;
+    fn explain<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<Vec<Explanation>>;
 }
 
 /// The classifiers by name.
@@ -226,7 +227,7 @@ impl ClassifierParams {
     pub fn check(&self) -> Result<()> {
         match self {
             ClassifierParams::CitationKnn(c) => c.check(),
-            ClassifierParams::Milr(m) => m.validate(),
+            ClassifierParams::Milr(m) => m.check(),
             ClassifierParams::Svm(s) => s.check(),
         }
     }
@@ -256,11 +257,15 @@ impl ClassifierParams {
     }
 
     /// Fits the chosen classifier.
-    pub fn fit(&self, data: &Dataset, train: &[usize]) -> Result<ClassifierModel> {
+    pub fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<ClassifierModel> {
+        let train = train.into();
+        let (data, train) = (train.dataset(), &*train.indices());
         Ok(match self {
-            ClassifierParams::CitationKnn(c) => ClassifierModel::CitationKnn(c.fit(data, train)?),
-            ClassifierParams::Milr(m) => ClassifierModel::Milr(m.fit(data, train)?),
-            ClassifierParams::Svm(s) => ClassifierModel::Svm(s.fit(data, train)?),
+            ClassifierParams::CitationKnn(c) => {
+                ClassifierModel::CitationKnn(c.fit(data.select(train))?)
+            }
+            ClassifierParams::Milr(m) => ClassifierModel::Milr(m.fit(data.select(train))?),
+            ClassifierParams::Svm(s) => ClassifierModel::Svm(s.fit(data.select(train))?),
         })
     }
 }
@@ -331,19 +336,23 @@ impl BagModel for ClassifierModel {
         }
     }
 
-    fn scores(&self, data: &Dataset, bags: &[usize]) -> Result<BagScores> {
+    fn scores<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<BagScores> {
+        let bags = bags.into();
+        let (data, bags) = (bags.dataset(), &*bags.indices());
         match self {
-            ClassifierModel::CitationKnn(m) => m.scores(data, bags),
-            ClassifierModel::Milr(m) => m.scores(data, bags),
-            ClassifierModel::Svm(m) => m.scores(data, bags),
+            ClassifierModel::CitationKnn(m) => m.scores(data.select(bags)),
+            ClassifierModel::Milr(m) => m.scores(data.select(bags)),
+            ClassifierModel::Svm(m) => m.scores(data.select(bags)),
         }
     }
 
-    fn explain(&self, data: &Dataset, bags: &[usize]) -> Result<Vec<Explanation>> {
+    fn explain<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<Vec<Explanation>> {
+        let bags = bags.into();
+        let (data, bags) = (bags.dataset(), &*bags.indices());
         match self {
-            ClassifierModel::CitationKnn(m) => m.explain(data, bags),
-            ClassifierModel::Milr(m) => m.explain(data, bags),
-            ClassifierModel::Svm(m) => m.explain(data, bags),
+            ClassifierModel::CitationKnn(m) => m.explain(data.select(bags)),
+            ClassifierModel::Milr(m) => m.explain(data.select(bags)),
+            ClassifierModel::Svm(m) => m.explain(data.select(bags)),
         }
     }
 }

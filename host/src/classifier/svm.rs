@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::imbalance::ClassWeight;
 use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::standardize::ZScore;
+use crate::data::Bags;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::explain::{Explanation, InstanceScore};
@@ -80,6 +81,7 @@ pub enum Preprocessing {
     /// Every attribute scaled to [0, 1] by the minimum and maximum over the training
     /// instances, x' = (x − min)/(max − min) (0 for a constant attribute), new bags by the
     /// same map without clipping: Weka's `Normalize` filter, MISMO's default (-N 0).
+    #[serde(rename = "minmax", alias = "min-max")]
     MinMax,
     /// What Weka 3.6's MISMO actually computes: [`Preprocessing::MinMax`], and the third
     /// attribute (index 2) left out of the kernel. MISMO's kernels take dot products of a
@@ -235,10 +237,9 @@ impl SetKernelSvm {
     /// use mil_toolkit::classifier::{BagModel, Classifier};
     ///
     /// let data = mil_toolkit::data::load("musk1")?;
-    /// let train: Vec<usize> = (0..data.n_bags()).collect();
     /// let mismo = SetKernelSvm::mismo().preprocessing(Preprocessing::Weka);
-    /// let model = mismo.fit(&data, &train)?;
-    /// let labels = model.scores(&data, &train)?.labels();
+    /// let model = mismo.fit(&data)?;
+    /// let labels = model.scores(&data)?.labels();
     /// assert_eq!(labels.len(), 92);
     /// // Weka's MISMO, trained on all of musk1, keeps 50 support bags; so does this.
     /// assert_eq!(model.svm.coefficients.iter().filter(|&&c| c != 0.0).count(), 50);
@@ -310,7 +311,7 @@ impl SetKernelSvm {
                 return Err(Error::parameter(
                     "map",
                     self.settings.map,
-                    "the MI kernel is used as is: use --map none",
+                    "the MI kernel is used as is: use the map none",
                 ));
             }
             SetKernel::Nsk { .. } | SetKernel::MiRbf { .. } => {}
@@ -321,7 +322,7 @@ impl SetKernelSvm {
             return Err(Error::parameter(
                 "scaling",
                 "weka",
-                "reproduces Weka's MISMO and applies to the MI kernel only: use --kernel mi-rbf, or --scaling minmax",
+                "reproduces Weka's MISMO and applies to the MI kernel only: use the kernel mi-rbf, or the scaling minmax",
             ));
         }
         self.class_weight.check()?;
@@ -388,8 +389,7 @@ impl FittedKernel {
                 },
             },
             SetKernel::Nsk { gamma } => {
-                let all: Vec<usize> = (0..train.n_bags()).collect();
-                let zscore = ZScore::fit(train, &all);
+                let zscore = ZScore::fit(train);
                 let active = zscore.std.iter().filter(|&&s| s > 0.0).count().max(1);
                 let gamma = gamma.unwrap_or(1.0 / active as f64);
                 check_gamma(gamma)?;
@@ -476,7 +476,7 @@ impl FittedKernel {
             }
             FittedKernel::Nsk { zscore, gamma } => {
                 let rows = zscore.apply_active(data)?;
-                let cols_set = zscore.apply_active(&train.select(cols))?;
+                let cols_set = zscore.apply_active(&train.copy_bags(cols))?;
                 let self_cols: Vec<f64> = if train_self.len() == train.n_bags() {
                     cols.iter().map(|&t| train_self[t]).collect()
                 } else {
@@ -487,7 +487,7 @@ impl FittedKernel {
                     &rows, &cols_set, &self_rows, &self_cols, *gamma,
                 ))
             }
-            FittedKernel::MiRbf { gamma } => Ok(cross_mi(data, &train.select(cols), *gamma)),
+            FittedKernel::MiRbf { gamma } => Ok(cross_mi(data, &train.copy_bags(cols), *gamma)),
         }
     }
 }
@@ -571,7 +571,9 @@ fn cost_factors(
 impl Classifier for SetKernelSvm {
     type Model = SvmModel;
 
-    fn fit(&self, data: &Dataset, train: &[usize]) -> Result<SvmModel> {
+    fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<SvmModel> {
+        let train = train.into();
+        let (data, train) = (train.dataset(), &*train.indices());
         data.training_labels(train, 2)?;
         let labels_all = data.require_labels(2)?;
         let n_classes = data.n_classes();
@@ -582,7 +584,7 @@ impl Classifier for SetKernelSvm {
                 "the transductive map needs the test bags while training: use it with `mil cv`",
             ));
         }
-        let mut train_set = data.select(train);
+        let mut train_set = data.copy_bags(train);
         let minmax = self.preprocessing.fit(&train_set);
         if let Some(map) = &minmax {
             train_set = map.apply(&train_set)?;
@@ -808,7 +810,7 @@ impl SvmModel {
             ));
         }
         if matches!(self.kernel, SetKernel::MiRbf { .. }) {
-            return Err(Error::NotAvailable(
+            return Err(Error::Unsupported(
                 "a box-kernel deployment of an MI-kernel SVM (see SvmModel::mi_deployment)".into(),
             ));
         }
@@ -826,7 +828,7 @@ impl SvmModel {
             precision,
         } = self.kernel
         else {
-            return Err(Error::NotAvailable(
+            return Err(Error::Unsupported(
                 "exporting NSK SVMs: the core estimates box-counting kernels only".into(),
             ));
         };
@@ -920,7 +922,7 @@ impl SvmModel {
     /// (the MI kernel is used as is: ρ = 1, no empirical map). Two classes only.
     pub fn mi_deployment(&self) -> Result<MiSvmDeployment> {
         let SetKernel::MiRbf { gamma } = self.kernel else {
-            return Err(Error::NotAvailable(
+            return Err(Error::Unsupported(
                 "an MI-kernel deployment of a model with another kernel".into(),
             ));
         };
@@ -986,11 +988,13 @@ impl BagModel for SvmModel {
         self.dim
     }
 
-    fn scores(&self, data: &Dataset, bags: &[usize]) -> Result<BagScores> {
+    fn scores<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<BagScores> {
+        let bags = bags.into();
+        let (data, bags) = (bags.dataset(), &*bags.indices());
         check_dim(data, self.dim)?;
         let train = self.train_set()?;
         let kernel = FittedKernel::fit(&self.kernel, &train, self.seed)?;
-        let mut wanted = data.select(bags);
+        let mut wanted = data.copy_bags(bags);
         if let Some(map) = &self.minmax {
             wanted = map.apply(&wanted)?;
         }
@@ -1039,14 +1043,16 @@ impl BagModel for SvmModel {
     /// constant): each instance's contribution, for the machine of the predicted class
     /// (the only one when binary); the witness is the largest. The box-counting and
     /// normalised set kernels define no per-instance score ([`Explanation::none`]).
-    fn explain(&self, data: &Dataset, bags: &[usize]) -> Result<Vec<Explanation>> {
+    fn explain<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<Vec<Explanation>> {
+        let bags = bags.into();
+        let (data, bags) = (bags.dataset(), &*bags.indices());
         check_dim(data, self.dim)?;
         let SetKernel::MiRbf { gamma } = self.kernel else {
             return Ok(bags.iter().map(|_| Explanation::none()).collect());
         };
-        let labels = self.scores(data, bags)?.labels();
+        let labels = self.scores(data.select(bags))?.labels();
         let train = self.train_set()?;
-        let mut wanted = data.select(bags);
+        let mut wanted = data.copy_bags(bags);
         if let Some(map) = &self.minmax {
             wanted = map.apply(&wanted)?;
         }
@@ -1141,7 +1147,7 @@ mod tests {
         };
         for map in [EmpiricalMap::None, EmpiricalMap::Training] {
             let spec = svm(kernel, map);
-            let model = spec.fit(&data, &train).unwrap();
+            let model = spec.fit(data.select(&train)).unwrap();
             let shared = spec
                 .scores_from_gram(
                     &data,
@@ -1153,7 +1159,7 @@ mod tests {
                 )
                 .unwrap();
             assert_eq!(shared.labels(), data.labels().unwrap(), "{map:?}");
-            let scores = model.scores(&data, &train).unwrap();
+            let scores = model.scores(data.select(&train)).unwrap();
             assert_eq!(scores.labels(), data.labels().unwrap(), "{map:?}");
         }
     }
@@ -1192,12 +1198,12 @@ mod tests {
         let data = three_class_toy();
         let train: Vec<usize> = (0..18).filter(|b| b % 6 != 5).collect();
         let spec = svm(SetKernel::Nsk { gamma: Some(0.5) }, EmpiricalMap::None);
-        let model = spec.fit(&data, &train).unwrap();
+        let model = spec.fit(data.select(&train)).unwrap();
         assert_eq!(model.n_classes(), 3);
         assert_eq!(model.rest.len(), 2);
         let labels = data.labels().unwrap();
         let all: Vec<usize> = (0..18).collect();
-        let scores = model.scores(&data, &all).unwrap();
+        let scores = model.scores(&data).unwrap();
         assert_eq!(scores.labels(), labels);
         // Machine c against a binary SVM fitted on relabelled data.
         for c in 0..3 {
@@ -1211,10 +1217,10 @@ mod tests {
                 vec!["rest".into(), "c".into()],
             )
             .unwrap();
-            let binary = spec.fit(&relabelled, &train).unwrap();
+            let binary = spec.fit(relabelled.select(&train)).unwrap();
             let machine = model.machines().nth(c).unwrap();
             assert_eq!(&binary.svm, machine, "class {c}");
-            let b = binary.scores(&relabelled, &all).unwrap();
+            let b = binary.scores(&relabelled).unwrap();
             for x in 0..18 {
                 assert!((b.row(x)[1] - scores.row(x)[c]).abs() < 1e-12);
             }
@@ -1233,7 +1239,6 @@ mod tests {
         // ln k(X, Y) against the double sum by brute force; the MISMO setting separates the
         // toy set; the instance contributions plus b give the decision value.
         let data = toy();
-        let all: Vec<usize> = (0..12).collect();
         let gram = cross_mi(&data, &data, 0.3);
         for (i, j) in [(0, 0), (0, 5), (7, 3)] {
             let brute: f64 = data
@@ -1257,11 +1262,11 @@ mod tests {
             }
         }
         let train: Vec<usize> = (0..10).collect();
-        let model = SetKernelSvm::mismo().fit(&data, &train).unwrap();
+        let model = SetKernelSvm::mismo().fit(data.select(&train)).unwrap();
         assert!(model.minmax.is_some());
-        let scores = model.scores(&data, &all).unwrap();
+        let scores = model.scores(&data).unwrap();
         assert_eq!(scores.labels(), data.labels().unwrap());
-        for (b, e) in model.explain(&data, &all).unwrap().iter().enumerate() {
+        for (b, e) in model.explain(&data).unwrap().iter().enumerate() {
             let total: f64 = e.instance_scores.iter().sum::<f64>() + model.svm.bias;
             assert!((total - scores.row(b)[1]).abs() < 1e-9, "bag {b}");
         }
@@ -1302,7 +1307,7 @@ mod tests {
         let train: Vec<usize> = (0..8).collect();
         let c = 1e-6;
         let spec = SetKernelSvm::mismo().settings(SetKernelSvm::mismo().settings.cost(c));
-        let model = spec.fit(&data, &train).unwrap();
+        let model = spec.fit(data.select(&train)).unwrap();
         let s = model.svm.kernel_scale;
         for (b, coef) in model.svm.coefficients.iter().enumerate() {
             let beta = coef.abs() / s;
@@ -1315,9 +1320,9 @@ mod tests {
             .scores_from_gram(&data, &gram, data.labels().unwrap(), 2, &train, &train)
             .unwrap();
         let direct = shared
-            .fit(&data, &train)
+            .fit(data.select(&train))
             .unwrap()
-            .scores(&data, &train)
+            .scores(data.select(&train))
             .unwrap();
         for b in 0..8 {
             assert!((scores.positive(b) - direct.positive(b)).abs() < 1e-9);
@@ -1376,20 +1381,20 @@ mod tests {
         let all: Vec<usize> = (0..12).collect();
         for map in [EmpiricalMap::None, EmpiricalMap::Training] {
             let model = svm(SetKernel::Nsk { gamma: None }, map)
-                .fit(&data, &train)
+                .fit(data.select(&train))
                 .unwrap();
             assert_eq!(model.train_log_self.len(), 10);
-            let scores = model.scores(&data, &all).unwrap();
+            let scores = model.scores(&data).unwrap();
             // A model saved before the self-kernels were kept recomputes the same bits.
             let mut old = model.clone();
             old.train_log_self.clear();
             assert!(old.validate().is_ok());
-            assert_eq!(old.scores(&data, &all).unwrap(), scores);
+            assert_eq!(old.scores(&data).unwrap(), scores);
             let text = serde_json::to_string(&old).unwrap();
             assert!(!text.contains("train_log_self"));
             // The decision over every training bag, from the kernel directly.
-            let train_set = data.select(&train);
-            let zscore = ZScore::fit(&train_set, &train);
+            let train_set = data.copy_bags(&train);
+            let zscore = ZScore::fit(train_set.select(&train));
             let gamma = 0.5; // 1 / two non-constant features
             let (rows, cols) = (
                 zscore.apply(&data).unwrap(),
@@ -1428,18 +1433,18 @@ mod tests {
         let data = toy();
         let train: Vec<usize> = (0..10).collect();
         let model = svm(SetKernel::Nsk { gamma: None }, EmpiricalMap::None)
-            .fit(&data, &train)
+            .fit(data.select(&train))
             .unwrap();
-        let s = model.scores(&data, &[10, 11]).unwrap();
+        let s = model.scores(data.select(&[10, 11])).unwrap();
         assert_eq!(s.labels(), vec![0, 1]);
         assert!(
             svm(SetKernel::Nsk { gamma: None }, EmpiricalMap::Transductive)
-                .fit(&data, &train)
+                .fit(data.select(&train))
                 .is_err()
         );
         assert!(
             svm(SetKernel::Nsk { gamma: Some(-1.0) }, EmpiricalMap::None)
-                .fit(&data, &train)
+                .fit(data.select(&train))
                 .is_err()
         );
     }

@@ -22,9 +22,11 @@ pub fn run(args: &ClusterArgs) -> Result<Report> {
     let start = Instant::now();
     let (model, assignments, objective, detail) = match args.method {
         ClusterMethod::M3ic => {
-            let defaults = m3ic::M3icParams::for_mode(args.balance_mode);
+            let defaults = m3ic::M3ic::for_mode(args.balance_mode);
             let params = defaults
                 .clone()
+                .k(args.k)
+                .seed(args.seed)
                 .c(args.cost.unwrap_or(defaults.c))
                 .l(args.balance)
                 .eps1(args.epsilon1.unwrap_or(defaults.eps1))
@@ -35,7 +37,7 @@ pub fn run(args: &ClusterArgs) -> Result<Report> {
                 .balance_mode(args.balance_mode)
                 .min_size(args.min_size)
                 .max_size(args.max_size);
-            let fit = m3ic::fit(&data, args.k, &params, args.seed)?;
+            let fit = params.fit(&data)?;
             let best = &fit.runs[fit.best];
             let detail = json!({
                 "C": params.c,
@@ -59,7 +61,12 @@ pub fn run(args: &ClusterArgs) -> Result<Report> {
             )
         }
         ClusterMethod::Bamic(distance) => {
-            let fit = bamic::fit(&data, args.k, distance, args.restarts, args.seed)?;
+            let fit = bamic::Bamic::default()
+                .k(args.k)
+                .seed(args.seed)
+                .distance(distance)
+                .restarts(args.restarts)
+                .fit(&data)?;
             let detail = json!({ "medoids": fit.medoids });
             (
                 ClusterModel::Bamic(fit.model),

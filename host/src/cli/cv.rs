@@ -35,6 +35,7 @@ pub(super) fn pipeline(
     let params = classifier.params(seed)?;
     let grid = crate::pipeline::ClassifierGrid::new(params, &classifier.ridge)?;
     let mut pipeline = Pipeline::new(grid)
+        .seed(seed)
         .inner_folds(inner.inner_folds)
         .select(inner.select)
         .threshold(classifier.threshold)

@@ -113,8 +113,7 @@ pub fn run(args: &GramArgs, progress: &dyn Progress) -> Result<Report> {
             ))
         }
         SetKernelName::Nsk => {
-            let all: Vec<usize> = (0..data.n_bags()).collect();
-            let zscore = ZScore::fit(&data, &all);
+            let zscore = ZScore::fit(&data);
             let active = zscore.std.iter().filter(|&&s| s > 0.0).count().max(1);
             let gamma = args.set_kernel.gamma.unwrap_or(1.0 / active as f64);
             if !(gamma.is_finite() && gamma > 0.0) {
@@ -312,7 +311,7 @@ fn select_bags(data: data::Dataset, args: &GramArgs) -> Result<data::Dataset> {
             format!("no bag of {} has a size in this range", data.name()),
         ));
     }
-    Ok(data.select(&keep))
+    Ok(data.copy_bags(&keep))
 }
 
 fn write(gram: &LogGram, path: &str, format: Format) -> Result<()> {

@@ -13,7 +13,7 @@ use crate::classifier::imbalance::{ClassWeight, Threshold, ThresholdMetric};
 use crate::classifier::milr::{Milr, Optimizer};
 use crate::classifier::svm::{Preprocessing, SetKernel, SetKernelSvm, MI_RBF_COST, MI_RBF_GAMMA};
 use crate::classifier::{ClassifierKind, ClassifierParams};
-use crate::cluster::m3ic::{BalanceMode, M3icParams};
+use crate::cluster::m3ic::{BalanceMode, M3ic};
 use crate::cluster::ClusterMethod;
 use crate::data::synth::SyntheticSet;
 use crate::distance::Hausdorff;
@@ -629,7 +629,7 @@ pub struct ClusterArgs {
     #[arg(long)]
     pub k: usize,
     /// Random restarts.
-    #[arg(long, default_value_t = M3icParams::default().restarts)]
+    #[arg(long, default_value_t = M3ic::default().restarts)]
     pub restarts: usize,
     /// Random seed.
     #[arg(long, default_value_t = 1)]
@@ -642,14 +642,14 @@ pub struct ClusterArgs {
     #[arg(long = "cost", allow_negative_numbers = true)]
     pub cost: Option<f64>,
     /// M³IC: cluster balance l of constraint (4) (paper grid 0, 0.001, 0.01, 0.1, 1..5, 10).
-    #[arg(long, default_value_t = M3icParams::default().l, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = M3ic::default().l, allow_negative_numbers = true)]
     pub balance: f64,
     /// M³IC: CCCP precision ε₁; default 0.001, or the paper's 0.01 with
     /// `--balance-mode paper`.
     #[arg(long, allow_negative_numbers = true)]
     pub epsilon1: Option<f64>,
     /// M³IC: cutting-plane precision ε₂.
-    #[arg(long, default_value_t = M3icParams::default().eps2, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = M3ic::default().eps2, allow_negative_numbers = true)]
     pub epsilon2: f64,
     /// M³IC: cluster the raw features instead of z-scored ones.
     #[arg(long)]
@@ -661,15 +661,15 @@ pub struct ClusterArgs {
     /// M³IC: balance constraints. `sizes` (default) adds to (4) a minimum number of bags
     /// labelled with every cluster (Xu et al. 2005's class balance); `paper` is the
     /// paper's relaxed constraint (4) alone (use it with the paper's --cost/--balance grid).
-    #[arg(long, value_parser = keyword::<BalanceMode>(), default_value_t = M3icParams::default().balance_mode)]
+    #[arg(long, value_parser = keyword::<BalanceMode>(), default_value_t = M3ic::default().balance_mode)]
     pub balance_mode: BalanceMode,
     /// M³IC with `--balance-mode sizes`: every cluster labels at least this fraction of
     /// the mean cluster size n/k, in [0, 1].
-    #[arg(long, default_value_t = M3icParams::default().min_size, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = M3ic::default().min_size, allow_negative_numbers = true)]
     pub min_size: f64,
     /// M³IC with `--balance-mode sizes`: every cluster labels at most this multiple of
     /// the mean cluster size n/k, at least 1 (`inf`: no upper bound).
-    #[arg(long, default_value_t = M3icParams::default().max_size)]
+    #[arg(long, default_value_t = M3ic::default().max_size)]
     pub max_size: f64,
 }
 

@@ -6,48 +6,12 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::{PredictArgs, Report};
-use crate::classifier::{BagScores, ClassifierModel};
 use crate::cluster::ClusterModel;
-use crate::data::{self, Dataset};
+use crate::data;
 use crate::error::Result;
 use crate::explain::{Explanation, Neighbour};
 use crate::model::HostModel;
 use crate::progress::Progress;
-
-/// Bags per progress step when scoring an SVM model.
-const SVM_CHUNK: usize = 8;
-
-/// The scores of every bag of `data`. A set-kernel SVM estimates its kernel against
-/// every stored bag for each bag, and each bag's estimates depend on that bag alone, so
-/// it is scored in chunks with progress; the other models in one call (Citation-kNN with
-/// Weka's scaling depends on the order of the bags it predicts).
-pub(super) fn scores_with_progress(
-    model: &HostModel,
-    data: &Dataset,
-    progress: &dyn Progress,
-) -> Result<BagScores> {
-    let bags: Vec<usize> = (0..data.n_bags()).collect();
-    if !matches!(model.classifier, ClassifierModel::Svm(_)) {
-        return model.scores(data, &bags);
-    }
-    progress.start("scoring bags", bags.len() as u64);
-    let mut scores: Option<BagScores> = None;
-    for chunk in bags.chunks(SVM_CHUNK) {
-        let part = data.select(chunk);
-        let all: Vec<usize> = (0..part.n_bags()).collect();
-        let s = model.scores(&part, &all)?;
-        match &mut scores {
-            Some(acc) => acc.extend(&s),
-            None => scores = Some(s),
-        }
-        progress.advance(chunk.len() as u64);
-    }
-    progress.finish();
-    match scores {
-        Some(s) => Ok(s),
-        None => model.scores(data, &bags),
-    }
-}
 
 /// Runs `mil predict`.
 pub fn run(args: &PredictArgs, progress: &dyn Progress) -> Result<Report> {
@@ -63,7 +27,7 @@ pub fn run(args: &PredictArgs, progress: &dyn Progress) -> Result<Report> {
     }
     let model = HostModel::load(Path::new(&args.model))?;
     let d = data::load(&args.data)?;
-    let scores = scores_with_progress(&model, &d, progress)?;
+    let scores = model.scores_with_progress(&d, progress)?;
     let labels = scores.labels();
     let names: Vec<&str> = labels
         .iter()
@@ -99,8 +63,7 @@ pub fn run(args: &PredictArgs, progress: &dyn Progress) -> Result<Report> {
         .map(|b| json!({"bag": d.bag_id(b), "label": names[b], "score": scores.positive(b)}))
         .collect();
     if args.explain {
-        let bags: Vec<usize> = (0..d.n_bags()).collect();
-        let explanations = model.explain(&d, &bags)?;
+        let explanations = model.explain(&d)?;
         human.push_str("\nexplanations (instances numbered from 0 within each bag)");
         for (b, e) in explanations.iter().enumerate() {
             human.push_str(&format!(

@@ -63,20 +63,18 @@ pub fn run(args: &ProjectArgs) -> Result<Report> {
     super::output::check_outputs(&outputs, &inputs)?;
     let data = data::load(&args.data)?;
     let start = Instant::now();
-    let all: Vec<usize> = (0..data.n_bags()).collect();
+    params.check_fit(&crate::data::Bags::from(&data))?;
     // B-MIDA and M-MIDA also report the prototypes their kernel-density step chose.
     let (fitted, trace) = match &params {
         ProjectionParams::Bmida(b) => {
-            params.check(&data, &all)?;
-            let fit = b.fit_traced(&data, &all)?;
+            let fit = b.fit_traced(&data)?;
             (fit.projection.clone(), Some(fit))
         }
         ProjectionParams::Mmida(m) => {
-            params.check(&data, &all)?;
-            let fit = m.fit_traced(&data, &all)?;
+            let fit = m.fit_traced(&data)?;
             (fit.projection.clone(), Some(fit))
         }
-        _ => (params.fit(&data, &all)?, None),
+        _ => (params.fit(&data)?, None),
     };
     let truth = match (&args.truth, &trace) {
         (Some(path), Some(_)) => Some(crate::data::synth::read_truth(

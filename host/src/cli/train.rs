@@ -20,11 +20,10 @@ pub fn run(args: &TrainArgs, progress: &dyn Progress) -> Result<Report> {
     let d = data::load(&args.data)?;
     d.require_labels(2)?;
     let pipeline = pipeline(&args.classifier, &args.projection, args.seed, &args.inner)?;
-    let all: Vec<usize> = (0..d.n_bags()).collect();
     progress.start("training", 1);
-    let (mut model, candidate) = pipeline.fit(&d, &all, args.seed)?;
+    let mut model = pipeline.fit(&d)?;
     progress.finish();
-    let chosen = pipeline.chosen(&candidate);
+    let chosen = model.chosen;
     // A path is recorded absolute, so `mil export` run from another directory reads the
     // same file; the fingerprint lets it refuse a file whose content has changed.
     model.training_data = Some(data::recorded_spec(&args.data));

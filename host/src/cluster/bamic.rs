@@ -14,9 +14,9 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::BamicModel;
-use crate::data::Dataset;
+use crate::data::{Bags, Dataset};
 use crate::distance::{pairwise, Hausdorff};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::eval::folds::derive_seed;
 
 /// The result of [`fit`].
@@ -45,39 +45,75 @@ pub struct KMedoids {
 
 /// BAMIC's parameters: the bag distance and the random starts of k-medoids.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BamicParams {
+pub struct Bamic {
+    /// Number of clusters k (at least 2, at most the number of bags).
+    pub k: usize,
+    /// Seed of the random starts ([`crate::eval::folds::derive_seed`]`(seed, r)` for start r).
+    pub seed: u64,
     /// The bag distance (BAMIC1–3: min, max, avg).
     pub distance: Hausdorff,
     /// Random starts of k-medoids; the lowest cost wins.
     pub restarts: usize,
 }
 
-impl Default for BamicParams {
+impl Default for Bamic {
     /// The minimal Hausdorff distance (BAMIC1, the paper's best on corel), 5 starts.
     fn default() -> Self {
-        BamicParams {
+        Bamic {
+            k: 2,
+            seed: 1,
             distance: Hausdorff::Min,
             restarts: 5,
         }
     }
 }
 
-crate::params::setters!(BamicParams {
+crate::params::setters!(Bamic {
+    k: usize,
+    seed: u64,
     distance: Hausdorff,
     restarts: usize,
 });
 
-impl BamicParams {
-    /// Clusters the bags of `data` into `k` clusters ([`fit`]).
-    pub fn fit(&self, data: &Dataset, k: usize, seed: u64) -> Result<BamicFit> {
-        fit(data, k, self.distance, self.restarts, seed)
+impl Bamic {
+    /// Checks the parameters alone, before any data is read.
+    pub fn check(&self) -> Result<()> {
+        super::check_k(self.k, None)?;
+        crate::params::check_count(
+            "restarts",
+            self.restarts,
+            crate::params::limits::MAX_RESTARTS,
+        )
+    }
+
+    /// Clusters the bags into [`Bamic::k`] clusters ([`fit`]).
+    pub fn fit<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<BamicFit> {
+        self.check()?;
+        let bags = bags.into();
+        if bags.is_all() {
+            fit(
+                bags.dataset(),
+                self.k,
+                self.distance,
+                self.restarts,
+                self.seed,
+            )
+        } else {
+            fit(
+                &bags.to_dataset(),
+                self.k,
+                self.distance,
+                self.restarts,
+                self.seed,
+            )
+        }
     }
 }
 
 /// Clusters the bags of `data` into `k` clusters by BAMIC with `restarts` random starts;
 /// start r is seeded by `derive_seed(seed, r)`. The bag distances are computed once, in
 /// parallel (the result does not depend on the thread count).
-pub fn fit(
+pub(crate) fn fit(
     data: &Dataset,
     k: usize,
     distance: Hausdorff,
@@ -85,13 +121,7 @@ pub fn fit(
     seed: u64,
 ) -> Result<BamicFit> {
     let n = data.n_bags();
-    if k < 2 || k > n {
-        return Err(Error::parameter(
-            "k",
-            k,
-            format!("needs 2 ≤ k ≤ the number of bags ({n})"),
-        ));
-    }
+    super::check_k(k, Some(n))?;
     crate::params::check_count("restarts", restarts, crate::params::limits::MAX_RESTARTS)?;
     let dist = pairwise(data, distance);
     let best = k_medoids(&dist, n, k, restarts, seed);
@@ -287,7 +317,7 @@ mod tests {
     fn same_seed_same_result_on_any_thread_count() {
         let data = crate::data::load("corel3")
             .unwrap()
-            .select(&(0..60).collect::<Vec<_>>());
+            .copy_bags(&(0..60).collect::<Vec<_>>());
         let on = |threads: usize| {
             rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)

@@ -18,10 +18,10 @@
 //! solution with the lowest objective; bags are assigned by step 14 of Table 1.
 //!
 //! ```
-//! use mil_toolkit::cluster::m3ic::{fit, M3icParams};
+//! use mil_toolkit::cluster::m3ic::{fit, M3ic};
 //!
 //! let corel3 = mil_toolkit::data::load("corel3")?;
-//! let result = fit(&corel3, 3, &M3icParams::default().restarts(2), 1)?;
+//! let result = fit(&corel3, 3, &M3ic::default().restarts(2), 1)?;
 //! assert_eq!(result.assignments.len(), corel3.n_bags());
 //! assert!(result.assignments.iter().all(|&c| c < 3));
 //! // The saved model assigns bags as the fit did.
@@ -36,7 +36,7 @@ use rayon::prelude::*;
 
 use super::M3icModel;
 use crate::data::standardize::ZScore;
-use crate::data::Dataset;
+use crate::data::{Bags, Dataset};
 use crate::error::{Error, Result};
 use crate::eval::folds::derive_seed;
 use crate::numerics::{dot, first_argmax as argmax};
@@ -47,12 +47,16 @@ use crate::params::{check_count, check_weight, limits};
 /// ε₁ = 0.001, ε₂ = 0.01, 5 restarts, every cluster labelling at least half the mean
 /// cluster size; C and ε₁ chosen on corel3's tuning seeds 101–110 (docs/methods/m3ic.md). ε₁ is tighter
 /// than the paper's 0.01 because with labels the CCCP steps also move bags between
-/// clusters, which a 1 % stop cuts short. [`M3icParams::paper`] is the paper's form: (4)
+/// clusters, which a 1 % stop cuts short. [`M3ic::paper`] is the paper's form: (4)
 /// alone, ε₁ = ε₂ = 0.01, and C = 4, l = 0.01 from its grids C ∈ 2^[−4:4],
 /// l ∈ [0, 0.001, 0.01, 0.1, 1:5, 10]. Features z-scored, then every instance scaled to
 /// unit length, in both.
 #[derive(Debug, Clone, PartialEq)]
-pub struct M3icParams {
+pub struct M3ic {
+    /// Number of clusters k (at least 2, at most the number of bags).
+    pub k: usize,
+    /// Seed of the random starts ([`crate::eval::folds::derive_seed`]`(seed, r)` for start r).
+    pub seed: u64,
     /// Regularisation constant C of (6).
     pub c: f64,
     /// Cluster balance l of (4).
@@ -114,30 +118,32 @@ mil_core::keywords!(BalanceMode {
     BalanceMode::Sizes => "sizes": "(4) and at least min-size * n/k bags labelled with every cluster (Xu et al. 2005's class balance)",
 });
 
-impl M3icParams {
+impl M3ic {
     /// The paper's form: the relaxed balance constraint (4) alone with ε₁ = ε₂ = 0.01 and
     /// C = 4, l = 0.01 (the best cell of the paper's grids on corel3's tuning seeds).
     pub fn paper() -> Self {
-        M3icParams {
+        M3ic {
             c: 4.0,
             eps1: 0.01,
             balance_mode: BalanceMode::Paper,
-            ..M3icParams::default()
+            ..M3ic::default()
         }
     }
 
-    /// The defaults of a balance mode: [`M3icParams::paper`] or [`Default::default`].
+    /// The defaults of a balance mode: [`M3ic::paper`] or [`Default::default`].
     pub fn for_mode(mode: BalanceMode) -> Self {
         match mode {
-            BalanceMode::Paper => M3icParams::paper(),
-            BalanceMode::Sizes => M3icParams::default(),
+            BalanceMode::Paper => M3ic::paper(),
+            BalanceMode::Sizes => M3ic::default(),
         }
     }
 }
 
-impl Default for M3icParams {
+impl Default for M3ic {
     fn default() -> Self {
-        M3icParams {
+        M3ic {
+            k: 2,
+            seed: 1,
             c: 2.0,
             l: 0.01,
             eps1: 0.001,
@@ -154,7 +160,9 @@ impl Default for M3icParams {
     }
 }
 
-crate::params::setters!(M3icParams {
+crate::params::setters!(M3ic {
+    k: usize,
+    seed: u64,
     c: f64,
     l: f64,
     eps1: f64,
@@ -169,9 +177,9 @@ crate::params::setters!(M3icParams {
     max_size: f64,
 });
 
-impl M3icParams {
-    /// Checks every parameter once, before any work.
-    pub fn validate(&self, k: usize, n_bags: usize) -> Result<()> {
+impl M3ic {
+    /// Checks the parameters alone, before any data is read.
+    pub fn check(&self) -> Result<()> {
         let positive = |name: &str, v: f64| {
             if v > 0.0 && v.is_finite() {
                 Ok(())
@@ -201,14 +209,26 @@ impl M3icParams {
         if self.max_cccp == 0 || self.max_planes == 0 {
             return Err(Error::parameter("iteration caps", 0, "must be at least 1"));
         }
-        if k < 2 || k > n_bags {
-            return Err(Error::parameter(
-                "k",
-                k,
-                format!("needs 2 ≤ k ≤ the number of bags ({n_bags})"),
-            ));
+        super::check_k(self.k, None)
+    }
+
+    /// Clusters the bags into [`M3ic::k`] clusters: [`fit`] with these parameters.
+    ///
+    /// ```
+    /// use mil_toolkit::prelude::*;
+    ///
+    /// let musk1 = mil_toolkit::data::load("musk1")?;
+    /// let fit = M3ic::default().k(2).seed(1).restarts(1).fit(&musk1)?;
+    /// assert_eq!(fit.assignments.len(), musk1.n_bags());
+    /// # Ok::<(), mil_toolkit::Error>(())
+    /// ```
+    pub fn fit<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<M3icFit> {
+        let bags = bags.into();
+        if bags.is_all() {
+            fit(bags.dataset(), self.k, self, self.seed)
+        } else {
+            fit(&bags.to_dataset(), self.k, self, self.seed)
         }
-        Ok(())
     }
 }
 
@@ -230,7 +250,7 @@ impl M3icRun {
     }
 }
 
-/// The result of [`fit`].
+/// The result of [`M3ic::fit`].
 #[derive(Debug, Clone)]
 pub struct M3icFit {
     /// The model of the best start.
@@ -248,10 +268,10 @@ pub struct M3icFit {
 /// Clusters the bags of `data` into `k` clusters. Start r draws w̃⁰ from a generator
 /// seeded by `derive_seed(seed, r)`; starts run in parallel and the lowest J (first on
 /// ties) wins, so the result does not depend on the number of threads.
-pub fn fit(data: &Dataset, k: usize, params: &M3icParams, seed: u64) -> Result<M3icFit> {
-    params.validate(k, data.n_bags())?;
-    let all: Vec<usize> = (0..data.n_bags()).collect();
-    let zscore = params.standardize.then(|| ZScore::fit(data, &all));
+pub(crate) fn fit(data: &Dataset, k: usize, params: &M3ic, seed: u64) -> Result<M3icFit> {
+    params.check()?;
+    super::check_k(k, Some(data.n_bags()))?;
+    let zscore = params.standardize.then(|| ZScore::fit(data));
     let mut prepared = match &zscore {
         Some(z) => z.apply(data)?,
         None => data.clone(),
@@ -393,7 +413,7 @@ impl<'a> Problem<'a> {
     /// The smallest and largest numbers of bags every cluster may label under `params`
     /// ([`BalanceMode::Sizes`]): ⌊min_size · n/k⌋ and ⌈max_size · n/k⌉, clipped so that
     /// some labelling fits; (0, n) under the paper's constraint alone.
-    pub fn count_bounds(&self, params: &M3icParams) -> (usize, usize) {
+    pub fn count_bounds(&self, params: &M3ic) -> (usize, usize) {
         let n = self.data.n_bags();
         let mean = n as f64 / self.k as f64;
         match params.balance_mode {
@@ -432,7 +452,7 @@ impl<'a> Problem<'a> {
     /// The subgradients of the CCCP step at w̃ and the loss Σ max(0, 1 − margin) they
     /// stand for: under the paper's constraint, (7)–(9) of f(w̃, i); with sizes, those of
     /// h_i(w̃, u_i) for the balanced labels u minimising the loss ([`balanced_labels`]).
-    fn subgradients(&self, w: &[f64], params: &M3icParams) -> (Vec<Subgradient>, f64) {
+    fn subgradients(&self, w: &[f64], params: &M3ic) -> (Vec<Subgradient>, f64) {
         let n = self.data.n_bags();
         let (min_count, max_count) = self.count_bounds(params);
         if min_count == 0 && max_count >= n {
@@ -474,7 +494,7 @@ impl<'a> Problem<'a> {
     /// J of the problem solved: ½‖w̃‖² + (C/n) Σ max(0, 1 − f(w̃, i)) for the relaxed
     /// problem (6) ([`BalanceMode::Paper`]), or J_bal(w̃) = min over balanced labels u of
     /// ½‖w̃‖² + (C/n) Σ max(0, 1 − h_i(w̃, u_i)) ([`BalanceMode::Sizes`]).
-    pub fn objective_with(&self, w: &[f64], params: &M3icParams) -> f64 {
+    pub fn objective_with(&self, w: &[f64], params: &M3ic) -> f64 {
         let n = self.data.n_bags();
         let loss = self.subgradients(w, params).1;
         0.5 * dot(w, w) + params.c / n as f64 * loss
@@ -500,7 +520,7 @@ impl<'a> Problem<'a> {
 
     /// One start from a random w̃⁰ ~ N(0, I): CCCP iterations until ΔJ/J < ε₁ (Table 1,
     /// steps 2–13).
-    pub fn run(&self, params: &M3icParams, rng: &mut Xoshiro256PlusPlus) -> Result<M3icRun> {
+    pub fn run(&self, params: &M3ic, rng: &mut Xoshiro256PlusPlus) -> Result<M3icRun> {
         let w: Vec<f64> = (0..self.k * self.dim)
             .map(|_| StandardNormal.sample(rng))
             .collect();
@@ -508,7 +528,7 @@ impl<'a> Problem<'a> {
     }
 
     /// CCCP from a given w̃⁰ (Table 1, steps 3–13).
-    pub fn run_from(&self, params: &M3icParams, mut w: Vec<f64>) -> Result<M3icRun> {
+    pub fn run_from(&self, params: &M3ic, mut w: Vec<f64>) -> Result<M3icRun> {
         let mut history = Vec::new();
         let mut planes = Vec::new();
         for _ in 0..params.max_cccp {
@@ -535,11 +555,7 @@ impl<'a> Problem<'a> {
 
     /// Solves the convex subproblem (12) for fixed subgradients by cutting planes
     /// (Table 1, steps 4–9). Returns w̃ and the number of planes used.
-    fn cutting_planes(
-        &self,
-        sub: &[Subgradient],
-        params: &M3icParams,
-    ) -> Result<(Vec<f64>, usize)> {
+    fn cutting_planes(&self, sub: &[Subgradient], params: &M3ic) -> Result<(Vec<f64>, usize)> {
         let n = self.data.n_bags();
         let pairs = self.balance_pairs();
         let n_pairs = pairs.len();
@@ -867,9 +883,8 @@ mod tests {
         // Theory (CCCP + ε₂-accurate cutting planes): J(w̃ᵗ⁺¹) ≤ J(w̃ᵗ) + C·ε₂. With a tiny
         // ε₂ this is monotone up to round-off; checked on real data and on many seeds.
         let corel = data::load("corel3").unwrap();
-        let corel = corel.select(&(0..corel.n_bags()).step_by(3).collect::<Vec<_>>());
-        let all: Vec<usize> = (0..corel.n_bags()).collect();
-        let corel = ZScore::fit(&corel, &all).apply(&corel).unwrap();
+        let corel = corel.copy_bags(&(0..corel.n_bags()).step_by(3).collect::<Vec<_>>());
+        let corel = ZScore::fit(&corel).apply(&corel).unwrap();
         let unit = normalize_instances(&corel).unwrap();
         let sets = [toy(1, 10), corel, unit];
         for data in &sets {
@@ -880,14 +895,14 @@ mod tests {
                 (16.0, 0.1, BalanceMode::Paper),
                 (4.0, 0.01, BalanceMode::Sizes),
             ] {
-                let params = M3icParams {
+                let params = M3ic {
                     c,
                     l,
                     eps1: 1e-6,
                     eps2: 1e-6,
                     max_cccp: 15,
                     balance_mode: mode,
-                    ..M3icParams::default()
+                    ..M3ic::default()
                 };
                 for seed in 0..3 {
                     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
@@ -979,11 +994,11 @@ mod tests {
         let data = toy(2, 6);
         let problem = Problem::new(&data, 3);
         for (seed, c, l) in [(3, 4.0, 0.0), (4, 1.0, 0.5), (5, 16.0, 2.0), (6, 0.25, 0.0)] {
-            let params = M3icParams {
+            let params = M3ic {
                 c,
                 l,
                 eps2: 1e-3,
-                ..M3icParams::default()
+                ..M3ic::default()
             };
             let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
             let w0: Vec<f64> = (0..9).map(|_| StandardNormal.sample(&mut rng)).collect();
@@ -1023,12 +1038,12 @@ mod tests {
         // unit-length scaling would blow the short background instances (noise around 0)
         // up to the length of the cluster instances.
         let data = toy(5, 12);
-        let params = M3icParams {
+        let params = M3ic {
             standardize: false,
             normalize: false,
             c: 1.0,
             l: 0.1,
-            ..M3icParams::default()
+            ..M3ic::default()
         };
         let fit = fit(&data, 3, &params, 1).unwrap();
         let acc = crate::eval::clustering_accuracy(&fit.assignments, data.labels().unwrap());
@@ -1129,8 +1144,8 @@ mod tests {
         // On raw features (unit length would blow the background noise up to the length
         // of the group instances, see `separates_well_separated_bags`), and with the full
         // default preparation, where the background instances become random directions.
-        let raw = M3icParams::default().standardize(false).normalize(false);
-        for (params, floor) in [(raw, 0.95), (M3icParams::default(), 0.75)] {
+        let raw = M3ic::default().standardize(false).normalize(false);
+        for (params, floor) in [(raw, 0.95), (M3ic::default(), 0.75)] {
             for seed in 1..=5 {
                 let fit = fit(&data, k, &params, seed).unwrap();
                 let mut sizes = vec![0; k];
@@ -1180,14 +1195,12 @@ mod tests {
             (0..k).map(|c| c.to_string()).collect(),
         )
         .unwrap();
-        let non_empty = |params: &M3icParams, seed: u64| {
+        let non_empty = |params: &M3ic, seed: u64| {
             let fit = fit(&data, k, params, seed).unwrap();
             let mut sizes = vec![0; k];
             fit.assignments.iter().for_each(|&a| sizes[a] += 1);
             // The labels of the fitted w̃ respect both bounds (20 ± the band: 10..=25).
-            let all: Vec<usize> = (0..data.n_bags()).collect();
-            let prepared =
-                normalize_instances(&ZScore::fit(&data, &all).apply(&data).unwrap()).unwrap();
+            let prepared = normalize_instances(&ZScore::fit(&data).apply(&data).unwrap()).unwrap();
             let problem = Problem::new(&prepared, k);
             let (lo, hi) = problem.count_bounds(params);
             let mut counts = vec![0; k];
@@ -1199,10 +1212,10 @@ mod tests {
             );
             sizes.iter().filter(|&&s| s > 0).count()
         };
-        let one_sided = M3icParams::default().max_size(f64::INFINITY);
+        let one_sided = M3ic::default().max_size(f64::INFINITY);
         let mut collapsed = 0;
         for seed in 1..=5 {
-            let kept = non_empty(&M3icParams::default(), seed);
+            let kept = non_empty(&M3ic::default(), seed);
             assert!(kept >= 4, "seed {seed}: {kept} non-empty clusters");
             collapsed += usize::from(non_empty(&one_sided, seed) <= 3);
         }
@@ -1219,10 +1232,8 @@ mod tests {
         // prepared (z-scored, unit-length) instance, the witness is the first largest, and
         // the bag's cluster is the witness's top cluster.
         let data = toy(4, 6);
-        let fit = fit(&data, 3, &M3icParams::default().restarts(2), 5).unwrap();
-        let all: Vec<usize> = (0..data.n_bags()).collect();
-        let prepared =
-            normalize_instances(&ZScore::fit(&data, &all).apply(&data).unwrap()).unwrap();
+        let fit = fit(&data, 3, &M3ic::default().restarts(2), 5).unwrap();
+        let prepared = normalize_instances(&ZScore::fit(&data).apply(&data).unwrap()).unwrap();
         let explained = ClusterModel::M3ic(fit.model.clone())
             .explain(&data)
             .unwrap();
@@ -1261,12 +1272,12 @@ mod tests {
             .collect();
         let scaled = data.with_features(3, features).unwrap();
         for normalize in [true, false] {
-            let params = M3icParams {
+            let params = M3ic {
                 standardize: false,
                 normalize,
                 c: 1.0,
                 l: 0.1,
-                ..M3icParams::default()
+                ..M3ic::default()
             };
             let a = fit(&data, 3, &params, 3).unwrap();
             let b = fit(&scaled, 3, &params, 3).unwrap();
@@ -1291,7 +1302,7 @@ mod tests {
     #[test]
     fn same_seed_same_result_on_any_thread_count() {
         let data = toy(9, 8);
-        let params = M3icParams::default();
+        let params = M3ic::default();
         let on = |threads: usize| {
             rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
@@ -1311,21 +1322,21 @@ mod tests {
     fn bad_parameters_are_errors() {
         let data = toy(1, 3);
         for params in [
-            M3icParams {
+            M3ic {
                 c: 0.0,
-                ..M3icParams::default()
+                ..M3ic::default()
             },
-            M3icParams {
+            M3ic {
                 l: -1.0,
-                ..M3icParams::default()
+                ..M3ic::default()
             },
-            M3icParams {
+            M3ic {
                 eps2: f64::NAN,
-                ..M3icParams::default()
+                ..M3ic::default()
             },
-            M3icParams {
+            M3ic {
                 restarts: 0,
-                ..M3icParams::default()
+                ..M3ic::default()
             },
         ] {
             assert!(matches!(
@@ -1333,7 +1344,7 @@ mod tests {
                 Err(Error::Parameter { .. })
             ));
         }
-        assert!(fit(&data, 1, &M3icParams::default(), 1).is_err());
-        assert!(fit(&data, 10, &M3icParams::default(), 1).is_err());
+        assert!(fit(&data, 1, &M3ic::default(), 1).is_err());
+        assert!(fit(&data, 10, &M3ic::default(), 1).is_err());
     }
 }

@@ -340,3 +340,16 @@ fn check_dim(data: &Dataset, dim: usize) -> Result<()> {
     }
     Ok(())
 }
+
+/// k clusters: at least 2, and at most one per bag when the bags are known.
+fn check_k(k: usize, n_bags: Option<usize>) -> Result<()> {
+    match n_bags {
+        _ if k < 2 => Err(Error::parameter("k", k, "needs at least 2 clusters")),
+        Some(n) if k > n => Err(Error::parameter(
+            "k",
+            k,
+            format!("needs 2 ≤ k ≤ the number of bags ({n})"),
+        )),
+        _ => Ok(()),
+    }
+}

@@ -279,7 +279,7 @@ impl Dataset {
     }
 
     /// A new data set with the chosen bags, in the given order (features are copied).
-    pub fn select(&self, bags: &[usize]) -> Dataset {
+    pub fn copy_bags(&self, bags: &[usize]) -> Dataset {
         let mut features = Vec::new();
         let mut bag_starts = vec![0];
         for &b in bags {
@@ -369,7 +369,7 @@ mod tests {
 
     #[test]
     fn select_reorders_bags() {
-        let d = tiny().select(&[1, 0]);
+        let d = tiny().copy_bags(&[1, 0]);
         assert_eq!(d.bag_id(0), "b");
         assert_eq!(d.labels(), Some(&[0, 1][..]));
         assert_eq!(d.bag(1).as_slice(), &[1.0, 2.0, 3.0, 4.0]);
@@ -391,7 +391,7 @@ mod tests {
     fn require_labels_counts_present_classes() {
         let d = tiny();
         assert!(d.require_labels(2).is_ok());
-        assert!(d.select(&[0]).require_labels(2).is_err());
+        assert!(d.copy_bags(&[0]).require_labels(2).is_err());
         assert!(d.without_labels().require_labels(1).is_err());
     }
 }

@@ -2,6 +2,7 @@
 //! standardisation.
 
 pub mod arff;
+pub mod bags;
 pub mod builtin;
 pub mod csv;
 pub mod dataset;
@@ -10,6 +11,7 @@ pub mod synth;
 
 use std::path::Path;
 
+pub use bags::Bags;
 pub use dataset::{Bag, Dataset};
 
 use crate::error::{Error, Result};

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::bags::Bags;
 use super::dataset::Dataset;
 use crate::error::Result;
 
@@ -20,7 +21,10 @@ pub struct ZScore {
 impl ZScore {
     /// Fits on the instances of the given bags (population statistics, two-pass for
     /// accuracy).
-    pub fn fit(data: &Dataset, bags: &[usize]) -> ZScore {
+    pub fn fit<'a>(bags: impl Into<Bags<'a>>) -> ZScore {
+        let view = bags.into();
+        let (data, picked) = (view.dataset(), view.indices());
+        let bags: &[usize] = &picked;
         let dim = data.dim();
         let mut mean = vec![0.0; dim];
         let mut count = 0usize;
@@ -130,7 +134,7 @@ mod tests {
             vec![],
         )
         .unwrap();
-        let z = ZScore::fit(&d, &[0]);
+        let z = ZScore::fit(d.select(&[0][..]));
         let (full, kept) = (z.apply(&d).unwrap(), z.apply_active(&d).unwrap());
         assert_eq!(kept.dim(), 2);
         for (f, k) in full
@@ -142,7 +146,7 @@ mod tests {
             assert_eq!([f[0], f[2]], [0.0, 0.0]);
         }
         // Nothing varies: one column of zeros.
-        let none = ZScore::fit(&d, &[1]).apply_active(&d).unwrap();
+        let none = ZScore::fit(d.select(&[1][..])).apply_active(&d).unwrap();
         assert_eq!(none.dim(), 1);
         assert!(none.features().iter().all(|&v| v == 0.0));
     }
@@ -160,7 +164,7 @@ mod tests {
             vec![],
         )
         .unwrap();
-        let z = ZScore::fit(&d, &[0]);
+        let z = ZScore::fit(d.select(&[0][..]));
         assert_eq!(z.mean, vec![2.0, 5.0]);
         assert_eq!(z.std, vec![1.0, 0.0]);
         let s = z.apply(&d).unwrap();

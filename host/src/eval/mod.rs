@@ -4,6 +4,7 @@
 pub mod folds;
 pub mod metrics;
 pub mod roc;
+pub mod seeds;
 pub mod stats;
 
 pub use folds::{inner_folds, stratified_folds};

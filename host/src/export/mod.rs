@@ -25,7 +25,10 @@ use crate::error::{Error, Result};
 use crate::model::{ClassifierModel, HostModel};
 use crate::projection::LinearProjection;
 
+mod measured;
 pub mod rounding;
+
+pub use measured::{Export, Exported};
 
 use rounding::Feedback;
 pub use rounding::Rounding;
@@ -479,10 +482,10 @@ fn integer_exponents(train: &Dataset) -> Result<Vec<i32>> {
         for (k, &v) in bag.as_slice().iter().enumerate() {
             if v.fract() != 0.0 || !(-32768.0..=32767.0).contains(&v) {
                 return Err(Error::parameter(
-                    "--input",
+                    "input",
                     "integer",
                     format!(
-                        "{}: bag {} (\"{}\"), instance {}, feature {} is {v}, not an integer within i16; export with --input fitted",
+                        "{}: bag {} (\"{}\"), instance {}, feature {} is {v}, not an integer within i16; export with the input steps fitted",
                         train.name(),
                         b,
                         train.bag_id(b),
@@ -611,9 +614,9 @@ pub fn export_with(
     let ExportOptions { rounding, input } = options.into();
     if input == InputSteps::Integer && encoding == Encoding::F32 {
         return Err(Error::parameter(
-            "--input",
+            "input",
             "integer",
-            "input steps apply to quantised models; export with --format q15 or q7",
+            "input steps apply to quantised models; export in q15 or q7",
         ));
     }
     let dim_in = train.dim();
@@ -622,7 +625,7 @@ pub fn export_with(
     };
     if let Head::SetKernelSvm(svm) = &model.head {
         if model.stage.is_some() {
-            return Err(Error::NotAvailable(
+            return Err(Error::Unsupported(
                 "exporting a set-kernel SVM after a projection (the core discretises raw features)"
                     .into(),
             ));
@@ -631,7 +634,7 @@ pub fn export_with(
     }
     if let Head::MiKernelSvm(svm) = &model.head {
         if model.stage.is_some() {
-            return Err(Error::NotAvailable(
+            return Err(Error::Unsupported(
                 "exporting an MI-kernel SVM after a projection".into(),
             ));
         }
@@ -988,7 +991,7 @@ impl CoreBag {
 pub fn m3ic_score_bound(model: &Model<'_>, bag: &[i16]) -> Result<f64> {
     let m = model
         .cluster()
-        .ok_or_else(|| Error::NotAvailable("an M³IC bound for another model kind".into()))?;
+        .ok_or_else(|| Error::Unsupported("an M³IC bound for another model kind".into()))?;
     let worst = bag
         .chunks_exact(model.input_dim())
         .flat_map(|x| (0..m.n_clusters()).map(move |u| m.instance_score_bound(model.stage(), x, u)))
@@ -1160,7 +1163,7 @@ impl Compact {
                 let pooling = m.params.pooling;
                 if let Some(t) = model.threshold {
                     if pooling == Pooling::NoisyOr {
-                        return Err(Error::NotAvailable(
+                        return Err(Error::Unsupported(
                             "exporting a noisy-or MILR with a decision threshold (its pooled probability of a constant row depends on the bag size); use mean, geometric, softmax or max pooling".into(),
                         ));
                     }
@@ -1191,7 +1194,7 @@ impl Compact {
             }
             ClassifierModel::CitationKnn(m) => {
                 if model.threshold.is_some() || !m.class_weights.is_empty() {
-                    return Err(Error::NotAvailable(
+                    return Err(Error::Unsupported(
                         "exporting Citation-kNN with class weights or a decision threshold (the core's votes count 1 each and the larger share wins)".into(),
                     ));
                 }

@@ -10,7 +10,7 @@
 //!
 //! let musk1 = mil_toolkit::data::load("musk1")?;
 //! let first: Vec<usize> = (0..8).collect();
-//! let bags = musk1.select(&first);
+//! let bags = musk1.copy_bags(&first);
 //! let grid = GridData::fit(&bags, None)?;
 //! let spec = BoxGramSpec {
 //!     kernel: BoxKernel::And,

@@ -704,7 +704,7 @@ mod tests {
         let (_, self_kernels) = log_nsk_gram_and_self(&d, gamma).unwrap();
         assert_eq!(log_self_kernels(&d, gamma), self_kernels);
         // Rows from another data set holding the same bags (scoring new bags).
-        let rows = d.select(&[n - 1, 2, 0]);
+        let rows = d.copy_bags(&[n - 1, 2, 0]);
         let cross = log_set_kernels(&rows, &d, &[Run { row: 1, cols: 2..n }], gamma);
         let row2 = &full[n + (n - 1)..n + (n - 1) + (n - 2)];
         assert_eq!(cross, row2);
@@ -726,7 +726,7 @@ mod tests {
         let gamma = 0.7;
         let (gram, self_kernels) = log_nsk_gram_and_self(&d, gamma).unwrap();
         let n = d.n_bags();
-        let rows = d.select(&[3, 11]);
+        let rows = d.copy_bags(&[3, 11]);
         let self_rows = log_self_kernels(&rows, gamma);
         assert_eq!(self_rows, [self_kernels[3], self_kernels[11]]);
         let cross = log_nsk_cross(&rows, &d, &self_rows, &self_kernels, gamma);

@@ -10,7 +10,8 @@ use super::{
     generalized_top_eigenvectors, weight_by_eigenvalues, InputScaling, LinearProjection,
     ProjectionKind, Projector, TrainingInstances,
 };
-use crate::data::Dataset;
+use crate::data::Bags;
+
 use crate::error::{Error, Result};
 
 /// Fisher LDA onto `dim ≤ C − 1` directions.
@@ -61,7 +62,10 @@ impl Default for Lda {
 crate::params::setters!(Lda { dim: usize });
 
 impl Projector for Lda {
-    fn fit(&self, data: &Dataset, train: &[usize]) -> Result<LinearProjection> {
+    fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<LinearProjection> {
+        let train = train.into();
+        super::check_fit(self.dim, &train)?;
+        let (data, train) = (train.dataset(), &*train.indices());
         let bag_labels = data.training_labels(train, 2)?;
         let classes = data.n_classes();
         if self.dim + 1 > classes {
@@ -118,8 +122,7 @@ mod tests {
             }
             // The third feature is pure noise: its LDA weight must vanish.
             let data = single_instance_bags(3, &rows, &labels);
-            let all: Vec<usize> = (0..rows.len()).collect();
-            let p = Lda { dim: 1 }.fit(&data, &all).unwrap();
+            let p = Lda { dim: 1 }.fit(&data).unwrap();
             let dir = raw_direction(&p, 0);
             // Σ⁻¹(1, 1) with det Σ = 1.75: (1 − 1.5, −1.5 + 4)/1.75 = (−0.5, 2.5)/1.75.
             let truth = [-0.5, 2.5, 0.0];
@@ -136,8 +139,8 @@ mod tests {
             vec![1.0, 3.0],
         ];
         let data = single_instance_bags(2, &rows, &[0, 1, 0, 1]);
-        assert!(Lda { dim: 2 }.fit(&data, &[0, 1, 2, 3]).is_err());
-        assert!(Lda { dim: 1 }.fit(&data, &[0, 2]).is_err());
-        assert!(Lda { dim: 1 }.fit(&data, &[0, 1, 2, 3]).is_ok());
+        assert!(Lda { dim: 2 }.fit(data.select(&[0, 1, 2, 3])).is_err());
+        assert!(Lda { dim: 1 }.fit(data.select(&[0, 2])).is_err());
+        assert!(Lda { dim: 1 }.fit(data.select(&[0, 1, 2, 3])).is_ok());
     }
 }

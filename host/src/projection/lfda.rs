@@ -16,9 +16,8 @@
 //! use mil_toolkit::projection::Projector;
 //!
 //! let data = mil_toolkit::data::load("musk1")?;
-//! let train: Vec<usize> = (0..data.n_bags()).collect();
 //! // The paper's Musk setting: R = 2 references, C = 4 citers, threshold 1.
-//! let projection = Clfda::default().dim(5).fit(&data, &train)?;
+//! let projection = Clfda::default().dim(5).fit(&data)?;
 //! assert_eq!((projection.input_dim(), projection.output_dim), (166, 5));
 //! assert_eq!(projection.transform(&data)?.dim(), 5);
 //! # Ok::<(), mil_toolkit::Error>(())
@@ -34,7 +33,8 @@ use super::{
     generalized_top_eigenvectors, weight_by_eigenvalues, InputScaling, LinearProjection,
     ProjectionKind, Projector, TrainingInstances,
 };
-use crate::data::Dataset;
+use crate::data::Bags;
+
 use crate::distance::squared_euclidean;
 use crate::error::{Error, Result};
 
@@ -103,7 +103,10 @@ crate::params::setters!(Clfda {
 });
 
 impl Projector for Lfda {
-    fn fit(&self, data: &Dataset, train: &[usize]) -> Result<LinearProjection> {
+    fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<LinearProjection> {
+        let train = train.into();
+        super::check_fit(self.dim, &train)?;
+        let (data, train) = (train.dataset(), &*train.indices());
         if self.neighbours == 0 {
             return Err(Error::parameter(
                 "k",
@@ -133,7 +136,10 @@ impl Projector for Lfda {
 }
 
 impl Projector for Clfda {
-    fn fit(&self, data: &Dataset, train: &[usize]) -> Result<LinearProjection> {
+    fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<LinearProjection> {
+        let train = train.into();
+        super::check_fit(self.dim, &train)?;
+        let (data, train) = (train.dataset(), &*train.indices());
         if self.references == 0 || self.citers == 0 {
             return Err(Error::parameter(
                 "R, C",
@@ -418,6 +424,7 @@ fn row_major(x: &DMatrix<f64>) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::Dataset;
     use crate::projection::lda::{fisher_scatters, Lda};
     use crate::projection::test_support::*;
 
@@ -581,7 +588,7 @@ mod tests {
         // the true positives only see each other.
         assert_eq!(false_positives(&graph, &labels, 2, 4, 1.0), truth);
 
-        let clfda = Clfda::new(1).fit(&data, &[0, 1]).unwrap();
+        let clfda = Clfda::new(1).fit(data.select(&[0, 1])).unwrap();
         assert_eq!(clfda.diagnostic("relabelled"), Some(9.0));
         // After relabelling, the only positives are the true ones above the axis: the
         // discriminant direction is vertical.
@@ -611,9 +618,8 @@ mod tests {
                 labels.push(c);
             }
             let data = single_instance_bags(3, &rows, &labels);
-            let all: Vec<usize> = (0..rows.len()).collect();
-            let lfda = Lfda::new(1).fit(&data, &all).unwrap();
-            let lda = Lda { dim: 1 }.fit(&data, &all).unwrap();
+            let lfda = Lfda::new(1).fit(&data).unwrap();
+            let lda = Lda { dim: 1 }.fit(&data).unwrap();
             let e1 = [1.0, 0.0, 0.0];
             let c = abs_cosine(&raw_direction(&lfda, 0), &e1);
             assert!(c > 0.98, "seed {seed}: LFDA |cos| = {c}");
@@ -632,7 +638,7 @@ mod tests {
             threshold: f64::NAN,
             ..Clfda::new(1)
         };
-        assert!(bad.fit(&data, &[0, 1]).is_err());
-        assert!(Lfda::new(1).fit(&data, &[0]).is_err());
+        assert!(bad.fit(data.select(&[0, 1])).is_err());
+        assert!(Lfda::new(1).fit(data.select(&[0])).is_err());
     }
 }

@@ -34,7 +34,7 @@
 //! // MI-ALM §3.1 data set II with D = 30 features, 5 of them relevant.
 //! let set = mil_toolkit::data::synth::mialm_ii(30, 5, 1)?;
 //! let train: Vec<usize> = (0..set.data.n_bags()).collect();
-//! let projection = MiAlm::default().dim(5).alpha(0.2).fit(&set.data, &train)?;
+//! let projection = MiAlm::default().dim(5).alpha(0.2).fit(set.data.select(&train))?;
 //! // Orthogonal (‖AᵀA − I‖) and sparse (share of zero weights), as the paper asks.
 //! assert!(projection.diagnostic("orthogonality").unwrap() < 1e-3);
 //! assert!(projection.diagnostic("sparsity").unwrap() > 0.5);
@@ -49,6 +49,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
 use super::{InputScaling, LinearProjection, ProjectionKind, Projector, TrainingInstances};
+use crate::data::Bags;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::numerics::sigmoid;
@@ -144,7 +145,8 @@ impl MiAlm {
         }
     }
 
-    fn validate(&self) -> Result<()> {
+    /// Checks the parameters alone, before any data is read.
+    pub fn check(&self) -> Result<()> {
         let positive = |name: &str, v: f64| {
             if v.is_finite() && v > 0.0 {
                 Ok(())
@@ -211,8 +213,11 @@ impl MiAlm {
 }
 
 impl Projector for MiAlm {
-    fn fit(&self, data: &Dataset, train: &[usize]) -> Result<LinearProjection> {
-        self.validate()?;
+    fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<LinearProjection> {
+        let train = train.into();
+        super::check_fit(self.dim, &train)?;
+        let (data, train) = (train.dataset(), &*train.indices());
+        self.check()?;
         let problem = BagLoss::new(data, train, self.softmax_beta, self.dim, "MI-ALM")?;
         let fit = self.solve(&problem)?;
         let diagnostics = vec![
@@ -939,15 +944,18 @@ pub(crate) mod tests {
     fn fit_is_sparse_orthogonal_and_deterministic() {
         let data = set_ii(30, 6, 10, 10, 4);
         let train = all_bags(&data);
-        let fit = MiAlm::new(6, 0.2, 1).fit(&data, &train).unwrap();
+        let fit = MiAlm::new(6, 0.2, 1).fit(data.select(&train)).unwrap();
         let sparsity = fit.diagnostic("sparsity").unwrap();
         let orthogonality = fit.diagnostic("orthogonality").unwrap();
         assert!(sparsity > 0.5, "sparsity {sparsity}");
         assert!(orthogonality < 2e-3, "orthogonality {orthogonality}");
-        assert_eq!(fit, MiAlm::new(6, 0.2, 1).fit(&data, &train).unwrap());
+        assert_eq!(fit, MiAlm::new(6, 0.2, 1).fit(data.select(&train)).unwrap());
         assert_ne!(
             fit.matrix,
-            MiAlm::new(6, 0.2, 2).fit(&data, &train).unwrap().matrix
+            MiAlm::new(6, 0.2, 2)
+                .fit(data.select(&train))
+                .unwrap()
+                .matrix
         );
     }
 
@@ -960,7 +968,7 @@ pub(crate) mod tests {
                 .num_threads(threads)
                 .build()
                 .unwrap()
-                .install(|| MiAlm::new(4, 0.2, 3).fit(&data, &train).unwrap())
+                .install(|| MiAlm::new(4, 0.2, 3).fit(data.select(&train)).unwrap())
         };
         assert_eq!(run(1), run(2));
     }
@@ -969,13 +977,11 @@ pub(crate) mod tests {
     fn bad_input_is_an_error_not_a_panic() {
         let data = set_ii(8, 2, 3, 3, 1);
         let train = all_bags(&data);
-        let too_big = MiAlm::new(9, 0.2, 1).fit(&data, &train);
+        let too_big = MiAlm::new(9, 0.2, 1).fit(data.select(&train));
         assert!(matches!(too_big, Err(Error::Parameter { .. })));
-        let nan = MiAlm::new(2, f64::NAN, 1).fit(&data, &train);
+        let nan = MiAlm::new(2, f64::NAN, 1).fit(data.select(&train));
         assert!(matches!(nan, Err(Error::Parameter { .. })));
-        let one_class = MiAlm::new(2, 0.2, 1).fit(&data, &[0, 1, 2]);
+        let one_class = MiAlm::new(2, 0.2, 1).fit(data.select(&[0, 1, 2]));
         assert!(matches!(one_class, Err(Error::Data { .. })));
-        let out_of_range = MiAlm::new(2, 0.2, 1).fit(&data, &[0, 99]);
-        assert!(matches!(out_of_range, Err(Error::Data { .. })));
     }
 }

@@ -24,7 +24,7 @@
 //! // MIDA §5.1 data set one: 2 of 32 dimensions separate the positive instances.
 //! let set = mil_toolkit::data::synth::mida_one(1);
 //! let train: Vec<usize> = (0..set.data.n_bags()).collect();
-//! let fit = Bmida::default().dim(2).alpha(1.0).fit_traced(&set.data, &train)?;
+//! let fit = Bmida::default().dim(2).alpha(1.0).fit_traced(set.data.select(&train))?;
 //! // One positive prototype per positive bag, and GᵀG = I.
 //! assert_eq!(fit.prototypes.len(), 40);
 //! let g = &fit.projection.matrix; // D × d, row-major
@@ -42,6 +42,7 @@ use super::span::top_eigenvectors_factored;
 use super::{
     top_eigenvectors, InputScaling, LinearProjection, ProjectionKind, Projector, TrainingInstances,
 };
+use crate::data::Bags;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 
@@ -104,6 +105,16 @@ impl Bmida {
 }
 
 impl Mmida {
+    /// Checks the parameters alone, before any data is read.
+    pub fn check(&self) -> Result<()> {
+        check(
+            self.alpha,
+            self.tolerance,
+            self.max_rounds,
+            self.max_prototype_passes,
+        )
+    }
+
     /// The paper's settings: ξ = 10⁻⁶; caps t = 100, t₁ = 50.
     pub fn new(dim: usize, alpha: f64) -> Self {
         Mmida {
@@ -231,14 +242,14 @@ impl MidaFit {
 }
 
 impl Projector for Bmida {
-    fn fit(&self, data: &Dataset, train: &[usize]) -> Result<LinearProjection> {
-        Ok(self.fit_traced(data, train)?.projection)
+    fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<LinearProjection> {
+        Ok(self.fit_traced(train)?.projection)
     }
 }
 
 impl Projector for Mmida {
-    fn fit(&self, data: &Dataset, train: &[usize]) -> Result<LinearProjection> {
-        Ok(self.fit_traced(data, train)?.projection)
+    fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<LinearProjection> {
+        Ok(self.fit_traced(train)?.projection)
     }
 }
 
@@ -556,13 +567,17 @@ impl BmidaInit {
 
 impl Bmida {
     /// Fits B-MIDA and returns the projection with its optimisation trace.
-    pub fn fit_traced(&self, data: &Dataset, train: &[usize]) -> Result<MidaFit> {
+    pub fn fit_traced<'a>(&self, train: impl Into<Bags<'a>>) -> Result<MidaFit> {
+        let train = train.into();
         self.check()?;
+        super::check_fit(self.dim, &train)?;
+        let (data, train) = (train.dataset(), &*train.indices());
         let init = BmidaInit::new(data, train, self.scaling)?;
         self.fit_from(data, &init)
     }
 
-    fn check(&self) -> Result<()> {
+    /// Checks the parameters alone, before any data is read.
+    pub fn check(&self) -> Result<()> {
         check(
             self.alpha,
             self.tolerance,
@@ -689,13 +704,11 @@ impl Mmida {
     /// classes (eq. 14), so re-centring m_c can lower the objective. An update of a
     /// class that would lower the objective (16) is undone (and counted), which keeps
     /// the ascent monotone.
-    pub fn fit_traced(&self, data: &Dataset, train: &[usize]) -> Result<MidaFit> {
-        check(
-            self.alpha,
-            self.tolerance,
-            self.max_rounds,
-            self.max_prototype_passes,
-        )?;
+    pub fn fit_traced<'a>(&self, train: impl Into<Bags<'a>>) -> Result<MidaFit> {
+        let train = train.into();
+        self.check()?;
+        super::check_fit(self.dim, &train)?;
+        let (data, train) = (train.dataset(), &*train.indices());
         let labels = data.training_labels(train, 2)?;
         let t = TrainingInstances::new(data, train, self.scaling)?;
         let dim = t.x.ncols();
@@ -987,9 +1000,7 @@ mod tests {
         for seed in 0..6 {
             let (data, _) = planted(seed, 15, 2, 6, 10, true);
             for alpha in [0.0, 0.1, 1.0, 10.0, 100.0] {
-                let fit = Bmida::new(3, alpha)
-                    .fit_traced(&data, &all_bags(&data))
-                    .unwrap();
+                let fit = Bmida::new(3, alpha).fit_traced(&data).unwrap();
                 assert!(
                     non_decreasing(&fit.objectives),
                     "seed {seed} α {alpha}: {:?}",
@@ -1005,9 +1016,7 @@ mod tests {
         for seed in 0..4 {
             let (data, _) = planted(seed, 10, 3, 5, 8, false);
             for alpha in [0.0, 0.5, 1.0, 10.0] {
-                let fit = Mmida::new(2, alpha)
-                    .fit_traced(&data, &all_bags(&data))
-                    .unwrap();
+                let fit = Mmida::new(2, alpha).fit_traced(&data).unwrap();
                 assert!(
                     non_decreasing(&fit.objectives),
                     "seed {seed} α {alpha}: {:?}",
@@ -1061,9 +1070,7 @@ mod tests {
         for seed in 0..3 {
             let (data, _) = planted(seed + 10, 12, 2, 5, 6, true);
             let alpha = 0.7;
-            let fit = Bmida::new(2, alpha)
-                .fit_traced(&data, &all_bags(&data))
-                .unwrap();
+            let fit = Bmida::new(2, alpha).fit_traced(&data).unwrap();
             let direct = bmida_objective_by_definition(&fit, &data, alpha);
             let logged = *fit.objectives.last().unwrap();
             assert!(
@@ -1078,9 +1085,7 @@ mod tests {
         // Mostly-clean version of MIDA §5.1 set one: KDE should find nearly all planted
         // positives and G should span the two relevant dimensions.
         let (data, planted_at) = planted(3, 20, 2, 8, 4, true);
-        let fit = Bmida::new(2, 1.0)
-            .fit_traced(&data, &all_bags(&data))
-            .unwrap();
+        let fit = Bmida::new(2, 1.0).fit_traced(&data).unwrap();
         let truth: Vec<usize> = fit
             .prototype_bags
             .iter()
@@ -1154,7 +1159,7 @@ mod tests {
         for (dim, alpha) in [(1, 0.1), (3, 1.0), (5, 10.0)] {
             let b = Bmida::new(dim, alpha);
             let shared = b.fit_from(&data, &init).unwrap();
-            let separate = b.fit_traced(&data, &train).unwrap();
+            let separate = b.fit_traced(data.select(&train)).unwrap();
             assert_eq!(shared.projection, separate.projection);
             assert_eq!(shared.objectives, separate.objectives);
         }
@@ -1163,7 +1168,7 @@ mod tests {
     #[test]
     fn bmida_is_deterministic_across_thread_counts() {
         let (data, _) = planted(5, 10, 2, 6, 6, true);
-        let fit = || Bmida::new(3, 1.0).fit(&data, &all_bags(&data)).unwrap();
+        let fit = || Bmida::new(3, 1.0).fit(&data).unwrap();
         let one = rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .build()
@@ -1175,9 +1180,9 @@ mod tests {
     #[test]
     fn bmida_rejects_three_classes_and_bad_alpha() {
         let (data, _) = planted(1, 4, 3, 3, 2, false);
-        assert!(Bmida::new(1, 1.0).fit(&data, &all_bags(&data)).is_err());
+        assert!(Bmida::new(1, 1.0).fit(&data).is_err());
         let (data, _) = planted(1, 4, 2, 3, 2, true);
-        assert!(Bmida::new(1, -1.0).fit(&data, &all_bags(&data)).is_err());
-        assert!(Bmida::new(1, 1.0).fit(&data, &[0, 1]).is_err());
+        assert!(Bmida::new(1, -1.0).fit(&data).is_err());
+        assert!(Bmida::new(1, 1.0).fit(data.select(&[0, 1])).is_err());
     }
 }

@@ -15,7 +15,8 @@ use nalgebra::{DMatrix, DVector};
 
 use super::mi_alm::{l1, project_stiefel, soft_threshold, BagLoss, MiAlm};
 use super::{LinearProjection, ProjectionKind, Projector};
-use crate::data::Dataset;
+use crate::data::Bags;
+
 use crate::error::{Error, Result};
 
 /// c₂ of the MI-ALM paper's benchmark runs (§3.2, with c₁ = 0.1): the CLI's default.
@@ -79,7 +80,8 @@ impl Midr {
         }
     }
 
-    fn validate(&self) -> Result<()> {
+    /// Checks the parameters alone, before any data is read.
+    pub fn check(&self) -> Result<()> {
         if !(self.c1.is_finite() && self.c1 >= 0.0) {
             return Err(Error::parameter(
                 "alpha",
@@ -200,8 +202,11 @@ pub(crate) struct MidrFit {
 }
 
 impl Projector for Midr {
-    fn fit(&self, data: &Dataset, train: &[usize]) -> Result<LinearProjection> {
-        self.validate()?;
+    fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<LinearProjection> {
+        let train = train.into();
+        super::check_fit(self.dim, &train)?;
+        let (data, train) = (train.dataset(), &*train.indices());
+        self.check()?;
         let problem = BagLoss::new(data, train, self.softmax_beta, self.dim, "MIDR")?;
         let fit = self.solve(&problem)?;
         let d = self.dim as f64;
@@ -217,6 +222,7 @@ impl Projector for Midr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::Dataset;
     use crate::projection::mi_alm::tests::set_ii;
 
     fn problem(data: &Dataset) -> BagLoss {
@@ -263,13 +269,13 @@ mod tests {
         let data = set_ii(16, 4, 6, 6, 8);
         let train: Vec<usize> = (0..data.n_bags()).collect();
         let spec = |midr_c2| ProjectionParams::from(Midr::default().dim(4).c1(0.5).c2(midr_c2));
-        let loose = spec(BENCHMARK_C2).fit(&data, &train).unwrap();
+        let loose = spec(BENCHMARK_C2).fit(data.select(&train)).unwrap();
         let direct = Midr {
             c2: BENCHMARK_C2,
             ..Midr::new(4, 0.5, 1)
         };
-        assert_eq!(loose, direct.fit(&data, &train).unwrap());
-        let tight = spec(80.0).fit(&data, &train).unwrap();
+        assert_eq!(loose, direct.fit(data.select(&train)).unwrap());
+        let tight = spec(80.0).fit(data.select(&train)).unwrap();
         let error = |p: &LinearProjection| p.diagnostic("error").unwrap();
         assert!(
             error(&tight) < error(&loose),
@@ -283,12 +289,12 @@ mod tests {
     fn fit_reports_sparsity_orthogonality_and_error_deterministically() {
         let data = set_ii(16, 4, 6, 6, 8);
         let train: Vec<usize> = (0..data.n_bags()).collect();
-        let p = Midr::new(4, 0.5, 1).fit(&data, &train).unwrap();
+        let p = Midr::new(4, 0.5, 1).fit(data.select(&train)).unwrap();
         for key in ["sparsity", "orthogonality", "error"] {
             assert!(p.diagnostic(key).unwrap().is_finite(), "{key}");
         }
-        assert_eq!(p, Midr::new(4, 0.5, 1).fit(&data, &train).unwrap());
-        let bad = Midr::new(4, -1.0, 1).fit(&data, &train);
+        assert_eq!(p, Midr::new(4, 0.5, 1).fit(data.select(&train)).unwrap());
+        let bad = Midr::new(4, -1.0, 1).fit(data.select(&train));
         assert!(matches!(bad, Err(Error::Parameter { .. })));
     }
 }

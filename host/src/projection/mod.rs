@@ -8,6 +8,7 @@ use nalgebra::{DMatrix, SymmetricEigen};
 use serde::{Deserialize, Serialize};
 
 use crate::data::standardize::ZScore;
+use crate::data::Bags;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 
@@ -63,10 +64,9 @@ pub const DEFAULT_DIM: usize = 10;
 /// use mil_toolkit::projection::{mida::Bmida, ProjectionKind, ProjectionParams};
 ///
 /// let data = mil_toolkit::data::load("musk1")?;
-/// let train: Vec<usize> = (0..data.n_bags()).collect();
 /// let params = ProjectionParams::from(Bmida::default().dim(5).alpha(0.1));
 /// assert_eq!(params.kind(), ProjectionKind::Bmida);
-/// let projection = params.fit(&data, &train)?;
+/// let projection = params.fit(&data)?;
 /// let projected = projection.transform(&data)?;
 /// assert_eq!(projected.dim(), 5);
 /// # Ok::<(), mil_toolkit::Error>(())
@@ -188,34 +188,37 @@ impl ProjectionParams {
         self
     }
 
-    /// Checks the parameters against the data before any work: d between 1 and the
-    /// number of features, α finite and ≥ 0, training bags to fit on.
-    pub fn check(&self, data: &Dataset, train: &[usize]) -> Result<()> {
-        let dim = self.dim();
-        if dim == 0 || dim > data.dim() {
-            return Err(Error::parameter(
-                "dim",
-                dim,
-                format!(
-                    "must be between 1 and the {} features of {}",
-                    data.dim(),
-                    data.name()
-                ),
-            ));
+    /// Checks the parameters alone, before any data is read: d at least 1, α finite
+    /// and ≥ 0, and each algorithm's own settings.
+    pub fn check(&self) -> Result<()> {
+        if self.dim() == 0 {
+            return Err(Error::parameter("dim", 0, "must be at least 1"));
         }
         if let Some(alpha) = self.alpha() {
             crate::params::check_weight("alpha", alpha, false)?;
         }
-        if train.is_empty() {
-            return Err(Error::data(data.name(), "no training bags to fit on"));
+        match self {
+            ProjectionParams::Bmida(p) => p.check(),
+            ProjectionParams::Mmida(p) => p.check(),
+            ProjectionParams::MiAlm(p) => p.check(),
+            ProjectionParams::Midr(p) => p.check(),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
-    /// Fits the projection on the bags `train` of `data`.
-    pub fn fit(&self, data: &Dataset, train: &[usize]) -> Result<LinearProjection> {
-        self.check(data, train)?;
-        each_projection!(self, p => p.fit(data, train))
+    /// Checks the parameters and what the training bags can support (d at most the
+    /// number of features, bags to fit on), before any work.
+    pub fn check_fit(&self, train: &Bags<'_>) -> Result<()> {
+        self.check()?;
+        check_fit(self.dim(), train)
+    }
+
+    /// Fits the projection on the training bags (every projection checks its
+    /// parameters and the data first).
+    pub fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<LinearProjection> {
+        let train = train.into();
+        self.check()?;
+        each_projection!(self, p => p.fit(&train))
     }
 }
 
@@ -240,10 +243,32 @@ projection_from!(
     Midr(midr::Midr),
 );
 
+/// What every projection's `fit` checks of its data before any work: an output dimension
+/// from 1 to the number of features (a projection has no more directions than the space
+/// it projects), and training bags to fit on.
+pub(crate) fn check_fit(dim: usize, train: &Bags<'_>) -> Result<()> {
+    let data = train.dataset();
+    if dim == 0 || dim > data.dim() {
+        return Err(Error::parameter(
+            "dim",
+            dim,
+            format!(
+                "must be between 1 and the {} features of {}",
+                data.dim(),
+                data.name()
+            ),
+        ));
+    }
+    if train.is_empty() {
+        return Err(Error::data(data.name(), "no training bags to fit on"));
+    }
+    Ok(())
+}
+
 /// Anything that fits a linear projection on the training bags of a data set.
 pub trait Projector {
     /// Fits on the bags `train` of `data` (never looking at other bags' labels).
-    fn fit(&self, data: &Dataset, train: &[usize]) -> Result<LinearProjection>;
+    fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<LinearProjection>;
 }
 
 /// A fitted projection y = Gᵀ(x − μ)/σ, immutable after fitting.
@@ -373,7 +398,7 @@ impl TrainingInstances {
                 format!("training bag index {b} but only {} bags", data.n_bags()),
             ));
         }
-        let mut zscore = ZScore::fit(data, train);
+        let mut zscore = ZScore::fit(data.select(train));
         if scaling == InputScaling::Centre {
             zscore
                 .std
@@ -775,9 +800,9 @@ mod tests {
                     // both paths pick arbitrary null directions).
                     params = params.with_alpha(0.1).unwrap();
                 }
-                let span = params.fit(&data, &train).unwrap();
+                let span = params.fit(data.select(&train)).unwrap();
                 FORCE_DENSE.with(|f| f.set(true));
-                let dense = params.fit(&data, &train);
+                let dense = params.fit(data.select(&train));
                 FORCE_DENSE.with(|f| f.set(false));
                 let dense = dense.unwrap();
                 let (a, b) = (outer(&span), outer(&dense));
@@ -792,18 +817,39 @@ mod tests {
     fn fit_rejects_bad_parameters() {
         let d = test_support::single_instance_bags(2, &[vec![0.0, 1.0], vec![1.0, 0.0]], &[0, 1]);
         let spec = |kind, dim| ProjectionParams::new(kind).with_dim(dim);
-        assert!(spec(ProjectionKind::Pca, 3).fit(&d, &[0, 1]).is_err());
-        assert!(spec(ProjectionKind::Pca, 0).fit(&d, &[0, 1]).is_err());
+        assert!(spec(ProjectionKind::Pca, 3).fit(d.select(&[0, 1])).is_err());
+        assert!(spec(ProjectionKind::Pca, 0).fit(d.select(&[0, 1])).is_err());
         let nan_alpha = spec(ProjectionKind::Bmida, 1).with_alpha(f64::NAN).unwrap();
-        assert!(nan_alpha.fit(&d, &[0, 1]).is_err());
-        assert!(spec(ProjectionKind::Pca, 1).fit(&d, &[]).is_err());
-        assert!(spec(ProjectionKind::Pca, 1).fit(&d, &[0, 7]).is_err());
+        assert!(nan_alpha.fit(d.select(&[0, 1])).is_err());
+        assert!(spec(ProjectionKind::Pca, 1).fit(d.select(&[])).is_err());
         // PCA has no α to set.
         assert!(spec(ProjectionKind::Pca, 1).with_alpha(1.0).is_err());
         let bad_c2 = ProjectionParams::from(midr::Midr::default().dim(1).c1(0.1).c2(0.0));
         assert!(matches!(
-            bad_c2.fit(&d, &[0, 1]),
+            bad_c2.fit(d.select(&[0, 1])),
             Err(Error::Parameter { .. })
         ));
+    }
+
+    /// Each projection's own `fit` (not only [`ProjectionParams::fit`]) refuses an output
+    /// dimension above the number of features before any work.
+    #[test]
+    fn every_projection_refuses_more_dimensions_than_features() {
+        let rows = [
+            vec![0.0, 1.0, 2.0],
+            vec![1.0, 0.0, 0.5],
+            vec![2.0, 1.0, 0.0],
+            vec![0.5, 2.0, 1.0],
+        ];
+        let d = test_support::single_instance_bags(3, &rows, &[0, 1, 0, 1]);
+        for kind in <ProjectionKind as mil_core::keyword::Keyword>::ALL {
+            let params = ProjectionParams::new(*kind).with_dim(4);
+            let refused = each_projection!(&params, p => p.fit(&d));
+            match refused {
+                Err(Error::Parameter { name, .. }) => assert_eq!(name, "dim", "{kind:?}"),
+                other => panic!("{kind:?}: {other:?}"),
+            }
+            assert!(params.check_fit(&Bags::from(&d)).is_err(), "{kind:?}");
+        }
     }
 }

@@ -5,7 +5,8 @@ use super::span::{self, complete_orthonormal};
 use super::{
     top_eigenvectors, InputScaling, LinearProjection, ProjectionKind, Projector, TrainingInstances,
 };
-use crate::data::Dataset;
+use crate::data::Bags;
+
 use crate::error::Result;
 #[cfg(test)]
 use nalgebra::DMatrix;
@@ -28,7 +29,10 @@ impl Default for Pca {
 crate::params::setters!(Pca { dim: usize });
 
 impl Projector for Pca {
-    fn fit(&self, data: &Dataset, train: &[usize]) -> Result<LinearProjection> {
+    fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<LinearProjection> {
+        let train = train.into();
+        super::check_fit(self.dim, &train)?;
+        let (data, train) = (train.dataset(), &*train.indices());
         let t = TrainingInstances::new(data, train, InputScaling::ZScore)?;
         if t.is_wide() {
             return self.fit_span(&t);
@@ -97,7 +101,7 @@ mod tests {
         for (seed, bags, size, dim, d) in [(1, 6, 3, 40, 3), (2, 10, 2, 25, 5), (3, 4, 4, 90, 2)] {
             let data = wide_set(seed, bags, size, dim, 2);
             let all: Vec<usize> = (0..bags).collect();
-            let p = Pca { dim: d }.fit(&data, &all).unwrap();
+            let p = Pca { dim: d }.fit(&data).unwrap();
             let t = TrainingInstances::new(&data, &all, InputScaling::ZScore).unwrap();
             assert!(t.is_wide());
             let cov = t.x.transpose() * &t.x / t.len() as f64;
@@ -121,7 +125,7 @@ mod tests {
     #[test]
     fn more_directions_than_the_rank_are_completed_orthonormally() {
         let data = wide_set(4, 3, 2, 30, 2);
-        let p = Pca { dim: 8 }.fit(&data, &[0, 1, 2]).unwrap();
+        let p = Pca { dim: 8 }.fit(data.select(&[0, 1, 2])).unwrap();
         assert!(orthonormality_error(&p) < 1e-9);
         assert!((p.diagnostic("explained_variance").unwrap() - 1.0).abs() < 1e-9);
     }
@@ -138,7 +142,7 @@ mod tests {
                 .collect();
             let data = single_instance_bags(2, &rows, &vec![0; rows.len()]);
             let all: Vec<usize> = (0..rows.len()).collect();
-            let p = Pca { dim: 2 }.fit(&data, &all).unwrap();
+            let p = Pca { dim: 2 }.fit(&data).unwrap();
             let h = std::f64::consts::FRAC_1_SQRT_2;
             assert!((p.matrix[0] - h).abs() < 1e-12 && (p.matrix[2] - h).abs() < 1e-12);
             assert!((p.matrix[1].abs() - h).abs() < 1e-12);
@@ -148,7 +152,7 @@ mod tests {
             let t = TrainingInstances::new(&data, &all, InputScaling::ZScore).unwrap();
             let rho = t.x.column(0).dot(&t.x.column(1)) / rows.len() as f64;
             let share = p.diagnostic("explained_variance").unwrap();
-            let q = Pca { dim: 1 }.fit(&data, &all).unwrap();
+            let q = Pca { dim: 1 }.fit(&data).unwrap();
             assert!((share - 1.0).abs() < 1e-12);
             assert!(
                 (q.diagnostic("explained_variance").unwrap() - (1.0 + rho) / 2.0).abs() < 1e-12
@@ -174,7 +178,7 @@ mod tests {
             .collect();
         let data = single_instance_bags(6, &rows, &vec![0; rows.len()]);
         let all: Vec<usize> = (0..rows.len()).collect();
-        let p = Pca { dim: 3 }.fit(&data, &all).unwrap();
+        let p = Pca { dim: 3 }.fit(&data).unwrap();
         let t = TrainingInstances::new(&data, &all, InputScaling::ZScore).unwrap();
         let svd = t.x.clone().svd(false, true);
         let vt = svd.v_t.unwrap();
@@ -194,8 +198,7 @@ mod tests {
         let z = normals(3, 200);
         let rows: Vec<Vec<f64>> = z.chunks(2).map(|p| vec![p[0], 5.0, p[1]]).collect();
         let data = single_instance_bags(3, &rows, &vec![0; rows.len()]);
-        let all: Vec<usize> = (0..rows.len()).collect();
-        let p = Pca { dim: 2 }.fit(&data, &all).unwrap();
+        let p = Pca { dim: 2 }.fit(&data).unwrap();
         assert_eq!(p.scale[1], 0.0);
         assert!(p.matrix[2].abs() < 1e-12 && p.matrix[3].abs() < 1e-12);
     }

@@ -15,8 +15,10 @@ pub enum EmpiricalMap {
     /// Use φ(k) directly (possibly indefinite).
     None,
     /// k_emp over the training bags.
+    #[serde(rename = "emp", alias = "training")]
     Training,
     /// k_emp over training and test bags (transduction; test labels are never used).
+    #[serde(rename = "emp-trans", alias = "transductive")]
     Transductive,
 }
 
@@ -192,6 +194,32 @@ impl BagSvm {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Saved models write the names the CLI, Python and help texts use, and read the
+    /// spellings earlier builds wrote.
+    #[test]
+    fn saved_names_are_the_keywords() {
+        use crate::classifier::svm::Preprocessing;
+        use mil_core::keyword::Keyword;
+        for &m in EmpiricalMap::ALL {
+            assert_eq!(
+                serde_json::to_string(&m).unwrap(),
+                format!("\"{}\"", m.name())
+            );
+        }
+        for &p in Preprocessing::ALL {
+            assert_eq!(
+                serde_json::to_string(&p).unwrap(),
+                format!("\"{}\"", p.name())
+            );
+        }
+        let old: EmpiricalMap = serde_json::from_str("\"training\"").unwrap();
+        assert_eq!(old, EmpiricalMap::Training);
+        let old: EmpiricalMap = serde_json::from_str("\"transductive\"").unwrap();
+        assert_eq!(old, EmpiricalMap::Transductive);
+        let old: Preprocessing = serde_json::from_str("\"min-max\"").unwrap();
+        assert_eq!(old, Preprocessing::MinMax);
+    }
 
     /// Bags on a line: the log-Gram of a Gaussian kernel exp(−(a−b)²) is −(a−b)².
     fn line_gram(points: &[f64]) -> Vec<f64> {
