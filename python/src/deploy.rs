@@ -13,6 +13,7 @@ use pyo3::types::PyBytes;
 use crate::bags::{matrix, Bags};
 use crate::classifiers::{host_model, FittedClassifier};
 use crate::errors::{keyword, py_err};
+use crate::parallel::run;
 use crate::projections::FittedProjection;
 
 /// The core's compact model of a classifier, with an optional projection before it, in
@@ -50,19 +51,18 @@ pub(crate) fn export_model<'py>(
         projection.map(|p| p.projection.clone()),
         classifier.model.clone(),
     );
-    let bytes = py
-        .detach(|| {
-            let (mut compact, _) = Compact::from_host(&host)?;
-            if fold_projection {
-                compact = compact.fold_projection()?;
-            }
-            let options = export::ExportOptions {
-                input,
-                ..Default::default()
-            };
-            export::export_with(&compact, encoding, &train, options)
-        })
-        .map_err(py_err)?;
+    let bytes = run(py, 0, || {
+        let (mut compact, _) = Compact::from_host(&host)?;
+        if fold_projection {
+            compact = compact.fold_projection()?;
+        }
+        let options = export::ExportOptions {
+            input,
+            ..Default::default()
+        };
+        export::export_with(&compact, encoding, &train, options)
+    })?
+    .map_err(py_err)?;
     Ok(PyBytes::new(py, &bytes))
 }
 
