@@ -15,7 +15,6 @@ from sklearn.model_selection import (
     StratifiedKFold,
     cross_validate,
 )
-from sklearn.pipeline import Pipeline
 from sklearn.utils import Bunch
 
 import miltk
