@@ -4,6 +4,8 @@
 # venv on a PATH without cargo or rustc, and runs python/tests with that installed `miltk`.
 # The parity tests compare with the `mil` program, target/release/mil (built by
 # `cargo build --release -p mil-toolkit`, or by the Rust tests of scripts/test-all.sh).
+# Then `mypy --strict` checks the installed package's type hints and the Python examples
+# of the READMEs and of the guide's Python page, as a user's type checker sees them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,8 +29,10 @@ for tool in cargo rustc; do
         exit 1
     fi
 done
-# Binaries only: nothing of this install may be compiled.
-python -m pip install -q --disable-pip-version-check --only-binary :all: "$wheel" pytest
+# Binaries only: nothing of this install may be compiled. mypy is pinned so that its
+# verdict does not change under the tests.
+python -m pip install -q --disable-pip-version-check --only-binary :all: "$wheel" pytest \
+    "mypy==2.4.1"
 
 echo "== Python: tests of the installed package"
 # miltk is imported, and checked to come from the venv, before pytest starts: every
@@ -42,3 +46,16 @@ if not where.is_relative_to(pathlib.Path(sys.prefix).resolve()):
     sys.exit(f"miltk was imported from {where}, not from the venv {sys.prefix}")
 sys.exit(pytest.main(sys.argv[1:]))
 ' -q python/tests
+
+echo "== Python: mypy --strict on the installed package and on the documented examples"
+# From outside the source tree, so that `miltk` is the installed package (with its
+# py.typed and _native.pyi), never python/miltk.
+scripts_dir=$(mktemp -d)
+trap 'rm -rf "$scripts_dir"' EXIT
+python python/tests/test_readme.py "$scripts_dir" >/dev/null
+config="$PWD/python/pyproject.toml"
+(
+    cd "$scripts_dir"
+    python -m mypy --strict --config-file "$config" -p miltk
+    python -m mypy --strict --config-file "$config" ./*.py
+)

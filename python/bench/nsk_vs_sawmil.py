@@ -16,7 +16,7 @@ Two routes through miltk are timed:
 
 - per fold, the scikit-learn way: a fresh estimator fitted on each training fold, which
   z-scores with that fold's instances and so computes that fold's Gram matrix;
-- ``miltk.library_cross_validate`` (what ``mil cv`` runs): the features z-scored once over
+- ``miltk.cross_validate_native`` (what ``mil cv`` runs): the features z-scored once over
   all bags (no labels involved) and one Gram matrix shared by the folds. sawmil is then
   run on the same once-z-scored features (its API fits a fold at a time, so it still
   computes a Gram matrix per fold): the same data and folds for both.
@@ -56,7 +56,7 @@ def run_miltk(bags, y, folds, **params):
 
 def run_library(bags, y, n_splits, seed, **params):
     clf = miltk.SetKernelSVM(kernel="nsk", **params)
-    out = miltk.library_cross_validate(clf, bags, y, n_splits=n_splits, seed=seed)
+    out = miltk.cross_validate_native(clf, bags, y, cv=n_splits, random_state=seed)
     return out["predictions"]
 
 
@@ -100,8 +100,8 @@ def timed(f, repeats):
 def main(repeats=3):
     rows = []
     for name in ("musk1", "elephant"):
-        bags, y = miltk.load_dataset(name)
-        folds = miltk.stratified_bag_folds(y, n_splits=10, seed=1)
+        bags, y = miltk.load_dataset(name, return_X_y=True)
+        folds = miltk.stratified_bag_folds(y, n_splits=10, random_state=1)
         # (label, z-scoring, run); the speed-up column divides sawmil's C = 100 time
         # under the same z-scoring by the row's.
         runs = [
@@ -113,9 +113,9 @@ def main(repeats=3):
             ("sawmil NSK average (C=1/n)", "per fold", lambda: run_sawmil(bags, y, folds)),
             ("sawmil NSK average (C=100)", "per fold",
              lambda: run_sawmil(bags, y, folds, C=100.0, scale_C=False)),
-            ("miltk library_cross_validate (rho=1, C=1)", "once",
+            ("miltk cross_validate_native (rho=1, C=1)", "once",
              lambda: run_library(bags, y, 10, 1, rho=1.0, C=1.0)),
-            ("miltk library_cross_validate (rho=1, C=100)", "once",
+            ("miltk cross_validate_native (rho=1, C=100)", "once",
              lambda: run_library(bags, y, 10, 1, rho=1.0, C=100.0)),
             ("sawmil NSK average (C=100)", "once",
              lambda: run_sawmil(bags, y, folds, C=100.0, scale_C=False, once=True)),

@@ -44,9 +44,9 @@ def best(f, n):
 
 def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 15
-    bags, y = miltk.load_musk1()
-    folds = miltk.stratified_bag_folds(y, n_splits=10, seed=1)
-    rust = best(lambda: miltk.library_cross_validate(miltk.CitationKNN(), bags, y), n)
+    bags, y = miltk.load_musk1(return_X_y=True)
+    folds = miltk.stratified_bag_folds(y, n_splits=10, random_state=1)
+    rust = best(lambda: miltk.cross_validate_native(miltk.CitationKNN(), bags, y), n)
     python = best(lambda: cross_val_score(miltk.CitationKNN(), bags, y, cv=folds), n)
     manual = best(
         lambda: [

@@ -28,6 +28,7 @@ from .kernels import gram_matrix
 from .model_selection import (
     StratifiedBagKFold,
     clustering_accuracy,
+    cross_validate_native,
     library_cross_validate,
     stratified_bag_folds,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "bags_from_instances",
     "check_bags",
     "clustering_accuracy",
+    "cross_validate_native",
     "export",
     "gram_matrix",
     "get_num_threads",

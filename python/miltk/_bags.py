@@ -1,16 +1,26 @@
 """Bags in: validation of the user's bags and labels, and their conversion to the
 native layer's form (one row-major instance matrix plus bag offsets)."""
 
+from __future__ import annotations
+
 from numbers import Integral
+from typing import Any, Iterable, Optional, Sequence, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _native
 
 __all__ = ["ProjectedBags", "bags_from_instances", "check_bags"]
 
+#: One bag as the estimators return it: instances x features, float64.
+Bag = npt.NDArray[np.float64]
+#: Bags as the estimators take them: a sequence of 2-D arrays (or of anything
+#: ``numpy.asarray`` makes one of), or a 3-D array of equally sized bags.
+BagsLike = Union[Sequence[npt.ArrayLike], npt.NDArray[Any]]
 
-class ProjectedBags(list):
+
+class ProjectedBags(list[Bag]):
     """A list of bags produced by a fitted projection's ``transform``.
 
     It behaves exactly like a ``list`` of 2-D arrays; the type itself is the marker
@@ -27,19 +37,21 @@ class ProjectedBags(list):
         Name of the projection that produced them (informative only).
     """
 
-    def __init__(self, bags=(), projection=None):
+    def __init__(self, bags: Iterable[Bag] = (), projection: Optional[str] = None) -> None:
         super().__init__(bags)
         self.projection = projection
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[ProjectedBags], tuple[list[Bag], Optional[str]]]:
         return (ProjectedBags, (list(self), self.projection))
 
 
-def _describe(value):
+def _describe(value: object) -> str:
     return type(value).__name__
 
 
-def check_bags(bags, n_features=None, what="bags"):
+def check_bags(
+    bags: BagsLike, n_features: Optional[int] = None, what: str = "bags"
+) -> tuple[Bag, list[int]]:
     """Validate bags and gather them into one instance matrix.
 
     Parameters
@@ -80,7 +92,7 @@ def check_bags(bags, n_features=None, what="bags"):
     n_bags = len(bags)
     if n_bags == 0:
         raise ValueError(f"{what} holds no bags")
-    arrays = [None] * n_bags
+    arrays: list[npt.NDArray[Any]] = [np.empty((0, 0))] * n_bags
     lengths = [0] * n_bags
     expected = n_features
     ndarray = np.ndarray
@@ -141,7 +153,7 @@ def check_bags(bags, n_features=None, what="bags"):
     return x, starts.tolist()
 
 
-def check_labels(y, n_bags):
+def check_labels(y: npt.ArrayLike, n_bags: int) -> tuple[npt.NDArray[Any], list[int]]:
     """Validate bag labels: a 1-D sequence with one label per bag.
 
     Parameters
@@ -175,7 +187,12 @@ def check_labels(y, n_bags):
     return classes, indices.ravel().tolist()
 
 
-def native_bags(bags, y=None, n_features=None, what="bags"):
+def native_bags(
+    bags: BagsLike,
+    y: Optional[npt.ArrayLike] = None,
+    n_features: Optional[int] = None,
+    what: str = "bags",
+) -> tuple[_native.Bags, Optional[npt.NDArray[Any]]]:
     """Validated bags (and labels) as the native layer's ``Bags``.
 
     Returns
@@ -199,12 +216,23 @@ def native_bags(bags, y=None, n_features=None, what="bags"):
     return native, classes
 
 
-def split_rows(x, starts, cls=list, **kwargs):
+def native_labelled_bags(
+    bags: BagsLike, y: npt.ArrayLike, what: str = "bags"
+) -> tuple[_native.Bags, npt.NDArray[Any]]:
+    """:func:`native_bags` of labelled bags: the native ``Bags`` and the sorted labels."""
+    native, classes = native_bags(bags, y, what=what)
+    assert classes is not None  # y was given
+    return native, classes
+
+
+def split_rows(x: Bag, starts: Sequence[int]) -> list[Bag]:
     """The rows of ``x`` as one array per bag (views, no copies)."""
-    return cls([x[starts[b]:starts[b + 1]] for b in range(len(starts) - 1)], **kwargs)
+    return [x[starts[b]:starts[b + 1]] for b in range(len(starts) - 1)]
 
 
-def bags_from_instances(X, bag_ids):
+def bags_from_instances(
+    X: npt.ArrayLike, bag_ids: npt.ArrayLike
+) -> tuple[list[Bag], npt.NDArray[Any]]:
     """Group the rows of one instance matrix into bags by bag id.
 
     Parameters
@@ -251,7 +279,7 @@ def bags_from_instances(X, bag_ids):
     return bags, ids[order]
 
 
-def check_positive_int(name, value, minimum=1):
+def check_positive_int(name: str, value: object, minimum: int = 1) -> int:
     """A ``ValueError``/``TypeError`` unless ``value`` is an integer >= minimum."""
     if isinstance(value, bool) or not isinstance(value, Integral):
         raise TypeError(f"{name} must be an integer, got {value!r}")

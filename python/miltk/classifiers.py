@@ -2,18 +2,42 @@
 set-kernel SVM. Each wraps the library's parameters type; ``fit`` runs the library's
 fit with the GIL released."""
 
+from __future__ import annotations
+
+import warnings
+from typing import Any, Mapping, Optional, TypeVar, Union
+
 import numpy as np
+import numpy.typing as npt
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import accuracy_score
 
 from . import _native
-from ._bags import ProjectedBags, check_positive_int, native_bags
-from ._base import NativeStateMixin, fitted
+from ._bags import (
+    BagsLike,
+    ProjectedBags,
+    check_positive_int,
+    native_bags,
+    native_labelled_bags,
+)
+from ._base import (
+    DEPRECATED,
+    NativeStateMixin,
+    RandomState,
+    estimator_seed,
+    fitted,
+    n_threads,
+    renamed,
+)
 
 __all__ = ["CitationKNN", "MILR", "SetKernelSVM"]
 
+#: ``class_weight``: None, "balanced" or {label: weight}.
+ClassWeight = Union[None, str, Mapping[Any, float]]
+_Self = TypeVar("_Self", bound="_BagClassifier")
 
-def _class_weight(class_weight, classes):
+
+def _class_weight(class_weight: ClassWeight, classes: npt.NDArray[Any]) -> str:
     """``class_weight`` as the library spells it: none, balanced or W0,W1,… in the order
     of ``classes`` (labels missing from a dict weigh 1, as in scikit-learn)."""
     if class_weight is None:
@@ -50,13 +74,24 @@ class _BagClassifier(NativeStateMixin, ClassifierMixin, BaseEstimator):
     Fitted attributes: ``classes_`` (the sorted labels; class index i is
     ``classes_[i]``), ``n_features_in_``, ``projected_input_`` (whether ``fit`` was
     given :class:`miltk.ProjectedBags`) and ``model_`` (the native fitted model).
+
+    ``_native_spec(classes)`` is the protocol through which :func:`miltk.deploy.export`
+    and :func:`miltk.cross_validate_native` read a classifier's parameters without
+    fitting it: the native ``ClassifierSpec``, ``classes`` being the sorted labels of the
+    bags it is for.
     """
 
-    def _spec(self, classes):
+    n_jobs: Optional[int]
+    model_: _native.FittedClassifier
+    classes_: npt.NDArray[Any]
+    n_features_in_: int
+    projected_input_: bool
+
+    def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
         """The native parameters; ``classes`` are the sorted training labels."""
         raise NotImplementedError
 
-    def fit(self, X, y):
+    def fit(self: _Self, X: BagsLike, y: npt.ArrayLike) -> _Self:
         """Fit on labelled bags.
 
         Parameters
@@ -70,26 +105,26 @@ class _BagClassifier(NativeStateMixin, ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        bags, classes = native_bags(X, y, what="X")
+        bags, classes = native_labelled_bags(X, y, what="X")
         if len(classes) < 2:
             raise ValueError(
                 f"y holds one class ({classes[0]!r}): a classifier needs at least two"
             )
-        spec = self._spec(classes)
+        spec = self._native_spec(classes)
         projected = isinstance(X, ProjectedBags)
-        self.model_ = spec.fit(bags, projected)
+        self.model_ = spec.fit(bags, projected, n_threads(self.n_jobs))
         self.classes_ = classes
         self.n_features_in_ = bags.dim
         self.projected_input_ = projected
         return self
 
-    def _scores(self, X):
+    def _scores(self, X: BagsLike) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.intp]]:
         fitted(self)
         bags, _ = native_bags(X, n_features=self.n_features_in_, what="X")
-        scores, labels = self.model_.scores(bags)
+        scores, labels = self.model_.scores(bags, n_threads(self.n_jobs))
         return scores, np.asarray(labels, dtype=np.intp)
 
-    def predict(self, X):
+    def predict(self, X: BagsLike) -> npt.NDArray[Any]:
         """Predict the label of every bag.
 
         Parameters
@@ -105,7 +140,9 @@ class _BagClassifier(NativeStateMixin, ClassifierMixin, BaseEstimator):
         _, labels = self._scores(X)
         return self.classes_[labels]
 
-    def score(self, X, y, sample_weight=None):
+    def score(
+        self, X: BagsLike, y: npt.ArrayLike, sample_weight: Optional[npt.ArrayLike] = None
+    ) -> float:
         """Mean accuracy on the given bags and labels.
 
         Equal to ``sklearn.metrics.accuracy_score(y, self.predict(X))``, computed
@@ -128,11 +165,12 @@ class _BagClassifier(NativeStateMixin, ClassifierMixin, BaseEstimator):
         predicted = self.predict(X)
         truth = np.asarray(y)
         if truth.shape != predicted.shape or truth.dtype.kind != predicted.dtype.kind:
-            return accuracy_score(y, predicted, sample_weight=sample_weight)
-        return float(np.average(truth == predicted, weights=sample_weight))
+            return float(accuracy_score(y, predicted, sample_weight=sample_weight))
+        weights = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        return float(np.average(truth == predicted, weights=weights))
 
-    def export(self, format="f32"):
-        """The compact model the ``no_std`` core runs (see :mod:`miltk.deploy`).
+    def export(self, format: str = "f32") -> bytes:
+        """Deprecated: use :func:`miltk.deploy.export` (``miltk.export(clf, format)``).
 
         Parameters
         ----------
@@ -144,8 +182,15 @@ class _BagClassifier(NativeStateMixin, ClassifierMixin, BaseEstimator):
         bytes
             The model as ``mil_core::Model::parse`` reads it from flash.
         """
-        fitted(self)
-        return _native.export_model(self.model_, None, format)
+        from .deploy import export
+
+        warnings.warn(
+            "the export method is deprecated and will be removed in the next release: "
+            "use miltk.export(estimator, format)",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return export(self, format)
 
 
 class CitationKNN(_BagClassifier):
@@ -173,6 +218,10 @@ class CitationKNN(_BagClassifier):
         Weight of each class's votes: a reference or citer of class c counts w_c instead
         of 1. ``"balanced"`` is n / (n_classes * n_c) over the training bags; a dict maps
         labels to weights (missing labels weigh 1).
+    n_jobs : int or None, default=None
+        Threads of ``fit`` and ``predict``: None uses :func:`miltk.set_num_threads`'s
+        count (all cores unless set), -1 all cores, k > 0 k threads. Results do not
+        depend on it.
 
     Attributes
     ----------
@@ -188,23 +237,30 @@ class CitationKNN(_BagClassifier):
     Examples
     --------
     >>> from miltk import CitationKNN, load_musk1
-    >>> bags, y = load_musk1()
+    >>> bags, y = load_musk1(return_X_y=True)
     >>> CitationKNN().fit(bags[::2], y[::2]).score(bags[1::2], y[1::2]) > 0.7
     True
     """
 
     def __init__(
-        self, references=2, citers=4, scaling="auto", hausdorff="min", rank=1,
-        class_weight=None,
-    ):
+        self,
+        references: int = 2,
+        citers: int = 4,
+        scaling: str = "auto",
+        hausdorff: str = "min",
+        rank: int = 1,
+        class_weight: ClassWeight = None,
+        n_jobs: Optional[int] = None,
+    ) -> None:
         self.references = references
         self.citers = citers
         self.scaling = scaling
         self.hausdorff = hausdorff
         self.rank = rank
         self.class_weight = class_weight
+        self.n_jobs = n_jobs
 
-    def _spec(self, classes):
+    def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
         return _native.ClassifierSpec.citation_knn(
             check_positive_int("references", self.references),
             check_positive_int("citers", self.citers, minimum=0),
@@ -214,7 +270,7 @@ class CitationKNN(_BagClassifier):
             _class_weight(self.class_weight, classes),
         )
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: BagsLike) -> npt.NDArray[np.float64]:
         """Vote shares of every class.
 
         Parameters
@@ -251,6 +307,8 @@ class MILR(_BagClassifier):
         Weight of each class's bags in the likelihood: ``"balanced"`` is
         n / (n_classes * n_c) over the training bags; a dict maps labels to weights
         (missing labels weigh 1).
+    n_jobs : int or None, default=None
+        Threads of ``fit`` and ``predict``, as :class:`CitationKNN`'s.
 
     Attributes
     ----------
@@ -263,15 +321,22 @@ class MILR(_BagClassifier):
     """
 
     def __init__(
-        self, pooling="noisy-or", ridge=1e-6, beta=3.0, optimizer="lbfgs", class_weight=None
-    ):
+        self,
+        pooling: str = "noisy-or",
+        ridge: float = 1e-6,
+        beta: float = 3.0,
+        optimizer: str = "lbfgs",
+        class_weight: ClassWeight = None,
+        n_jobs: Optional[int] = None,
+    ) -> None:
         self.pooling = pooling
         self.ridge = ridge
         self.beta = beta
         self.optimizer = optimizer
         self.class_weight = class_weight
+        self.n_jobs = n_jobs
 
-    def _spec(self, classes):
+    def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
         return _native.ClassifierSpec.milr(
             self.pooling,
             float(self.ridge),
@@ -280,7 +345,7 @@ class MILR(_BagClassifier):
             _class_weight(self.class_weight, classes),
         )
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: BagsLike) -> npt.NDArray[np.float64]:
         """Bag probabilities.
 
         Parameters
@@ -319,7 +384,7 @@ class SetKernelSVM(_BagClassifier):
     predictions bag for bag. More than two classes: one-vs-rest on one kernel.
 
     Each ``fit`` computes the training bags' Gram matrix. To cross-validate,
-    :func:`miltk.library_cross_validate` computes one Gram matrix over all bags (the
+    :func:`miltk.cross_validate_native` computes one Gram matrix over all bags (the
     z-score or grid fitted on every bag, no labels involved) and lets the folds share it:
     for the NSK on musk1 and elephant 2.4-3.4x less CPU time than fitting fold by fold.
 
@@ -336,7 +401,7 @@ class SetKernelSVM(_BagClassifier):
         1 / (non-constant features) for ``nsk`` and MISMO's 0.01 for ``mi-rbf``.
     rho : float, default=0.02
         Exponent of the subpolynomial map k ** rho.
-    map : {"none", "emp"}, default="none"
+    kernel_map : {"none", "emp"}, default="none"
         ``"emp"`` uses the empirical kernel map over the training bags.
     C : float or None, default=None
         Misclassification cost; None is a hard margin (1e10), or MISMO's C = 1 for
@@ -351,12 +416,20 @@ class SetKernelSVM(_BagClassifier):
         The box-kernel estimators.
     precision : int or None, default=None
         Power of ten of the discretisation grid; None picks it from the data.
-    seed : int, default=1
-        Seed of the kernel estimates.
+    random_state : int, RandomState, Generator or None, default=1
+        Seed of the kernel estimates: an int (the ``--seed`` of ``mil``) gives the same
+        model on every fit; None draws a seed from ``numpy.random`` at each fit; a
+        ``RandomState``/``Generator`` gives one draw of its own per fit.
     class_weight : None, "balanced" or dict, default=None
         Multiplies each class's cost C (libsvm's class weights): ``"balanced"`` is
         n / (n_classes * n_c) over the training bags; a dict maps labels to weights
         (missing labels weigh 1).
+    n_jobs : int or None, default=None
+        Threads of ``fit`` and ``predict``, as :class:`CitationKNN`'s.
+    seed : int
+        Deprecated name of ``random_state`` (``FutureWarning``).
+    map : {"none", "emp"}
+        Deprecated name of ``kernel_map`` (``FutureWarning``).
 
     Attributes
     ----------
@@ -370,33 +443,40 @@ class SetKernelSVM(_BagClassifier):
 
     def __init__(
         self,
-        kernel="kand",
-        epsilon=0.1,
-        delta=0.01,
-        gamma=None,
-        rho=0.02,
-        map="none",
-        C=None,
-        estimator="fast",
-        precision=None,
-        seed=1,
-        class_weight=None,
-        scaling="auto",
-    ):
+        kernel: str = "kand",
+        epsilon: float = 0.1,
+        delta: float = 0.01,
+        gamma: Optional[float] = None,
+        rho: float = 0.02,
+        kernel_map: str = "none",
+        C: Optional[float] = None,
+        estimator: str = "fast",
+        precision: Optional[int] = None,
+        random_state: RandomState = 1,
+        class_weight: ClassWeight = None,
+        scaling: str = "auto",
+        n_jobs: Optional[int] = None,
+        *,
+        seed: object = DEPRECATED,
+        map: object = DEPRECATED,
+    ) -> None:
         self.kernel = kernel
         self.epsilon = epsilon
         self.delta = delta
         self.gamma = gamma
         self.rho = rho
-        self.map = map
+        self.kernel_map = kernel_map
         self.C = C
         self.estimator = estimator
         self.precision = precision
-        self.seed = seed
+        self.random_state = random_state
         self.class_weight = class_weight
         self.scaling = scaling
+        self.n_jobs = n_jobs
+        self.seed = seed
+        self.map = map
 
-    def _spec(self, classes):
+    def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
         mi = self.kernel == "mi-rbf"
         scaling = ("minmax" if mi else "none") if self.scaling == "auto" else self.scaling
         C = (1.0 if mi else 1e10) if self.C is None else self.C
@@ -408,14 +488,14 @@ class SetKernelSVM(_BagClassifier):
             None if self.precision is None else int(self.precision),
             None if self.gamma is None else float(self.gamma),
             float(self.rho),
-            self.map,
+            renamed("map", self.map, "kernel_map", self.kernel_map, "none"),
             float(C),
-            check_positive_int("seed", self.seed, minimum=0),
+            estimator_seed(self),
             _class_weight(self.class_weight, classes),
             scaling,
         )
 
-    def decision_function(self, X):
+    def decision_function(self, X: BagsLike) -> npt.NDArray[np.float64]:
         """Signed distance to the SVM's boundary.
 
         Parameters

@@ -2,32 +2,23 @@
 microcontroller, and the core's own inference on them, so a notebook checks what the
 device computes."""
 
+from __future__ import annotations
+
+from typing import Any, Optional
+
 import numpy as np
+import numpy.typing as npt
 
 from . import _native
-from ._bags import native_bags
-from ._base import fitted
+from ._bags import BagsLike, native_bags
+from ._base import fitted, pipeline_parts
 
 __all__ = ["export", "CoreModel"]
 
 
-def _parts(estimator):
-    """(projection estimator or None, classifier estimator) of a fitted model."""
-    steps = getattr(estimator, "steps", None)
-    if steps is None:
-        return None, estimator
-    models = [step for _, step in steps if step is not None and step != "passthrough"]
-    if len(models) == 1:
-        return None, models[0]
-    if len(models) == 2:
-        return models[0], models[1]
-    raise ValueError(
-        "export takes a classifier, or a Pipeline of one miltk projection and one miltk "
-        f"classifier; this Pipeline has {len(models)} steps"
-    )
-
-
-def export(estimator, format="f32", fold_projection=False, input="fitted"):
+def export(
+    estimator: Any, format: str = "f32", fold_projection: bool = False, input: str = "fitted"
+) -> bytes:
     """Write a fitted model in the container ``mil_core::Model::parse`` reads.
 
     Parameters
@@ -59,14 +50,15 @@ def export(estimator, format="f32", fold_projection=False, input="fitted"):
         For a model the core does not run (e.g. an NSK SVM, Citation-kNN with another
         distance than the minimal Hausdorff distance).
     """
-    if isinstance(getattr(estimator, "model_", None), _native.FittedCluster):
+    clustering = getattr(estimator, "model_", None)
+    if isinstance(clustering, _native.FittedCluster):
         if fold_projection:
             raise ValueError("fold_projection applies to MILR after a projection only")
         if input != "fitted":
             raise ValueError("input='integer' is not available for M3IC exports")
-        return estimator.export(format)
-    projection, classifier = _parts(estimator)
-    if not hasattr(classifier, "_spec"):
+        return clustering.export(format)
+    projection, classifier = pipeline_parts(estimator, "export's estimator")
+    if not hasattr(classifier, "_native_spec"):
         raise TypeError(f"cannot export {type(classifier).__name__}: not a miltk classifier")
     fitted(classifier)
     native_projection = None
@@ -98,19 +90,21 @@ class CoreModel:
     --------
     >>> from miltk import MILR, load_musk1
     >>> from miltk.deploy import CoreModel, export
-    >>> bags, y = load_musk1()
+    >>> bags, y = load_musk1(return_X_y=True)
     >>> clf = MILR(pooling="mean", ridge=1.0).fit(bags, y)
     >>> core = CoreModel(export(clf, "q15"), classes=clf.classes_)
     >>> bool((core.predict(bags) == clf.predict(bags)).mean() > 0.95)
     True
     """
 
-    def __init__(self, data, classes=None):
+    def __init__(self, data: bytes, classes: Optional[npt.ArrayLike] = None) -> None:
         self._model = _native.CoreModel(bytes(data))
         self.classes = None if classes is None else np.asarray(classes)
 
     @classmethod
-    def from_estimator(cls, estimator, format="f32", fold_projection=False):
+    def from_estimator(
+        cls, estimator: Any, format: str = "f32", fold_projection: bool = False
+    ) -> CoreModel:
         """Export a fitted estimator and load it, with its ``classes_``.
 
         Parameters
@@ -126,10 +120,10 @@ class CoreModel:
         -------
         CoreModel
         """
-        _, classifier = _parts(estimator)
+        _, classifier = pipeline_parts(estimator, "export's estimator")
         return cls(export(estimator, format, fold_projection), classes=classifier.classes_)
 
-    def classify(self, bags):
+    def classify(self, bags: BagsLike) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
         """The core's class index and per-class scores of every bag.
 
         Parameters
@@ -148,7 +142,7 @@ class CoreModel:
         labels, scores = self._model.classify(native)
         return np.asarray(labels, dtype=np.intp), scores
 
-    def predict(self, bags):
+    def predict(self, bags: BagsLike) -> npt.NDArray[Any]:
         """The core's label of every bag.
 
         Parameters
@@ -165,28 +159,28 @@ class CoreModel:
         return labels if self.classes is None else self.classes[labels]
 
     @property
-    def kind(self):
+    def kind(self) -> str:
         """The model kind (``linear-mil``, ``citation-knn``, ``set-kernel-svm``, ...)."""
         return self._model.kind
 
     @property
-    def encoding(self):
+    def encoding(self) -> str:
         """The scalar encoding (``f32``, ``q15``, ``q7``)."""
         return self._model.encoding
 
     @property
-    def input_dim(self):
+    def input_dim(self) -> int:
         """Raw features per instance."""
         return self._model.input_dim
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._model.n_bytes
 
-    def __bytes__(self):
+    def __bytes__(self) -> bytes:
         return bytes(self._model.to_bytes())
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[CoreModel], tuple[bytes, Optional[npt.NDArray[Any]]]]:
         return (CoreModel, (bytes(self), self.classes))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"CoreModel(kind={self.kind!r}, encoding={self.encoding!r}, bytes={len(self)})"

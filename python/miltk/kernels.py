@@ -1,24 +1,33 @@
 """Set-kernel Gram matrices over bags."""
 
+from __future__ import annotations
+
+from typing import Optional
+
 import numpy as np
+import numpy.typing as npt
 
 from . import _native
-from ._bags import native_bags
+from ._bags import BagsLike, native_bags
+from ._base import DEPRECATED, RandomState, n_threads, renamed, seed_from_random_state
 
 __all__ = ["gram_matrix"]
 
 
 def gram_matrix(
-    bags,
-    kernel="kand",
-    epsilon=0.1,
-    delta=0.01,
-    seed=1,
-    gamma=None,
-    estimator="fast",
-    precision=None,
-    log=False,
-):
+    bags: BagsLike,
+    kernel: str = "kand",
+    epsilon: float = 0.1,
+    delta: float = 0.01,
+    random_state: RandomState = 1,
+    gamma: Optional[float] = None,
+    estimator: str = "fast",
+    precision: Optional[int] = None,
+    log: bool = False,
+    n_jobs: Optional[int] = None,
+    *,
+    seed: object = DEPRECATED,
+) -> npt.NDArray[np.float64]:
     """The Gram matrix of a set kernel over all bags, as ``mil gram`` computes it.
 
     Parameters
@@ -30,9 +39,11 @@ def gram_matrix(
         set kernel on z-scored features.
     epsilon, delta : float, default=0.1, 0.01
         Relative error and failure probability of the box-kernel estimates.
-    seed : int, default=1
+    random_state : int, RandomState, Generator or None, default=1
         Seed of the estimates (entry (i, j) has its own generator, so the matrix does not
-        depend on the thread count).
+        depend on the thread count): an int (the ``--seed`` of ``mil gram``) gives the
+        same matrix on every call; None draws a seed from ``numpy.random``; a
+        ``RandomState``/``Generator`` gives one draw of its own.
     gamma : float or None, default=None
         NSK's gamma; None is 1 / (number of non-constant features).
     estimator : {"fast", "paper"}, default="fast"
@@ -42,12 +53,18 @@ def gram_matrix(
     log : bool, default=False
         Return ln k instead of k. Box-kernel values reach 10^600 and more, beyond float64:
         ask for the logarithms (what the library computes) unless the values are small.
+    n_jobs : int or None, default=None
+        Threads: None uses :func:`miltk.set_num_threads`'s count (all cores unless set),
+        -1 all cores, k > 0 k threads.
+    seed : int
+        Deprecated name of ``random_state`` (``FutureWarning``).
 
     Returns
     -------
     ndarray of shape (n_bags, n_bags)
         k(bag_i, bag_j), or its natural logarithm when ``log``; symmetric.
     """
+    random_state = renamed("seed", seed, "random_state", random_state, 1)
     native, _ = native_bags(bags)
     ln = _native.log_gram(
         native,
@@ -57,7 +74,8 @@ def gram_matrix(
         float(delta),
         None if precision is None else int(precision),
         None if gamma is None else float(gamma),
-        int(seed),
+        seed_from_random_state(random_state),
+        n_threads(n_jobs),
     )
     if log:
         return ln

@@ -19,6 +19,7 @@ use pyo3::prelude::*;
 
 use crate::bags::{matrix, Bags};
 use crate::errors::{json_err, keyword, py_err};
+use crate::parallel::run;
 
 /// A classifier's hyper-parameters (one of the library's [`ClassifierParams`]).
 #[pyclass(module = "miltk._native", frozen)]
@@ -115,8 +116,15 @@ impl ClassifierSpec {
 
     /// Fits on every bag of `bags`; `projected` marks bags that a projection produced
     /// (Citation-kNN's `auto` scaling is then none).
-    #[pyo3(signature = (bags, projected=false))]
-    fn fit(&self, py: Python<'_>, bags: &Bags, projected: bool) -> PyResult<FittedClassifier> {
+    /// `n_threads`: threads of the fit (0: the default of `set_num_threads`).
+    #[pyo3(signature = (bags, projected=false, n_threads=0))]
+    fn fit(
+        &self,
+        py: Python<'_>,
+        bags: &Bags,
+        projected: bool,
+        n_threads: usize,
+    ) -> PyResult<FittedClassifier> {
         if let (true, ClassifierParams::Svm(svm)) = (projected, &self.params) {
             if svm.preprocessing == Preprocessing::Weka {
                 return Err(PyValueError::new_err(
@@ -130,9 +138,7 @@ impl ClassifierSpec {
             self.params
         };
         let data = Arc::clone(&bags.data);
-        let model = py
-            .detach(|| params.fit(data.as_ref()))
-            .map_err(py_err)?;
+        let model = run(py, n_threads, || params.fit(data.as_ref()))?.map_err(py_err)?;
         Ok(FittedClassifier {
             model,
             train: Some(data),
@@ -151,10 +157,11 @@ impl ClassifierSpec {
 pub(crate) fn score_bags<'py>(
     py: Python<'py>,
     bags: &Bags,
+    n_threads: usize,
     score: impl FnOnce(&Dataset) -> mil_toolkit::Result<mil_toolkit::classifier::BagScores> + Send,
 ) -> PyResult<(Bound<'py, PyArray2<f64>>, Vec<usize>)> {
     let data = Arc::clone(&bags.data);
-    let scores = py.detach(|| score(&data)).map_err(py_err)?;
+    let scores = run(py, n_threads, || score(&data))?.map_err(py_err)?;
     let n = scores.len();
     let c = scores.n_classes();
     let values: Vec<f64> = (0..n).flat_map(|i| scores.row(i).to_vec()).collect();
@@ -187,13 +194,16 @@ pub(crate) struct FittedClassifier {
 
 #[pymethods]
 impl FittedClassifier {
-    /// Per-class scores (bags × classes) and predicted class indices of `bags`.
+    /// Per-class scores (bags × classes) and predicted class indices of `bags`, on
+    /// `n_threads` threads (0: the default of `set_num_threads`).
+    #[pyo3(signature = (bags, n_threads=0))]
     fn scores<'py>(
         &self,
         py: Python<'py>,
         bags: &Bags,
+        n_threads: usize,
     ) -> PyResult<(Bound<'py, PyArray2<f64>>, Vec<usize>)> {
-        score_bags(py, bags, |d| self.model.scores(d))
+        score_bags(py, bags, n_threads, |d| self.model.scores(d))
     }
 
     /// Number of classes.

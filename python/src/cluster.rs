@@ -6,13 +6,14 @@ use mil_toolkit::cluster::m3ic::{BalanceMode, M3ic};
 use mil_toolkit::cluster::{bamic, m3ic, ClusterModel};
 use mil_toolkit::data::Dataset;
 use mil_toolkit::distance::Hausdorff;
-use mil_toolkit::export::{self, Compact};
+use mil_toolkit::export;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::bags::Bags;
 use crate::errors::{json_err, keyword, py_err};
+use crate::parallel::run;
 
 /// A fitted clustering (M³IC or BAMIC) and the bags it clustered (for export).
 #[pyclass(module = "miltk._native", frozen)]
@@ -23,10 +24,12 @@ pub(crate) struct FittedCluster {
 
 #[pymethods]
 impl FittedCluster {
-    /// The cluster of every bag.
-    fn assign(&self, py: Python<'_>, bags: &Bags) -> PyResult<Vec<usize>> {
+    /// The cluster of every bag, on `n_threads` threads (0: the default of
+    /// `set_num_threads`).
+    #[pyo3(signature = (bags, n_threads=0))]
+    fn assign(&self, py: Python<'_>, bags: &Bags, n_threads: usize) -> PyResult<Vec<usize>> {
         let data = Arc::clone(&bags.data);
-        py.detach(|| self.model.assign(&data)).map_err(py_err)
+        run(py, n_threads, || self.model.assign(&data))?.map_err(py_err)
     }
 
     /// Feature dimension it expects.
@@ -59,14 +62,9 @@ impl FittedCluster {
         let train = self.train.clone().ok_or_else(|| {
             PyValueError::new_err("the clustering does not keep its bags: refit it to export")
         })?;
-        let bytes = py
-            .detach(|| {
-                let zscore = m.mean.as_deref().zip(m.std.as_deref());
-                let compact = Compact::from_m3ic(m.k, m.dim, &m.weights, zscore, m.normalize)?;
-                export::export(&compact, encoding, &train)
-            })
-            .map_err(py_err)?;
-        Ok(PyBytes::new(py, &bytes))
+        let exported =
+            run(py, 0, || m.export(train.as_ref(), export::Export::new(encoding)))?.map_err(py_err)?;
+        Ok(PyBytes::new(py, &exported.bytes))
     }
 
     /// Rebuilds a clustering from [`FittedCluster::to_json`]'s text.
@@ -97,9 +95,10 @@ impl FittedCluster {
     }
 }
 
-/// M³IC-MBM: (model, assignments, objective).
+/// M³IC-MBM: (model, assignments, objective), on `n_threads` threads (0: the default of
+/// `set_num_threads`).
 #[pyfunction]
-#[pyo3(signature = (bags, k, c, balance, restarts, seed, standardize=true, normalize=true, balance_mode=None, min_size=None, max_size=None))]
+#[pyo3(signature = (bags, k, c, balance, restarts, seed, standardize=true, normalize=true, balance_mode=None, min_size=None, max_size=None, n_threads=0))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn m3ic_fit(
     py: Python<'_>,
@@ -114,6 +113,7 @@ pub(crate) fn m3ic_fit(
     balance_mode: Option<&str>,
     min_size: Option<f64>,
     max_size: Option<f64>,
+    n_threads: usize,
 ) -> PyResult<(FittedCluster, Vec<usize>, f64)> {
     let data = Arc::clone(&bags.data);
     // None keeps the library's defaults, as `mil cluster` does; the paper's balance
@@ -135,9 +135,7 @@ pub(crate) fn m3ic_fit(
     .restarts(restarts)
     .standardize(standardize)
     .normalize(normalize);
-    let fit = py
-        .detach(|| params.fit(data.as_ref()))
-        .map_err(py_err)?;
+    let fit = run(py, n_threads, || params.fit(data.as_ref()))?.map_err(py_err)?;
     Ok((
         FittedCluster {
             model: ClusterModel::M3ic(fit.model),
@@ -148,8 +146,10 @@ pub(crate) fn m3ic_fit(
     ))
 }
 
-/// BAMIC (k-medoids over a Hausdorff distance): (model, assignments, objective).
+/// BAMIC (k-medoids over a Hausdorff distance): (model, assignments, objective), on
+/// `n_threads` threads (0: the default of `set_num_threads`).
 #[pyfunction]
+#[pyo3(signature = (bags, k, distance, restarts, seed, n_threads=0))]
 pub(crate) fn bamic_fit(
     py: Python<'_>,
     bags: &Bags,
@@ -157,19 +157,19 @@ pub(crate) fn bamic_fit(
     distance: &str,
     restarts: usize,
     seed: u64,
+    n_threads: usize,
 ) -> PyResult<(FittedCluster, Vec<usize>, f64)> {
     let distance = keyword::<Hausdorff>("distance", distance)?;
     let data = Arc::clone(&bags.data);
-    let fit = py
-        .detach(|| {
-            bamic::Bamic::default()
-                .k(k)
-                .seed(seed)
-                .distance(distance)
-                .restarts(restarts)
-                .fit(data.as_ref())
-        })
-        .map_err(py_err)?;
+    let fit = run(py, n_threads, || {
+        bamic::Bamic::default()
+            .k(k)
+            .seed(seed)
+            .distance(distance)
+            .restarts(restarts)
+            .fit(data.as_ref())
+    })?
+    .map_err(py_err)?;
     Ok((
         FittedCluster {
             model: ClusterModel::Bamic(fit.model),

@@ -13,6 +13,7 @@ use pyo3::types::PyBytes;
 use crate::bags::{matrix, Bags};
 use crate::classifiers::{host_model, FittedClassifier};
 use crate::errors::{keyword, py_err};
+use crate::parallel::run;
 use crate::projections::FittedProjection;
 
 /// The core's compact model of a classifier, with an optional projection before it, in
@@ -53,9 +54,7 @@ pub(crate) fn export_model<'py>(
     let options = export::Export::new(encoding)
         .fold_projection(fold_projection)
         .input(input);
-    let exported = py
-        .detach(|| host.export(train.as_ref(), options))
-        .map_err(py_err)?;
+    let exported = run(py, 0, || host.export(train.as_ref(), options))?.map_err(py_err)?;
     Ok(PyBytes::new(py, &exported.bytes))
 }
 

@@ -12,12 +12,14 @@ use pyo3::prelude::*;
 
 use crate::bags::{matrix, Bags};
 use crate::errors::{keyword, py_err};
+use crate::parallel::run;
 
 /// ln of the Gram matrix of a set kernel over all bags, as `mil gram` computes it: box
 /// kernels on the grid fitted on the bags, NSK on z-scored features with γ defaulting to
-/// 1 / (number of non-constant features).
+/// 1 / (number of non-constant features); on `n_threads` threads (0: the default of
+/// `set_num_threads`).
 #[pyfunction]
-#[pyo3(signature = (bags, kernel, estimator, epsilon, delta, precision, gamma, seed))]
+#[pyo3(signature = (bags, kernel, estimator, epsilon, delta, precision, gamma, seed, n_threads=0))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn log_gram<'py>(
     py: Python<'py>,
@@ -29,6 +31,7 @@ pub(crate) fn log_gram<'py>(
     precision: Option<i32>,
     gamma: Option<f64>,
     seed: u64,
+    n_threads: usize,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let data = Arc::clone(&bags.data);
     let n = data.n_bags();
@@ -44,8 +47,7 @@ pub(crate) fn log_gram<'py>(
                 })
                 .seed(seed);
             svm.check().map_err(py_err)?;
-            py.detach(|| svm.full_log_gram(&data, &Silent))
-                .map_err(py_err)?
+            run(py, n_threads, || svm.full_log_gram(&data, &Silent))?.map_err(py_err)?
         }
         SetKernelName::MiRbf => {
             let svm = SetKernelSvm::default()
@@ -54,17 +56,15 @@ pub(crate) fn log_gram<'py>(
                 })
                 .seed(seed);
             svm.check().map_err(py_err)?;
-            py.detach(|| svm.full_log_gram(&data, &Silent))
-                .map_err(py_err)?
+            run(py, n_threads, || svm.full_log_gram(&data, &Silent))?.map_err(py_err)?
         }
-        SetKernelName::Nsk => py
-            .detach(|| {
-                let zscore = ZScore::fit(data.as_ref());
-                let active = zscore.std.iter().filter(|&&s| s > 0.0).count().max(1);
-                let gamma = gamma.unwrap_or(1.0 / active as f64);
-                log_nsk_gram(&zscore.apply_active(&data)?, gamma)
-            })
-            .map_err(py_err)?,
+        SetKernelName::Nsk => run(py, n_threads, || {
+            let zscore = ZScore::fit(data.as_ref());
+            let active = zscore.std.iter().filter(|&&s| s > 0.0).count().max(1);
+            let gamma = gamma.unwrap_or(1.0 / active as f64);
+            log_nsk_gram(&zscore.apply_active(&data)?, gamma)
+        })?
+        .map_err(py_err)?,
     };
     Ok(matrix(py, n, n, ln))
 }

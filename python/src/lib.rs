@@ -25,7 +25,7 @@ use deploy::{export_model, CoreModel};
 use errors::keywords;
 use kernels::log_gram;
 use model_selection::{clustering_accuracy, cross_validate, stratified_folds};
-use parallel::{num_threads, set_num_threads};
+use parallel::{num_cores, num_threads, set_num_threads};
 use projections::{FittedProjection, ProjectionSpec};
 
 #[pymodule]
@@ -47,6 +47,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(export_model, m)?)?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(num_cores, m)?)?;
     m.add_function(wrap_pyfunction!(keywords, m)?)?;
     Ok(())
 }

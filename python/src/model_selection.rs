@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use crate::bags::Bags;
 use crate::classifiers::ClassifierSpec;
 use crate::errors::py_err;
+use crate::parallel::run;
 use crate::projections::ProjectionSpec;
 
 /// One instance per bag carrying `labels`: what the fold assignment needs.
@@ -47,10 +48,14 @@ pub(crate) fn stratified_folds(
     Ok(folds.into_iter().map(|(_, f)| f).collect())
 }
 
-/// The library's own cross-validation (what `mil cv` runs): (pooled accuracy, per-bag
-/// out-of-fold class index of the first repetition, per-fold accuracies).
+/// The library's own cross-validation (what `mil cv` runs) on `n_threads` threads (0:
+/// the default of `set_num_threads`): (pooled accuracy, per-bag out-of-fold class index
+/// of the first repetition, per-fold accuracies, balanced accuracy, AUROC of two-class
+/// data). `given` test folds replace the stratified ones (`k`, `seed`, `repeats`); their
+/// randomised steps then use seed 0, as `mil cv --folds-file` does.
 #[pyfunction]
-#[pyo3(signature = (bags, classifier, projection=None, k=10, seed=1, repeats=1))]
+#[pyo3(signature = (bags, classifier, projection=None, k=10, seed=1, repeats=1, n_threads=0, given=None))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub(crate) fn cross_validate(
     py: Python<'_>,
     bags: &Bags,
@@ -59,27 +64,34 @@ pub(crate) fn cross_validate(
     k: usize,
     seed: u64,
     repeats: usize,
-) -> PyResult<(f64, Vec<usize>, Vec<f64>)> {
+    n_threads: usize,
+    given: Option<Vec<Vec<usize>>>,
+) -> PyResult<(f64, Vec<usize>, Vec<f64>, f64, Option<f64>)> {
     let mut pipeline = Pipeline::new(classifier.params);
     if let Some(p) = projection {
         pipeline = pipeline.projection(p.params);
     }
     let data = Arc::clone(&bags.data);
-    let report = py
-        .detach(|| {
-            library_cv(
-                &pipeline,
-                &data,
-                &Folds::Stratified { k, repeats, seed },
-                &Silent,
-            )
-        })
-        .map_err(py_err)?;
+    let folds = match given {
+        Some(f) => Folds::Given(f),
+        None => Folds::Stratified { k, repeats, seed },
+    };
+    let report = run(py, n_threads, || {
+        library_cv(&pipeline, &data, &folds, &Silent)
+    })?
+    .map_err(py_err)?;
     let mut labels = vec![0; data.n_bags()];
     for &(b, label, _) in &report.predictions {
         labels[b] = label;
     }
-    Ok((report.accuracy, labels, report.per_fold))
+    let balanced = report.balanced_accuracy();
+    Ok((
+        report.accuracy,
+        labels,
+        report.per_fold,
+        balanced,
+        report.auroc,
+    ))
 }
 
 /// The accuracy of a clustering under the best one-to-one matching of clusters to classes.

@@ -1,25 +1,82 @@
-//! Threads (`miltk.set_num_threads`, `miltk.num_threads`).
+//! Threads (`n_jobs`, `miltk.set_num_threads`, `miltk.get_num_threads`): every native
+//! call that computes in parallel runs on a rayon pool of its own, built for that call,
+//! so estimators under joblib each use the threads they were given and never share (or
+//! fix) rayon's global pool.
 
-use pyo3::exceptions::PyRuntimeError;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
-/// Builds rayon's global pool with `n` threads; an error once the pool exists.
-#[pyfunction]
-pub(crate) fn set_num_threads(n: usize) -> PyResult<()> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(n)
-        .build_global()
-        .map_err(|e| {
-            PyRuntimeError::new_err(format!(
-                "rayon's thread pool is already running with {} threads ({e}): call \
-                 set_num_threads before any other miltk work, or set RAYON_NUM_THREADS",
-                rayon::current_num_threads()
-            ))
-        })
+/// Threads of a call made with `n_threads=0`, as `set_num_threads` sets them; 0 is
+/// rayon's default (`RAYON_NUM_THREADS`, or one thread per core).
+static DEFAULT_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Logical cores of the machine.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Threads of rayon's global pool (building it if needed).
+/// The most threads a call may ask for: beyond a few per core, threads only cost memory
+/// and switching.
+fn max_threads() -> usize {
+    4 * cores()
+}
+
+fn check_threads(parameter: &str, n: usize) -> PyResult<()> {
+    let max = max_threads();
+    if n > max {
+        return Err(PyValueError::new_err(format!(
+            "{parameter}={n} is more than {max} threads (4 per core on this machine)"
+        )));
+    }
+    Ok(())
+}
+
+/// A pool of `n_threads` threads (0: the default of [`set_num_threads`]).
+fn pool(n_threads: usize) -> PyResult<rayon::ThreadPool> {
+    check_threads("n_jobs", n_threads)?;
+    let n = match n_threads {
+        0 => DEFAULT_THREADS.load(Ordering::Relaxed),
+        n => n,
+    };
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build()
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start {n} threads: {e}")))
+}
+
+/// Runs `work` without the GIL on a rayon pool of `n_threads` threads built for it
+/// (0: the default of [`set_num_threads`]).
+pub(crate) fn run<T: Send>(
+    py: Python<'_>,
+    n_threads: usize,
+    work: impl FnOnce() -> T + Send,
+) -> PyResult<T> {
+    let pool = pool(n_threads)?;
+    Ok(py.detach(|| pool.install(work)))
+}
+
+/// Sets the threads of the calls that do not name their own (`n_jobs=None`), from 1 to
+/// 4 per core.
 #[pyfunction]
-pub(crate) fn num_threads() -> usize {
-    rayon::current_num_threads()
+pub(crate) fn set_num_threads(n: usize) -> PyResult<()> {
+    if n == 0 {
+        return Err(PyValueError::new_err("n=0: at least one thread is needed"));
+    }
+    check_threads("n", n)?;
+    DEFAULT_THREADS.store(n, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Threads of the calls that do not name their own.
+#[pyfunction]
+pub(crate) fn num_threads() -> PyResult<usize> {
+    Ok(pool(0)?.current_num_threads())
+}
+
+/// Logical cores of the machine (what `n_jobs=-1` uses).
+#[pyfunction]
+pub(crate) fn num_cores() -> usize {
+    cores()
 }

@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 
 use crate::bags::{matrix, rows, Bags};
 use crate::errors::{json_err, keyword, py_err};
+use crate::parallel::run;
 
 /// A projection's hyper-parameters (one of the library's [`ProjectionParams`]).
 #[pyclass(module = "miltk._native", frozen)]
@@ -39,13 +40,13 @@ impl ProjectionSpec {
         self.params.alpha()
     }
 
-    /// Fits on every bag of `bags`.
-    fn fit(&self, py: Python<'_>, bags: &Bags) -> PyResult<FittedProjection> {
+    /// Fits on every bag of `bags`, on `n_threads` threads (0: the default of
+    /// `set_num_threads`).
+    #[pyo3(signature = (bags, n_threads=0))]
+    fn fit(&self, py: Python<'_>, bags: &Bags, n_threads: usize) -> PyResult<FittedProjection> {
         let data = Arc::clone(&bags.data);
         let params = self.params;
-        let projection = py
-            .detach(|| params.fit(data.as_ref()))
-            .map_err(py_err)?;
+        let projection = run(py, n_threads, || params.fit(data.as_ref()))?.map_err(py_err)?;
         Ok(FittedProjection {
             projection,
             train: Some(data),

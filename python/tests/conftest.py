@@ -42,4 +42,4 @@ def musk1():
 
 @pytest.fixture(scope="session")
 def corel3():
-    return miltk.load_corel3()
+    return miltk.load_corel3(return_X_y=True)

@@ -25,13 +25,13 @@ DOCUMENTED = {
 @pytest.mark.parametrize("name", DOCUMENTED)
 def test_loader_gives_the_documented_counts(name):
     loader, n_bags, per_class, instances, features = DOCUMENTED[name]
-    bags, y = loader()
+    bags, y = loader(return_X_y=True)
     assert len(bags) == len(y) == n_bags
     assert dict(zip(*np.unique(y, return_counts=True))) == per_class
     assert sum(len(b) for b in bags) == instances
     assert {b.shape[1] for b in bags} == {features}
     # load_dataset by name is the same data.
-    by_name, y_by_name = miltk.load_dataset(name)
+    by_name, y_by_name = miltk.load_dataset(name, return_X_y=True)
     assert np.array_equal(y, y_by_name)
     assert all(np.array_equal(a, b) for a, b in zip(bags, by_name))
 

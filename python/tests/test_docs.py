@@ -5,10 +5,12 @@ import doctest
 import pytest
 
 import miltk
-from miltk import _bags, classifiers, deploy
+from miltk import _bags, classifiers, datasets, deploy, model_selection
 
 
-@pytest.mark.parametrize("module", [_bags, classifiers, deploy], ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "module", [_bags, classifiers, datasets, deploy, model_selection], ids=lambda m: m.__name__
+)
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0

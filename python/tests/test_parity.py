@@ -16,13 +16,13 @@ def reference_cv(estimator, bags, y, ids, cli_args):
     else from the library's own cross-validation through the native module."""
     report = run_mil("cv", "musk1", *cli_args, "--folds", "10", "--seed", "1")
     if report is None:
-        lib = miltk.library_cross_validate(estimator, bags, y, n_splits=10, seed=1)
+        lib = miltk.cross_validate_native(estimator, bags, y, cv=10, random_state=1)
         return lib["accuracy"], {i: str(p) for i, p in zip(ids, lib["predictions"])}
     return report["accuracy"], {p["bag"]: p["label"] for p in report["predictions"]}
 
 
 def python_cv(estimator, bags, y):
-    folds = miltk.stratified_bag_folds(y, n_splits=10, seed=1)
+    folds = miltk.stratified_bag_folds(y, n_splits=10, random_state=1)
     predicted = cross_val_predict(estimator, bags, y, cv=folds)
     scores = cross_val_score(estimator, bags, y, cv=folds)
     return predicted, scores
@@ -57,14 +57,15 @@ def test_cross_validation_matches_mil_cv(musk1, name, make, cli_args):
         assert str(label) == by_id[bag_id], f"bag {bag_id}"
     assert np.mean(predicted == y) == pytest.approx(accuracy, abs=1e-12)
     # The library's own loop agrees too, fold by fold.
-    lib = miltk.library_cross_validate(make(), bags, y, n_splits=10, seed=1)
+    lib = miltk.cross_validate_native(make(), bags, y, cv=10, random_state=1)
     assert np.array_equal(lib["predictions"], predicted)
-    assert np.allclose(lib["per_fold"], fold_scores)
+    assert np.allclose(lib["test_score"], fold_scores)
+    assert lib["accuracy"] == pytest.approx(accuracy, abs=1e-12)
 
 
 def test_folds_are_mil_cv_folds(musk1):
     bags, y, _ = musk1
-    folds = miltk.stratified_bag_folds(y, n_splits=10, seed=1)
+    folds = miltk.stratified_bag_folds(y, n_splits=10, random_state=1)
     assert len(folds) == 10
     tests = np.concatenate([t for _, t in folds])
     assert sorted(tests) == list(range(len(y)))
@@ -72,15 +73,15 @@ def test_folds_are_mil_cv_folds(musk1):
         assert len(set(train) & set(test)) == 0 and len(train) + len(test) == len(y)
         # stratified: each fold's positives within one bag of the share
         assert abs(y[test].mean() - y.mean()) < 1.0 / len(test) + 1e-9
-    again = miltk.stratified_bag_folds(list(y), n_splits=10, seed=1)
+    again = miltk.stratified_bag_folds(list(y), n_splits=10, random_state=1)
     assert all(np.array_equal(a[1], b[1]) for a, b in zip(folds, again))
-    other = miltk.stratified_bag_folds(y, n_splits=10, seed=2)
+    other = miltk.stratified_bag_folds(y, n_splits=10, random_state=2)
     assert any(not np.array_equal(a[1], b[1]) for a, b in zip(folds, other))
 
 
 def test_gram_matrix_matches_mil_gram(musk1, tmp_path):
     bags, _, _ = musk1
-    ln = miltk.gram_matrix(bags, kernel="kand", epsilon=0.1, delta=0.01, seed=1, log=True)
+    ln = miltk.gram_matrix(bags, kernel="kand", epsilon=0.1, delta=0.01, random_state=1, log=True)
     assert ln.shape == (92, 92)
     assert np.array_equal(ln, ln.T)
     assert np.all(np.diag(ln) >= ln.max(axis=1) - 0.2)
@@ -97,7 +98,7 @@ def test_gram_matrix_matches_mil_gram(musk1, tmp_path):
 
 def test_m3ic_matches_mil_cluster(corel3):
     bags, y = corel3
-    m3ic = miltk.M3IC(n_clusters=3, restarts=5, seed=1)
+    m3ic = miltk.M3IC(n_clusters=3, restarts=5, random_state=1)
     labels = m3ic.fit_predict(bags)
     acc = miltk.clustering_accuracy(y, labels)
     report = run_mil("cluster", "corel3", "--method", "m3ic", "--k", "3", "--seed", "1")
@@ -109,9 +110,9 @@ def test_m3ic_matches_mil_cluster(corel3):
         core = miltk.CoreModel(miltk.export(m3ic, fmt))
         assert core.kind == "m3ic"
         assert np.mean(core.predict(bags) == labels) >= 0.97
-    bamic = miltk.BAMIC(n_clusters=3, distance="avg", seed=1).fit(bags)
+    bamic = miltk.BAMIC(n_clusters=3, distance="avg", random_state=1).fit(bags)
     with pytest.raises(ValueError, match="BAMIC"):
-        bamic.export()
+        miltk.export(bamic)
     report = run_mil("cluster", "corel3", "--method", "bamic-avg", "--k", "3", "--seed", "1")
     if report is not None:
         assert list(bamic.labels_) == report["assignments"]
@@ -152,16 +153,16 @@ def test_export_svm_and_refusals(musk1):
     train = list(range(0, 92, 3))
     sub = [bags[i] for i in train]
     svm = miltk.SetKernelSVM(kernel="kand").fit(sub, y[train])
-    core = miltk.CoreModel(svm.export("f32"), classes=svm.classes_)
+    core = miltk.CoreModel(miltk.export(svm, "f32"), classes=svm.classes_)
     assert core.kind == "set-kernel-svm"
     assert np.mean(core.predict(bags[:20]) == svm.predict(bags[:20])) >= 0.95
     nsk = miltk.SetKernelSVM(kernel="nsk").fit(sub, y[train])
     with pytest.raises((ValueError, RuntimeError)):
-        nsk.export()
+        miltk.export(nsk)
     with pytest.raises(ValueError, match="hausdorff"):
-        miltk.CitationKNN(hausdorff="max").fit(sub, y[train]).export()
+        miltk.export(miltk.CitationKNN(hausdorff="max").fit(sub, y[train]))
     with pytest.raises(ValueError, match="format"):
-        miltk.MILR().fit(sub, y[train]).export("f16")
+        miltk.export(miltk.MILR().fit(sub, y[train]), "f16")
 
 
 def test_export_folded_projection(musk1):
@@ -204,7 +205,7 @@ def test_class_weights_match_mil_cv_on_corel_dogs():
     from sklearn.metrics import balanced_accuracy_score
 
     bags, y, ids = miltk.load_corel_dogs(return_ids=True)
-    folds = miltk.stratified_bag_folds(y, n_splits=10, seed=1)
+    folds = miltk.stratified_bag_folds(y, n_splits=10, random_state=1)
     results = {}
     for weight, flag in ((None, "none"), ("balanced", "balanced"), ({1: 19}, "1,19")):
         milr = miltk.MILR(pooling="mean", class_weight=weight)
@@ -232,7 +233,7 @@ def test_m3ic_size_bounds_match_mil_cluster(corel3):
     ]
     seen = []
     for params, flags in cases:
-        labels = miltk.M3IC(n_clusters=3, seed=2, **params).fit_predict(bags)
+        labels = miltk.M3IC(n_clusters=3, random_state=2, **params).fit_predict(bags)
         seen.append(tuple(labels))
         report = run_mil("cluster", "corel3", "--method", "m3ic", "--k", "3", "--seed", "2", *flags)
         if report is not None:

@@ -16,6 +16,17 @@ def python_blocks(page):
     return BLOCK.findall((ROOT / page).read_text(encoding="utf-8"))
 
 
+def write_scripts(directory):
+    """Each page's examples as one script in `directory` (`README.md` becomes
+    `README_md.py`), for a type checker; returns their paths."""
+    paths = []
+    for page in PAGES:
+        path = Path(directory) / (page.replace("/", "_").replace(".", "_") + ".py")
+        path.write_text("\n".join(python_blocks(page)), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_examples_run(page, capsys):
     blocks = python_blocks(page)
@@ -29,3 +40,10 @@ def test_examples_run(page, capsys):
     assert printed
     accuracy = float(printed[0])
     assert 0.5 < accuracy <= 1.0, printed
+
+
+if __name__ == "__main__":
+    import sys
+
+    for written in write_scripts(sys.argv[1]):
+        print(written)

@@ -16,7 +16,7 @@ ESTIMATORS = [
     miltk.MILR(pooling="mean", ridge=0.5),
     miltk.SetKernelSVM(kernel="kmin", epsilon=0.2, C=10.0),
     miltk.BMIDA(n_components=5, alpha=0.2),
-    miltk.MIALM(n_components=4, seed=3),
+    miltk.MIALM(n_components=4, random_state=3),
     miltk.M3IC(n_clusters=3, C=2.0),
     miltk.BAMIC(n_clusters=2, distance="max"),
 ]
@@ -121,7 +121,7 @@ def test_grid_search_over_pipeline(musk1):
     grid = GridSearchCV(
         pipe,
         {"proj__n_components": [5, 10], "knn__references": [2, 3]},
-        cv=miltk.StratifiedBagKFold(n_splits=3, seed=1),
+        cv=miltk.StratifiedBagKFold(n_splits=3, random_state=1),
     )
     grid.fit(bags, y)
     assert set(grid.best_params_) == {"proj__n_components", "knn__references"}
@@ -131,7 +131,7 @@ def test_grid_search_over_pipeline(musk1):
 
 def test_cross_val_score_with_splitter(musk1):
     bags, y, _ = musk1
-    a = cross_val_score(miltk.CitationKNN(), bags, y, cv=miltk.StratifiedBagKFold(5, seed=2))
+    a = cross_val_score(miltk.CitationKNN(), bags, y, cv=miltk.StratifiedBagKFold(5, random_state=2))
     b = cross_val_score(miltk.CitationKNN(), bags, y, cv=miltk.stratified_bag_folds(y, 5, 2))
     assert np.array_equal(a, b)
 

@@ -21,7 +21,9 @@ use crate::data::Bags;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::explain::Explanation;
+use crate::progress::Progress;
 use citation_knn::CitationKnnModel;
+use citation_knn::Scaling;
 use milr::MilrModel;
 use svm::SvmModel;
 
@@ -152,6 +154,10 @@ impl BagScores {
     }
 }
 
+/// Fits on a fold's training bags and scores its test bags: `score(train, test)`
+/// ([`ClassifierParams::fold_scorer`]).
+pub(crate) type FoldScorer<'a> = Box<dyn Fn(&[usize], &[usize]) -> Result<BagScores> + Sync + 'a>;
+
 /// Hyper-parameters of a bag classifier; fitting yields an immutable model.
 pub trait Classifier {
     /// The fitted model.
@@ -243,6 +249,83 @@ impl ClassifierParams {
             }
             other => other,
         }
+    }
+
+    /// The class weights ([`imbalance::ClassWeight`]); every classifier takes them.
+    pub fn class_weight(&self) -> imbalance::ClassWeight {
+        match self {
+            ClassifierParams::CitationKnn(c) => c.class_weight,
+            ClassifierParams::Milr(m) => m.class_weight,
+            ClassifierParams::Svm(s) => s.class_weight,
+        }
+    }
+
+    /// The ridge an inner CV may choose, for the classifiers that have one (MILR).
+    pub fn ridge(&self) -> Option<f64> {
+        match self {
+            ClassifierParams::Milr(m) => Some(m.ridge),
+            _ => None,
+        }
+    }
+
+    /// The same parameters with the ridge `ridge`, for the classifiers that have one.
+    pub fn with_ridge(self, ridge: f64) -> Option<Self> {
+        match self {
+            ClassifierParams::Milr(m) => Some(m.ridge(ridge).into()),
+            _ => None,
+        }
+    }
+
+    /// Checks what only applies to the raw input attributes: MISMO's attribute skip
+    /// (`scaling = weka`) names an input attribute, which projected dimensions are not.
+    pub fn check_after_projection(&self) -> Result<()> {
+        match self {
+            ClassifierParams::Svm(svm) if svm.preprocessing == svm::Preprocessing::Weka => {
+                Err(Error::parameter(
+                    "scaling",
+                    "weka",
+                    "reproduces Weka's MISMO on the input attributes, not after a projection: use the scaling minmax",
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The classifier's cross-validation fast path on raw features, when it has one: a
+    /// scorer that fits on a fold's training bags and scores its test bags from work
+    /// computed once for every fold — Citation-kNN's bag distances (when no scaling is
+    /// fitted per fold), or scored straight from the data set's bags without a copy; a
+    /// set-kernel SVM's Gram matrix over all bags (the kernel uses no labels). `None`:
+    /// the pipeline fits each fold.
+    pub(crate) fn fold_scorer<'a>(
+        &self,
+        data: &'a Dataset,
+        progress: &dyn Progress,
+    ) -> Result<Option<FoldScorer<'a>>> {
+        Ok(match *self {
+            ClassifierParams::CitationKnn(c) if c.scaling.resolve(false) == Scaling::None => {
+                let dist = c.all_distances(data);
+                Some(Box::new(move |tr: &[usize], te: &[usize]| {
+                    c.scores_from_distances(data, &dist, tr, te)
+                }))
+            }
+            ClassifierParams::CitationKnn(c) => {
+                Some(Box::new(move |tr: &[usize], te: &[usize]| {
+                    c.fold_scores(data, tr, te)
+                }))
+            }
+            ClassifierParams::Svm(svm) if svm.shares_gram() => {
+                progress.start("Gram matrix", 0);
+                let gram = svm.full_log_gram(data, progress)?;
+                progress.finish();
+                let labels = data.require_labels(2)?;
+                let n_classes = data.n_classes();
+                Some(Box::new(move |tr: &[usize], te: &[usize]| {
+                    svm.scores_from_gram(data, &gram, labels, n_classes, tr, te)
+                }))
+            }
+            _ => None,
+        })
     }
 
     /// The same parameters with the class weights `w` ([`imbalance::ClassWeight`]); every

@@ -1,0 +1,184 @@
+"""Types of the native extension (python/src), the thin layer over the Rust library.
+
+Bags travel as one row-major instance matrix plus bag offsets; `n_threads=0` is the
+default of `set_num_threads`.
+"""
+
+from typing import Optional
+
+import numpy as np
+import numpy.typing as npt
+
+_Matrix = npt.NDArray[np.float64]
+
+class Bags:
+    def __init__(
+        self,
+        x: _Matrix,
+        starts: list[int],
+        labels: Optional[list[int]] = None,
+        n_classes: int = 0,
+        name: str = "bags",
+    ) -> None: ...
+    @staticmethod
+    def from_arrays(
+        bags: object,
+        n_features: Optional[int] = None,
+        labels: Optional[list[int]] = None,
+        n_classes: int = 0,
+        name: str = "bags",
+    ) -> Optional[Bags]: ...
+    @property
+    def n_bags(self) -> int: ...
+    @property
+    def dim(self) -> int: ...
+    def arrays(self) -> tuple[_Matrix, list[int], Optional[list[int]]]: ...
+
+class ClassifierSpec:
+    @staticmethod
+    def citation_knn(
+        references: int,
+        citers: int,
+        rank: int,
+        scaling: str,
+        hausdorff: str,
+        class_weight: str = "none",
+    ) -> ClassifierSpec: ...
+    @staticmethod
+    def milr(
+        pooling: str, ridge: float, beta: float, optimizer: str, class_weight: str = "none"
+    ) -> ClassifierSpec: ...
+    @staticmethod
+    def svm(
+        kernel: str,
+        estimator: str,
+        epsilon: float,
+        delta: float,
+        precision: Optional[int],
+        gamma: Optional[float],
+        rho: float,
+        map: str,
+        cost: float,
+        seed: int,
+        class_weight: str = "none",
+        preprocessing: str = "none",
+    ) -> ClassifierSpec: ...
+    def fit(self, bags: Bags, projected: bool = False, n_threads: int = 0) -> FittedClassifier: ...
+
+class FittedClassifier:
+    def scores(self, bags: Bags, n_threads: int = 0) -> tuple[_Matrix, list[int]]: ...
+    @property
+    def n_classes(self) -> int: ...
+    @property
+    def input_dim(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    def to_json(self) -> str: ...
+    def training_bags(self) -> Optional[Bags]: ...
+    @staticmethod
+    def from_json(text: str, train: Optional[Bags] = None) -> FittedClassifier: ...
+
+class ProjectionSpec:
+    def __init__(
+        self, kind: str, dim: int, alpha: Optional[float] = None, seed: int = 1
+    ) -> None: ...
+    @property
+    def alpha(self) -> Optional[float]: ...
+    def fit(self, bags: Bags, n_threads: int = 0) -> FittedProjection: ...
+
+class FittedProjection:
+    def transform(self, x: _Matrix) -> _Matrix: ...
+    @property
+    def input_dim(self) -> int: ...
+    @property
+    def output_dim(self) -> int: ...
+    @property
+    def components(self) -> _Matrix: ...
+    @property
+    def mean(self) -> list[float]: ...
+    @property
+    def scale(self) -> list[float]: ...
+    @property
+    def diagnostics(self) -> list[tuple[str, float]]: ...
+    def to_json(self) -> str: ...
+    def training_bags(self) -> Optional[Bags]: ...
+    @staticmethod
+    def from_json(text: str, train: Optional[Bags] = None) -> FittedProjection: ...
+
+class FittedCluster:
+    def assign(self, bags: Bags, n_threads: int = 0) -> list[int]: ...
+    @property
+    def input_dim(self) -> int: ...
+    def to_json(self) -> str: ...
+    def training_bags(self) -> Optional[Bags]: ...
+    def export(self, format: str) -> bytes: ...
+    @staticmethod
+    def from_json(text: str, train: Optional[Bags] = None) -> FittedCluster: ...
+
+class CoreModel:
+    def __init__(self, bytes: bytes) -> None: ...
+    def to_bytes(self) -> bytes: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def encoding(self) -> str: ...
+    @property
+    def input_dim(self) -> int: ...
+    @property
+    def n_bytes(self) -> int: ...
+    def classify(self, bags: Bags) -> tuple[list[int], _Matrix]: ...
+
+def m3ic_fit(
+    bags: Bags,
+    k: int,
+    c: Optional[float],
+    balance: Optional[float],
+    restarts: int,
+    seed: int,
+    standardize: bool = True,
+    normalize: bool = True,
+    balance_mode: Optional[str] = None,
+    min_size: Optional[float] = None,
+    max_size: Optional[float] = None,
+    n_threads: int = 0,
+) -> tuple[FittedCluster, list[int], float]: ...
+def bamic_fit(
+    bags: Bags, k: int, distance: str, restarts: int, seed: int, n_threads: int = 0
+) -> tuple[FittedCluster, list[int], float]: ...
+def log_gram(
+    bags: Bags,
+    kernel: str,
+    estimator: str,
+    epsilon: float,
+    delta: float,
+    precision: Optional[int],
+    gamma: Optional[float],
+    seed: int,
+    n_threads: int = 0,
+) -> _Matrix: ...
+def load_dataset(name: str) -> tuple[_Matrix, list[int], list[int], list[str], list[str]]: ...
+def stratified_folds(
+    labels: list[int], k: int, seed: int, repeats: int = 1
+) -> list[list[list[int]]]: ...
+def cross_validate(
+    bags: Bags,
+    classifier: ClassifierSpec,
+    projection: Optional[ProjectionSpec] = None,
+    k: int = 10,
+    seed: int = 1,
+    repeats: int = 1,
+    n_threads: int = 0,
+    given: Optional[list[list[int]]] = None,
+) -> tuple[float, list[int], list[float], float, Optional[float]]: ...
+def clustering_accuracy(assignment: list[int], truth: list[int]) -> float: ...
+def export_model(
+    classifier: FittedClassifier,
+    projection: Optional[FittedProjection] = None,
+    format: str = "f32",
+    fold_projection: bool = False,
+    input: str = "fitted",
+) -> bytes: ...
+def set_num_threads(n: int) -> None: ...
+def num_threads() -> int: ...
+def num_cores() -> int: ...
+def keywords(concept: str) -> list[str]: ...
