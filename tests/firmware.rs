@@ -667,12 +667,12 @@ fn every_encoding_and_citation_knn_run_on_an_emulated_cortex_m4() {
     assert_eq!(agreement[0], musk1.n_bags());
 }
 
-/// The board example's crate (`tests/board`).
+/// The board example's crate (`examples/board`).
 fn board_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/board")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/board")
 }
 
-/// `cargo ARGS` in `tests/board`, with the environment's build overrides removed.
+/// `cargo ARGS` in `examples/board`, with the environment's build overrides removed.
 fn cargo_board(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO"))
         .args(args)
