@@ -56,7 +56,6 @@ pub mod pipeline;
 pub mod progress;
 pub mod projection;
 pub(crate) mod shard;
-pub mod svm;
 
 pub use data::{Bags, Dataset};
 pub use error::{Error, Result};

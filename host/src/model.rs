@@ -25,6 +25,37 @@ pub const VERSION: u32 = 1;
 /// Bags per progress step when scoring an SVM model.
 const SVM_CHUNK: usize = 8;
 
+/// What a pipeline chose (or was given) in one fit, as `mil cv`/`mil train` report it and
+/// a saved model records it ([`HostModel::chosen`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Chosen {
+    /// The projection's output dimension.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dim: Option<usize>,
+    /// The projection's α.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
+    /// MILR's ridge.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ridge: Option<f64>,
+}
+
+impl std::fmt::Display for Chosen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(d) = self.dim {
+            parts.push(format!("dim {d}"));
+        }
+        if let Some(a) = self.alpha {
+            parts.push(format!("alpha {a}"));
+        }
+        if let Some(r) = self.ridge {
+            parts.push(format!("ridge {r}"));
+        }
+        f.write_str(&parts.join(", "))
+    }
+}
+
 /// A complete saved model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostModel {
@@ -56,7 +87,7 @@ pub struct HostModel {
     /// The grid point an inner CV chose (or the projection settings fitted), when the
     /// pipeline had a grid or a projection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chosen: Option<crate::pipeline::Chosen>,
+    pub chosen: Option<Chosen>,
 }
 
 impl HostModel {

@@ -12,7 +12,7 @@ use mil_toolkit::distance::Hausdorff;
 use mil_toolkit::kernel::SetKernelName;
 use mil_toolkit::model::{ClassifierModel, HostModel};
 use mil_toolkit::projection::LinearProjection;
-use mil_toolkit::svm::bags::{BagSvmSettings, EmpiricalMap};
+use mil_toolkit::classifier::svm::bags::{BagSvmSettings, EmpiricalMap};
 use numpy::PyArray2;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;

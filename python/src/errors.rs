@@ -6,7 +6,7 @@ use mil_toolkit::classifier::milr::{Optimizer, Pooling};
 use mil_toolkit::distance::Hausdorff;
 use mil_toolkit::kernel::SetKernelName;
 use mil_toolkit::projection::ProjectionKind;
-use mil_toolkit::svm::bags::EmpiricalMap;
+use mil_toolkit::classifier::svm::bags::EmpiricalMap;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 

@@ -11,6 +11,7 @@ use crate::eval::{auroc, inner_folds};
 use crate::projection::ProjectionParams;
 
 use super::Pipeline;
+pub use crate::model::Chosen;
 
 /// The projection part of a pipeline with its hyper-parameter candidates.
 #[derive(Debug, Clone, PartialEq)]
@@ -146,35 +147,6 @@ pub struct Candidate {
     pub classifier: ClassifierParams,
 }
 
-/// What a pipeline chose (or was given) in one fit, as `mil cv`/`mil train` report it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Chosen {
-    /// The projection's output dimension.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dim: Option<usize>,
-    /// The projection's α.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub alpha: Option<f64>,
-    /// MILR's ridge.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ridge: Option<f64>,
-}
-
-impl std::fmt::Display for Chosen {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut parts = Vec::new();
-        if let Some(d) = self.dim {
-            parts.push(format!("dim {d}"));
-        }
-        if let Some(a) = self.alpha {
-            parts.push(format!("alpha {a}"));
-        }
-        if let Some(r) = self.ridge {
-            parts.push(format!("ridge {r}"));
-        }
-        f.write_str(&parts.join(", "))
-    }
-}
 
 impl Pipeline {
     /// Picks the candidate with the best inner-CV accuracy (or pooled AUROC, per
