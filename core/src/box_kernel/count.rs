@@ -107,7 +107,7 @@ pub fn exact_count(
             *cell = sum;
         }
     }
-    let bags = Bags { grid: *grid, p, q };
+    let bags = Bags::new(*grid, p, q);
     let s = grid.upper();
     let mut total: i128 = 0;
     for mask in 1u32..(1u32 << n) {

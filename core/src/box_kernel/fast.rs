@@ -115,9 +115,9 @@ pub(crate) fn estimate<R: Rng + ?Sized>(
     let s = bags.grid.upper();
     loop {
         let set = pick_set(rng, cum);
-        let (x, y) = count.corners(bags, set);
+        let (own, (x, y)) = count.members(bags, set);
         lazy.next_box(x, y);
-        let (a, b) = lazy.count(rng, s, bags.p, bags.q, count.generators(bags, set));
+        let (a, b) = lazy.count(rng, s, bags.p, bags.q, own);
         let value = match count {
             Count::And => 1.0 / (a * b) as f64,
             Count::Min => 1.0 / a.max(b) as f64,

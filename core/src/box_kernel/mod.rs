@@ -123,7 +123,7 @@ pub fn estimate<R: Rng + ?Sized>(
             got: scratch.ints.len(),
         });
     }
-    let bags = sets::Bags { grid: *grid, p, q };
+    let bags = sets::Bags::new(*grid, p, q);
     let run = |count: Count, acc: Accuracy, rng: &mut R, scratch: &mut Scratch<'_>| match method {
         Method::Fast => fast::estimate(count, &bags, acc, rng, scratch),
         Method::Paper => paper::estimate(count, &bags, acc, rng, scratch),
