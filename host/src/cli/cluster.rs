@@ -35,6 +35,12 @@ pub fn run(args: &ClusterArgs) -> Result<Report> {
                 .balance_mode(args.balance_mode)
                 .min_size(args.min_size)
                 .max_size(args.max_size);
+            params.validate(args.k, data.n_bags())?;
+            super::estimate::check_cluster(
+                &format!("M³IC over {} bags (its cutting planes)", data.n_bags()),
+                m3ic::footprint(crate::params::Shape::of(&data), args.k, &params),
+                args.memory.max_memory_gib,
+            )?;
             let fit = m3ic::fit(&data, args.k, &params, args.seed)?;
             let best = &fit.runs[fit.best];
             let detail = json!({
@@ -59,6 +65,11 @@ pub fn run(args: &ClusterArgs) -> Result<Report> {
             )
         }
         ClusterMethod::Bamic(distance) => {
+            super::estimate::check_cluster(
+                &format!("BAMIC over {} bags (its bag distances)", data.n_bags()),
+                bamic::footprint(crate::params::Shape::of(&data)),
+                args.memory.max_memory_gib,
+            )?;
             let fit = bamic::fit(&data, args.k, distance, args.restarts, args.seed)?;
             let detail = json!({ "medoids": fit.medoids });
             (

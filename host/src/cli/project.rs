@@ -62,6 +62,7 @@ pub fn run(args: &ProjectArgs) -> Result<Report> {
     outputs.extend(args.plot.as_deref().map(|p| ("--plot", p)));
     super::output::check_outputs(&outputs, &inputs)?;
     let data = data::load(&args.data)?;
+    super::estimate::check_projection(&data, args.memory.max_memory_gib)?;
     let start = Instant::now();
     let all: Vec<usize> = (0..data.n_bags()).collect();
     // B-MIDA and M-MIDA also report the prototypes their kernel-density step chose.
