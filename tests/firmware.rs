@@ -14,10 +14,10 @@ use std::process::Command;
 
 use mil_core::keyword::Keyword;
 use mil_core::{Encoding, Model};
+use mil_toolkit::classifier::svm::bags::EmpiricalMap;
 use mil_toolkit::export::{
     core_classify, core_svm_decide, export, export_with, Compact, ExportOptions, InputSteps,
 };
-use mil_toolkit::classifier::svm::bags::EmpiricalMap;
 
 /// One line of the firmware's report on a bag.
 struct BagLine {

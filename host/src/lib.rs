@@ -51,11 +51,11 @@ pub mod kernel;
 pub mod model;
 pub(crate) mod numerics;
 pub(crate) mod optim;
-pub(crate) mod params;
+pub mod params;
 pub mod pipeline;
 pub mod progress;
 pub mod projection;
-pub(crate) mod shard;
+pub mod shard;
 
 pub use data::{Bags, Dataset};
 pub use error::{Error, Result};

@@ -69,6 +69,11 @@ def test_labels():
         miltk.CitationKNN().fit(bags, np.ones(12))
     with pytest.raises(ValueError, match="1-D"):
         miltk.CitationKNN().fit(bags, np.ones((12, 2)))
+    # A continuous target is refused, naming the first value that is not a class;
+    # float labels that are whole numbers are classes.
+    with pytest.raises(ValueError, match=r"y\[0\] is 0.5: labels are classes"):
+        miltk.CitationKNN().fit(bags, np.linspace(0.5, 3.2, 12))
+    miltk.CitationKNN().fit(bags, np.asarray(y, dtype=float))
 
 
 def test_parameters_are_checked_with_their_names():

@@ -701,6 +701,16 @@ pub fn weighted_vote(
     counts.iter().map(|c| c / total).collect()
 }
 
+/// Memory and work of fitting Citation-kNN (or of a cross-validation of it) on data of
+/// this shape: the all-pairs distances are two n_bags × n_bags matrices at their peak
+/// (the computed triangle and the symmetric matrix), beside the data and its scaled
+/// copy; the work is one distance per pair of instances.
+pub fn footprint(shape: crate::params::Shape) -> crate::params::Estimate {
+    let n = shape.bags as f64;
+    let pairs = shape.instances as f64 * shape.instances as f64;
+    crate::params::Estimate::values(2.0 * n * n + 2.0 * shape.values(), pairs * shape.dim as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -323,6 +323,21 @@ fn bag_standardisation(
 ) -> (Vec<f64>, Vec<f64>) {
     let dim = data.dim();
     let nb: f64 = weights.iter().sum();
+    // Each attribute divided by a power of two near its largest magnitude: exact, so the
+    // squares stay finite for any finite data and the result is otherwise unchanged.
+    let mut scale = vec![0.0f64; dim];
+    for &b in train {
+        for x in data.bag(b).instances() {
+            scale
+                .iter_mut()
+                .zip(x)
+                .for_each(|(s, v)| *s = s.max(v.abs()));
+        }
+    }
+    let scale: Vec<f64> = scale
+        .into_iter()
+        .map(crate::data::standardize::power_of_two_below)
+        .collect();
     let mut mean = vec![0.0; dim];
     let mut second = vec![0.0; dim];
     for (&b, &w) in train.iter().zip(weights) {
@@ -332,8 +347,9 @@ fn bag_standardisation(
         let mut s = vec![0.0; dim];
         for x in bag.instances() {
             for j in 0..dim {
-                m[j] += x[j];
-                s[j] += x[j] * x[j];
+                let v = x[j] / scale[j];
+                m[j] += v;
+                s[j] += v * v;
             }
         }
         for j in 0..dim {
@@ -349,10 +365,11 @@ fn bag_standardisation(
             if !exact && var <= 1e-12 * (second[j] / (nb - 1.0)).abs().max(f64::MIN_POSITIVE) {
                 0.0
             } else {
-                var.sqrt()
+                var.sqrt() * scale[j]
             }
         })
         .collect();
+    let mean = mean.iter().zip(&scale).map(|(m, s)| m * s).collect();
     (mean, sd)
 }
 

@@ -11,6 +11,7 @@ use mil_core::Encoding;
 use crate::classifier::citation_knn::{CitationKnn, Scaling};
 use crate::classifier::imbalance::{ClassWeight, Threshold, ThresholdMetric};
 use crate::classifier::milr::{Milr, Optimizer};
+use crate::classifier::svm::bags::{BagSvmSettings, EmpiricalMap};
 use crate::classifier::svm::{Preprocessing, SetKernel, SetKernelSvm, MI_RBF_COST, MI_RBF_GAMMA};
 use crate::classifier::{ClassifierKind, ClassifierParams};
 use crate::cluster::m3ic::{BalanceMode, M3ic};
@@ -24,11 +25,11 @@ use crate::kernel::SetKernelName;
 use crate::pipeline::Selection;
 use crate::projection::midr::Midr;
 use crate::projection::ProjectionKind;
-use crate::classifier::svm::bags::{BagSvmSettings, EmpiricalMap};
 use keyword::{keyword, keyword_or_none, OrNone};
 
 mod cluster;
 mod cv;
+mod estimate;
 mod export;
 mod generate;
 mod gram;
@@ -167,6 +168,8 @@ pub struct SynthArgs {
     /// (instance numbered from 1 within its bag; positive 1 or 0).
     #[arg(long, value_name = "PATH")]
     pub truth: Option<String>,
+    #[command(flatten)]
+    pub memory: MemoryLimit,
 }
 
 /// Classifier choice and its hyper-parameters. Defaults are the library's
@@ -255,10 +258,96 @@ fn parse_threshold(text: &str) -> std::result::Result<Threshold, String> {
     })
 }
 
+/// The classifiers each classifier flag applies to (the flags not listed —
+/// `--class-weight`, `--threshold`, `--threshold-metric` — apply to all): a flag set to
+/// another value than its default is refused with any other classifier.
+const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
+    use ClassifierKind::{CitationKnn as K, Milr as M, Svm as S};
+    &[
+        ("references", &[K]),
+        ("citers", &[K]),
+        ("rank", &[K]),
+        ("hausdorff", &[K]),
+        ("scaling", &[K, S]),
+        ("ridge", &[M]),
+        ("beta", &[M]),
+        ("pooling", &[M]),
+        ("optimizer", &[M]),
+        ("kernel", &[S]),
+        ("map", &[S]),
+        ("cost", &[S]),
+        ("epsilon", &[S]),
+        ("delta", &[S]),
+        ("precision", &[S]),
+        ("estimator", &[S]),
+        ("gamma", &[S]),
+        ("rho", &[S]),
+    ]
+};
+
 impl ClassifierArgs {
+    /// Each flag of [`APPLIES_TO`] with its value, to compare with the defaults.
+    fn flag_values(&self) -> [(&'static str, String); 18] {
+        let k = &self.set_kernel;
+        let some = |v: Option<String>| v.unwrap_or_default();
+        let ridges: Vec<String> = self.ridge.iter().map(f64::to_string).collect();
+        [
+            ("references", self.references.to_string()),
+            ("citers", self.citers.to_string()),
+            ("rank", self.rank.to_string()),
+            ("hausdorff", self.hausdorff.to_string()),
+            ("scaling", self.scaling.to_string()),
+            ("ridge", ridges.join(",")),
+            ("beta", self.beta.to_string()),
+            ("pooling", self.pooling.to_string()),
+            ("optimizer", self.optimizer.to_string()),
+            ("kernel", self.kernel.to_string()),
+            ("map", self.map.to_string()),
+            ("cost", some(self.cost.map(|v| v.to_string()))),
+            ("epsilon", k.epsilon.to_string()),
+            ("delta", k.delta.to_string()),
+            ("precision", some(k.precision.map(|v| v.to_string()))),
+            ("estimator", k.estimator.to_string()),
+            ("gamma", some(k.gamma.map(|v| v.to_string()))),
+            ("rho", k.rho.to_string()),
+        ]
+    }
+
+    /// Refuses a flag of [`APPLIES_TO`] set for a classifier it does not apply to.
+    fn check_applicable(&self, kind: ClassifierKind) -> Result<()> {
+        #[derive(clap::Parser)]
+        struct Defaults {
+            #[command(flatten)]
+            args: ClassifierArgs,
+        }
+        let defaults = <Defaults as clap::Parser>::try_parse_from(["mil", "--classifier", "milr"])
+            .expect("the defaults parse")
+            .args
+            .flag_values();
+        for ((flag, value), (_, default)) in self.flag_values().iter().zip(&defaults) {
+            let applies = APPLIES_TO
+                .iter()
+                .find(|(f, _)| f == flag)
+                .map_or(&[][..], |(_, kinds)| *kinds);
+            if value != default && !applies.contains(&kind) {
+                let to: Vec<String> = applies
+                    .iter()
+                    .map(|k| format!("--classifier {}", mil_core::keyword::Keyword::name(*k)))
+                    .collect();
+                return Err(Error::parameter(
+                    &format!("--{flag}"),
+                    value,
+                    format!("applies to {}, not to {}", to.join(" and "), kind),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The classifier the flags describe.
     pub fn params(&self, seed: u64) -> Result<ClassifierParams> {
         let args = self;
+        self.check_applicable(args.classifier.unwrap_or(ClassifierKind::CitationKnn))?;
         // clap requires --classifier wherever these flags are parsed (not under `merge`).
         Ok(match args.classifier.unwrap_or(ClassifierKind::CitationKnn) {
             ClassifierKind::CitationKnn => CitationKnn::default()
@@ -427,6 +516,14 @@ pub struct ProjectionArgs {
     pub midr_c2: f64,
 }
 
+/// The memory a command may plan to use: its estimate is checked before any work.
+#[derive(Args, Debug, Clone)]
+pub struct MemoryLimit {
+    /// Refuse to start when the run is estimated to need more memory than this (GiB).
+    #[arg(long, default_value_t = output::DEFAULT_MAX_MEMORY_GIB, value_parser = output::parse_memory_limit)]
+    pub max_memory_gib: f64,
+}
+
 /// `mil cv`.
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -475,6 +572,8 @@ pub struct CvArgs {
     /// --shard, give it to `mil cv merge` instead.
     #[arg(long, value_name = "SVG")]
     pub plot: Option<String>,
+    #[command(flatten)]
+    pub memory: MemoryLimit,
 }
 
 /// `mil cv merge`.
@@ -512,6 +611,8 @@ pub struct TrainArgs {
     pub seed: u64,
     #[command(flatten)]
     pub inner: InnerCvArgs,
+    #[command(flatten)]
+    pub memory: MemoryLimit,
 }
 
 /// The inner CV of `mil cv` and `mil train`.
@@ -555,6 +656,8 @@ pub struct ProjectArgs {
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    #[command(flatten)]
+    pub memory: MemoryLimit,
     /// B-MIDA/M-MIDA: the ground truth `mil synth --truth` wrote (`bag_id,instance,positive`);
     /// reports how many chosen positive prototypes are positive instances (MIDA Table 1).
     #[arg(long, value_name = "FILE")]
@@ -671,6 +774,8 @@ pub struct ClusterArgs {
     /// the mean cluster size n/k, at least 1 (`inf`: no upper bound).
     #[arg(long, default_value_t = M3ic::default().max_size)]
     pub max_size: f64,
+    #[command(flatten)]
+    pub memory: MemoryLimit,
 }
 
 /// `mil export`.

@@ -209,6 +209,13 @@ fn alternate(dist: &[f64], n: usize, mut medoids: Vec<usize>) -> KMedoids {
     }
 }
 
+/// Memory and work of BAMIC on data of this shape: the bag distances as Citation-kNN
+/// computes them (two n_bags × n_bags matrices at their peak); the work is one distance
+/// per pair of instances.
+pub fn footprint(shape: crate::params::Shape) -> crate::params::Estimate {
+    crate::classifier::citation_knn::footprint(shape)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

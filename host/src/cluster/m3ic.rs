@@ -193,6 +193,20 @@ impl M3ic {
         check_weight("cost", self.c, true)?;
         positive("epsilon1", self.eps1)?;
         positive("epsilon2", self.eps2)?;
+        for (name, v) in [("epsilon1", self.eps1), ("epsilon2", self.eps2)] {
+            // Beyond it the CCCP stops after its first step and the cutting planes before
+            // their first plane: the clustering is the starting point, silently.
+            if v > limits::MAX_TOLERANCE {
+                return Err(Error::parameter(
+                    name,
+                    v,
+                    format!(
+                        "must be at most {} (the paper: 0.01)",
+                        limits::MAX_TOLERANCE
+                    ),
+                ));
+            }
+        }
         check_weight("balance", self.l, false)?;
         check_count("restarts", self.restarts, limits::MAX_RESTARTS)?;
         if !(0.0..=1.0).contains(&self.min_size) {
@@ -713,6 +727,20 @@ impl<'a> Problem<'a> {
         }
         w
     }
+}
+
+/// Memory and work of M³IC on data of this shape with `k` clusters: the standardised and
+/// normalised copies of the instances, up to `max_planes` cutting planes of k × dim
+/// weights, and their Gram matrix and dual problem; the work is every restart's CCCP
+/// steps scoring every instance against every cluster.
+pub fn footprint(shape: crate::params::Shape, k: usize, params: &M3ic) -> crate::params::Estimate {
+    let planes = params.max_planes as f64;
+    let weights = k as f64 * shape.dim as f64;
+    let dual = planes + (k * k) as f64;
+    crate::params::Estimate::values(
+        3.0 * shape.values() + planes * weights + 2.0 * dual * dual,
+        (params.restarts * params.max_cccp) as f64 * shape.values() * k as f64,
+    )
 }
 
 #[cfg(test)]

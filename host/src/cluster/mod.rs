@@ -206,18 +206,29 @@ impl ClusterModel {
     /// Writes the model as JSON, with a checksum of its content that
     /// [`ClusterModel::load`] verifies.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let text = crate::model::with_checksum(self)?;
+        let text = self.to_text()?;
         crate::atomic_write::write_atomic(path, text.as_bytes()).map_err(|source| Error::Io {
             path: path.to_path_buf(),
             source,
         })
     }
 
+    /// The JSON text [`ClusterModel::save`] writes.
+    pub fn to_text(&self) -> Result<String> {
+        crate::model::with_checksum(self)
+    }
+
     /// Reads a model written by [`ClusterModel::save`], checking its shapes.
     pub fn load(path: &Path) -> Result<ClusterModel> {
         let text = crate::data::read_json_text(path, "a cluster model")?;
-        let file = path.display().to_string();
-        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::Parse {
+        ClusterModel::parse(&path.display().to_string(), &text)
+    }
+
+    /// Reads the text of a model written by [`ClusterModel::save`] (from the file
+    /// `file`, named in every error), checking its checksum and shapes.
+    pub fn parse(file: &str, text: &str) -> Result<ClusterModel> {
+        let file = file.to_string();
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| Error::Parse {
             file: file.clone(),
             line: e.line(),
             field: format!("column {}", e.column()),

@@ -1,8 +1,6 @@
 //! A pipeline's candidates — projection settings and classifier settings — and the inner
 //! cross-validation that chooses among them on the training bags of a fit.
 
-use serde::{Deserialize, Serialize};
-
 use crate::classifier::{BagModel, ClassifierKind, ClassifierParams};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -146,7 +144,6 @@ pub struct Candidate {
     /// The classifier.
     pub classifier: ClassifierParams,
 }
-
 
 impl Pipeline {
     /// Picks the candidate with the best inner-CV accuracy (or pooled AUROC, per

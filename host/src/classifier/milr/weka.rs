@@ -8,16 +8,16 @@ use super::*;
 /// sums its features from the last to the first, then adds the intercept, as Weka does.
 pub(super) struct WekaObjective<'a> {
     /// Standardised instances, row-major.
-    x: &'a [f64],
-    dim: usize,
-    starts: &'a [usize],
-    positive: &'a [bool],
-    pooling: Pooling,
-    ridge: f64,
+    pub(super) x: &'a [f64],
+    pub(super) dim: usize,
+    pub(super) starts: &'a [usize],
+    pub(super) positive: &'a [bool],
+    pub(super) pooling: Pooling,
+    pub(super) ridge: f64,
 }
 
 impl WekaObjective<'_> {
-    fn logit(&self, theta: &[f64], row: &[f64]) -> f64 {
+    pub(super) fn logit(&self, theta: &[f64], row: &[f64]) -> f64 {
         let mut z = 0.0;
         for k in (0..self.dim).rev() {
             z += row[k] * theta[k + 1];
@@ -25,11 +25,11 @@ impl WekaObjective<'_> {
         z + theta[0]
     }
 
-    fn bag_rows(&self, b: usize) -> std::slice::ChunksExact<'_, f64> {
+    pub(super) fn bag_rows(&self, b: usize) -> std::slice::ChunksExact<'_, f64> {
         self.x[self.starts[b] * self.dim..self.starts[b + 1] * self.dim].chunks_exact(self.dim)
     }
 
-    fn value(&self, theta: &[f64]) -> f64 {
+    pub(super) fn value(&self, theta: &[f64]) -> f64 {
         let mut nll = 0.0;
         for (b, &pos) in self.positive.iter().enumerate() {
             let n = (self.starts[b + 1] - self.starts[b]) as f64;
@@ -84,7 +84,7 @@ impl WekaObjective<'_> {
         nll
     }
 
-    fn gradient(&self, theta: &[f64], grad: &mut [f64]) {
+    pub(super) fn gradient(&self, theta: &[f64], grad: &mut [f64]) {
         grad.iter_mut().for_each(|g| *g = 0.0);
         let mut acc = vec![0.0; theta.len()];
         for (b, &pos) in self.positive.iter().enumerate() {

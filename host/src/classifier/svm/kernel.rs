@@ -10,7 +10,7 @@ pub(super) enum FittedKernel {
 }
 
 impl FittedKernel {
-    fn fit(kernel: &SetKernel, train: &Dataset, seed: u64) -> Result<FittedKernel> {
+    pub(super) fn fit(kernel: &SetKernel, train: &Dataset, seed: u64) -> Result<FittedKernel> {
         Ok(match *kernel {
             SetKernel::Box {
                 kernel,
@@ -40,7 +40,7 @@ impl FittedKernel {
 
     /// ln k among the training bags (m × m), and for NSK the training bags'
     /// unnormalised ln k_set(X, X) (empty for box kernels).
-    fn train_gram(&self, train: &Dataset) -> Result<(Vec<f64>, Vec<f64>)> {
+    pub(super) fn train_gram(&self, train: &Dataset) -> Result<(Vec<f64>, Vec<f64>)> {
         match self {
             FittedKernel::Box { grid, spec } => Ok((box_gram(grid, *spec, &Silent)?.ln, vec![])),
             FittedKernel::Nsk { zscore, gamma } => {
@@ -57,7 +57,7 @@ impl FittedKernel {
     /// ([`crate::kernel::nsk`]), so a bag's score does not depend on the bags scored with
     /// it or on the columns asked for, and the core, running the exported model, draws
     /// the same numbers.
-    fn cross(
+    pub(super) fn cross(
         &self,
         data: &Dataset,
         train: &Dataset,

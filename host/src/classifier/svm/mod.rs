@@ -645,6 +645,19 @@ impl BagModel for SvmModel {
     }
 }
 
+/// Memory and work of a set-kernel SVM (box kernels, NSK, the MI kernel) on data of this
+/// shape: the Gram matrix over all bags, its mapped copy, a fold's training block and
+/// the solver's kernel rows (four n_bags × n_bags matrices, as `mil gram` counts them);
+/// the work is one kernel term per pair of instances and the solver's n³.
+pub fn footprint(shape: crate::params::Shape) -> crate::params::Estimate {
+    let n = shape.bags as f64;
+    let pairs = shape.instances as f64 * shape.instances as f64;
+    crate::params::Estimate::values(
+        4.0 * n * n + 2.0 * shape.values(),
+        pairs * shape.dim as f64 + n * n * n,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
