@@ -492,12 +492,30 @@ impl Classifier for Milr {
 
     fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<MilrModel> {
         let train = train.into();
-        let (data, train) = (train.dataset(), &*train.indices());
+        self.fit_weighted(train.dataset(), &train.indices(), None)
+    }
+}
+
+impl Milr {
+    /// [`Classifier::fit`] with each training bag `train[i]` also counted `extra[i]`
+    /// times (frequency weights multiplying its class weight, in the likelihood, the
+    /// standardisation and the starting intercept alike). With one instance per bag this
+    /// is weighted ridge logistic regression, what MI-Wrapper and SimpleMI fit.
+    pub(crate) fn fit_weighted(
+        &self,
+        data: &Dataset,
+        train: &[usize],
+        extra: Option<&[f64]>,
+    ) -> Result<MilrModel> {
         self.check()?;
         let labels = data.training_labels(train, 2)?;
         let dim = data.dim();
         let weka = self.optimizer == Optimizer::Weka;
-        let weights = self.class_weight.bag_weights(&labels, data.n_classes())?;
+        let mut weights = self.class_weight.bag_weights(&labels, data.n_classes())?;
+        if let Some(extra) = extra {
+            debug_assert_eq!(extra.len(), weights.len());
+            weights.iter_mut().zip(extra).for_each(|(w, e)| *w *= e);
+        }
         let (mean, sd) = bag_standardisation(data, train, &weights, weka);
         let picked = data.copy_bags(train);
         let mut x = picked.features().to_vec();

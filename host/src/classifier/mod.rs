@@ -5,6 +5,10 @@
 //! - [`citation_knn`]: Citation-kNN (Wang & Zucker 2000), Weka-compatible.
 //! - [`milr`]: multiple-instance logistic regression (Ray & Craven 2005; Weka's MILR).
 //! - [`svm`]: SVM over bags with a box-counting or normalised set kernel (Tao et al. 2008).
+//! - [`simple_mi`]: SimpleMI, logistic regression on one summary vector per bag (Weka's
+//!   SimpleMI).
+//! - [`mi_wrapper`]: MI-Wrapper, logistic regression on the instances, their probabilities
+//!   combined per bag (Weka's MIWrapper).
 //!
 //! Multi-class data: Citation-kNN votes per class; MILR fits one model per class
 //! (one-vs-rest). The parameters are gathered in [`ClassifierParams`], the fitted models
@@ -12,7 +16,9 @@
 
 pub mod citation_knn;
 pub mod imbalance;
+pub mod mi_wrapper;
 pub mod milr;
+pub mod simple_mi;
 pub mod svm;
 
 use serde::{Deserialize, Serialize};
@@ -24,7 +30,9 @@ use crate::explain::Explanation;
 use crate::progress::Progress;
 use citation_knn::CitationKnnModel;
 use citation_knn::Scaling;
+use mi_wrapper::MiWrapperModel;
 use milr::MilrModel;
+use simple_mi::SimpleMiModel;
 use svm::SvmModel;
 
 /// Per-class scores of a list of bags (higher = more likely), row-major bags × classes.
@@ -190,12 +198,18 @@ pub enum ClassifierKind {
     Milr,
     /// SVM over bags with a set kernel.
     Svm,
+    /// SimpleMI.
+    SimpleMi,
+    /// MI-Wrapper.
+    MiWrapper,
 }
 
 mil_core::keywords!(ClassifierKind {
     ClassifierKind::CitationKnn => "citation-knn": "Citation-kNN (Wang & Zucker) on Hausdorff bag distances",
     ClassifierKind::Milr => "milr": "multiple-instance logistic regression (Ray & Craven; Weka's MILR)",
     ClassifierKind::Svm => "svm": "SVM over bags with a set kernel (GMIL §8)",
+    ClassifierKind::SimpleMi => "simple-mi": "logistic regression on one summary vector per bag (Weka's SimpleMI)",
+    ClassifierKind::MiWrapper => "mi-wrapper": "logistic regression on the instances, combined per bag (Weka's MIWrapper)",
 });
 
 /// Any classifier's parameters: one variant per algorithm, each a parameters type with
@@ -208,6 +222,10 @@ pub enum ClassifierParams {
     Milr(milr::Milr),
     /// SVM over bags with a set kernel.
     Svm(svm::SetKernelSvm),
+    /// SimpleMI.
+    SimpleMi(simple_mi::SimpleMi),
+    /// MI-Wrapper.
+    MiWrapper(mi_wrapper::MiWrapper),
 }
 
 impl ClassifierParams {
@@ -217,6 +235,8 @@ impl ClassifierParams {
             ClassifierKind::CitationKnn => citation_knn::CitationKnn::default().into(),
             ClassifierKind::Milr => milr::Milr::default().into(),
             ClassifierKind::Svm => svm::SetKernelSvm::default().into(),
+            ClassifierKind::SimpleMi => simple_mi::SimpleMi::default().into(),
+            ClassifierKind::MiWrapper => mi_wrapper::MiWrapper::default().into(),
         }
     }
 
@@ -226,6 +246,8 @@ impl ClassifierParams {
             ClassifierParams::CitationKnn(_) => ClassifierKind::CitationKnn,
             ClassifierParams::Milr(_) => ClassifierKind::Milr,
             ClassifierParams::Svm(_) => ClassifierKind::Svm,
+            ClassifierParams::SimpleMi(_) => ClassifierKind::SimpleMi,
+            ClassifierParams::MiWrapper(_) => ClassifierKind::MiWrapper,
         }
     }
 
@@ -235,6 +257,8 @@ impl ClassifierParams {
             ClassifierParams::CitationKnn(c) => c.check(),
             ClassifierParams::Milr(m) => m.check(),
             ClassifierParams::Svm(s) => s.check(),
+            ClassifierParams::SimpleMi(s) => s.check(),
+            ClassifierParams::MiWrapper(m) => m.check(),
         }
     }
 
@@ -257,13 +281,18 @@ impl ClassifierParams {
             ClassifierParams::CitationKnn(c) => c.class_weight,
             ClassifierParams::Milr(m) => m.class_weight,
             ClassifierParams::Svm(s) => s.class_weight,
+            ClassifierParams::SimpleMi(s) => s.class_weight,
+            ClassifierParams::MiWrapper(m) => m.class_weight,
         }
     }
 
-    /// The ridge an inner CV may choose, for the classifiers that have one (MILR).
+    /// The ridge an inner CV may choose, for the classifiers that have one (MILR,
+    /// SimpleMI, MI-Wrapper).
     pub fn ridge(&self) -> Option<f64> {
         match self {
             ClassifierParams::Milr(m) => Some(m.ridge),
+            ClassifierParams::SimpleMi(s) => Some(s.ridge),
+            ClassifierParams::MiWrapper(m) => Some(m.ridge),
             _ => None,
         }
     }
@@ -272,6 +301,8 @@ impl ClassifierParams {
     pub fn with_ridge(self, ridge: f64) -> Option<Self> {
         match self {
             ClassifierParams::Milr(m) => Some(m.ridge(ridge).into()),
+            ClassifierParams::SimpleMi(s) => Some(s.ridge(ridge).into()),
+            ClassifierParams::MiWrapper(m) => Some(m.ridge(ridge).into()),
             _ => None,
         }
     }
@@ -336,6 +367,8 @@ impl ClassifierParams {
             ClassifierParams::CitationKnn(c) => c.class_weight(w).into(),
             ClassifierParams::Milr(m) => m.class_weight(w).into(),
             ClassifierParams::Svm(s) => s.class_weight(w).into(),
+            ClassifierParams::SimpleMi(s) => s.class_weight(w).into(),
+            ClassifierParams::MiWrapper(m) => m.class_weight(w).into(),
         }
     }
 
@@ -349,6 +382,10 @@ impl ClassifierParams {
             }
             ClassifierParams::Milr(m) => ClassifierModel::Milr(m.fit(data.select(train))?),
             ClassifierParams::Svm(s) => ClassifierModel::Svm(s.fit(data.select(train))?),
+            ClassifierParams::SimpleMi(s) => ClassifierModel::SimpleMi(s.fit(data.select(train))?),
+            ClassifierParams::MiWrapper(m) => {
+                ClassifierModel::MiWrapper(m.fit(data.select(train))?)
+            }
         })
     }
 }
@@ -371,6 +408,18 @@ impl From<svm::SetKernelSvm> for ClassifierParams {
     }
 }
 
+impl From<simple_mi::SimpleMi> for ClassifierParams {
+    fn from(s: simple_mi::SimpleMi) -> Self {
+        ClassifierParams::SimpleMi(s)
+    }
+}
+
+impl From<mi_wrapper::MiWrapper> for ClassifierParams {
+    fn from(m: mi_wrapper::MiWrapper) -> Self {
+        ClassifierParams::MiWrapper(m)
+    }
+}
+
 /// A fitted classifier, one variant per algorithm.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -381,6 +430,10 @@ pub enum ClassifierModel {
     Milr(MilrModel),
     /// SVM over bags.
     Svm(SvmModel),
+    /// SimpleMI.
+    SimpleMi(SimpleMiModel),
+    /// MI-Wrapper.
+    MiWrapper(MiWrapperModel),
 }
 
 impl ClassifierModel {
@@ -390,6 +443,8 @@ impl ClassifierModel {
             ClassifierModel::CitationKnn(_) => ClassifierKind::CitationKnn,
             ClassifierModel::Milr(_) => ClassifierKind::Milr,
             ClassifierModel::Svm(_) => ClassifierKind::Svm,
+            ClassifierModel::SimpleMi(_) => ClassifierKind::SimpleMi,
+            ClassifierModel::MiWrapper(_) => ClassifierKind::MiWrapper,
         }
     }
 
@@ -398,6 +453,8 @@ impl ClassifierModel {
             ClassifierModel::CitationKnn(m) => m.validate(),
             ClassifierModel::Milr(m) => m.validate(),
             ClassifierModel::Svm(m) => m.validate(),
+            ClassifierModel::SimpleMi(m) => m.validate(),
+            ClassifierModel::MiWrapper(m) => m.validate(),
         }
     }
 }
@@ -408,6 +465,8 @@ impl BagModel for ClassifierModel {
             ClassifierModel::CitationKnn(m) => m.n_classes(),
             ClassifierModel::Milr(m) => m.n_classes(),
             ClassifierModel::Svm(m) => m.n_classes(),
+            ClassifierModel::SimpleMi(m) => m.n_classes(),
+            ClassifierModel::MiWrapper(m) => m.n_classes(),
         }
     }
 
@@ -416,6 +475,8 @@ impl BagModel for ClassifierModel {
             ClassifierModel::CitationKnn(m) => m.input_dim(),
             ClassifierModel::Milr(m) => m.input_dim(),
             ClassifierModel::Svm(m) => m.input_dim(),
+            ClassifierModel::SimpleMi(m) => m.input_dim(),
+            ClassifierModel::MiWrapper(m) => m.input_dim(),
         }
     }
 
@@ -426,6 +487,8 @@ impl BagModel for ClassifierModel {
             ClassifierModel::CitationKnn(m) => m.scores(data.select(bags)),
             ClassifierModel::Milr(m) => m.scores(data.select(bags)),
             ClassifierModel::Svm(m) => m.scores(data.select(bags)),
+            ClassifierModel::SimpleMi(m) => m.scores(data.select(bags)),
+            ClassifierModel::MiWrapper(m) => m.scores(data.select(bags)),
         }
     }
 
@@ -436,6 +499,8 @@ impl BagModel for ClassifierModel {
             ClassifierModel::CitationKnn(m) => m.explain(data.select(bags)),
             ClassifierModel::Milr(m) => m.explain(data.select(bags)),
             ClassifierModel::Svm(m) => m.explain(data.select(bags)),
+            ClassifierModel::SimpleMi(m) => m.explain(data.select(bags)),
+            ClassifierModel::MiWrapper(m) => m.explain(data.select(bags)),
         }
     }
 }

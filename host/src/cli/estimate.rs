@@ -40,7 +40,9 @@ pub(super) fn check_pipeline(
             crate::classifier::svm::footprint(shape),
         ),
         // Linear in the data: nothing beyond what is loaded grows with it.
-        ClassifierKind::Milr => return Ok(()),
+        ClassifierKind::Milr | ClassifierKind::SimpleMi | ClassifierKind::MiWrapper => {
+            return Ok(())
+        }
     };
     check(&what, total.and(own), limit_gib, FEWER_BAGS)
 }

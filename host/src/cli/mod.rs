@@ -10,7 +10,9 @@ use mil_core::Encoding;
 
 use crate::classifier::citation_knn::{CitationKnn, Scaling};
 use crate::classifier::imbalance::{ClassWeight, Threshold, ThresholdMetric};
+use crate::classifier::mi_wrapper::{Combine, MiWrapper};
 use crate::classifier::milr::{Milr, Optimizer};
+use crate::classifier::simple_mi::{SimpleMi, Summary};
 use crate::classifier::svm::bags::{BagSvmSettings, EmpiricalMap};
 use crate::classifier::svm::{Preprocessing, SetKernel, SetKernelSvm, MI_RBF_COST, MI_RBF_GAMMA};
 use crate::classifier::{ClassifierKind, ClassifierParams};
@@ -200,9 +202,10 @@ pub struct ClassifierArgs {
     /// Hausdorff distance).
     #[arg(long, value_parser = keyword::<Hausdorff>(), default_value_t = CitationKnn::default().hausdorff)]
     pub hausdorff: Hausdorff,
-    /// MILR: ridge(s) on the standardised coefficients (Weka's -R); a list is chosen by
-    /// inner CV, jointly with --dim/--alpha lists.
-    #[arg(long, value_delimiter = ',', default_values_t = [Milr::default().ridge], allow_negative_numbers = true)]
+    /// MILR, SimpleMI, MI-Wrapper: ridge(s) on the standardised coefficients (Weka's -R;
+    /// default 1e-6 for MILR as Weka's MILR, 1e-8 for the others as Weka's Logistic); a
+    /// list is chosen by inner CV, jointly with --dim/--alpha lists.
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
     pub ridge: Vec<f64>,
     /// MILR: β of the softmax pooling.
     #[arg(long, default_value_t = Milr::default().beta, allow_negative_numbers = true)]
@@ -213,6 +216,13 @@ pub struct ClassifierArgs {
     /// MILR: the minimiser (`weka` reproduces Weka 3.6's MILR fit and scores).
     #[arg(long, value_parser = keyword::<Optimizer>(), default_value_t = Milr::default().optimizer)]
     pub optimizer: Optimizer,
+    /// SimpleMI: how a bag becomes one vector [default: mean].
+    #[arg(long, value_parser = keyword::<Summary>())]
+    pub summary: Option<Summary>,
+    /// MI-Wrapper: how instance probabilities become a bag probability [default:
+    /// arithmetic].
+    #[arg(long, value_parser = keyword::<Combine>())]
+    pub combine: Option<Combine>,
     /// SVM: the set kernel.
     #[arg(long, value_parser = keyword::<SetKernelName>(), default_value_t = SetKernel::default().name())]
     pub kernel: SetKernelName,
@@ -349,7 +359,24 @@ impl ClassifierArgs {
         let args = self;
         self.check_applicable(args.classifier.unwrap_or(ClassifierKind::CitationKnn))?;
         // clap requires --classifier wherever these flags are parsed (not under `merge`).
-        Ok(match args.classifier.unwrap_or(ClassifierKind::CitationKnn) {
+        let kind = args.classifier.unwrap_or(ClassifierKind::CitationKnn);
+        if let (Some(s), false) = (args.summary, kind == ClassifierKind::SimpleMi) {
+            return Err(Error::parameter(
+                "--summary",
+                s,
+                "applies to --classifier simple-mi only",
+            ));
+        }
+        if let (Some(c), false) = (args.combine, kind == ClassifierKind::MiWrapper) {
+            return Err(Error::parameter(
+                "--combine",
+                c,
+                "applies to --classifier mi-wrapper only",
+            ));
+        }
+        // The first of a list; the pipeline's grid tries every one.
+        let ridge = args.ridge.first().copied();
+        Ok(match kind {
             ClassifierKind::CitationKnn => CitationKnn::default()
                 .references(args.references)
                 .citers(args.citers)
@@ -368,12 +395,19 @@ impl ClassifierArgs {
                 .into(),
             ClassifierKind::Milr => Milr::default()
                 .pooling(args.pooling)
-                // The first of a list; the pipeline's grid tries every one.
-                .ridge(args.ridge.first().copied().unwrap_or(Milr::default().ridge))
+                .ridge(ridge.unwrap_or(Milr::default().ridge))
                 .beta(args.beta)
                 .optimizer(args.optimizer)
                 .into(),
             ClassifierKind::Svm => ClassifierParams::from(self.svm_params(seed)?),
+            ClassifierKind::SimpleMi => SimpleMi::default()
+                .summary(args.summary.unwrap_or_default())
+                .ridge(ridge.unwrap_or(SimpleMi::default().ridge))
+                .into(),
+            ClassifierKind::MiWrapper => MiWrapper::default()
+                .combine(args.combine.unwrap_or_default())
+                .ridge(ridge.unwrap_or(MiWrapper::default().ridge))
+                .into(),
         }
         .with_class_weight(args.class_weight))
     }

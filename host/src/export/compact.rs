@@ -204,6 +204,12 @@ impl Compact {
                 let raw = model.projection.is_none().then_some(fitted);
                 Ok((Compact { stage, head }, raw))
             }
+            ClassifierModel::SimpleMi(_) | ClassifierModel::MiWrapper(_) => {
+                Err(Error::Unsupported(format!(
+                    "exporting a {} model (the core has no head for it); export milr, citation-knn or a set-kernel svm",
+                    model.classifier.kind()
+                )))
+            }
             ClassifierModel::Svm(svm) => {
                 // A chosen threshold t moves the decision f > t into the bias: f − t > 0.
                 let shift = model.threshold.unwrap_or(0.0);

@@ -64,10 +64,11 @@ pub struct ClassifierGrid {
 }
 
 impl ClassifierGrid {
-    /// `spec` with MILR's ridge replaced by each of `ridges` in turn (an empty list
-    /// keeps the spec's own ridge). A ridge list is for MILR only: with another
-    /// classifier a single value is ignored, as before, and a longer list is an error.
-    /// Every MILR candidate is validated here, before any projection is fitted.
+    /// `spec` with its ridge replaced by each of `ridges` in turn (an empty list keeps
+    /// the spec's own ridge). A ridge list is for the classifiers with a ridge
+    /// ([`ClassifierParams::ridge`]): with another classifier a single value is ignored
+    /// and a longer list is an error. Every candidate with a ridge is validated here,
+    /// before any projection is fitted.
     pub fn new(spec: ClassifierParams, ridges: &[f64]) -> Result<Self> {
         let has_ridge = spec.ridge().is_some();
         let candidates = match ridges {
@@ -88,8 +89,10 @@ impl ClassifierGrid {
                     "ridge",
                     list.join(","),
                     format!(
-                        "a list of ridges is chosen by inner CV for {} only",
-                        ClassifierKind::Milr
+                        "a list of ridges is chosen by inner CV for {}, {} and {} only",
+                        ClassifierKind::Milr,
+                        ClassifierKind::SimpleMi,
+                        ClassifierKind::MiWrapper
                     ),
                 ));
             }
