@@ -71,7 +71,7 @@ pub mod prelude {
     pub use crate::cluster::m3ic::M3ic;
     pub use crate::cluster::ClusterModel;
     pub use crate::data::{Bags, Dataset};
-    pub use crate::error::{Error, Result};
+    pub use crate::error::Error;
     pub use crate::export::{Export, Exported};
     pub use crate::model::HostModel;
     pub use crate::pipeline::{cross_validate, Folds, Pipeline};

@@ -3,10 +3,10 @@
 use mil_core::keyword::Keyword;
 use mil_toolkit::classifier::citation_knn::Scaling;
 use mil_toolkit::classifier::milr::{Optimizer, Pooling};
+use mil_toolkit::classifier::svm::bags::EmpiricalMap;
 use mil_toolkit::distance::Hausdorff;
 use mil_toolkit::kernel::SetKernelName;
 use mil_toolkit::projection::ProjectionKind;
-use mil_toolkit::classifier::svm::bags::EmpiricalMap;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 

@@ -18,10 +18,10 @@
 //! solution with the lowest objective; bags are assigned by step 14 of Table 1.
 //!
 //! ```
-//! use mil_toolkit::cluster::m3ic::{fit, M3ic};
+//! use mil_toolkit::cluster::m3ic::M3ic;
 //!
 //! let corel3 = mil_toolkit::data::load("corel3")?;
-//! let result = fit(&corel3, 3, &M3ic::default().restarts(2), 1)?;
+//! let result = M3ic::default().k(3).seed(1).restarts(2).fit(&corel3)?;
 //! assert_eq!(result.assignments.len(), corel3.n_bags());
 //! assert!(result.assignments.iter().all(|&c| c < 3));
 //! // The saved model assigns bags as the fit did.
