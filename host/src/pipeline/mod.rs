@@ -511,7 +511,7 @@ mod tests {
                     Selection::Auroc => {
                         let (mut scores, mut positive) = (Vec::new(), Vec::new());
                         for v in &inner {
-                            let model = milr(ridge).fit(d.select(&complement(&train, v))).unwrap();
+                            let model = milr(ridge).fit(d.select(complement(&train, v))).unwrap();
                             let s = model.scores(d.select(v)).unwrap();
                             scores.extend((0..v.len()).map(|i| s.row(i)[1]));
                             positive.extend(v.iter().map(|&b| labels[b] == 1));
