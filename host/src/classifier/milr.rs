@@ -10,7 +10,7 @@
 //!
 //! on Weka's bag-level standardised features (mean of bag means; Weka's pooled standard
 //! deviation of bag second moments) with λ = 10⁻⁶ by default, by L-BFGS on the exact
-//! gradient ([`crate::optim::lbfgs`]), in log space throughout. Coefficients are converted back
+//! gradient (`crate::optim::lbfgs`), in log space throughout. Coefficients are converted back
 //! to raw units afterwards, as Weka does. Attributes with zero spread contribute nothing.
 //! Multi-class data: one model per class against the rest.
 //!
@@ -21,7 +21,7 @@
 //!
 //! [`Optimizer::Weka`] instead reproduces Weka 3.6's fit step by step: its objective and
 //! gradient formulas in plain (not log-space) arithmetic, overflowing to ∞ where Weka's
-//! do, its quasi-Newton method with its stopping rules ([`crate::optim::weka_bfgs`]), its
+//! do, its quasi-Newton method with its stopping rules (`crate::optim::weka_bfgs`), its
 //! standardisation (attributes with a computed spread of exactly 0 are left in raw
 //! units) and its bag probabilities (so scores round to 0 and 1 where Weka's do, which
 //! decides ties in the ROC area). On separable bags the likelihood is flat far out and
@@ -47,12 +47,12 @@ use weka::*;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Optimizer {
-    /// L-BFGS on the log-space objective ([`crate::optim::lbfgs`]): reaches a lower objective
+    /// L-BFGS on the log-space objective (`crate::optim::lbfgs`): reaches a lower objective
     /// than Weka on separable bags.
     #[default]
     Lbfgs,
     /// Weka 3.6's MILR reproduced: its BFGS, stopping rules and arithmetic
-    /// ([`crate::optim::weka_bfgs`]). Noisy-OR, mean and geometric pooling only.
+    /// (`crate::optim::weka_bfgs`). Noisy-OR, mean and geometric pooling only.
     Weka,
 }
 

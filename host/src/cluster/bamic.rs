@@ -19,7 +19,7 @@ use crate::distance::{pairwise, Hausdorff};
 use crate::error::Result;
 use crate::eval::folds::derive_seed;
 
-/// The result of [`fit`].
+/// The result of [`Bamic::fit`].
 #[derive(Debug, Clone)]
 pub struct BamicFit {
     /// The medoid bags (the model a device needs to assign new bags).
@@ -86,7 +86,7 @@ impl Bamic {
         )
     }
 
-    /// Clusters the bags into [`Bamic::k`] clusters ([`fit`]).
+    /// Clusters the bags into `Bamic::k` clusters (`fit`).
     pub fn fit<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<BamicFit> {
         self.check()?;
         let bags = bags.into();

@@ -14,7 +14,7 @@
 //! linearisation at w̃⁽ᵗ⁾ is w̃·∂f (eq. 10) with the subgradient (7)–(9). Each convex
 //! subproblem (11) is solved in its 1-slack form (12) by cutting planes (inner loop): the
 //! most violated constraint is rule (16), the stop test is (14), and each restricted
-//! problem (17) is solved exactly in its dual by [`crate::optim::qp`]. Random restarts keep the
+//! problem (17) is solved exactly in its dual by `crate::optim::qp`. Random restarts keep the
 //! solution with the lowest objective; bags are assigned by step 14 of Table 1.
 //!
 //! ```
@@ -102,7 +102,7 @@ pub struct M3ic {
 ///   linear functions) and max_u h_i = f(w̃, i) of (6); problem (2) with this constraint
 ///   is min over w̃ and balanced u of J(w̃, u) = ½‖w̃‖² + (C/n) Σ max(0, 1 − h_i(w̃, u_i)).
 ///   Each CCCP iteration first minimises J over balanced labels at w̃⁽ᵗ⁾ (a transportation
-///   problem, solved exactly by [`balanced_labels`]), then linearises h_i at w̃⁽ᵗ⁾ for
+///   problem, solved exactly by `balanced_labels`), then linearises h_i at w̃⁽ᵗ⁾ for
 ///   those labels — the subgradient (7) with γ of (9) fixed at u_i, the witness (8) the
 ///   best instance for u_i — and solves (11) by the same cutting planes. Both steps lower
 ///   J_bal(w̃) = min_u J(w̃, u) (up to C·ε₂), so CCCP's monotone descent is kept. Bags
@@ -229,7 +229,7 @@ impl M3ic {
         super::check_k(self.k, None)
     }
 
-    /// Clusters the bags into [`M3ic::k`] clusters: [`fit`] with these parameters.
+    /// Clusters the bags into `M3ic::k` clusters: `fit` with these parameters.
     ///
     /// ```
     /// use mil_toolkit::prelude::*;

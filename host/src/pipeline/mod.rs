@@ -21,8 +21,8 @@
 //! perfectly, so any cut in the wide gap between the classes would look best there.
 
 //!
-//! The module is split by what each part does: [`grid`] holds the candidates and the
-//! inner selection among them, [`cv`] the outer cross-validation, its shards and report.
+//! The module is split by what each part does: `grid` holds the candidates and the
+//! inner selection among them, `cv` the outer cross-validation, its shards and report.
 
 mod cv;
 mod grid;
