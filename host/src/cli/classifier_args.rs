@@ -100,14 +100,14 @@ pub(super) fn parse_threshold(text: &str) -> std::result::Result<Threshold, Stri
 /// `--class-weight`, `--threshold`, `--threshold-metric` — apply to all): a flag set to
 /// another value than its default is refused with any other classifier.
 pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
-    use ClassifierKind::{CitationKnn as K, Milr as M, Svm as S};
+    use ClassifierKind::{CitationKnn as K, MiWrapper as W, Milr as M, SimpleMi as I, Svm as S};
     &[
         ("references", &[K]),
         ("citers", &[K]),
         ("rank", &[K]),
         ("hausdorff", &[K]),
         ("scaling", &[K, S]),
-        ("ridge", &[M]),
+        ("ridge", &[M, I, W]),
         ("beta", &[M]),
         ("pooling", &[M]),
         ("optimizer", &[M]),
