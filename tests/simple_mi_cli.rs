@@ -189,7 +189,7 @@ fn flags_of_other_classifiers_and_damaged_models_are_refused() {
         // The core has no head for these models.
         let out = run_mil(&["export", model, "-o", dir.join("m.milm").to_str().unwrap()]);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(
             err.contains(classifier) && err.contains("not supported"),
             "{err}"

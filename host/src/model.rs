@@ -255,19 +255,25 @@ impl HostModel {
         let model: HostModel = serde_json::from_value(value)
             .map_err(|e| bad(1, "model", format!("malformed model: {e}")))?;
         check_checksum(&model, checksum).map_err(|p| bad(1, "checksum", p))?;
-        model.validate().map_err(|p| bad(1, "model", p))?;
+        model
+            .validate()
+            .map_err(|e| bad(1, "model", e.to_string()))?;
         Ok(model)
     }
 
-    fn validate(&self) -> std::result::Result<(), String> {
+    fn validate(&self) -> Result<()> {
         self.classifier.validate()?;
         if let Some(t) = self.threshold {
             if !t.is_finite() || self.classifier.n_classes() != 2 {
-                return Err("a threshold must be finite and the model binary".into());
+                return Err(Error::Model(
+                    "a threshold must be finite and the model binary".into(),
+                ));
             }
         }
         if self.class_names.len() != self.classifier.n_classes() {
-            return Err("class names do not match the classifier's classes".into());
+            return Err(Error::Model(
+                "class names do not match the classifier's classes".into(),
+            ));
         }
         let inner_dim = match &self.projection {
             Some(p) => {
@@ -277,7 +283,7 @@ impl HostModel {
                     || p.matrix.len() != d * p.output_dim
                     || p.output_dim == 0
                 {
-                    return Err("projection of inconsistent dimensions".into());
+                    return Err(Error::Model("projection of inconsistent dimensions".into()));
                 }
                 if p.mean
                     .iter()
@@ -285,17 +291,17 @@ impl HostModel {
                     .chain(&p.matrix)
                     .any(|v| !v.is_finite())
                 {
-                    return Err("projection holds non-finite values".into());
+                    return Err(Error::Model("projection holds non-finite values".into()));
                 }
                 p.output_dim
             }
             None => self.input_dim,
         };
         if inner_dim != self.classifier.input_dim() {
-            return Err(format!(
+            return Err(Error::Model(format!(
                 "the classifier expects {} features but receives {inner_dim}",
                 self.classifier.input_dim()
-            ));
+            )));
         }
         Ok(())
     }

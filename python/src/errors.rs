@@ -27,12 +27,13 @@ pub(crate) fn py_err(e: mil_toolkit::Error) -> PyErr {
         other => other,
     };
     match e {
-        E::Parse { .. } | E::Data { .. } | E::Parameter { .. } | E::Core(_) => {
-            PyValueError::new_err(e.to_string())
-        }
-        E::Io { .. } | E::Numerical { .. } | E::Unsupported(_) => {
-            PyRuntimeError::new_err(e.to_string())
-        }
+        E::Parse { .. }
+        | E::Data { .. }
+        | E::Parameter { .. }
+        | E::Core(_)
+        | E::Model(_)
+        | E::Unsupported(_) => PyValueError::new_err(e.to_string()),
+        E::Io { .. } | E::Numerical { .. } => PyRuntimeError::new_err(e.to_string()),
     }
 }
 

@@ -461,19 +461,23 @@ impl CitationKnnModel {
     }
 
     /// Checks a model read from a file: consistent sizes, finite values.
-    pub fn validate(&self) -> std::result::Result<(), String> {
+    pub fn validate(&self) -> Result<()> {
         let n = self.labels.len();
         if self.dim == 0 || self.bag_starts.len() != n + 1 || self.radius.len() != n {
-            return Err("citation-knn: inconsistent bag counts".into());
+            return Err(Error::Model("citation-knn: inconsistent bag counts".into()));
         }
         if self.bag_starts.last().copied().unwrap_or(0) * self.dim != self.features.len() {
-            return Err("citation-knn: bag offsets do not cover the instances".into());
+            return Err(Error::Model(
+                "citation-knn: bag offsets do not cover the instances".into(),
+            ));
         }
         if self.labels.iter().any(|&l| l >= self.n_classes) {
-            return Err("citation-knn: label out of range".into());
+            return Err(Error::Model("citation-knn: label out of range".into()));
         }
         if !self.bag_ids.is_empty() && self.bag_ids.len() != n {
-            return Err("citation-knn: bag identifiers do not match the bags".into());
+            return Err(Error::Model(
+                "citation-knn: bag identifiers do not match the bags".into(),
+            ));
         }
         if !(self.class_weights.is_empty()
             || (self.class_weights.len() == self.n_classes
@@ -482,7 +486,9 @@ impl CitationKnnModel {
                     .iter()
                     .all(|&w| w > 0.0 && w <= crate::params::limits::MAX_WEIGHT)))
         {
-            return Err("citation-knn: class weights do not match the classes".into());
+            return Err(Error::Model(
+                "citation-knn: class weights do not match the classes".into(),
+            ));
         }
         let scaler_ok = match &self.scaler {
             Scaler::Weka { lo, hi } => lo.len() == self.dim && hi.len() == self.dim,
@@ -490,21 +496,25 @@ impl CitationKnnModel {
             Scaler::None => true,
         };
         if !scaler_ok {
-            return Err("citation-knn: scaling of the wrong dimension".into());
+            return Err(Error::Model(
+                "citation-knn: scaling of the wrong dimension".into(),
+            ));
         }
         self.params
             .check_fit(n)
-            .map_err(|e| format!("citation-knn: {e}"))?;
+            .map_err(|e| Error::Model(format!("citation-knn: {e}")))?;
         // Training's data check on the rank, against the stored bags.
         let smallest = self.bag_starts.windows(2).map(|w| w[1] - w[0]).min();
         if self.params.rank > smallest.unwrap_or(0).max(1) {
-            return Err(format!(
+            return Err(Error::Model(format!(
                 "citation-knn: rank {} exceeds the smallest stored bag ({} instances)",
                 self.params.rank,
                 smallest.unwrap_or(0)
-            ));
+            )));
         }
-        self.training_set().map(|_| ()).map_err(|e| e.to_string())
+        self.training_set()
+            .map(|_| ())
+            .map_err(|e| Error::Model(format!("citation-knn: {e}")))
     }
 }
 

@@ -21,7 +21,7 @@ use super::imbalance::ClassWeight;
 use super::milr::{Milr, MilrModel, Pooling};
 use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::{Bag, Bags, Dataset};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::explain::{Explanation, InstanceScore};
 use crate::numerics::sigmoid;
 
@@ -161,8 +161,9 @@ impl Classifier for MiWrapper {
         self.check()?;
         data.training_labels(train, 2)?;
         let (set, weights) = instances(data, train)?;
-        let all: Vec<usize> = (0..set.n_bags()).collect();
-        let logistic = self.logistic().fit_weighted(&set, &all, Some(&weights))?;
+        let logistic = self
+            .logistic()
+            .fit_weighted(Bags::all(&set), Some(&weights))?;
         Ok(MiWrapperModel {
             params: *self,
             logistic,
@@ -180,13 +181,15 @@ impl MiWrapperModel {
     }
 
     /// Checks a model read from a file.
-    pub fn validate(&self) -> std::result::Result<(), String> {
+    pub fn validate(&self) -> Result<()> {
         self.params
             .check()
-            .map_err(|e| format!("mi-wrapper: {e}"))?;
+            .map_err(|e| Error::Model(format!("mi-wrapper: {e}")))?;
         self.logistic.validate()?;
         if self.logistic.params.pooling != Pooling::Mean {
-            return Err("mi-wrapper: the logistic regression must use mean pooling".into());
+            return Err(Error::Model(
+                "mi-wrapper: the logistic regression must use mean pooling".into(),
+            ));
         }
         Ok(())
     }

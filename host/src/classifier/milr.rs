@@ -491,8 +491,7 @@ impl Classifier for Milr {
     type Model = MilrModel;
 
     fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<MilrModel> {
-        let train = train.into();
-        self.fit_weighted(train.dataset(), &train.indices(), None)
+        self.fit_weighted(train.into(), None)
     }
 }
 
@@ -501,12 +500,8 @@ impl Milr {
     /// times (frequency weights multiplying its class weight, in the likelihood, the
     /// standardisation and the starting intercept alike). With one instance per bag this
     /// is weighted ridge logistic regression, what MI-Wrapper and SimpleMI fit.
-    pub(crate) fn fit_weighted(
-        &self,
-        data: &Dataset,
-        train: &[usize],
-        extra: Option<&[f64]>,
-    ) -> Result<MilrModel> {
+    pub(crate) fn fit_weighted(&self, train: Bags<'_>, extra: Option<&[f64]>) -> Result<MilrModel> {
+        let (data, train) = (train.dataset(), &*train.indices());
         self.check()?;
         let labels = data.training_labels(train, 2)?;
         let dim = data.dim();
@@ -620,23 +615,27 @@ impl MilrModel {
     }
 
     /// Checks a model read from a file.
-    pub fn validate(&self) -> std::result::Result<(), String> {
+    pub fn validate(&self) -> Result<()> {
         let problems = if self.n_classes == 2 {
             1
         } else {
             self.n_classes
         };
         if self.n_classes < 2 || self.weights.len() != problems {
-            return Err("milr: wrong number of weight vectors".into());
+            return Err(Error::Model("milr: wrong number of weight vectors".into()));
         }
         if self
             .weights
             .iter()
             .any(|w| w.len() != self.dim + 1 || w.iter().any(|v| !v.is_finite()))
         {
-            return Err("milr: weights of the wrong length or not finite".into());
+            return Err(Error::Model(
+                "milr: weights of the wrong length or not finite".into(),
+            ));
         }
-        self.params.check().map_err(|e| format!("milr: {e}"))
+        self.params
+            .check()
+            .map_err(|e| Error::Model(format!("milr: {e}")))
     }
 }
 

@@ -448,7 +448,7 @@ impl ClassifierModel {
         }
     }
 
-    pub(crate) fn validate(&self) -> std::result::Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<()> {
         match self {
             ClassifierModel::CitationKnn(m) => m.validate(),
             ClassifierModel::Milr(m) => m.validate(),

@@ -16,7 +16,7 @@ use super::imbalance::ClassWeight;
 use super::milr::{Milr, MilrModel, Pooling};
 use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::{Bag, Bags, Dataset};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::explain::Explanation;
 
 /// How a bag becomes one vector (Weka's `-M`).
@@ -169,8 +169,7 @@ impl Classifier for SimpleMi {
         self.check()?;
         data.training_labels(train, 2)?;
         let summaries = summaries(data, train, self.summary)?;
-        let all: Vec<usize> = (0..train.len()).collect();
-        let logistic = self.logistic().fit_weighted(&summaries, &all, None)?;
+        let logistic = self.logistic().fit_weighted(Bags::all(&summaries), None)?;
         Ok(SimpleMiModel {
             params: *self,
             dim: data.dim(),
@@ -181,17 +180,21 @@ impl Classifier for SimpleMi {
 
 impl SimpleMiModel {
     /// Checks a model read from a file.
-    pub fn validate(&self) -> std::result::Result<(), String> {
-        self.params.check().map_err(|e| format!("simple-mi: {e}"))?;
+    pub fn validate(&self) -> Result<()> {
+        self.params
+            .check()
+            .map_err(|e| Error::Model(format!("simple-mi: {e}")))?;
         self.logistic.validate()?;
         if self.dim == 0 || self.logistic.dim != self.params.summary.width(self.dim) {
-            return Err(format!(
+            return Err(Error::Model(format!(
                 "simple-mi: a logistic regression on {} features does not fit {} summaries of {} features",
                 self.logistic.dim, self.params.summary, self.dim
-            ));
+            )));
         }
         if self.logistic.params.pooling != Pooling::Mean {
-            return Err("simple-mi: the logistic regression must use mean pooling".into());
+            return Err(Error::Model(
+                "simple-mi: the logistic regression must use mean pooling".into(),
+            ));
         }
         Ok(())
     }

@@ -247,27 +247,27 @@ impl ClusterModel {
             field: "checksum".into(),
             problem,
         })?;
-        model.check().map_err(|problem| Error::Parse {
+        model.validate().map_err(|e| Error::Parse {
             file,
             line: 1,
             field: "model".into(),
-            problem,
+            problem: e.to_string(),
         })?;
         Ok(model)
     }
 
-    /// Shape checks, so assignment never indexes out of bounds.
-    fn check(&self) -> std::result::Result<(), String> {
+    /// Checks a model read from a file: shapes that assignment indexes by, finite values.
+    pub fn validate(&self) -> Result<()> {
         let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
         match self {
             ClusterModel::M3ic(m) => {
                 if m.k < 2 || m.dim == 0 || m.weights.len() != m.k * m.dim {
-                    return Err(format!(
+                    return Err(Error::Model(format!(
                         "weights hold {} values, expected k·dim = {}·{}",
                         m.weights.len(),
                         m.k,
                         m.dim
-                    ));
+                    )));
                 }
                 let scaling_ok = match (&m.mean, &m.std) {
                     (None, None) => true,
@@ -277,21 +277,23 @@ impl ClusterModel {
                     _ => false,
                 };
                 if !scaling_ok || !finite(&m.weights) {
-                    return Err("non-finite weights or inconsistent mean/std".into());
+                    return Err(Error::Model(
+                        "non-finite weights or inconsistent mean/std".into(),
+                    ));
                 }
             }
             ClusterModel::Bamic(m) => {
                 if m.dim == 0 || m.medoids.is_empty() {
-                    return Err("no medoids".into());
+                    return Err(Error::Model("no medoids".into()));
                 }
                 if m.medoids
                     .iter()
                     .any(|b| b.is_empty() || b.len() % m.dim != 0 || !finite(b))
                 {
-                    return Err(format!(
+                    return Err(Error::Model(format!(
                         "a medoid bag is not a whole number of {}-value rows",
                         m.dim
-                    ));
+                    )));
                 }
             }
         }

@@ -465,30 +465,38 @@ impl SvmModel {
     }
 
     /// Checks the parts agree (used when a saved model is read).
-    pub fn validate(&self) -> std::result::Result<(), String> {
+    pub fn validate(&self) -> Result<()> {
         let m = self.train_starts.len().saturating_sub(1);
         if self
             .machines()
             .any(|s| s.train.len() != m || s.coefficients.len() != m)
             || m < 2
         {
-            return Err("svm: training bags and coefficients disagree".into());
+            return Err(Error::Model(
+                "svm: training bags and coefficients disagree".into(),
+            ));
         }
         if self.rest.len() == 1 || self.rest.iter().any(|s| s.settings != self.svm.settings) {
-            return Err(
+            return Err(Error::Model(
                 "svm: one-vs-rest machines need three or more classes and one setting".into(),
-            );
+            ));
         }
         if self.train_log_gram.len() != m * m {
-            return Err("svm: training Gram matrix has the wrong size".into());
+            return Err(Error::Model(
+                "svm: training Gram matrix has the wrong size".into(),
+            ));
         }
         if !(self.train_log_self.is_empty() || self.train_log_self.len() == m)
             || self.train_log_self.iter().any(|v| v.is_nan())
         {
-            return Err("svm: training self-kernels do not match the training bags".into());
+            return Err(Error::Model(
+                "svm: training self-kernels do not match the training bags".into(),
+            ));
         }
         if self.train_starts.last().copied().unwrap_or(0) * self.dim != self.train_features.len() {
-            return Err("svm: training features do not match the bag offsets".into());
+            return Err(Error::Model(
+                "svm: training features do not match the bag offsets".into(),
+            ));
         }
         // The same checks as at training, then every number the decision reads.
         SetKernelSvm {
@@ -499,7 +507,7 @@ impl SvmModel {
             class_weight: ClassWeight::None,
         }
         .check()
-        .map_err(|e| format!("svm: {e}"))?;
+        .map_err(|e| Error::Model(format!("svm: {e}")))?;
         let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
         if let Some(m) = &self.minmax {
             if m.min.len() != self.dim
@@ -507,7 +515,9 @@ impl SvmModel {
                 || !finite(&m.min)
                 || !finite(&m.range)
             {
-                return Err("svm: min-max map of the wrong dimension or not finite".into());
+                return Err(Error::Model(
+                    "svm: min-max map of the wrong dimension or not finite".into(),
+                ));
             }
         }
         if !finite(&self.train_features)
@@ -519,7 +529,9 @@ impl SvmModel {
             })
             || self.train_log_gram.iter().any(|v| v.is_nan())
         {
-            return Err("svm: a feature, coefficient, bias or kernel scale is not finite".into());
+            return Err(Error::Model(
+                "svm: a feature, coefficient, bias or kernel scale is not finite".into(),
+            ));
         }
         Ok(())
     }
