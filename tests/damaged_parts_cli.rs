@@ -154,6 +154,7 @@ fn outcomes_are_checked_against_the_data_they_claim() {
         scores: BagScores::new(classes, vec![0.5; classes * rows]),
         chosen: None,
         threshold: None,
+        seeds: None,
     };
     let good = vec![outcome(0, 2, folds[0].len()), outcome(1, 2, folds[1].len())];
     assert_eq!(check_outcomes(&data, &assignments, &good), Ok(()));

@@ -263,3 +263,49 @@ fn corel_dogs_is_learned_with_class_weights_and_a_chosen_threshold() {
     assert!(knn_plain < 0.60, "unweighted Citation-kNN: {knn_plain}");
     assert!(knn_tuned >= 0.65, "weighted Citation-kNN: {knn_tuned}");
 }
+
+#[test]
+fn leave_one_out_on_corel_dogs_draws_distinct_seeds_in_every_fold() {
+    // 2,000 folds, each with an inner CV choosing the ridge and another choosing the
+    // threshold: the report lists the seeds every job drew, and no two of the 4,000
+    // (two purposes × 2,000 folds) may be equal.
+    let r = json_of(&[
+        "cv",
+        "corel_dogs",
+        "--folds",
+        "2000",
+        "--classifier",
+        "simple-mi",
+        "--ridge",
+        "1,100",
+        "--inner-folds",
+        "2",
+        "--class-weight",
+        "balanced",
+        "--threshold",
+        "auto",
+        "--quiet",
+    ]);
+    assert_eq!(r["folds"], 2000);
+    let seeds = r["seeds"].as_array().expect("seeds per fold");
+    assert_eq!(seeds.len(), 2000);
+    let mut seen = std::collections::HashSet::new();
+    for (f, s) in seeds.iter().enumerate() {
+        for purpose in ["inner_cv", "threshold"] {
+            let seed = s[purpose].as_u64().expect("a seed");
+            assert!(
+                seen.insert(seed),
+                "fold {f}: {purpose} seed {seed} drawn before"
+            );
+        }
+    }
+    // Both inner CVs ran in every fold: a ridge chosen from the list, a threshold set.
+    let chosen = r["chosen"].as_array().unwrap();
+    let thresholds = r["thresholds"].as_array().unwrap();
+    assert_eq!((chosen.len(), thresholds.len()), (2000, 2000));
+    for (c, t) in chosen.iter().zip(thresholds) {
+        let ridge = c["ridge"].as_f64().expect("a chosen ridge");
+        assert!(ridge == 1.0 || ridge == 100.0, "{c}");
+        assert!(t.as_f64().is_some_and(f64::is_finite), "{t}");
+    }
+}

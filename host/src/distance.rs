@@ -25,6 +25,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::data::{Bag, Bags, Dataset};
+use crate::fast::gram_block;
 
 /// Which Hausdorff-type distance between two bags A and B.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -587,38 +588,6 @@ fn row_groups(set: &BagSet, rows: &[usize]) -> Vec<std::ops::Range<usize>> {
         groups.push(start..rows.len());
     }
     groups
-}
-
-/// `out[c][r] = cols[c] · rows[r]` for row-major `cols` (nc × dim) and `rows` (nr × dim),
-/// `out` row-major nc × nr. Each entry is one fixed sequence of multiply-adds over
-/// the features in order (`matrixmultiply`'s micro-kernels), so its value depends on the
-/// two vectors only, not on where they sit in the block ([`crate::kernel::nsk`] relies on
-/// this, and tests it).
-pub(crate) fn gram_block(cols: &[f64], rows: &[f64], dim: usize, out: &mut [f64]) {
-    let nc = cols.len() / dim;
-    let nr = rows.len() / dim;
-    assert!(cols.len() == nc * dim && rows.len() == nr * dim && out.len() == nc * nr);
-    // SAFETY: the slices hold exactly nc×dim, nr×dim and nc×nr elements (checked above);
-    // the strides address A = cols (nc × dim, row-major), B = rowsᵀ (dim × nr) and
-    // C = out (nc × nr, row-major) inside them, and C does not alias A or B.
-    unsafe {
-        matrixmultiply::dgemm(
-            nc,
-            dim,
-            nr,
-            1.0,
-            cols.as_ptr(),
-            dim as isize,
-            1,
-            rows.as_ptr(),
-            1,
-            dim as isize,
-            0.0,
-            out.as_mut_ptr(),
-            nr as isize,
-            1,
-        );
-    }
 }
 
 #[cfg(test)]

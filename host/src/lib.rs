@@ -30,11 +30,14 @@
 //! ```
 //!
 //! Modules, one per paper's algorithm: [`projection`] (PCA, LDA, LFDA/CLFDA, B-MIDA/M-MIDA,
-//! MI-ALM, MIDR), [`classifier`] (Citation-kNN, MILR, set-kernel SVM), [`kernel`] (the
+//! MI-ALM, MIDR), [`classifier`] (Citation-kNN, MILR, set-kernel SVM, SimpleMI,
+//! MI-Wrapper), [`kernel`] (the
 //! box-counting Gram matrices, NSK), [`cluster`] (M³IC, BAMIC); [`pipeline`] for
 //! projection → classifier pipelines and nested cross-validation; [`export`] for the
 //! core's compact models; [`progress`] for reports of long work. The `cli` feature
 //! (default) adds the `mil` program, `datasets` (default) the shipped data sets.
+
+#![deny(unsafe_code)]
 
 pub mod atomic_write;
 pub mod classifier;
@@ -47,6 +50,8 @@ pub mod error;
 pub mod eval;
 pub mod explain;
 pub mod export;
+#[allow(unsafe_code)]
+mod fast;
 pub mod kernel;
 pub mod model;
 pub(crate) mod numerics;

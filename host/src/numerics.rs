@@ -115,21 +115,8 @@ pub fn exp_nonpositive(x: f64) -> f64 {
 /// AVX2 path (taken when the CPU has it) and the portable one give the same bits; with N
 /// values of sum S the rounding of the additions is at most (N/4 + 2)·u·S.
 pub fn sum_exp_in_place(values: &mut [f64]) -> f64 {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2 (checked just above).
-        unsafe { exp_in_place_avx2(values) };
-        return sum_in_lanes(values);
-    }
-    exp_in_place(values);
+    crate::fast::with_avx2(values, exp_in_place);
     sum_in_lanes(values)
-}
-
-/// [`exp_in_place`] compiled for AVX2 (four f64 lanes).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn exp_in_place_avx2(values: &mut [f64]) {
-    exp_in_place(values);
 }
 
 /// Every value replaced by its [`exp_nonpositive`]: loops LLVM vectorises, the last

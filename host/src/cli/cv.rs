@@ -481,6 +481,7 @@ fn report(d: &Dataset, description: &str, chooses: bool, r: &CvReport, seconds: 
         "fold_summary": r.fold_summary,
         "confusion": r.confusion,
         "chosen": r.chosen,
+        "seeds": r.seeds,
         "predictions": r.predictions.iter().map(|(b, l, s)| json!({
             "bag": d.bag_id(*b), "label": d.class_names()[*l], "score": s
         })).collect::<Vec<_>>(),

@@ -13,8 +13,7 @@
 //! instead of a D × D matrix. A quantised dense stage rounds its weights with error
 //! feedback over the training instances unless asked for nearest rounding ([`rounding`]).
 
-use mil_core::container::{tag, Encoding, ModelKind};
-use mil_core::keyword::Keyword;
+use mil_core::container::Encoding;
 use mil_core::score::Pooling;
 use mil_core::Model;
 
@@ -27,15 +26,14 @@ mod compact;
 mod device;
 mod measured;
 pub mod rounding;
+mod staged;
 mod steps;
 mod svm;
 mod writer;
 
 pub use compact::host_scores_as_compact;
-use device::core_radii;
 pub use device::{core_classify, m3ic_score_bound, max_abs_error, CoreBag};
 pub use measured::{Export, Exported};
-use steps::{input_exponents, integer_exponents};
 pub use svm::{core_mi_svm_decide, core_svm_decide};
 use svm::{export_mi_svm, export_svm};
 use writer::Writer;
@@ -308,8 +306,8 @@ pub fn export_with(
     train: &Dataset,
     options: impl Into<ExportOptions>,
 ) -> Result<Vec<u8>> {
-    let ExportOptions { rounding, input } = options.into();
-    if input == InputSteps::Integer && encoding == Encoding::F32 {
+    let options = options.into();
+    if options.input == InputSteps::Integer && encoding == Encoding::F32 {
         return Err(Error::parameter(
             "input",
             "integer",
@@ -317,192 +315,30 @@ pub fn export_with(
         ));
     }
     let dim_in = train.dim();
-    let mut w = Writer::new();
-    if let Head::SetKernelSvm(svm) = &model.head {
-        if model.stage.is_some() {
-            return Err(Error::Unsupported(
-                "exporting a set-kernel SVM after a projection (the core discretises raw features)"
-                    .into(),
-            ));
-        }
-        return export_svm(svm, encoding, dim_in, w);
-    }
-    if let Head::MiKernelSvm(svm) = &model.head {
-        if model.stage.is_some() {
-            return Err(Error::Unsupported(
-                "exporting an MI-kernel SVM after a projection".into(),
-            ));
-        }
-        return export_mi_svm(svm, encoding, dim_in, w);
-    }
-    // The projection stage: the fitted projection, or the linear head's own rows.
-    let mut head = model.head.clone();
-    let stage = match (&model.stage, &mut head) {
-        (Some(p), _) => Some(p.clone()),
-        (None, Head::Linear { weights, bias, .. }) => {
-            let rows = bias.len();
-            let stage = Affine {
-                rows,
-                cols: dim_in,
-                a: std::mem::take(weights),
-                b: std::mem::take(bias),
-            };
-            // The head becomes the identity on the scores.
-            *weights = (0..rows * rows)
-                .map(|i| f64::from(u8::from(i % (rows + 1) == 0)))
-                .collect();
-            *bias = vec![0.0; rows];
-            Some(stage)
-        }
-        (None, _) => None,
+    // The SVMs store their training bags on raw features: no projection stage.
+    let unstaged = |what: &str| match model.stage {
+        Some(_) => Err(Error::Unsupported(format!(
+            "exporting {what} after a projection"
+        ))),
+        None => Ok(()),
     };
-    if let Some(stage) = &stage {
-        if stage.cols != dim_in {
-            return Err(Error::data(
-                train.name(),
-                format!("{dim_in} features but the model takes {}", stage.cols),
-            ));
+    match &model.head {
+        Head::SetKernelSvm(svm) => {
+            unstaged("a set-kernel SVM (the core discretises raw features)")?;
+            export_svm(svm, encoding, dim_in, Writer::new())
         }
+        Head::MiKernelSvm(svm) => {
+            unstaged("an MI-kernel SVM")?;
+            export_mi_svm(svm, encoding, dim_in, Writer::new())
+        }
+        _ => staged::export_staged(model, encoding, train, options),
     }
-    // The step s_j of each quantised input feature (1: f32 inputs arrive as they are).
-    let mut input_steps = vec![1.0; dim_in];
-    if encoding != Encoding::F32 {
-        let stage = stage.as_ref().ok_or_else(|| {
-            Error::parameter(
-                "format",
-                encoding.name(),
-                "a quantised model needs a projection stage; export this model as f32",
-            )
-        })?;
-        let exps = match input {
-            InputSteps::Fitted => input_exponents(train, stage, &head, encoding),
-            InputSteps::Integer => integer_exponents(train)?,
-        };
-        input_steps = exps.iter().map(|&e| 2f64.powi(e)).collect();
-        w.ints(tag::INPUT_EXP, Encoding::Q7, 1, dim_in, &exps);
-    }
-    if let Some(stage) = &stage {
-        // The stage acts on the values the device receives: fold each input step in.
-        if let Some(diagonal) = stage.diagonal() {
-            let scales = diagonal.iter().zip(&input_steps).map(|(g, s)| g * s);
-            let offsets = stage.b.iter().copied();
-            w.f32s(tag::PROJ_DIAGONAL, 2, dim_in, scales.chain(offsets));
-        } else {
-            let a: Vec<f64> = stage
-                .a
-                .chunks_exact(dim_in)
-                .flat_map(|row| row.iter().zip(&input_steps).map(|(g, s)| g * s))
-                .collect();
-            let tags = (tag::PROJ_WEIGHTS, tag::PROJ_SCALE, Some(tag::PROJ_SHIFT));
-            let feedback = match rounding {
-                Rounding::Feedback if encoding != Encoding::F32 => {
-                    Feedback::new(train, &input_steps)
-                }
-                _ => None,
-            };
-            if let Some(radii) =
-                w.weights(encoding, tags, stage.rows, dim_in, &a, feedback.as_ref())
-            {
-                // Rounded up to f32 so that the core's bound still covers every weight.
-                let radii = radii.iter().map(|&r| f64::from(f32_at_least(r).min(1.0)));
-                w.f32s(tag::PROJ_ROUNDING, 1, stage.rows, radii);
-            }
-            w.f32s(tag::PROJ_BIAS, 1, stage.rows, stage.b.iter().copied());
-        }
-    }
-    let d = stage.as_ref().map_or(dim_in, |s| s.rows);
-    let (kind, out_dim) = match &head {
-        Head::None => (ModelKind::Projection, d),
-        Head::Linear {
-            weights,
-            bias,
-            pooling,
-            beta,
-        } => {
-            let rows = bias.len();
-            let tags = (tag::SCORE_WEIGHTS, tag::SCORE_SCALE, None);
-            w.weights(encoding, tags, rows, d, weights, None);
-            w.f32s(tag::SCORE_BIAS, 1, rows, bias.iter().copied());
-            w.f32s(tag::PARAMS, 1, 2, [*pooling as u8 as f64, *beta]);
-            (ModelKind::LinearMil, rows.max(2))
-        }
-        Head::CitationKnn {
-            references,
-            citers: _,
-            r,
-        } => {
-            if references.dim() != d {
-                return Err(Error::data(
-                    train.name(),
-                    format!(
-                        "reference bags of dimension {} after a stage of {d}",
-                        references.dim()
-                    ),
-                ));
-            }
-            let refs = references.features();
-            let n = references.n_instances();
-            // 16 bits in Q7 too: see `mil_core::citation` for why.
-            let stored = match encoding {
-                Encoding::F32 => Encoding::F32,
-                Encoding::Q15 | Encoding::Q7 => Encoding::Q15,
-            };
-            w.instances(stored, (n, d), refs, true);
-            let starts: Vec<u32> = references.bag_starts().iter().map(|&v| v as u32).collect();
-            w.u32s(tag::REF_BAGS, &starts);
-            let labels = references.require_labels(2)?;
-            let labels: Vec<u32> = labels.iter().map(|&l| l as u32).collect();
-            w.u32s(tag::REF_LABELS, &labels);
-            // Provisional radii; replaced below by radii in the core's own arithmetic.
-            w.f32s(tag::CITER_RADII, 1, labels.len(), vec![0.0; labels.len()]);
-            let classes = references.n_classes();
-            w.f32s(tag::PARAMS, 1, 2, [*r as f64, classes as f64]);
-            (ModelKind::CitationKnn, classes)
-        }
-        Head::M3ic {
-            weights,
-            bias,
-            instance_norm,
-        } => {
-            let k = bias.len();
-            let tags = (tag::SCORE_WEIGHTS, tag::SCORE_SCALE, None);
-            w.weights(encoding, tags, k, d, weights, None);
-            w.f32s(tag::SCORE_BIAS, 1, k, bias.iter().copied());
-            if let Some((a, c)) = instance_norm {
-                if a.len() != dim_in || c.len() != dim_in {
-                    return Err(Error::data(
-                        train.name(),
-                        format!("{dim_in} features but an instance norm of {}", a.len()),
-                    ));
-                }
-                // Quantised inputs arrive as x_j / s_j: fold the step into a_j.
-                let a = a.iter().zip(&input_steps).map(|(a, s)| a * s);
-                w.f32s(tag::INSTANCE_NORM, 2, dim_in, a.chain(c.iter().copied()));
-            }
-            (ModelKind::M3ic, k)
-        }
-        Head::SetKernelSvm(svm) => return export_svm(svm, encoding, dim_in, w),
-        Head::MiKernelSvm(svm) => return export_mi_svm(svm, encoding, dim_in, w),
-    };
-    if let Head::CitationKnn { citers, .. } = &head {
-        // The citer radius of reference bag u is its C-th smallest distance to another
-        // reference bag, measured as the core will measure a query: so a training bag
-        // queried on the device is within u's radius exactly when it is on the host.
-        let provisional = w.clone().finish(kind, encoding, (dim_in, out_dim))?;
-        let radii = core_radii(&provisional, train, *citers)?;
-        let bytes = radii.iter().flat_map(|&r| (r as f32).to_le_bytes());
-        w.replace_bytes(tag::CITER_RADII, bytes.collect());
-    }
-    let bytes = w.finish(kind, encoding, (dim_in, out_dim))?;
-    // Never hand out bytes the core would reject.
-    Model::parse(&bytes)?;
-    Ok(bytes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use steps::range_exponents;
+    use steps::{input_exponents, range_exponents};
 
     /// Two features with equal ranges; feature 0's weight is 2¹⁰ times feature 1's.
     fn skewed() -> (Dataset, Affine) {

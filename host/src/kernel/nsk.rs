@@ -51,8 +51,9 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use crate::data::{Bag, Dataset};
-use crate::distance::{gram_block, squared_euclidean, ROUNDOFF};
+use crate::distance::{squared_euclidean, ROUNDOFF};
 use crate::error::{Error, Result};
+use crate::fast::gram_block;
 use crate::numerics::{exp_nonpositive, sum_exp_in_place};
 
 /// Names the arithmetic of [`log_set_kernels`] (blocks, reduction order) in the

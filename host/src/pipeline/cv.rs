@@ -18,13 +18,24 @@ use crate::progress::Progress;
 
 use super::{Chosen, Pipeline};
 
-/// The seeds of outer fold `fold` of a repetition seeded `repetition_seed`: the inner CV
-/// that chooses among a grid's candidates, and the one that chooses a threshold.
-fn fold_seeds(repetition_seed: u64, fold: usize) -> (u64, u64) {
-    (
-        Stream::InnerCv.seed(repetition_seed, fold as u64),
-        Stream::Threshold.seed(repetition_seed, fold as u64),
-    )
+/// The seeds of one outer fold's randomised steps, each drawn from its own stream keyed
+/// by (repetition seed, fold), so no two purposes or folds share one at any fold count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FoldSeeds {
+    /// The inner CV that chooses among a grid's candidates.
+    pub inner_cv: u64,
+    /// The inner CV that chooses a decision threshold.
+    pub threshold: u64,
+}
+
+impl FoldSeeds {
+    /// The seeds of fold `fold` of a repetition seeded `repetition_seed`.
+    pub fn of(repetition_seed: u64, fold: usize) -> FoldSeeds {
+        FoldSeeds {
+            inner_cv: Stream::InnerCv.seed(repetition_seed, fold as u64),
+            threshold: Stream::Threshold.seed(repetition_seed, fold as u64),
+        }
+    }
 }
 
 /// How cross-validation splits the bags.
@@ -93,6 +104,8 @@ pub struct CvReport {
     pub chosen: Vec<Option<Chosen>>,
     /// Per fold (all repetitions, in order), the decision threshold of its model, if any.
     pub thresholds: Vec<Option<f64>>,
+    /// Per fold (all repetitions, in order), the seeds its job drew from.
+    pub seeds: Vec<FoldSeeds>,
     /// Out-of-fold predictions of the first repetition: (bag index, class, score).
     pub predictions: Vec<(usize, usize, f64)>,
 }
@@ -129,6 +142,10 @@ pub struct FoldOutcome {
     /// The decision threshold of the fold's model, if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold: Option<f64>,
+    /// The seeds the job drew from (checked against its fold when parts are merged;
+    /// absent from parts written before they were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seeds: Option<FoldSeeds>,
 }
 
 /// Cross-validates a pipeline on a labelled data set, reporting one step per fold (and
@@ -188,16 +205,16 @@ pub fn run_folds(
             let mut sorted = test.clone();
             sorted.sort_unstable();
             let train = complement(&all, &sorted);
-            let (inner_seed, threshold_seed) = fold_seeds(*seed, f);
+            let seeds = FoldSeeds::of(*seed, f);
             let out = match &fast {
                 Some(score) => pipeline
-                    .decide_threshold(data, &train, threshold_seed, score.as_ref())
+                    .decide_threshold(data, &train, seeds.threshold, score.as_ref())
                     .and_then(|t| Ok((score(&train, test)?, None, t))),
-                None => pipeline.choose(data, &train, inner_seed).and_then(|c| {
+                None => pipeline.choose(data, &train, seeds.inner_cv).and_then(|c| {
                     let (fitted, projected) = pipeline.fit_candidate(&c, data, &train)?;
                     let scores = fitted.scores(data, projected.as_ref(), test)?;
                     let t =
-                        pipeline.decide_threshold(data, &train, threshold_seed, &|tr, te| {
+                        pipeline.decide_threshold(data, &train, seeds.threshold, &|tr, te| {
                             let (f, projected) = pipeline.fit_candidate(&c, data, tr)?;
                             f.scores(data, projected.as_ref(), te)
                         })?;
@@ -211,6 +228,7 @@ pub fn run_folds(
                 scores: scores.with_threshold(threshold),
                 chosen,
                 threshold,
+                seeds: Some(seeds),
             })
         })
         .collect::<Result<Vec<_>>>();
@@ -295,6 +313,13 @@ pub fn check_outcomes(
                 data.n_classes()
             ));
         }
+        let seed = assignments[o.repeat].0;
+        if o.seeds.is_some_and(|s| s != FoldSeeds::of(seed, o.fold)) {
+            return Err(format!(
+                "outcomes: repetition {}, fold {}: computed with other seeds than its fold's",
+                o.repeat, o.fold
+            ));
+        }
         if (0..o.scores.len()).any(|i| o.scores.row(i).iter().any(|v| v.is_nan())) {
             return Err(format!(
                 "outcomes: repetition {}, fold {}: a score is NaN",
@@ -325,11 +350,12 @@ pub fn summarize(
         confusion: vec![vec![0; n_classes]; n_classes],
         chosen: Vec::new(),
         thresholds: Vec::new(),
+        seeds: Vec::new(),
         predictions: Vec::new(),
     };
     let mut aurocs = Vec::new();
     let (mut hits, mut total) = (0usize, 0usize);
-    for (repeat, (_, test_sets)) in assignments.iter().enumerate() {
+    for (repeat, (seed, test_sets)) in assignments.iter().enumerate() {
         let mut oof_scores = Vec::new();
         let mut oof_positive = Vec::new();
         let mut rep_hits = 0usize;
@@ -371,6 +397,8 @@ pub fn summarize(
             }
             report.chosen.push(*chosen);
             report.thresholds.push(outcome.threshold);
+            let drawn = outcome.seeds.unwrap_or_else(|| FoldSeeds::of(*seed, f));
+            report.seeds.push(drawn);
         }
         report.per_repeat.push(rep_hits as f64 / rep_total as f64);
         hits += rep_hits;
@@ -485,8 +513,11 @@ mod tests {
         assert_eq!(test_sets.len(), 2000);
         let mut seen = std::collections::HashSet::new();
         for f in 0..test_sets.len() {
-            let (inner, threshold) = fold_seeds(*rep_seed, f);
-            assert!(seen.insert(inner), "fold {f}: inner seed seen before");
+            let FoldSeeds {
+                inner_cv,
+                threshold,
+            } = FoldSeeds::of(*rep_seed, f);
+            assert!(seen.insert(inner_cv), "fold {f}: inner seed seen before");
             assert!(
                 seen.insert(threshold),
                 "fold {f}: threshold seed seen before"

@@ -40,7 +40,7 @@ use crate::projection::{LinearProjection, ProjectionParams};
 
 pub use cv::{
     check_outcomes, cross_validate, read_folds_file, run_folds, summarize, CvReport, FoldOutcome,
-    Folds,
+    FoldSeeds, Folds,
 };
 pub use grid::{Candidate, Chosen, ClassifierGrid, ProjectionGrid, Selection};
 

@@ -1,0 +1,56 @@
+//! The crate's only `unsafe` code, each use with why it is sound: loops compiled for
+//! AVX2 when the CPU has it (the exponentials of the NSK kernel) and the `matrixmultiply` call behind the
+//! instance Gram blocks. Everything else is safe Rust (`#![deny(unsafe_code)]`).
+
+/// Runs the loop `f` over `values` compiled for AVX2 when the CPU has it (`f` inlined
+/// into a function with the feature enabled, so LLVM vectorises it four f64 lanes wide),
+/// else as it is. Meant for loops whose operations, and so results, do not depend on the
+/// vector width.
+pub(crate) fn with_avx2<F: Fn(&mut [f64])>(values: &mut [f64], f: F) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        unsafe { avx2(values, f) };
+        return;
+    }
+    f(values);
+}
+
+/// `f(values)` with AVX2 enabled.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn avx2<F: Fn(&mut [f64])>(values: &mut [f64], f: F) {
+    f(values);
+}
+
+/// `out[c][r] = cols[c] · rows[r]` for row-major `cols` (nc × dim) and `rows` (nr × dim),
+/// `out` row-major nc × nr. Each entry is one fixed sequence of multiply-adds over
+/// the features in order (`matrixmultiply`'s micro-kernels), so its value depends on the
+/// two vectors only, not on where they sit in the block ([`crate::kernel::nsk`] relies on
+/// this, and tests it).
+pub(crate) fn gram_block(cols: &[f64], rows: &[f64], dim: usize, out: &mut [f64]) {
+    let nc = cols.len() / dim;
+    let nr = rows.len() / dim;
+    assert!(cols.len() == nc * dim && rows.len() == nr * dim && out.len() == nc * nr);
+    // SAFETY: the slices hold exactly nc×dim, nr×dim and nc×nr elements (checked above);
+    // the strides address A = cols (nc × dim, row-major), B = rowsᵀ (dim × nr) and
+    // C = out (nc × nr, row-major) inside them, and C does not alias A or B.
+    unsafe {
+        matrixmultiply::dgemm(
+            nc,
+            dim,
+            nr,
+            1.0,
+            cols.as_ptr(),
+            dim as isize,
+            1,
+            rows.as_ptr(),
+            1,
+            dim as isize,
+            0.0,
+            out.as_mut_ptr(),
+            nr as isize,
+            1,
+        );
+    }
+}
