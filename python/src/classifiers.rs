@@ -162,9 +162,10 @@ impl ClassifierSpec {
             self.params
         };
         let data = Arc::clone(&bags.data);
-        let model = run(py, n_threads, || params.fit(data.as_ref()))?.map_err(py_err)?;
+        let train = Arc::clone(&data);
+        let model = run(py, n_threads, move || params.fit(train.as_ref()))?.map_err(py_err)?;
         Ok(FittedClassifier {
-            model,
+            model: Arc::new(model),
             train: Some(data),
         })
     }
@@ -182,10 +183,12 @@ pub(crate) fn score_bags<'py>(
     py: Python<'py>,
     bags: &Bags,
     n_threads: usize,
-    score: impl FnOnce(&Dataset) -> mil_toolkit::Result<mil_toolkit::classifier::BagScores> + Send,
+    score: impl FnOnce(&Dataset) -> mil_toolkit::Result<mil_toolkit::classifier::BagScores>
+        + Send
+        + 'static,
 ) -> PyResult<(Bound<'py, PyArray2<f64>>, Vec<usize>)> {
     let data = Arc::clone(&bags.data);
-    let scores = run(py, n_threads, || score(&data))?.map_err(py_err)?;
+    let scores = run(py, n_threads, move || score(&data))?.map_err(py_err)?;
     let n = scores.len();
     let c = scores.n_classes();
     let values: Vec<f64> = (0..n).flat_map(|i| scores.row(i).to_vec()).collect();
@@ -212,7 +215,7 @@ pub(crate) fn host_model(
 /// A fitted classifier and the bags it was fitted on (for export).
 #[pyclass(module = "miltk._native", frozen)]
 pub(crate) struct FittedClassifier {
-    pub(crate) model: ClassifierModel,
+    pub(crate) model: Arc<ClassifierModel>,
     pub(crate) train: Option<Arc<Dataset>>,
 }
 
@@ -227,7 +230,8 @@ impl FittedClassifier {
         bags: &Bags,
         n_threads: usize,
     ) -> PyResult<(Bound<'py, PyArray2<f64>>, Vec<usize>)> {
-        score_bags(py, bags, n_threads, |d| self.model.scores(d))
+        let model = Arc::clone(&self.model);
+        score_bags(py, bags, n_threads, move |d| model.scores(d))
     }
 
     /// Number of classes.
@@ -250,7 +254,7 @@ impl FittedClassifier {
 
     /// The library's saved-model JSON (a `mil-host-model` without projection).
     fn to_json(&self) -> PyResult<String> {
-        serde_json::to_string(&host_model(None, self.model.clone()))
+        serde_json::to_string(&host_model(None, (*self.model).clone()))
             .map_err(|e| json_err("classifier", e))
     }
 
@@ -273,7 +277,7 @@ impl FittedClassifier {
             ));
         }
         Ok(FittedClassifier {
-            model: host.classifier,
+            model: Arc::new(host.classifier),
             train: train.map(|b| Arc::clone(&b.data)),
         })
     }

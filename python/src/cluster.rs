@@ -18,7 +18,7 @@ use crate::parallel::run;
 /// A fitted clustering (M³IC or BAMIC) and the bags it clustered (for export).
 #[pyclass(module = "miltk._native", frozen)]
 pub(crate) struct FittedCluster {
-    model: ClusterModel,
+    model: Arc<ClusterModel>,
     train: Option<Arc<Dataset>>,
 }
 
@@ -29,7 +29,8 @@ impl FittedCluster {
     #[pyo3(signature = (bags, n_threads=0))]
     fn assign(&self, py: Python<'_>, bags: &Bags, n_threads: usize) -> PyResult<Vec<usize>> {
         let data = Arc::clone(&bags.data);
-        run(py, n_threads, || self.model.assign(&data))?.map_err(py_err)
+        let model = Arc::clone(&self.model);
+        run(py, n_threads, move || model.assign(&data))?.map_err(py_err)
     }
 
     /// Feature dimension it expects.
@@ -40,7 +41,7 @@ impl FittedCluster {
 
     /// The library's JSON of the clustering (what `mil cluster -o` saves).
     fn to_json(&self) -> PyResult<String> {
-        serde_json::to_string(&self.model).map_err(|e| json_err("clustering", e))
+        serde_json::to_string(&*self.model).map_err(|e| json_err("clustering", e))
     }
 
     /// The clustered bags kept for export, if any.
@@ -54,7 +55,8 @@ impl FittedCluster {
     /// its input quantisation fitted on the clustered bags, as `mil export` writes it.
     fn export<'py>(&self, py: Python<'py>, format: &str) -> PyResult<Bound<'py, PyBytes>> {
         let encoding = keyword::<mil_core::Encoding>("format", format)?;
-        let ClusterModel::M3ic(m) = &self.model else {
+        let model = Arc::clone(&self.model);
+        if !matches!(*model, ClusterModel::M3ic(_)) {
             return Err(PyValueError::new_err(
                 "BAMIC clusterings (medoid bags) cannot be exported; the core runs M³IC assignment",
             ));
@@ -62,7 +64,10 @@ impl FittedCluster {
         let train = self.train.clone().ok_or_else(|| {
             PyValueError::new_err("the clustering does not keep its bags: refit it to export")
         })?;
-        let exported = run(py, 0, || {
+        let exported = run(py, 0, move || {
+            let ClusterModel::M3ic(m) = &*model else {
+                unreachable!("checked above")
+            };
             m.export(train.as_ref(), export::Export::new(encoding))
         })?
         .map_err(py_err)?;
@@ -91,7 +96,7 @@ impl FittedCluster {
             ));
         }
         Ok(FittedCluster {
-            model,
+            model: Arc::new(model),
             train: train.map(|b| Arc::clone(&b.data)),
         })
     }
@@ -137,10 +142,11 @@ pub(crate) fn m3ic_fit(
     .restarts(restarts)
     .standardize(standardize)
     .normalize(normalize);
-    let fit = run(py, n_threads, || params.fit(data.as_ref()))?.map_err(py_err)?;
+    let train = Arc::clone(&data);
+    let fit = run(py, n_threads, move || params.fit(train.as_ref()))?.map_err(py_err)?;
     Ok((
         FittedCluster {
-            model: ClusterModel::M3ic(fit.model),
+            model: Arc::new(ClusterModel::M3ic(fit.model)),
             train: Some(data),
         },
         fit.assignments,
@@ -163,18 +169,19 @@ pub(crate) fn bamic_fit(
 ) -> PyResult<(FittedCluster, Vec<usize>, f64)> {
     let distance = keyword::<Hausdorff>("distance", distance)?;
     let data = Arc::clone(&bags.data);
-    let fit = run(py, n_threads, || {
+    let train = Arc::clone(&data);
+    let fit = run(py, n_threads, move || {
         bamic::Bamic::default()
             .k(k)
             .seed(seed)
             .distance(distance)
             .restarts(restarts)
-            .fit(data.as_ref())
+            .fit(train.as_ref())
     })?
     .map_err(py_err)?;
     Ok((
         FittedCluster {
-            model: ClusterModel::Bamic(fit.model),
+            model: Arc::new(ClusterModel::Bamic(fit.model)),
             train: Some(data),
         },
         fit.assignments,

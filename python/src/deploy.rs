@@ -49,12 +49,12 @@ pub(crate) fn export_model<'py>(
     }
     let host = host_model(
         projection.map(|p| p.projection.clone()),
-        classifier.model.clone(),
+        (*classifier.model).clone(),
     );
     let options = export::Export::new(encoding)
         .fold_projection(fold_projection)
         .input(input);
-    let exported = run(py, 0, || host.export(train.as_ref(), options))?.map_err(py_err)?;
+    let exported = run(py, 0, move || host.export(train.as_ref(), options))?.map_err(py_err)?;
     Ok(PyBytes::new(py, &exported.bytes))
 }
 

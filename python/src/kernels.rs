@@ -47,7 +47,7 @@ pub(crate) fn log_gram<'py>(
                 })
                 .seed(seed);
             svm.check().map_err(py_err)?;
-            run(py, n_threads, || svm.full_log_gram(&data, &Silent))?.map_err(py_err)?
+            run(py, n_threads, move || svm.full_log_gram(&data, &Silent))?.map_err(py_err)?
         }
         SetKernelName::MiRbf => {
             let svm = SetKernelSvm::default()
@@ -56,9 +56,9 @@ pub(crate) fn log_gram<'py>(
                 })
                 .seed(seed);
             svm.check().map_err(py_err)?;
-            run(py, n_threads, || svm.full_log_gram(&data, &Silent))?.map_err(py_err)?
+            run(py, n_threads, move || svm.full_log_gram(&data, &Silent))?.map_err(py_err)?
         }
-        SetKernelName::Nsk => run(py, n_threads, || {
+        SetKernelName::Nsk => run(py, n_threads, move || {
             let zscore = ZScore::fit(data.as_ref());
             let active = zscore.std.iter().filter(|&&s| s > 0.0).count().max(1);
             let gamma = gamma.unwrap_or(1.0 / active as f64);

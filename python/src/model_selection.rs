@@ -76,8 +76,9 @@ pub(crate) fn cross_validate(
         Some(f) => Folds::Given(f),
         None => Folds::Stratified { k, repeats, seed },
     };
-    let report = run(py, n_threads, || {
-        library_cv(&pipeline, &data, &folds, &Silent)
+    let train = Arc::clone(&data);
+    let report = run(py, n_threads, move || {
+        library_cv(&pipeline, &train, &folds, &Silent)
     })?
     .map_err(py_err)?;
     let mut labels = vec![0; data.n_bags()];

@@ -4,6 +4,8 @@
 //! fix) rayon's global pool.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -46,15 +48,48 @@ fn pool(n_threads: usize) -> PyResult<rayon::ThreadPool> {
         .map_err(|e| PyRuntimeError::new_err(format!("cannot start {n} threads: {e}")))
 }
 
-/// Runs `work` without the GIL on a rayon pool of `n_threads` threads built for it
-/// (0: the default of [`set_num_threads`]).
-pub(crate) fn run<T: Send>(
+/// How often a native call waiting for its work checks for signals (Ctrl-C).
+const SIGNAL_POLL: Duration = Duration::from_millis(100);
+
+/// Runs `work` on a rayon pool of `n_threads` threads built for it (0: the default of
+/// [`set_num_threads`]), on a thread of its own, while this thread waits without the GIL
+/// and checks for signals every [`SIGNAL_POLL`]. A signal whose handler raises (Ctrl-C's
+/// `KeyboardInterrupt`) returns control to Python at once; the abandoned work then runs to
+/// its end on its own threads and its result is dropped (it owns what it reads, hence
+/// `'static`). A panic in the work is a `RuntimeError`.
+pub(crate) fn run<T: Send + 'static>(
     py: Python<'_>,
     n_threads: usize,
-    work: impl FnOnce() -> T + Send,
+    work: impl FnOnce() -> T + Send + 'static,
 ) -> PyResult<T> {
     let pool = pool(n_threads)?;
-    Ok(py.detach(|| pool.install(work)))
+    let (done, result) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("miltk-call".into())
+        .spawn(move || {
+            // The receiver is gone when the caller was interrupted: nothing to report.
+            let _ = done.send(pool.install(work));
+        })
+        .map_err(|e| PyRuntimeError::new_err(format!("cannot start a thread: {e}")))?;
+    let mut result = result;
+    loop {
+        // The receiver goes to the GIL-free closure and comes back (it is `Send`, not
+        // `Sync`).
+        let (back, received) = py.detach(move || {
+            let received = result.recv_timeout(SIGNAL_POLL);
+            (result, received)
+        });
+        result = back;
+        match received {
+            Ok(value) => return Ok(value),
+            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(PyRuntimeError::new_err(
+                    "the native computation panicked (a bug: please report it with the inputs)",
+                ))
+            }
+        }
+    }
 }
 
 /// Sets the threads of the calls that do not name their own (`n_jobs=None`), from 1 to

@@ -46,7 +46,8 @@ impl ProjectionSpec {
     fn fit(&self, py: Python<'_>, bags: &Bags, n_threads: usize) -> PyResult<FittedProjection> {
         let data = Arc::clone(&bags.data);
         let params = self.params;
-        let projection = run(py, n_threads, || params.fit(data.as_ref()))?.map_err(py_err)?;
+        let train = Arc::clone(&data);
+        let projection = run(py, n_threads, move || params.fit(train.as_ref()))?.map_err(py_err)?;
         Ok(FittedProjection {
             projection,
             train: Some(data),

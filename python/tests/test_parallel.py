@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from joblib import parallel_config
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import Pipeline
@@ -53,3 +54,41 @@ def test_n_jobs_under_joblib_processes(musk1):
         miltk.MILR(pooling="mean", ridge=1.0, n_jobs=1), bags, y, cv=folds, n_jobs=2
     )
     assert np.array_equal(serial, both)
+
+
+# Long native calls, each a minute or more of work on musk2, interrupted two seconds in.
+LONG_CALLS = {
+    "gram_matrix": 'miltk.gram_matrix(bags, kernel="kand", epsilon=0.01, delta=1e-12)',
+    "SetKernelSVM.fit": 'miltk.SetKernelSVM(kernel="kand", epsilon=0.01, delta=1e-12).fit(bags, y)',
+    "cross_validate_native": (
+        'miltk.cross_validate_native(miltk.MILR(optimizer="weka"), bags, y, '
+        "cv=miltk.StratifiedBagKFold(10, n_repeats=50, shuffle=True, random_state=1))"
+    ),
+}
+
+
+@pytest.mark.parametrize("call", sorted(LONG_CALLS))
+def test_ctrl_c_returns_control_within_a_second(call):
+    code = (
+        "import os, signal, threading, time\n"
+        "import miltk\n"
+        "bags, y = miltk.load_musk2(return_X_y=True)\n"
+        "sent = []\n"
+        "def interrupt():\n"
+        "    time.sleep(2)\n"
+        "    sent.append(time.monotonic())\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "threading.Thread(target=interrupt, daemon=True).start()\n"
+        "try:\n"
+        f"    {LONG_CALLS[call]}\n"
+        "    print('finished')\n"
+        "except KeyboardInterrupt:\n"
+        "    print(f'interrupted after {time.monotonic() - sent[0]:.3f} s')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    words = out.stdout.split()
+    assert words[:2] == ["interrupted", "after"], out.stdout
+    assert float(words[2]) < 1.0, out.stdout
