@@ -99,6 +99,31 @@ impl Estimate {
         }
     }
 
+    /// Refuses work whose memory exceeds `limit_gib`: an [`crate::Error::Parameter`] on
+    /// `max_memory_gib` naming the work (`what`), its estimated memory and operations and
+    /// what else makes the run smaller (`remedy`, when not empty).
+    pub fn check(self, what: &str, limit_gib: f64, remedy: &str) -> crate::Result<()> {
+        let gib = self.bytes / f64::from(1u32 << 30);
+        if gib <= limit_gib {
+            return Ok(());
+        }
+        let ops = if self.ops > 0.0 {
+            format!(" and {:.0e} operations", self.ops)
+        } else {
+            String::new()
+        };
+        let remedy = if remedy.is_empty() {
+            String::new()
+        } else {
+            format!("{remedy}, or ")
+        };
+        Err(crate::Error::parameter(
+            "max_memory_gib",
+            limit_gib,
+            format!("{what} needs about {gib:.1} GiB{ops}; {remedy}raise the limit to run it"),
+        ))
+    }
+
     /// Two parts held in memory at once, run one after the other.
     #[must_use]
     pub fn and(self, other: Estimate) -> Estimate {
@@ -106,6 +131,24 @@ impl Estimate {
             bytes: self.bytes + other.bytes,
             ops: self.ops + other.ops,
         }
+    }
+}
+
+/// The memory limit runs are checked against unless one is given: half the machine's
+/// physical memory (from `/proc/meminfo` on Linux), or 8 GiB where that is unknown.
+pub fn default_memory_limit_gib() -> f64 {
+    let total_kib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+            line.split_whitespace().nth(1)?.parse::<f64>().ok()
+        });
+    match total_kib {
+        // In tenths of a GiB, so that messages show a short number.
+        Some(kib) if kib > 0.0 => {
+            ((kib / f64::from(1u32 << 20) / 2.0 * 10.0).floor() / 10.0).max(0.5)
+        }
+        _ => 8.0,
     }
 }
 

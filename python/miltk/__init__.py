@@ -10,7 +10,7 @@ Gram matrices, the shipped benchmark sets, the folds of ``mil cv``, and export t
 """
 
 from ._bags import ProjectedBags, bags_from_instances, check_bags
-from ._parallel import get_num_threads, set_num_threads
+from ._parallel import get_max_memory_gib, get_num_threads, set_max_memory_gib, set_num_threads
 from .classifiers import MILR, CitationKNN, MIWrapper, SetKernelSVM, SimpleMI
 from .cluster import BAMIC, M3IC
 from .datasets import (
@@ -62,6 +62,7 @@ __all__ = [
     "cross_validate_native",
     "export",
     "gram_matrix",
+    "get_max_memory_gib",
     "get_num_threads",
     "library_cross_validate",
     "load_corel3",
@@ -73,6 +74,7 @@ __all__ = [
     "load_musk2",
     "load_sival6",
     "load_tiger",
+    "set_max_memory_gib",
     "set_num_threads",
     "stratified_bag_folds",
 ]

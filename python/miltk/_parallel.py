@@ -1,15 +1,17 @@
-"""Threads of the native layer (rayon).
+"""Threads and memory of the native layer.
 
 Every native call that computes in parallel runs on a rayon pool built for that call,
 with the estimator's ``n_jobs`` threads; :func:`set_num_threads` sets the threads of the
-calls made with ``n_jobs=None``.
+calls made with ``n_jobs=None``. Calls whose work grows faster than the data (bag
+distances, Gram matrices, scatter matrices) estimate their memory first and raise
+``MemoryError`` above :func:`set_max_memory_gib`'s limit.
 """
 
 from __future__ import annotations
 
 from . import _native
 
-__all__ = ["set_num_threads", "get_num_threads"]
+__all__ = ["set_num_threads", "get_num_threads", "set_max_memory_gib", "get_max_memory_gib"]
 
 
 def set_num_threads(n: int) -> None:
@@ -43,3 +45,38 @@ def get_num_threads() -> int:
     int
     """
     return _native.num_threads()
+
+
+def set_max_memory_gib(gib: float | None = None) -> None:
+    """Set the memory the native calls may plan to use, in GiB.
+
+    Before any work, ``CitationKNN``, ``SetKernelSVM``, ``BAMIC``, ``M3IC`` and the
+    projections' ``fit``, :func:`gram_matrix` and :func:`cross_validate_native` estimate
+    the memory of what grows beyond the data (bag distances, Gram matrices, scatter
+    matrices: the estimates of ``mil --max-memory-gib``) and raise ``MemoryError``,
+    naming the estimate and what to change, when it exceeds this limit. The interpreter
+    keeps its state: nothing was allocated.
+
+    Parameters
+    ----------
+    gib : float or None, default=None
+        The limit; None is the default, half the machine's memory.
+
+    Raises
+    ------
+    ValueError
+        When ``gib`` is not a positive, finite number.
+    """
+    if gib is not None and (isinstance(gib, bool) or not isinstance(gib, (int, float))):
+        raise ValueError(f"gib must be a positive number or None, got {gib!r}")
+    _native.set_max_memory_gib(None if gib is None else float(gib))
+
+
+def get_max_memory_gib() -> float:
+    """The memory limit of the native calls, in GiB.
+
+    Returns
+    -------
+    float
+    """
+    return _native.get_max_memory_gib()

@@ -14,6 +14,7 @@ use mil_toolkit::data::Dataset;
 use mil_toolkit::distance::Hausdorff;
 use mil_toolkit::kernel::SetKernelName;
 use mil_toolkit::model::{ClassifierModel, HostModel};
+use mil_toolkit::params::Shape;
 use mil_toolkit::projection::LinearProjection;
 use numpy::PyArray2;
 use pyo3::exceptions::PyValueError;
@@ -162,6 +163,7 @@ impl ClassifierSpec {
             self.params
         };
         let data = Arc::clone(&bags.data);
+        crate::memory::check_classifier(params.kind(), Shape::of(&data))?;
         let train = Arc::clone(&data);
         let model = run(py, n_threads, move || params.fit(train.as_ref()))?.map_err(py_err)?;
         Ok(FittedClassifier {

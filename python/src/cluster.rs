@@ -3,10 +3,11 @@
 use std::sync::Arc;
 
 use mil_toolkit::cluster::m3ic::{BalanceMode, M3ic};
-use mil_toolkit::cluster::{bamic, ClusterModel};
+use mil_toolkit::cluster::{bamic, m3ic, ClusterModel};
 use mil_toolkit::data::Dataset;
 use mil_toolkit::distance::Hausdorff;
 use mil_toolkit::export;
+use mil_toolkit::params::Shape;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -142,6 +143,11 @@ pub(crate) fn m3ic_fit(
     .restarts(restarts)
     .standardize(standardize)
     .normalize(normalize);
+    crate::memory::check(
+        &format!("M³IC over {} bags (its cutting planes)", data.n_bags()),
+        m3ic::footprint(Shape::of(&data), k, &params),
+        "use fewer bags",
+    )?;
     let train = Arc::clone(&data);
     let fit = run(py, n_threads, move || params.fit(train.as_ref()))?.map_err(py_err)?;
     Ok((
@@ -169,6 +175,11 @@ pub(crate) fn bamic_fit(
 ) -> PyResult<(FittedCluster, Vec<usize>, f64)> {
     let distance = keyword::<Hausdorff>("distance", distance)?;
     let data = Arc::clone(&bags.data);
+    crate::memory::check(
+        &format!("BAMIC over {} bags (its bag distances)", data.n_bags()),
+        bamic::footprint(Shape::of(&data)),
+        "use fewer bags",
+    )?;
     let train = Arc::clone(&data);
     let fit = run(py, n_threads, move || {
         bamic::Bamic::default()

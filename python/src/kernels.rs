@@ -35,6 +35,11 @@ pub(crate) fn log_gram<'py>(
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let data = Arc::clone(&bags.data);
     let n = data.n_bags();
+    crate::memory::check(
+        &format!("the Gram matrix over {n} bags"),
+        mil_toolkit::classifier::svm::footprint(mil_toolkit::params::Shape::of(&data)),
+        "use fewer bags",
+    )?;
     let ln = match keyword::<SetKernelName>("kernel", kernel)? {
         SetKernelName::Box(kernel) => {
             let svm = SetKernelSvm::default()

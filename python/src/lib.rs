@@ -11,6 +11,7 @@ mod datasets;
 mod deploy;
 mod errors;
 mod kernels;
+mod memory;
 mod model_selection;
 mod parallel;
 mod projections;
@@ -24,6 +25,7 @@ use datasets::load_dataset;
 use deploy::{export_model, CoreModel};
 use errors::keywords;
 use kernels::log_gram;
+use memory::{get_max_memory_gib, set_max_memory_gib};
 use model_selection::{clustering_accuracy, cross_validate, stratified_folds};
 use parallel::{num_cores, num_threads, set_num_threads};
 use projections::{FittedProjection, ProjectionSpec};
@@ -48,6 +50,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(num_cores, m)?)?;
+    m.add_function(wrap_pyfunction!(set_max_memory_gib, m)?)?;
+    m.add_function(wrap_pyfunction!(get_max_memory_gib, m)?)?;
     m.add_function(wrap_pyfunction!(keywords, m)?)?;
     Ok(())
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use mil_toolkit::data::Dataset;
+use mil_toolkit::params::Shape;
 use mil_toolkit::pipeline::{cross_validate as library_cv, Folds, Pipeline};
 use mil_toolkit::progress::Silent;
 use pyo3::exceptions::PyValueError;
@@ -72,6 +73,12 @@ pub(crate) fn cross_validate(
         pipeline = pipeline.projection(p.params);
     }
     let data = Arc::clone(&bags.data);
+    let mut shape = Shape::of(&data);
+    if let Some(p) = projection {
+        crate::memory::check_projection(&data)?;
+        shape.dim = p.params.dim();
+    }
+    crate::memory::check_classifier(classifier.params.kind(), shape)?;
     let folds = match given {
         Some(f) => Folds::Given(f),
         None => Folds::Stratified { k, repeats, seed },

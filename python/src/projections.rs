@@ -45,6 +45,7 @@ impl ProjectionSpec {
     #[pyo3(signature = (bags, n_threads=0))]
     fn fit(&self, py: Python<'_>, bags: &Bags, n_threads: usize) -> PyResult<FittedProjection> {
         let data = Arc::clone(&bags.data);
+        crate::memory::check_projection(&data)?;
         let params = self.params;
         let train = Arc::clone(&data);
         let projection = run(py, n_threads, move || params.fit(train.as_ref()))?.map_err(py_err)?;

@@ -184,3 +184,39 @@ def test_every_clustering_refuses_more_clusters_than_bags(clustering):
     bags, _ = toy()
     with pytest.raises(ValueError, match=f"n_clusters = {len(bags) + 1}"):
         clustering(n_clusters=len(bags) + 1).fit(bags)
+
+
+def test_work_over_the_memory_limit_raises_memory_error_before_it_starts():
+    # 100,000 bags of ten instances: Citation-kNN's bag distances alone need about
+    # 149 GiB. Refused at once, and the interpreter goes on.
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(1_000_000, 2))
+    bags = [x[i : i + 10] for i in range(0, len(x), 10)]
+    y = np.arange(len(bags)) % 2
+    miltk.set_max_memory_gib(8)
+    try:
+        assert miltk.get_max_memory_gib() == 8
+        with pytest.raises(MemoryError, match=r"Citation-kNN over 100000 bags .*GiB"):
+            miltk.CitationKNN().fit(bags, y)
+        with pytest.raises(MemoryError, match="BAMIC over 100000 bags"):
+            miltk.BAMIC().fit(bags)
+        with pytest.raises(MemoryError, match="Gram matrix over 100000 bags"):
+            miltk.gram_matrix(bags, kernel="nsk")
+        with pytest.raises(MemoryError, match="SVM over 100000 bags"):
+            miltk.cross_validate_native(miltk.SetKernelSVM(kernel="nsk"), bags, y, cv=2)
+        # A limit below musk1's needs refuses work that fits by default.
+        musk_bags, musk_y = miltk.load_musk1(return_X_y=True)
+        miltk.set_max_memory_gib(1e-6)
+        with pytest.raises(MemoryError, match="set_max_memory_gib"):
+            miltk.SetKernelSVM().fit(musk_bags, musk_y)
+        with pytest.raises(MemoryError, match="scatter matrices"):
+            miltk.PCA(n_components=2).fit(musk_bags)
+        with pytest.raises(MemoryError, match="M³IC"):
+            miltk.M3IC().fit(musk_bags)
+    finally:
+        miltk.set_max_memory_gib(None)
+    assert miltk.get_max_memory_gib() > 0
+    assert miltk.CitationKNN().fit(musk_bags, musk_y).score(musk_bags, musk_y) > 0.5
+    for bad in (0, -1.0, float("nan"), float("inf"), "8"):
+        with pytest.raises(ValueError, match="gib"):
+            miltk.set_max_memory_gib(bad)  # type: ignore[arg-type]

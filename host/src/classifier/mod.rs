@@ -204,6 +204,30 @@ pub enum ClassifierKind {
     MiWrapper,
 }
 
+impl ClassifierKind {
+    /// The memory and work that grow beyond the data when this classifier is fitted (or
+    /// cross-validated) on data of `shape`, with a description of what holds them;
+    /// `None` for classifiers linear in the data. What `mil cv`/`mil train` and Python
+    /// check before any work.
+    pub fn footprint(
+        self,
+        shape: crate::params::Shape,
+    ) -> Option<(String, crate::params::Estimate)> {
+        let n = shape.bags;
+        match self {
+            ClassifierKind::CitationKnn => Some((
+                format!("Citation-kNN over {n} bags (its bag distances)"),
+                citation_knn::footprint(shape),
+            )),
+            ClassifierKind::Svm => Some((
+                format!("the SVM over {n} bags (its Gram matrices)"),
+                svm::footprint(shape),
+            )),
+            ClassifierKind::Milr | ClassifierKind::SimpleMi | ClassifierKind::MiWrapper => None,
+        }
+    }
+}
+
 mil_core::keywords!(ClassifierKind {
     ClassifierKind::CitationKnn => "citation-knn": "Citation-kNN (Wang & Zucker) on Hausdorff bag distances",
     ClassifierKind::Milr => "milr": "multiple-instance logistic regression (Ray & Craven; Weka's MILR)",

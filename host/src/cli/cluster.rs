@@ -41,7 +41,7 @@ pub fn run(args: &ClusterArgs) -> Result<Report> {
             super::estimate::check_cluster(
                 &format!("M³IC over {} bags (its cutting planes)", data.n_bags()),
                 m3ic::footprint(crate::params::Shape::of(&data), args.k, &params),
-                args.memory.max_memory_gib,
+                args.memory.gib(),
             )?;
             let fit = params.fit(&data)?;
             let best = &fit.runs[fit.best];
@@ -70,7 +70,7 @@ pub fn run(args: &ClusterArgs) -> Result<Report> {
             super::estimate::check_cluster(
                 &format!("BAMIC over {} bags (its bag distances)", data.n_bags()),
                 bamic::footprint(crate::params::Shape::of(&data)),
-                args.memory.max_memory_gib,
+                args.memory.gib(),
             )?;
             let fit = bamic::Bamic::default()
                 .k(args.k)

@@ -32,9 +32,10 @@ pub struct GramArgs {
     /// Keep only bags with at least this many instances.
     #[arg(long)]
     pub min_bag_size: Option<usize>,
-    /// Refuse to start when the matrices are estimated to need more memory than this.
-    #[arg(long, default_value_t = output::DEFAULT_MAX_MEMORY_GIB, value_parser = output::parse_memory_limit)]
-    pub max_memory_gib: f64,
+    /// Refuse to start when the matrices are estimated to need more memory than this (GiB;
+    /// default: half the machine's memory)
+    #[arg(long, value_parser = output::parse_memory_limit)]
+    pub max_memory_gib: Option<f64>,
     /// Keep only bags with at most this many instances.
     #[arg(long)]
     pub max_bag_size: Option<usize>,

@@ -235,12 +235,7 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
     let d = data::load(data_spec)?;
     d.require_labels(2)?;
     let pipeline = pipeline(&args.classifier, &args.projection, args.seed, &args.inner)?;
-    super::estimate::check_pipeline(
-        &args.classifier,
-        &args.projection,
-        &d,
-        args.memory.max_memory_gib,
-    )?;
+    super::estimate::check_pipeline(&args.classifier, &args.projection, &d, args.memory.gib())?;
     let folds = match &args.folds_file {
         Some(path) => Folds::Given(read_folds_file(Path::new(path), &d)?),
         None => Folds::Stratified {

@@ -30,19 +30,9 @@ pub(super) fn check_pipeline(
         )?;
         shape.dim = projection.dim.iter().copied().max().unwrap_or(shape.dim);
     }
-    let (what, own) = match classifier.classifier.unwrap_or(ClassifierKind::CitationKnn) {
-        ClassifierKind::CitationKnn => (
-            format!("Citation-kNN over {} bags (its bag distances)", shape.bags),
-            crate::classifier::citation_knn::footprint(shape),
-        ),
-        ClassifierKind::Svm => (
-            format!("the SVM over {} bags (its Gram matrices)", shape.bags),
-            crate::classifier::svm::footprint(shape),
-        ),
-        // Linear in the data: nothing beyond what is loaded grows with it.
-        ClassifierKind::Milr | ClassifierKind::SimpleMi | ClassifierKind::MiWrapper => {
-            return Ok(())
-        }
+    let kind = classifier.classifier.unwrap_or(ClassifierKind::CitationKnn);
+    let Some((what, own)) = kind.footprint(shape) else {
+        return Ok(());
     };
     check(&what, total.and(own), limit_gib, FEWER_BAGS)
 }

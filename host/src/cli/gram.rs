@@ -82,7 +82,8 @@ pub fn run(args: &GramArgs, progress: &dyn Progress) -> Result<Report> {
     super::output::check_memory(
         "the Gram matrix and its spectra",
         4.0 * 8.0 * n * n,
-        args.max_memory_gib,
+        args.max_memory_gib
+            .unwrap_or_else(crate::params::default_memory_limit_gib),
     )?;
     let start = Instant::now();
     let mut nsk_gamma = None;

@@ -228,9 +228,18 @@ pub struct ProjectionArgs {
 /// The memory a command may plan to use: its estimate is checked before any work.
 #[derive(Args, Debug, Clone)]
 pub struct MemoryLimit {
-    /// Refuse to start when the run is estimated to need more memory than this (GiB).
-    #[arg(long, default_value_t = output::DEFAULT_MAX_MEMORY_GIB, value_parser = output::parse_memory_limit)]
-    pub max_memory_gib: f64,
+    /// Refuse to start when the run is estimated to need more memory than this (GiB;
+    /// default: half the machine's memory)
+    #[arg(long, value_parser = output::parse_memory_limit)]
+    pub max_memory_gib: Option<f64>,
+}
+
+impl MemoryLimit {
+    /// The limit in GiB: the flag's, or half the machine's memory.
+    pub fn gib(&self) -> f64 {
+        self.max_memory_gib
+            .unwrap_or_else(crate::params::default_memory_limit_gib)
+    }
 }
 
 /// `mil cv`.

@@ -198,9 +198,6 @@ pub fn read_compact_model(path: &str) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Memory a command may plan to use unless `--max-memory-gib` raises it.
-pub const DEFAULT_MAX_MEMORY_GIB: f64 = 8.0;
-
 /// `--max-memory-gib`'s parser: a positive, finite number of GiB (NaN, an infinity or
 /// zero would turn the guard off or refuse everything).
 pub fn parse_memory_limit(text: &str) -> std::result::Result<f64, String> {
@@ -220,27 +217,7 @@ pub fn check_memory(what: &str, bytes: f64, limit_gib: f64) -> Result<()> {
 /// [`check_memory`] for an algorithm's [`Estimate`]: the message states its work too
 /// (when counted) and what else makes the run smaller (`remedy`, when not empty).
 pub fn check_estimate(what: &str, estimate: Estimate, limit_gib: f64, remedy: &str) -> Result<()> {
-    let gib = estimate.bytes / f64::from(1u32 << 30);
-    if gib > limit_gib {
-        let ops = if estimate.ops > 0.0 {
-            format!(" and {:.0e} operations", estimate.ops)
-        } else {
-            String::new()
-        };
-        let remedy = if remedy.is_empty() {
-            String::new()
-        } else {
-            format!("{remedy}, or ")
-        };
-        return Err(Error::parameter(
-            "max_memory_gib",
-            limit_gib,
-            format!(
-                "{what} needs about {gib:.1} GiB{ops}; {remedy}raise --max-memory-gib to run it"
-            ),
-        ));
-    }
-    Ok(())
+    estimate.check(what, limit_gib, remedy)
 }
 
 /// Whether the file is a clustering model written by `mil cluster -o` (tagged by its

@@ -38,7 +38,7 @@ pub fn run(args: &SynthArgs) -> Result<Report> {
             super::estimate::check_synth(
                 shape.bags.saturating_mul(shape.bag_size),
                 shape.dims,
-                args.memory.max_memory_gib,
+                args.memory.gib(),
             )?;
             synth::term_counts(shape, args.seed)?
         }
