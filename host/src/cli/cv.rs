@@ -11,6 +11,7 @@ use mil_core::keyword::Keyword;
 use super::{ClassifierArgs, CvArgs, InnerCvArgs, ProjectionArgs, Report};
 use super::{CvMerge, CvMergeArgs};
 use crate::classifier::imbalance::Threshold;
+use crate::classifier::mi_vlad::MiVlad;
 use crate::classifier::mi_wrapper::MiWrapper;
 use crate::classifier::milr::Milr;
 use crate::classifier::simple_mi::SimpleMi;
@@ -115,6 +116,11 @@ pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> St
             "mi-wrapper ({} combination, ridge {})",
             args.combine.unwrap_or_default(),
             ridges(args, MiWrapper::default().ridge)
+        ),
+        kind @ (ClassifierKind::MiVlad | ClassifierKind::MiFv) => format!(
+            "{kind} (codebook {}, ridge {})",
+            args.codebook,
+            ridges(args, MiVlad::default().ridge)
         ),
         ClassifierKind::Svm => match args.kernel {
             SetKernelName::MiRbf => format!(

@@ -2,6 +2,7 @@
 //! own `estimate` functions and checked against `--max-memory-gib` before any work.
 
 use super::{ClassifierArgs, ProjectionArgs};
+use crate::classifier::mi_vlad::{BagEncoding, MiVlad};
 use crate::classifier::ClassifierKind;
 use crate::data::Dataset;
 use crate::error::Result;
@@ -39,6 +40,21 @@ pub(super) fn check_pipeline(
             format!("the SVM over {} bags (its Gram matrices)", shape.bags),
             crate::classifier::svm::footprint(shape),
         ),
+        kind @ (ClassifierKind::MiVlad | ClassifierKind::MiFv) => {
+            let encoding = match kind {
+                ClassifierKind::MiFv => BagEncoding::Fisher,
+                _ => BagEncoding::Vlad,
+            };
+            (
+                format!("{kind} over {} bags (its bag vectors)", shape.bags),
+                crate::classifier::mi_vlad::footprint(
+                    shape,
+                    encoding,
+                    classifier.codebook,
+                    MiVlad::default().max_iter,
+                ),
+            )
+        }
         // Linear in the data: nothing beyond what is loaded grows with it.
         ClassifierKind::Milr | ClassifierKind::SimpleMi | ClassifierKind::MiWrapper => {
             return Ok(())
