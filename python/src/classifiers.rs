@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use mil_core::keyword::Keyword;
 use mil_toolkit::classifier::citation_knn::{CitationKnn, Scaling};
+use mil_toolkit::classifier::mi_vlad::{BagEncoding, MiVlad};
 use mil_toolkit::classifier::mi_wrapper::{Combine, MiWrapper};
 use mil_toolkit::classifier::milr::{Milr, Optimizer, Pooling};
 use mil_toolkit::classifier::simple_mi::{SimpleMi, Summary};
@@ -90,6 +91,25 @@ impl ClassifierSpec {
         let params = MiWrapper::default()
             .combine(keyword::<Combine>("combine", combine)?)
             .ridge(ridge)
+            .class_weight(class_weight.parse().map_err(py_err)?);
+        Self::checked(params.into())
+    }
+
+    /// miVLAD (`encoding` "vlad") or miFV ("fisher").
+    #[staticmethod]
+    #[pyo3(signature = (encoding, codebook, ridge, seed, class_weight="none"))]
+    fn mi_vlad(
+        encoding: &str,
+        codebook: usize,
+        ridge: f64,
+        seed: u64,
+        class_weight: &str,
+    ) -> PyResult<Self> {
+        let params = MiVlad::default()
+            .encoding(keyword::<BagEncoding>("encoding", encoding)?)
+            .codebook(codebook)
+            .ridge(ridge)
+            .seed(seed)
             .class_weight(class_weight.parse().map_err(py_err)?);
         Self::checked(params.into())
     }

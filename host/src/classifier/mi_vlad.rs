@@ -187,14 +187,6 @@ impl Codebook {
         }
     }
 
-    /// Whether it has no entry.
-    pub fn is_empty(&self) -> bool {
-        match self {
-            Codebook::Vlad { centres } => centres.is_empty(),
-            Codebook::Fisher(gmm) => gmm.is_empty(),
-        }
-    }
-
     fn encoding(&self) -> BagEncoding {
         match self {
             Codebook::Vlad { .. } => BagEncoding::Vlad,
