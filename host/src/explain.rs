@@ -34,7 +34,8 @@ pub enum InstanceScore {
     Probability,
     /// M³IC's modified margin max_u w_u·x − mean_v w_v·x (eq. 8).
     Margin,
-    /// An additive share of the decision value (the MI-kernel SVM's g(x)).
+    /// A share of the decision value: the MI-kernel SVM's additive g(x); miVLAD's and
+    /// miFV's w · (the instance's part of the bag vector before its normalisation).
     Contribution,
 }
 
@@ -42,7 +43,7 @@ mil_core::keywords!(InstanceScore {
     InstanceScore::None => "none": "the model defines no per-instance score",
     InstanceScore::Probability => "probability": "MILR's instance probability of the predicted class",
     InstanceScore::Margin => "margin": "M3IC's modified margin max_u w_u.x - mean_v w_v.x (eq. 8)",
-    InstanceScore::Contribution => "contribution": "the instance's additive share of the SVM decision value",
+    InstanceScore::Contribution => "contribution": "the instance's share of the decision value (additive for the MI-kernel SVM; before the bag vector's normalisation for mi-vlad and mi-fv)",
 });
 
 /// A training bag that voted for a Citation-kNN prediction.

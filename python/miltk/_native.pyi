@@ -53,6 +53,10 @@ class ClassifierSpec:
     @staticmethod
     def mi_wrapper(combine: str, ridge: float, class_weight: str = "none") -> ClassifierSpec: ...
     @staticmethod
+    def mi_vlad(
+        encoding: str, codebook: int, ridge: float, seed: int, class_weight: str = "none"
+    ) -> ClassifierSpec: ...
+    @staticmethod
     def svm(
         kernel: str,
         estimator: str,

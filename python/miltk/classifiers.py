@@ -30,7 +30,7 @@ from ._base import (
     renamed,
 )
 
-__all__ = ["CitationKNN", "MILR", "SetKernelSVM"]
+__all__ = ["CitationKNN", "MILR", "MiFV", "MiVLAD", "SetKernelSVM"]
 
 #: ``class_weight``: None, "balanced" or {label: weight}.
 ClassWeight = Union[None, str, Mapping[Any, float]]
@@ -510,6 +510,127 @@ class MIWrapper(_BagClassifier):
         """
         scores, _ = self._scores(X)
         return _normalised(scores)
+
+
+class _CodebookClassifier(_BagClassifier):
+    """miVLAD and miFV: the shared parameters and ``predict_proba``."""
+
+    _encoding = ""
+
+    def __init__(
+        self,
+        n_clusters: int = 1,
+        ridge: float = 1.0,
+        random_state: RandomState = 1,
+        class_weight: ClassWeight = None,
+        n_jobs: Optional[int] = None,
+    ) -> None:
+        self.n_clusters = n_clusters
+        self.ridge = ridge
+        self.random_state = random_state
+        self.class_weight = class_weight
+        self.n_jobs = n_jobs
+
+    def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
+        return _native.ClassifierSpec.mi_vlad(
+            self._encoding,
+            check_positive_int("n_clusters", self.n_clusters),
+            float(self.ridge),
+            estimator_seed(self),
+            _class_weight(self.class_weight, classes),
+        )
+
+    def predict_proba(self, X: BagsLike) -> npt.NDArray[np.float64]:
+        """Bag probabilities.
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+
+        Returns
+        -------
+        ndarray of shape (n_bags, n_classes)
+            For two classes, [1 - p, p] with p the probability of ``classes_[1]``; for
+            more, the one-vs-rest probabilities normalised to sum to 1.
+        """
+        scores, _ = self._scores(X)
+        return _normalised(scores)
+
+
+class MiVLAD(_CodebookClassifier):
+    """miVLAD (Wei, Wu & Zhou 2017): logistic regression on each bag's VLAD vector.
+
+    k-means on the z-scored training instances gives k centres; a bag becomes, centre by
+    centre, the sum of its instances' residuals x - c to their nearest centre, then the
+    signed square root and the l2 normalisation; a ridge logistic regression is fitted on
+    those vectors (one per class against the rest for more than two classes).
+
+    Parameters
+    ----------
+    n_clusters : int, default=1
+        Codebook size: the number of k-means centres, at most the number of training
+        instances.
+    ridge : float, default=1.0
+        Ridge penalty of the logistic regression on the standardised bag vectors.
+    random_state : int, RandomState, Generator or None, default=1
+        Seed of the k-means++ seeding: an int (the ``--seed`` of ``mil``) gives the same
+        model on every fit; None draws a seed from ``numpy.random`` at each fit; a
+        ``RandomState``/``Generator`` gives one draw of its own per fit.
+    class_weight : None, "balanced" or dict, default=None
+        Weight of each class's bags in the likelihood, as :class:`MILR`'s.
+    n_jobs : int or None, default=None
+        Threads of ``fit`` and ``predict``, as :class:`CitationKNN`'s.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The labels, sorted.
+    n_features_in_ : int
+        Features per instance.
+    model_ : object
+        The native fitted model.
+    """
+
+    _encoding = "vlad"
+
+
+class MiFV(_CodebookClassifier):
+    """miFV (Wei, Wu & Zhou 2017): logistic regression on each bag's Fisher vector.
+
+    A diagonal Gaussian mixture is fitted by EM (from k-means) on the z-scored training
+    instances; a bag becomes its improved Fisher vector (the gradients with respect to
+    the means and the standard deviations, Perronnin et al. 2010), then the signed square
+    root and the l2 normalisation; a ridge logistic regression is fitted on those vectors
+    (one per class against the rest for more than two classes).
+
+    Parameters
+    ----------
+    n_clusters : int, default=1
+        Codebook size: the number of Gaussian mixture components, at most the number of
+        training instances.
+    ridge : float, default=1.0
+        Ridge penalty of the logistic regression on the standardised bag vectors.
+    random_state : int, RandomState, Generator or None, default=1
+        Seed of the k-means++ seeding: an int (the ``--seed`` of ``mil``) gives the same
+        model on every fit; None draws a seed from ``numpy.random`` at each fit; a
+        ``RandomState``/``Generator`` gives one draw of its own per fit.
+    class_weight : None, "balanced" or dict, default=None
+        Weight of each class's bags in the likelihood, as :class:`MILR`'s.
+    n_jobs : int or None, default=None
+        Threads of ``fit`` and ``predict``, as :class:`CitationKNN`'s.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The labels, sorted.
+    n_features_in_ : int
+        Features per instance.
+    model_ : object
+        The native fitted model.
+    """
+
+    _encoding = "fisher"
 
 
 class SetKernelSVM(_BagClassifier):

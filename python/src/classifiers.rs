@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use mil_core::keyword::Keyword;
 use mil_toolkit::classifier::citation_knn::{CitationKnn, Scaling};
+use mil_toolkit::classifier::mi_vlad::{BagEncoding, MiVlad};
 use mil_toolkit::classifier::mi_wrapper::{Combine, MiWrapper};
 use mil_toolkit::classifier::milr::{Milr, Optimizer, Pooling};
 use mil_toolkit::classifier::simple_mi::{SimpleMi, Summary};
@@ -95,6 +96,25 @@ impl ClassifierSpec {
         Self::checked(params.into())
     }
 
+    /// miVLAD (`encoding` "vlad") or miFV ("fisher").
+    #[staticmethod]
+    #[pyo3(signature = (encoding, codebook, ridge, seed, class_weight="none"))]
+    fn mi_vlad(
+        encoding: &str,
+        codebook: usize,
+        ridge: f64,
+        seed: u64,
+        class_weight: &str,
+    ) -> PyResult<Self> {
+        let params = MiVlad::default()
+            .encoding(keyword::<BagEncoding>("encoding", encoding)?)
+            .codebook(codebook)
+            .ridge(ridge)
+            .seed(seed)
+            .class_weight(class_weight.parse().map_err(py_err)?);
+        Self::checked(params.into())
+    }
+
     /// The set-kernel SVM.
     #[staticmethod]
     #[pyo3(signature = (kernel, estimator, epsilon, delta, precision, gamma, rho, map, cost, seed, class_weight="none", preprocessing="none"))]
@@ -163,7 +183,7 @@ impl ClassifierSpec {
             self.params
         };
         let data = Arc::clone(&bags.data);
-        crate::memory::check_classifier(params.kind(), Shape::of(&data))?;
+        crate::memory::check_classifier(&params, Shape::of(&data))?;
         let train = Arc::clone(&data);
         let model = run(py, n_threads, move || params.fit(train.as_ref()))?.map_err(py_err)?;
         Ok(FittedClassifier {

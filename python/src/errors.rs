@@ -42,7 +42,7 @@ pub(crate) fn py_err(e: mil_toolkit::Error) -> PyErr {
 fn python_name(name: &str) -> &str {
     match name {
         "dim" => "n_components",
-        "k" => "n_clusters",
+        "k" | "codebook" => "n_clusters",
         "cost" => "C",
         "map" => "kernel_map",
         other => other,

@@ -60,10 +60,10 @@ pub(crate) fn check(what: &str, estimate: Estimate, remedy: &str) -> PyResult<()
 
 /// [`check`] for a classifier fitted (or cross-validated) on `data`.
 pub(crate) fn check_classifier(
-    kind: mil_toolkit::classifier::ClassifierKind,
+    params: &mil_toolkit::classifier::ClassifierParams,
     shape: Shape,
 ) -> PyResult<()> {
-    match kind.footprint(shape) {
+    match params.footprint(shape) {
         Some((what, estimate)) => check(&what, estimate, "use fewer bags"),
         None => Ok(()),
     }

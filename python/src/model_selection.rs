@@ -78,7 +78,7 @@ pub(crate) fn cross_validate(
         crate::memory::check_projection(&data)?;
         shape.dim = p.params.dim();
     }
-    crate::memory::check_classifier(classifier.params.kind(), shape)?;
+    crate::memory::check_classifier(&classifier.params, shape)?;
     let folds = match given {
         Some(f) => Folds::Given(f),
         None => Folds::Stratified { k, repeats, seed },

@@ -27,6 +27,8 @@ ESTIMATORS = {
     "SetKernelSVM": lambda **kw: miltk.SetKernelSVM(kernel="kand", epsilon=0.2, **kw),
     "SimpleMI": lambda **kw: miltk.SimpleMI(ridge=1.0, **kw),
     "MIWrapper": lambda **kw: miltk.MIWrapper(ridge=1.0, **kw),
+    "MiVLAD": lambda **kw: miltk.MiVLAD(n_clusters=2, **kw),
+    "MiFV": lambda **kw: miltk.MiFV(n_clusters=2, **kw),
     "PCA": lambda **kw: miltk.PCA(n_components=3, **kw),
     "LDA": lambda **kw: miltk.LDA(n_components=1, **kw),
     "LFDA": lambda **kw: miltk.LFDA(n_components=3, **kw),
@@ -38,7 +40,9 @@ ESTIMATORS = {
     "M3IC": lambda **kw: miltk.M3IC(n_clusters=2, restarts=2, **kw),
     "BAMIC": lambda **kw: miltk.BAMIC(n_clusters=2, restarts=2, **kw),
 }
-RANDOMISED = ["SetKernelSVM", "MIALM", "MIDR", "M3IC", "BAMIC"]
+# The randomised estimators that still accept the deprecated name seed=.
+SEED_ALIAS = ["SetKernelSVM", "MIALM", "MIDR", "M3IC", "BAMIC"]
+RANDOMISED = SEED_ALIAS + ["MiVLAD", "MiFV"]
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +161,7 @@ def test_random_state_none_varies(small):
     assert len(grams) > 1
 
 
-@pytest.mark.parametrize("name", RANDOMISED)
+@pytest.mark.parametrize("name", SEED_ALIAS)
 def test_seed_is_a_deprecated_alias(name, small):
     train, y, test = small
     with pytest.warns(FutureWarning, match="seed= is deprecated"):

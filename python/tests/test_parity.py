@@ -31,6 +31,8 @@ def python_cv(estimator, bags, y):
 CASES = [
     ("citation-knn", lambda: miltk.CitationKNN(), ["--classifier", "citation-knn"]),
     ("milr", lambda: miltk.MILR(), ["--classifier", "milr"]),
+    ("mi-vlad", lambda: miltk.MiVLAD(n_clusters=2), ["--classifier", "mi-vlad", "--codebook", "2"]),
+    ("mi-fv", lambda: miltk.MiFV(n_clusters=2), ["--classifier", "mi-fv", "--codebook", "2"]),
     (
         "bmida+citation-knn",
         lambda: Pipeline([("bmida", miltk.BMIDA(n_components=10)), ("knn", miltk.CitationKNN())]),

@@ -9,6 +9,8 @@
 //!   SimpleMI).
 //! - [`mi_wrapper`]: MI-Wrapper, logistic regression on the instances, their probabilities
 //!   combined per bag (Weka's MIWrapper).
+//! - [`mi_vlad`]: miVLAD and miFV (Wei, Wu & Zhou 2017), logistic regression on one
+//!   codebook encoding per bag.
 //!
 //! Multi-class data: Citation-kNN votes per class; MILR fits one model per class
 //! (one-vs-rest). The parameters are gathered in [`ClassifierParams`], the fitted models
@@ -16,6 +18,7 @@
 
 pub mod citation_knn;
 pub mod imbalance;
+pub mod mi_vlad;
 pub mod mi_wrapper;
 pub mod milr;
 pub mod simple_mi;
@@ -30,6 +33,7 @@ use crate::explain::Explanation;
 use crate::progress::Progress;
 use citation_knn::CitationKnnModel;
 use citation_knn::Scaling;
+use mi_vlad::MiVladModel;
 use mi_wrapper::MiWrapperModel;
 use milr::MilrModel;
 use simple_mi::SimpleMiModel;
@@ -202,30 +206,10 @@ pub enum ClassifierKind {
     SimpleMi,
     /// MI-Wrapper.
     MiWrapper,
-}
-
-impl ClassifierKind {
-    /// The memory and work that grow beyond the data when this classifier is fitted (or
-    /// cross-validated) on data of `shape`, with a description of what holds them;
-    /// `None` for classifiers linear in the data. What `mil cv`/`mil train` and Python
-    /// check before any work.
-    pub fn footprint(
-        self,
-        shape: crate::params::Shape,
-    ) -> Option<(String, crate::params::Estimate)> {
-        let n = shape.bags;
-        match self {
-            ClassifierKind::CitationKnn => Some((
-                format!("Citation-kNN over {n} bags (its bag distances)"),
-                citation_knn::footprint(shape),
-            )),
-            ClassifierKind::Svm => Some((
-                format!("the SVM over {n} bags (its Gram matrices)"),
-                svm::footprint(shape),
-            )),
-            ClassifierKind::Milr | ClassifierKind::SimpleMi | ClassifierKind::MiWrapper => None,
-        }
-    }
+    /// miVLAD.
+    MiVlad,
+    /// miFV.
+    MiFv,
 }
 
 mil_core::keywords!(ClassifierKind {
@@ -234,6 +218,8 @@ mil_core::keywords!(ClassifierKind {
     ClassifierKind::Svm => "svm": "SVM over bags with a set kernel (GMIL §8)",
     ClassifierKind::SimpleMi => "simple-mi": "logistic regression on one summary vector per bag (Weka's SimpleMI)",
     ClassifierKind::MiWrapper => "mi-wrapper": "logistic regression on the instances, combined per bag (Weka's MIWrapper)",
+    ClassifierKind::MiVlad => "mi-vlad": "logistic regression on each bag's VLAD encoding over k-means centres (Wei et al.'s miVLAD)",
+    ClassifierKind::MiFv => "mi-fv": "logistic regression on each bag's Fisher vector under a Gaussian mixture (Wei et al.'s miFV)",
 });
 
 /// Any classifier's parameters: one variant per algorithm, each a parameters type with
@@ -250,6 +236,8 @@ pub enum ClassifierParams {
     SimpleMi(simple_mi::SimpleMi),
     /// MI-Wrapper.
     MiWrapper(mi_wrapper::MiWrapper),
+    /// miVLAD or miFV (by its encoding).
+    MiVlad(mi_vlad::MiVlad),
 }
 
 impl ClassifierParams {
@@ -261,6 +249,36 @@ impl ClassifierParams {
             ClassifierKind::Svm => svm::SetKernelSvm::default().into(),
             ClassifierKind::SimpleMi => simple_mi::SimpleMi::default().into(),
             ClassifierKind::MiWrapper => mi_wrapper::MiWrapper::default().into(),
+            ClassifierKind::MiVlad => mi_vlad::MiVlad::vlad().into(),
+            ClassifierKind::MiFv => mi_vlad::MiVlad::fisher().into(),
+        }
+    }
+
+    /// The memory and work that grow beyond the data when this classifier is fitted (or
+    /// cross-validated) on data of `shape`, with a description of what holds them;
+    /// `None` for classifiers linear in the data. What `mil cv`/`mil train` and Python
+    /// check before any work.
+    pub fn footprint(
+        &self,
+        shape: crate::params::Shape,
+    ) -> Option<(String, crate::params::Estimate)> {
+        let n = shape.bags;
+        match self {
+            ClassifierParams::CitationKnn(_) => Some((
+                format!("Citation-kNN over {n} bags (its bag distances)"),
+                citation_knn::footprint(shape),
+            )),
+            ClassifierParams::Svm(_) => Some((
+                format!("the SVM over {n} bags (its Gram matrices)"),
+                svm::footprint(shape),
+            )),
+            ClassifierParams::MiVlad(m) => Some((
+                format!("{} over {n} bags (its bag vectors)", self.kind()),
+                mi_vlad::footprint(shape, m.encoding, m.codebook, m.max_iter),
+            )),
+            ClassifierParams::Milr(_)
+            | ClassifierParams::SimpleMi(_)
+            | ClassifierParams::MiWrapper(_) => None,
         }
     }
 
@@ -272,6 +290,10 @@ impl ClassifierParams {
             ClassifierParams::Svm(_) => ClassifierKind::Svm,
             ClassifierParams::SimpleMi(_) => ClassifierKind::SimpleMi,
             ClassifierParams::MiWrapper(_) => ClassifierKind::MiWrapper,
+            ClassifierParams::MiVlad(m) => match m.encoding {
+                mi_vlad::BagEncoding::Vlad => ClassifierKind::MiVlad,
+                mi_vlad::BagEncoding::Fisher => ClassifierKind::MiFv,
+            },
         }
     }
 
@@ -283,6 +305,7 @@ impl ClassifierParams {
             ClassifierParams::Svm(s) => s.check(),
             ClassifierParams::SimpleMi(s) => s.check(),
             ClassifierParams::MiWrapper(m) => m.check(),
+            ClassifierParams::MiVlad(m) => m.check(),
         }
     }
 
@@ -307,16 +330,18 @@ impl ClassifierParams {
             ClassifierParams::Svm(s) => s.class_weight,
             ClassifierParams::SimpleMi(s) => s.class_weight,
             ClassifierParams::MiWrapper(m) => m.class_weight,
+            ClassifierParams::MiVlad(m) => m.class_weight,
         }
     }
 
     /// The ridge an inner CV may choose, for the classifiers that have one (MILR,
-    /// SimpleMI, MI-Wrapper).
+    /// SimpleMI, MI-Wrapper, miVLAD, miFV).
     pub fn ridge(&self) -> Option<f64> {
         match self {
             ClassifierParams::Milr(m) => Some(m.ridge),
             ClassifierParams::SimpleMi(s) => Some(s.ridge),
             ClassifierParams::MiWrapper(m) => Some(m.ridge),
+            ClassifierParams::MiVlad(m) => Some(m.ridge),
             _ => None,
         }
     }
@@ -327,6 +352,7 @@ impl ClassifierParams {
             ClassifierParams::Milr(m) => Some(m.ridge(ridge).into()),
             ClassifierParams::SimpleMi(s) => Some(s.ridge(ridge).into()),
             ClassifierParams::MiWrapper(m) => Some(m.ridge(ridge).into()),
+            ClassifierParams::MiVlad(m) => Some(m.ridge(ridge).into()),
             _ => None,
         }
     }
@@ -393,6 +419,7 @@ impl ClassifierParams {
             ClassifierParams::Svm(s) => s.class_weight(w).into(),
             ClassifierParams::SimpleMi(s) => s.class_weight(w).into(),
             ClassifierParams::MiWrapper(m) => m.class_weight(w).into(),
+            ClassifierParams::MiVlad(m) => m.class_weight(w).into(),
         }
     }
 
@@ -409,6 +436,13 @@ impl ClassifierParams {
             ClassifierParams::SimpleMi(s) => ClassifierModel::SimpleMi(s.fit(data.select(train))?),
             ClassifierParams::MiWrapper(m) => {
                 ClassifierModel::MiWrapper(m.fit(data.select(train))?)
+            }
+            ClassifierParams::MiVlad(m) => {
+                let model = m.fit(data.select(train))?;
+                match m.encoding {
+                    mi_vlad::BagEncoding::Vlad => ClassifierModel::MiVlad(model),
+                    mi_vlad::BagEncoding::Fisher => ClassifierModel::MiFv(model),
+                }
             }
         })
     }
@@ -444,6 +478,12 @@ impl From<mi_wrapper::MiWrapper> for ClassifierParams {
     }
 }
 
+impl From<mi_vlad::MiVlad> for ClassifierParams {
+    fn from(m: mi_vlad::MiVlad) -> Self {
+        ClassifierParams::MiVlad(m)
+    }
+}
+
 /// A fitted classifier, one variant per algorithm.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -458,6 +498,10 @@ pub enum ClassifierModel {
     SimpleMi(SimpleMiModel),
     /// MI-Wrapper.
     MiWrapper(MiWrapperModel),
+    /// miVLAD.
+    MiVlad(MiVladModel),
+    /// miFV.
+    MiFv(MiVladModel),
 }
 
 impl ClassifierModel {
@@ -469,6 +513,8 @@ impl ClassifierModel {
             ClassifierModel::Svm(_) => ClassifierKind::Svm,
             ClassifierModel::SimpleMi(_) => ClassifierKind::SimpleMi,
             ClassifierModel::MiWrapper(_) => ClassifierKind::MiWrapper,
+            ClassifierModel::MiVlad(_) => ClassifierKind::MiVlad,
+            ClassifierModel::MiFv(_) => ClassifierKind::MiFv,
         }
     }
 
@@ -479,6 +525,17 @@ impl ClassifierModel {
             ClassifierModel::Svm(m) => m.validate(),
             ClassifierModel::SimpleMi(m) => m.validate(),
             ClassifierModel::MiWrapper(m) => m.validate(),
+            ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => {
+                m.validate()?;
+                if ClassifierParams::MiVlad(m.params).kind() != self.kind() {
+                    return Err(Error::Model(format!(
+                        "a {} model with the {} encoding",
+                        self.kind(),
+                        m.params.encoding
+                    )));
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -491,6 +548,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::Svm(m) => m.n_classes(),
             ClassifierModel::SimpleMi(m) => m.n_classes(),
             ClassifierModel::MiWrapper(m) => m.n_classes(),
+            ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.n_classes(),
         }
     }
 
@@ -501,6 +559,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::Svm(m) => m.input_dim(),
             ClassifierModel::SimpleMi(m) => m.input_dim(),
             ClassifierModel::MiWrapper(m) => m.input_dim(),
+            ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.input_dim(),
         }
     }
 
@@ -513,6 +572,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::Svm(m) => m.scores(data.select(bags)),
             ClassifierModel::SimpleMi(m) => m.scores(data.select(bags)),
             ClassifierModel::MiWrapper(m) => m.scores(data.select(bags)),
+            ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.scores(data.select(bags)),
         }
     }
 
@@ -525,6 +585,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::Svm(m) => m.explain(data.select(bags)),
             ClassifierModel::SimpleMi(m) => m.explain(data.select(bags)),
             ClassifierModel::MiWrapper(m) => m.explain(data.select(bags)),
+            ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.explain(data.select(bags)),
         }
     }
 }

@@ -30,9 +30,10 @@ pub struct ClassifierArgs {
     /// Hausdorff distance).
     #[arg(long, value_parser = keyword::<Hausdorff>(), default_value_t = CitationKnn::default().hausdorff)]
     pub hausdorff: Hausdorff,
-    /// MILR, SimpleMI, MI-Wrapper: ridge(s) on the standardised coefficients (Weka's -R;
-    /// default 1e-6 for MILR as Weka's MILR, 1e-8 for the others as Weka's Logistic); a
-    /// list is chosen by inner CV, jointly with --dim/--alpha lists.
+    /// MILR, SimpleMI, MI-Wrapper, miVLAD, miFV: ridge(s) on the standardised coefficients
+    /// (Weka's -R; default 1e-6 for MILR as Weka's MILR, 1e-8 for SimpleMI and MI-Wrapper
+    /// as Weka's Logistic, 1 for miVLAD and miFV); a list is chosen by inner CV, jointly
+    /// with --dim/--alpha lists.
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
     pub ridge: Vec<f64>,
     /// MILR: β of the softmax pooling.
@@ -51,6 +52,9 @@ pub struct ClassifierArgs {
     /// arithmetic].
     #[arg(long, value_parser = keyword::<Combine>())]
     pub combine: Option<Combine>,
+    /// miVLAD, miFV: codebook size (k-means centres, or Gaussian mixture components).
+    #[arg(long, default_value_t = MiVlad::default().codebook)]
+    pub codebook: usize,
     /// SVM: the set kernel.
     #[arg(long, value_parser = keyword::<SetKernelName>(), default_value_t = SetKernel::default().name())]
     pub kernel: SetKernelName,
@@ -100,17 +104,21 @@ pub(super) fn parse_threshold(text: &str) -> std::result::Result<Threshold, Stri
 /// `--class-weight`, `--threshold`, `--threshold-metric` — apply to all): a flag set to
 /// another value than its default is refused with any other classifier.
 pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
-    use ClassifierKind::{CitationKnn as K, MiWrapper as W, Milr as M, SimpleMi as I, Svm as S};
+    use ClassifierKind::{
+        CitationKnn as K, MiFv as F, MiVlad as V, MiWrapper as W, Milr as M, SimpleMi as I,
+        Svm as S,
+    };
     &[
         ("references", &[K]),
         ("citers", &[K]),
         ("rank", &[K]),
         ("hausdorff", &[K]),
         ("scaling", &[K, S]),
-        ("ridge", &[M, I, W]),
+        ("ridge", &[M, I, W, V, F]),
         ("beta", &[M]),
         ("pooling", &[M]),
         ("optimizer", &[M]),
+        ("codebook", &[V, F]),
         ("kernel", &[S]),
         ("map", &[S]),
         ("cost", &[S]),
@@ -125,7 +133,7 @@ pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
 
 impl ClassifierArgs {
     /// Each flag of [`APPLIES_TO`] with its value, to compare with the defaults.
-    fn flag_values(&self) -> [(&'static str, String); 18] {
+    fn flag_values(&self) -> [(&'static str, String); 19] {
         let k = &self.set_kernel;
         let some = |v: Option<String>| v.unwrap_or_default();
         let ridges: Vec<String> = self.ridge.iter().map(f64::to_string).collect();
@@ -139,6 +147,7 @@ impl ClassifierArgs {
             ("beta", self.beta.to_string()),
             ("pooling", self.pooling.to_string()),
             ("optimizer", self.optimizer.to_string()),
+            ("codebook", self.codebook.to_string()),
             ("kernel", self.kernel.to_string()),
             ("map", self.map.to_string()),
             ("cost", some(self.cost.map(|v| v.to_string()))),
@@ -235,6 +244,16 @@ impl ClassifierArgs {
             ClassifierKind::MiWrapper => MiWrapper::default()
                 .combine(args.combine.unwrap_or_default())
                 .ridge(ridge.unwrap_or(MiWrapper::default().ridge))
+                .into(),
+            ClassifierKind::MiVlad | ClassifierKind::MiFv => MiVlad::default()
+                .encoding(if kind == ClassifierKind::MiFv {
+                    BagEncoding::Fisher
+                } else {
+                    BagEncoding::Vlad
+                })
+                .codebook(args.codebook)
+                .ridge(ridge.unwrap_or(MiVlad::default().ridge))
+                .seed(seed)
                 .into(),
         }
         .with_class_weight(args.class_weight))

@@ -11,6 +11,7 @@ use mil_core::keyword::Keyword;
 use super::{ClassifierArgs, CvArgs, InnerCvArgs, ProjectionArgs, Report};
 use super::{CvMerge, CvMergeArgs};
 use crate::classifier::imbalance::Threshold;
+use crate::classifier::mi_vlad::MiVlad;
 use crate::classifier::mi_wrapper::MiWrapper;
 use crate::classifier::milr::Milr;
 use crate::classifier::simple_mi::SimpleMi;
@@ -115,6 +116,11 @@ pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> St
             "mi-wrapper ({} combination, ridge {})",
             args.combine.unwrap_or_default(),
             ridges(args, MiWrapper::default().ridge)
+        ),
+        kind @ (ClassifierKind::MiVlad | ClassifierKind::MiFv) => format!(
+            "{kind} (codebook {}, ridge {})",
+            args.codebook,
+            ridges(args, MiVlad::default().ridge)
         ),
         ClassifierKind::Svm => match args.kernel {
             SetKernelName::MiRbf => format!(
@@ -235,7 +241,12 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
     let d = data::load(data_spec)?;
     d.require_labels(2)?;
     let pipeline = pipeline(&args.classifier, &args.projection, args.seed, &args.inner)?;
-    super::estimate::check_pipeline(&args.classifier, &args.projection, &d, args.memory.gib())?;
+    super::estimate::check_pipeline(
+        pipeline.classifier.candidates(),
+        &args.projection,
+        &d,
+        args.memory.gib(),
+    )?;
     let folds = match &args.folds_file {
         Some(path) => Folds::Given(read_folds_file(Path::new(path), &d)?),
         None => Folds::Stratified {

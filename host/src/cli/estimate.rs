@@ -1,8 +1,8 @@
 //! The memory and work of a command, estimated from its input's size by the algorithms'
 //! own `estimate` functions and checked against `--max-memory-gib` before any work.
 
-use super::{ClassifierArgs, ProjectionArgs};
-use crate::classifier::ClassifierKind;
+use super::ProjectionArgs;
+use crate::classifier::ClassifierParams;
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::params::{Estimate, Shape};
@@ -11,9 +11,9 @@ use crate::params::{Estimate, Shape};
 const FEWER_BAGS: &str = "use fewer bags";
 
 /// `mil cv` and `mil train`: the projection (if any) on the raw features, then the
-/// classifier on the projected ones.
+/// classifier (the largest of its grid's candidates) on the projected ones.
 pub(super) fn check_pipeline(
-    classifier: &ClassifierArgs,
+    classifier: &[ClassifierParams],
     projection: &ProjectionArgs,
     data: &Dataset,
     limit_gib: f64,
@@ -30,8 +30,15 @@ pub(super) fn check_pipeline(
         )?;
         shape.dim = projection.dim.iter().copied().max().unwrap_or(shape.dim);
     }
-    let kind = classifier.classifier.unwrap_or(ClassifierKind::CitationKnn);
-    let Some((what, own)) = kind.footprint(shape) else {
+    let mut largest: Option<(String, Estimate)> = None;
+    for candidate in classifier {
+        if let Some((what, own)) = candidate.footprint(shape) {
+            if largest.as_ref().is_none_or(|(_, e)| own.bytes > e.bytes) {
+                largest = Some((what, own));
+            }
+        }
+    }
+    let Some((what, own)) = largest else {
         return Ok(());
     };
     check(&what, total.and(own), limit_gib, FEWER_BAGS)

@@ -20,7 +20,12 @@ pub fn run(args: &TrainArgs, progress: &dyn Progress) -> Result<Report> {
     let d = data::load(&args.data)?;
     d.require_labels(2)?;
     let pipeline = pipeline(&args.classifier, &args.projection, args.seed, &args.inner)?;
-    super::estimate::check_pipeline(&args.classifier, &args.projection, &d, args.memory.gib())?;
+    super::estimate::check_pipeline(
+        pipeline.classifier.candidates(),
+        &args.projection,
+        &d,
+        args.memory.gib(),
+    )?;
     progress.start("training", 1);
     let mut model = pipeline.fit(&d)?;
     progress.finish();

@@ -204,7 +204,10 @@ impl Compact {
                 let raw = model.projection.is_none().then_some(fitted);
                 Ok((Compact { stage, head }, raw))
             }
-            ClassifierModel::SimpleMi(_) | ClassifierModel::MiWrapper(_) => {
+            ClassifierModel::SimpleMi(_)
+            | ClassifierModel::MiWrapper(_)
+            | ClassifierModel::MiVlad(_)
+            | ClassifierModel::MiFv(_) => {
                 Err(Error::Unsupported(format!(
                     "exporting a {} model (the core has no head for it); export milr, citation-knn or a set-kernel svm",
                     model.classifier.kind()

@@ -89,10 +89,12 @@ impl ClassifierGrid {
                     "ridge",
                     list.join(","),
                     format!(
-                        "a list of ridges is chosen by inner CV for {}, {} and {} only",
+                        "a list of ridges is chosen by inner CV for {}, {}, {}, {} and {} only",
                         ClassifierKind::Milr,
                         ClassifierKind::SimpleMi,
-                        ClassifierKind::MiWrapper
+                        ClassifierKind::MiWrapper,
+                        ClassifierKind::MiVlad,
+                        ClassifierKind::MiFv
                     ),
                 ));
             }

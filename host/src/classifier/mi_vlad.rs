@@ -1,0 +1,806 @@
+//! miVLAD and miFV (Wei, Wu & Zhou, "Scalable algorithms for multi-instance learning",
+//! IEEE TNNLS 2017): each bag becomes one fixed-length vector from a codebook learnt on
+//! the training instances, and a linear learner is trained on those vectors.
+//!
+//! Instances are z-scored with the training instances' statistics first.
+//!
+//! - miVLAD ([`BagEncoding::Vlad`]): k-means ([`codebook::kmeans`]) gives k centres c; a
+//!   bag's vector is, centre by centre, Σ (x − c) over its instances x whose nearest
+//!   centre is c (k·d values).
+//! - miFV ([`BagEncoding::Fisher`]): a diagonal-covariance Gaussian mixture of K components
+//!   fitted by EM from the k-means solution ([`codebook::Gmm`]); a bag of n instances
+//!   becomes its improved Fisher vector (Perronnin, Sánchez & Mensink 2010): per
+//!   component k and feature j, (1 / (n √w_k)) Σ γ_k(x) (x_j − μ_kj) / σ_kj and
+//!   (1 / (n √(2 w_k))) Σ γ_k(x) ((x_j − μ_kj)² / σ²_kj − 1) (2·K·d values).
+//!
+//! Both vectors then take the signed square root v ← sign(v) √|v| and the ℓ2
+//! normalisation, as the paper does. The learner is ridge logistic regression — MILR with
+//! one instance per bag ([`crate::classifier::milr`]), on standardised vectors — where
+//! the paper trains a linear SVM: it gives probabilities and multi-class (one-vs-rest)
+//! with the same code as SimpleMI.
+//!
+//! A bag's decision is linear in its normalised vector, not in its instances:
+//! [`BagModel::explain`] scores each instance by w · (its own part of the bag's vector
+//! before the normalisations), [`InstanceScore::Contribution`].
+
+pub mod codebook;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::imbalance::ClassWeight;
+use super::milr::{Milr, MilrModel, Pooling};
+use super::{check_dim, BagModel, BagScores, Classifier};
+use crate::data::{Bag, Bags, Dataset};
+use crate::error::{Error, Result};
+use crate::explain::{Explanation, InstanceScore};
+use crate::params::{check_count, Estimate, Shape};
+use codebook::{Convergence, Gmm};
+
+/// The largest codebook (k centres or K components).
+pub const MAX_CODEBOOK: usize = 10_000;
+
+/// The most k-means (and EM) iterations.
+pub const MAX_ITERATIONS: usize = 100_000;
+
+/// How a bag becomes one vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BagEncoding {
+    /// miVLAD: the sums of the instances' residuals to their nearest k-means centres.
+    #[default]
+    Vlad,
+    /// miFV: the Fisher vector of the bag under a diagonal Gaussian mixture.
+    Fisher,
+}
+
+mil_core::keywords!(BagEncoding {
+    BagEncoding::Vlad => "vlad": "sums of the residuals to the nearest k-means centres (miVLAD)",
+    BagEncoding::Fisher => "fisher": "the Fisher vector under a diagonal Gaussian mixture (miFV)",
+});
+
+impl BagEncoding {
+    /// The length of a bag's vector with a codebook of `k` entries in `dim` features.
+    pub fn width(self, k: usize, dim: usize) -> usize {
+        match self {
+            BagEncoding::Vlad => k * dim,
+            BagEncoding::Fisher => 2 * k * dim,
+        }
+    }
+}
+
+/// miVLAD / miFV hyper-parameters.
+///
+/// ```
+/// use mil_toolkit::classifier::mi_vlad::{BagEncoding, MiVlad};
+/// use mil_toolkit::classifier::{BagModel, Classifier};
+///
+/// let data = mil_toolkit::data::load("musk1")?;
+/// let model = MiVlad::default().encoding(BagEncoding::Fisher).codebook(2).fit(&data)?;
+/// let scores = model.scores(&data)?;
+/// // Probabilities of [negative, positive] per bag.
+/// assert!((scores.row(0).iter().sum::<f64>() - 1.0).abs() < 1e-9);
+/// # Ok::<(), mil_toolkit::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MiVlad {
+    /// miVLAD or miFV.
+    pub encoding: BagEncoding,
+    /// Codebook size: k-means centres (miVLAD) or mixture components (miFV).
+    pub codebook: usize,
+    /// Ridge λ of the logistic regression on the standardised bag vectors.
+    pub ridge: f64,
+    /// Bound on the k-means iterations, and on the EM iterations of miFV.
+    pub max_iter: usize,
+    /// Seed of the k-means++ seeding.
+    pub seed: u64,
+    /// Weight of each bag's likelihood term by its class.
+    #[serde(default, skip_serializing_if = "ClassWeight::is_none")]
+    pub class_weight: ClassWeight,
+}
+
+impl Default for MiVlad {
+    fn default() -> Self {
+        MiVlad {
+            encoding: BagEncoding::Vlad,
+            codebook: 1,
+            ridge: 1.0,
+            max_iter: 100,
+            seed: 1,
+            class_weight: ClassWeight::None,
+        }
+    }
+}
+
+crate::params::setters!(MiVlad {
+    encoding: BagEncoding,
+    codebook: usize,
+    ridge: f64,
+    max_iter: usize,
+    seed: u64,
+    class_weight: ClassWeight,
+});
+
+impl MiVlad {
+    /// miVLAD with its defaults.
+    pub fn vlad() -> Self {
+        MiVlad::default()
+    }
+
+    /// miFV with its defaults.
+    pub fn fisher() -> Self {
+        MiVlad::default().encoding(BagEncoding::Fisher)
+    }
+
+    /// Checks the hyper-parameters alone, before any data is read (codebook and
+    /// iterations within their bounds, ridge finite and ≥ 0, class weights valid).
+    pub fn check(&self) -> Result<()> {
+        check_count("codebook", self.codebook, MAX_CODEBOOK)?;
+        check_count("max_iter", self.max_iter, MAX_ITERATIONS)?;
+        self.logistic().check()
+    }
+
+    /// The logistic regression fitted on the bag vectors.
+    fn logistic(&self) -> Milr {
+        Milr::default()
+            .pooling(Pooling::Mean)
+            .ridge(self.ridge)
+            .class_weight(self.class_weight)
+    }
+}
+
+/// What miVLAD or miFV holds beyond the data: the encoded bags (k·d, or 2·K·d, values
+/// per bag) and the z-scored training instances; k-means and EM visit every instance and
+/// codebook entry once per iteration.
+pub fn footprint(
+    shape: Shape,
+    encoding: BagEncoding,
+    codebook: usize,
+    max_iter: usize,
+) -> Estimate {
+    let width = encoding.width(codebook, shape.dim) as f64;
+    Estimate::values(
+        shape.bags as f64 * width + shape.values(),
+        max_iter as f64 * shape.values() * codebook as f64,
+    )
+}
+
+/// The learnt codebook, in z-scored units.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Codebook {
+    /// miVLAD's k-means centres, row-major k × d.
+    Vlad {
+        /// The centres.
+        centres: Vec<f64>,
+    },
+    /// miFV's Gaussian mixture.
+    Fisher(Gmm),
+}
+
+impl Codebook {
+    /// Number of entries (centres or components).
+    pub fn len(&self, dim: usize) -> usize {
+        match self {
+            Codebook::Vlad { centres } => centres.len() / dim,
+            Codebook::Fisher(gmm) => gmm.len(),
+        }
+    }
+
+    fn encoding(&self) -> BagEncoding {
+        match self {
+            Codebook::Vlad { .. } => BagEncoding::Vlad,
+            Codebook::Fisher(_) => BagEncoding::Fisher,
+        }
+    }
+
+    /// Adds the part of one z-scored instance `x` of a bag of `n` instances to `out`
+    /// (the bag's vector before the normalisations is the sum of its instances' parts).
+    pub fn add_instance(&self, x: &[f64], n: usize, out: &mut [f64]) {
+        let dim = x.len();
+        match self {
+            Codebook::Vlad { centres } => {
+                let c = codebook::nearest(centres, dim, x);
+                let block = &mut out[c * dim..(c + 1) * dim];
+                for ((o, xj), cj) in block.iter_mut().zip(x).zip(&centres[c * dim..]) {
+                    *o += xj - cj;
+                }
+            }
+            Codebook::Fisher(gmm) => {
+                let k = gmm.len();
+                let mut gamma = vec![0.0; k];
+                gmm.posteriors(x, &mut gamma);
+                let (means, vars) = out.split_at_mut(k * dim);
+                for c in 0..k {
+                    let w = gmm.weights[c];
+                    let a = gamma[c] / (n as f64 * w.sqrt());
+                    let b = gamma[c] / (n as f64 * (2.0 * w).sqrt());
+                    for j in 0..dim {
+                        let (mu, var) = (gmm.means[c * dim + j], gmm.variances[c * dim + j]);
+                        let z = (x[j] - mu) / var.sqrt();
+                        means[c * dim + j] += a * z;
+                        vars[c * dim + j] += b * (z * z - 1.0);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Signed square root then ℓ2 normalisation, in place (a zero vector stays zero).
+pub fn normalise(v: &mut [f64]) {
+    for x in v.iter_mut() {
+        *x = x.signum() * x.abs().sqrt();
+    }
+    let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+/// A bag's encoder: the z-score of the training instances and the codebook.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Encoder {
+    /// The training instances' feature means (the z-score's centre).
+    pub mean: Vec<f64>,
+    /// Their standard deviations; a feature of deviation 0 is set to 0.
+    pub sd: Vec<f64>,
+    /// The codebook in z-scored units.
+    pub codebook: Codebook,
+}
+
+impl Encoder {
+    /// Feature dimension of the instances.
+    pub fn dim(&self) -> usize {
+        self.mean.len()
+    }
+
+    /// The length of a bag's vector.
+    pub fn width(&self) -> usize {
+        let dim = self.dim();
+        self.codebook.encoding().width(self.codebook.len(dim), dim)
+    }
+
+    /// The part of one instance of a bag of `n` instances (before the normalisations).
+    pub fn instance_part(&self, x: &[f64], n: usize) -> Vec<f64> {
+        let mut part = vec![0.0; self.width()];
+        self.codebook
+            .add_instance(&zscore(x, &self.mean, &self.sd), n, &mut part);
+        part
+    }
+
+    /// The bag's vector before the normalisations (the sum of its instances' parts).
+    pub fn raw_vector(&self, bag: Bag<'_>) -> Vec<f64> {
+        let mut v = vec![0.0; self.width()];
+        for x in bag.instances() {
+            let z = zscore(x, &self.mean, &self.sd);
+            self.codebook.add_instance(&z, bag.len(), &mut v);
+        }
+        v
+    }
+
+    /// The bag's normalised vector, what the logistic regression reads.
+    pub fn vector(&self, bag: Bag<'_>) -> Vec<f64> {
+        let mut v = self.raw_vector(bag);
+        normalise(&mut v);
+        v
+    }
+
+    /// The bags `bags` of `data` as a data set of one vector per bag (with their labels
+    /// when `labelled`).
+    fn vectors(&self, data: &Dataset, bags: &[usize], labelled: bool) -> Result<Dataset> {
+        let rows: Vec<Vec<f64>> = bags.par_iter().map(|&b| self.vector(data.bag(b))).collect();
+        Dataset::new(
+            data.name(),
+            self.width(),
+            rows.concat(),
+            (0..=bags.len()).collect(),
+            bags.iter().map(|&b| data.bag_id(b).to_string()).collect(),
+            data.labels()
+                .filter(|_| labelled)
+                .map(|l| bags.iter().map(|&b| l[b]).collect()),
+            data.class_names().to_vec(),
+        )
+    }
+}
+
+/// A fitted miVLAD or miFV.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MiVladModel {
+    /// Hyper-parameters.
+    pub params: MiVlad,
+    /// The z-score and the codebook.
+    pub encoder: Encoder,
+    /// How k-means ended.
+    pub kmeans: Convergence,
+    /// How EM ended (miFV).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub em: Option<Convergence>,
+    /// The logistic regression on the normalised bag vectors.
+    pub logistic: MilrModel,
+}
+
+/// The instances' means and standard deviations over the bags `bags`.
+fn instance_statistics(data: &Dataset, bags: &[usize]) -> (Vec<f64>, Vec<f64>) {
+    let dim = data.dim();
+    let (mut sum, mut n) = (vec![0.0; dim], 0usize);
+    for x in bags.iter().flat_map(|&b| data.bag(b).instances()) {
+        sum.iter_mut().zip(x).for_each(|(s, v)| *s += v);
+        n += 1;
+    }
+    let mean: Vec<f64> = sum.iter().map(|s| s / n as f64).collect();
+    let mut sq = vec![0.0; dim];
+    for x in bags.iter().flat_map(|&b| data.bag(b).instances()) {
+        for j in 0..dim {
+            sq[j] += (x[j] - mean[j]) * (x[j] - mean[j]);
+        }
+    }
+    (mean, sq.iter().map(|s| (s / n as f64).sqrt()).collect())
+}
+
+/// `x` z-scored with `mean` and `sd` (a feature of deviation 0 becomes 0).
+fn zscore(x: &[f64], mean: &[f64], sd: &[f64]) -> Vec<f64> {
+    x.iter()
+        .zip(mean.iter().zip(sd))
+        .map(|(v, (m, s))| if *s > 0.0 { (v - m) / s } else { 0.0 })
+        .collect()
+}
+
+impl Classifier for MiVlad {
+    type Model = MiVladModel;
+
+    fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<MiVladModel> {
+        let train = train.into();
+        let (data, train) = (train.dataset(), &*train.indices());
+        self.check()?;
+        data.training_labels(train, 2)?;
+        let n: usize = train.iter().map(|&b| data.bag(b).len()).sum();
+        if self.codebook > n {
+            return Err(Error::parameter(
+                "codebook",
+                self.codebook,
+                format!("must not exceed the {n} training instances"),
+            ));
+        }
+        let dim = data.dim();
+        let (mean, sd) = instance_statistics(data, train);
+        let x: Vec<f64> = train
+            .iter()
+            .flat_map(|&b| data.bag(b).instances())
+            .flat_map(|xi| zscore(xi, &mean, &sd))
+            .collect();
+        let (centres, kmeans) = codebook::kmeans(&x, dim, self.codebook, self.max_iter, self.seed);
+        let (codebook, em) = match self.encoding {
+            BagEncoding::Vlad => (Codebook::Vlad { centres }, None),
+            BagEncoding::Fisher => {
+                let (gmm, em) = Gmm::from_kmeans(&x, dim, &centres).em(&x, self.max_iter);
+                (Codebook::Fisher(gmm), Some(em))
+            }
+        };
+        let encoder = Encoder { mean, sd, codebook };
+        let vectors = encoder.vectors(data, train, true)?;
+        let logistic = self.logistic().fit_weighted(Bags::all(&vectors), None)?;
+        Ok(MiVladModel {
+            params: *self,
+            encoder,
+            kmeans,
+            em,
+            logistic,
+        })
+    }
+}
+
+impl MiVladModel {
+    /// Checks a model read from a file.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |what: String| Err(Error::Model(format!("mi-vlad: {what}")));
+        self.params
+            .check()
+            .map_err(|e| Error::Model(format!("mi-vlad: {e}")))?;
+        self.logistic.validate()?;
+        let e = &self.encoder;
+        let (dim, k) = (e.dim(), self.params.codebook);
+        if dim == 0 || e.sd.len() != dim {
+            return bad(format!("{} means and {} deviations", dim, e.sd.len()));
+        }
+        if e.mean.iter().chain(&e.sd).any(|v| !v.is_finite()) || e.sd.iter().any(|&s| s < 0.0) {
+            return bad("the z-score must be finite with deviations ≥ 0".into());
+        }
+        if e.codebook.encoding() != self.params.encoding {
+            return bad(format!(
+                "a {} codebook for the {} encoding",
+                e.codebook.encoding(),
+                self.params.encoding
+            ));
+        }
+        match &e.codebook {
+            Codebook::Vlad { centres } => {
+                if centres.len() != k * dim || centres.iter().any(|v| !v.is_finite()) {
+                    return bad(format!("{k} finite centres of {dim} features expected"));
+                }
+            }
+            Codebook::Fisher(gmm) => {
+                let sum: f64 = gmm.weights.iter().sum();
+                if gmm.weights.len() != k
+                    || gmm.means.len() != k * dim
+                    || gmm.variances.len() != k * dim
+                    || gmm.means.iter().any(|v| !v.is_finite())
+                    || gmm
+                        .variances
+                        .iter()
+                        .any(|v| !v.is_finite() || *v < codebook::VARIANCE_FLOOR)
+                    || gmm.weights.iter().any(|w| !(w.is_finite() && *w > 0.0))
+                    || (sum - 1.0).abs() > 1e-9
+                {
+                    return bad(format!(
+                        "the mixture must have {k} components of {dim} finite means, variances ≥ {} and positive weights summing to 1",
+                        codebook::VARIANCE_FLOOR
+                    ));
+                }
+            }
+        }
+        if self.logistic.dim != e.width() || self.logistic.params.pooling != Pooling::Mean {
+            return bad(format!(
+                "a logistic regression on {} features with mean pooling expected, not on {}",
+                e.width(),
+                self.logistic.dim
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl BagModel for MiVladModel {
+    fn n_classes(&self) -> usize {
+        self.logistic.n_classes
+    }
+
+    fn input_dim(&self) -> usize {
+        self.encoder.dim()
+    }
+
+    fn scores<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<BagScores> {
+        let bags = bags.into();
+        let (data, bags) = (bags.dataset(), &*bags.indices());
+        check_dim(data, self.input_dim())?;
+        if bags.is_empty() {
+            return Ok(BagScores::new(self.n_classes(), Vec::new()));
+        }
+        self.logistic
+            .scores(&self.encoder.vectors(data, bags, false)?)
+    }
+
+    /// Each instance's w · (its part of the bag's vector before the normalisations),
+    /// under the predicted class's logistic regression (the only one when binary); the
+    /// witness is the largest.
+    fn explain<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<Vec<Explanation>> {
+        let bags = bags.into();
+        let labels = self.scores(bags.clone())?.labels();
+        let data = bags.dataset();
+        Ok(bags
+            .iter()
+            .zip(labels)
+            .map(|(b, label)| {
+                let k = if self.n_classes() == 2 { 0 } else { label };
+                let w = &self.logistic.weights[k][1..];
+                let bag = data.bag(b);
+                let scores = bag
+                    .instances()
+                    .map(|x| {
+                        let part = self.encoder.instance_part(x, bag.len());
+                        part.iter().zip(w).map(|(p, w)| p * w).sum()
+                    })
+                    .collect();
+                Explanation::from_scores(InstanceScore::Contribution, scores)
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{RngExt, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    /// Random bags of 1–6 instances in `dim` features; a positive bag holds at least one
+    /// instance near (3, 3, …), the others sit in a cloud around 0.
+    fn random_set(seed: u64, n_bags: usize, dim: usize) -> Dataset {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let (mut x, mut starts, mut labels) = (Vec::new(), vec![0], Vec::new());
+        for b in 0..n_bags {
+            let len = rng.random_range(1..7);
+            let positive = b % 2 == 0;
+            for i in 0..len {
+                let shift = if positive && i == 0 { 3.0 } else { 0.0 };
+                for _ in 0..dim {
+                    x.push(shift + rng.random_range(-1.0..1.0));
+                }
+            }
+            starts.push(starts.last().unwrap() + len);
+            labels.push(usize::from(positive));
+        }
+        Dataset::new(
+            "r",
+            dim,
+            x,
+            starts,
+            (0..n_bags).map(|b| b.to_string()).collect(),
+            Some(labels),
+            vec!["0".into(), "1".into()],
+        )
+        .unwrap()
+    }
+
+    /// An encoder with the identity z-score.
+    fn identity(dim: usize, codebook: Codebook) -> Encoder {
+        Encoder {
+            mean: vec![0.0; dim],
+            sd: vec![1.0; dim],
+            codebook,
+        }
+    }
+
+    #[test]
+    fn vlad_of_a_small_bag_by_hand() {
+        // Centres (0, 0) and (10, 0); instances (1, 2) and (-1, 1) are nearest the first,
+        // (9, -3) the second.
+        let encoder = identity(
+            2,
+            Codebook::Vlad {
+                centres: vec![0.0, 0.0, 10.0, 0.0],
+            },
+        );
+        let rows = [1.0, 2.0, 9.0, -3.0, -1.0, 1.0];
+        let bag = Bag::from_rows(&rows, 2);
+        let raw = encoder.raw_vector(bag);
+        assert_eq!(raw, vec![0.0, 3.0, -1.0, -3.0]);
+        // sign·√|v| = (0, √3, −1, −√3), of norm √7.
+        let want = [0.0, 3f64.sqrt(), -1.0, -(3f64.sqrt())].map(|v| v / 7f64.sqrt());
+        for (got, want) in encoder.vector(bag).iter().zip(want) {
+            assert!((got - want).abs() < 1e-15, "{got} vs {want}");
+        }
+    }
+
+    /// (1/n) Σ log p(x) of the bag's instances under `gmm`.
+    fn mean_loglik(gmm: &Gmm, rows: &[f64]) -> f64 {
+        let mut g = vec![0.0; gmm.len()];
+        let n = rows.len() / gmm.dim();
+        rows.chunks_exact(gmm.dim())
+            .map(|x| gmm.posteriors(x, &mut g))
+            .sum::<f64>()
+            / n as f64
+    }
+
+    #[test]
+    fn fisher_vector_is_the_scaled_gradient_of_the_log_likelihood() {
+        // G_μ = σ/√w ∂L/∂μ and G_σ = σ/√(2w) ∂L/∂σ, L the bag's mean log-likelihood:
+        // checked against central finite differences on random mixtures and bags.
+        for seed in 0..5 {
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+            let (k, dim, n) = (3, 2, 4);
+            let w: Vec<f64> = (0..k).map(|_| rng.random_range(0.2..1.0)).collect();
+            let total: f64 = w.iter().sum();
+            let gmm = Gmm {
+                weights: w.iter().map(|v| v / total).collect(),
+                means: (0..k * dim).map(|_| rng.random_range(-1.0..1.0)).collect(),
+                variances: (0..k * dim).map(|_| rng.random_range(0.5..2.0)).collect(),
+            };
+            let rows: Vec<f64> = (0..n * dim).map(|_| rng.random_range(-2.0..2.0)).collect();
+            let encoder = identity(dim, Codebook::Fisher(gmm.clone()));
+            let fv = encoder.raw_vector(Bag::from_rows(&rows, dim));
+            let h = 1e-5;
+            for c in 0..k {
+                for j in 0..dim {
+                    let i = c * dim + j;
+                    let sigma = gmm.variances[i].sqrt();
+                    let (mut plus, mut minus) = (gmm.clone(), gmm.clone());
+                    plus.means[i] += h;
+                    minus.means[i] -= h;
+                    let d_mu = (mean_loglik(&plus, &rows) - mean_loglik(&minus, &rows)) / (2.0 * h);
+                    let want = sigma / gmm.weights[c].sqrt() * d_mu;
+                    assert!(
+                        (fv[i] - want).abs() < 1e-7,
+                        "seed {seed} μ[{c},{j}]: {} vs {want}",
+                        fv[i]
+                    );
+                    let (mut plus, mut minus) = (gmm.clone(), gmm.clone());
+                    plus.variances[i] = (sigma + h) * (sigma + h);
+                    minus.variances[i] = (sigma - h) * (sigma - h);
+                    let d_sigma =
+                        (mean_loglik(&plus, &rows) - mean_loglik(&minus, &rows)) / (2.0 * h);
+                    let want = sigma / (2.0 * gmm.weights[c]).sqrt() * d_sigma;
+                    let got = fv[k * dim + i];
+                    assert!(
+                        (got - want).abs() < 1e-7,
+                        "seed {seed} σ[{c},{j}]: {got} vs {want}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn kmeans_finds_separated_groups_and_em_does_not_lower_the_likelihood() {
+        // Three tight groups far apart: k-means++ seeds one centre in each, and the
+        // centres are the groups' means.
+        for seed in 0..10 {
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(100 + seed);
+            let origins = [[0.0, 0.0], [50.0, 0.0], [0.0, 50.0]];
+            let mut x = Vec::new();
+            let mut sums = [[0.0; 2]; 3];
+            for i in 0..30 {
+                let g = i % 3;
+                for j in 0..2 {
+                    let v = origins[g][j] + rng.random_range(-1.0..1.0);
+                    sums[g][j] += v;
+                    x.push(v);
+                }
+            }
+            let (centres, how) = codebook::kmeans(&x, 2, 3, 100, seed);
+            assert_eq!(how.stop, codebook::Stop::Converged);
+            for sum in sums {
+                let mean = [sum[0] / 10.0, sum[1] / 10.0];
+                let hit = centres
+                    .chunks_exact(2)
+                    .any(|c| (c[0] - mean[0]).abs() < 1e-9 && (c[1] - mean[1]).abs() < 1e-9);
+                assert!(hit, "seed {seed}: no centre at {mean:?} in {centres:?}");
+            }
+            let start = Gmm::from_kmeans(&x, 2, &centres);
+            let (fitted, _) = start.clone().em(&x, 50);
+            assert!(mean_loglik(&fitted, &x) >= mean_loglik(&start, &x) - 1e-12);
+        }
+    }
+
+    /// The data set with every bag's instances in reverse order.
+    fn reversed(data: &Dataset) -> Dataset {
+        let mut x = Vec::new();
+        for b in 0..data.n_bags() {
+            let bag = data.bag(b);
+            for i in (0..bag.len()).rev() {
+                x.extend_from_slice(bag.instance(i));
+            }
+        }
+        data.with_features(data.dim(), x).unwrap()
+    }
+
+    #[test]
+    fn instance_order_changes_no_vector_and_no_score() {
+        for seed in 0..4 {
+            let data = random_set(seed, 30, 3);
+            let back = reversed(&data);
+            for params in [MiVlad::vlad().codebook(3), MiVlad::fisher().codebook(2)] {
+                let model = params.seed(seed).fit(&data).unwrap();
+                let (a, b) = (model.scores(&data).unwrap(), model.scores(&back).unwrap());
+                for bag in 0..data.n_bags() {
+                    let (u, v) = (
+                        model.encoder.vector(data.bag(bag)),
+                        model.encoder.vector(back.bag(bag)),
+                    );
+                    // Equal up to the order of each sum.
+                    assert!(u.iter().zip(&v).all(|(p, q)| (p - q).abs() < 1e-12));
+                    assert!((a.row(bag)[1] - b.row(bag)[1]).abs() < 1e-9);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_seed_gives_one_model_whatever_the_thread_count() {
+        let data = random_set(7, 40, 4);
+        for params in [MiVlad::vlad().codebook(4), MiVlad::fisher().codebook(3)] {
+            let fit = |threads: usize| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap()
+                    .install(|| params.seed(11).fit(&data).unwrap())
+            };
+            let one = fit(1);
+            assert_eq!(one, fit(1));
+            assert_eq!(one, fit(3));
+        }
+    }
+
+    #[test]
+    fn separable_bags_are_learned() {
+        // Every instance of a positive bag has its first feature in [0.5, 2.5], of a
+        // negative bag in [−2.5, −0.5]: with one codebook entry, both vectors' first
+        // coordinate is a positive multiple of Σ (x₀ − μ₀) / σ₀, whose sign is the label
+        // when the training mean μ₀ lies in (−0.5, 0.5).
+        for seed in 0..5 {
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+            let (mut x, mut starts, mut labels) = (Vec::new(), vec![0], Vec::new());
+            for b in 0..40 {
+                let len = 2 + b % 3;
+                let centre = if b % 2 == 0 { 1.5 } else { -1.5 };
+                for _ in 0..len {
+                    x.push(centre + rng.random_range(-1.0..1.0));
+                    x.push(rng.random_range(-2.0..2.0));
+                }
+                starts.push(starts.last().unwrap() + len);
+                labels.push(usize::from(b % 2 == 0));
+            }
+            let ids = (0..40).map(|b| b.to_string()).collect();
+            let names = vec!["0".into(), "1".into()];
+            let data = Dataset::new("sep", 2, x, starts, ids, Some(labels.clone()), names).unwrap();
+            let model = MiVlad::vlad().fit(&data).unwrap();
+            assert!(model.encoder.mean[0].abs() < 0.5);
+            for params in [MiVlad::vlad(), MiVlad::fisher()] {
+                let model = params.seed(seed).fit(&data).unwrap();
+                let predicted = model.scores(&data).unwrap().labels();
+                assert_eq!(predicted, labels, "seed {seed} {:?}", params.encoding);
+            }
+        }
+    }
+
+    #[test]
+    fn instance_parts_add_up_to_the_bag_vector() {
+        let data = random_set(3, 20, 3);
+        for params in [MiVlad::vlad().codebook(3), MiVlad::fisher().codebook(2)] {
+            let model = params.fit(&data).unwrap();
+            let w = &model.logistic.weights[0][1..];
+            for (b, e) in model.explain(&data).unwrap().iter().enumerate() {
+                let bag = data.bag(b);
+                let raw = model.encoder.raw_vector(bag);
+                let mut sum = vec![0.0; raw.len()];
+                for x in bag.instances() {
+                    let part = model.encoder.instance_part(x, bag.len());
+                    sum.iter_mut().zip(&part).for_each(|(s, p)| *s += p);
+                }
+                assert!(raw.iter().zip(&sum).all(|(a, b)| (a - b).abs() < 1e-12));
+                let total: f64 = e.instance_scores.iter().sum();
+                let want: f64 = raw.iter().zip(w).map(|(v, w)| v * w).sum();
+                assert!((total - want).abs() < 1e-9 * (1.0 + want.abs()));
+                assert_eq!(e.score_kind, InstanceScore::Contribution);
+            }
+        }
+    }
+
+    #[test]
+    fn bad_parameters_and_too_large_codebooks_are_refused() {
+        let data = random_set(1, 6, 2);
+        let n = data.n_instances();
+        let err = MiVlad::vlad().codebook(n + 1).fit(&data).unwrap_err();
+        assert!(err.to_string().contains("codebook"), "{err}");
+        assert!(MiVlad::fisher().codebook(n).fit(&data).is_ok());
+        for bad in [
+            MiVlad::vlad().codebook(0),
+            MiVlad::vlad().max_iter(0),
+            MiVlad::vlad().ridge(-1.0),
+            MiVlad::fisher().ridge(f64::NAN),
+        ] {
+            assert!(bad.fit(&data).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn damaged_models_are_refused() {
+        let data = random_set(2, 12, 2);
+        for params in [MiVlad::vlad().codebook(2), MiVlad::fisher().codebook(2)] {
+            let model = params.fit(&data).unwrap();
+            assert!(model.validate().is_ok());
+            let mut other = model.clone();
+            other.params.encoding = match params.encoding {
+                BagEncoding::Vlad => BagEncoding::Fisher,
+                BagEncoding::Fisher => BagEncoding::Vlad,
+            };
+            assert!(other.validate().is_err());
+            let mut size = model.clone();
+            size.params.codebook = 3;
+            assert!(size.validate().is_err());
+            let mut sd = model.clone();
+            sd.encoder.sd.pop();
+            assert!(sd.validate().is_err());
+            let mut short = model.clone();
+            short.logistic.weights[0].pop();
+            assert!(short.validate().is_err());
+            let mut bad = model;
+            match &mut bad.encoder.codebook {
+                Codebook::Vlad { centres } => centres[0] = f64::NAN,
+                Codebook::Fisher(gmm) => gmm.variances[0] = 0.0,
+            }
+            assert!(bad.validate().is_err());
+        }
+    }
+}
