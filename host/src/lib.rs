@@ -31,7 +31,7 @@
 //!
 //! Modules, one per paper's algorithm: [`projection`] (PCA, LDA, LFDA/CLFDA, B-MIDA/M-MIDA,
 //! MI-ALM, MIDR), [`classifier`] (Citation-kNN, MILR, set-kernel SVM, SimpleMI,
-//! MI-Wrapper), [`kernel`] (the
+//! MI-Wrapper, miVLAD/miFV), [`kernel`] (the
 //! box-counting Gram matrices, NSK), [`cluster`] (M³IC, BAMIC); [`pipeline`] for
 //! projection → classifier pipelines and nested cross-validation; [`export`] for the
 //! core's compact models; [`progress`] for reports of long work. The `cli` feature
