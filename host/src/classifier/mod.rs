@@ -4,6 +4,8 @@
 //!
 //! - [`citation_knn`]: Citation-kNN (Wang & Zucker 2000), Weka-compatible.
 //! - [`milr`]: multiple-instance logistic regression (Ray & Craven 2005; Weka's MILR).
+//! - [`mi_svm`]: mi-SVM and MI-SVM (Andrews et al. 2002), instance SVMs under the
+//!   standard MI assumption (binary only).
 //! - [`svm`]: SVM over bags with a box-counting or normalised set kernel (Tao et al. 2008).
 //!
 //! Multi-class data: Citation-kNN votes per class; MILR fits one model per class
@@ -12,6 +14,7 @@
 
 pub mod citation_knn;
 pub mod imbalance;
+pub mod mi_svm;
 pub mod milr;
 pub mod svm;
 
@@ -24,6 +27,7 @@ use crate::explain::Explanation;
 use crate::progress::Progress;
 use citation_knn::CitationKnnModel;
 use citation_knn::Scaling;
+use mi_svm::MiSvmModel;
 use milr::MilrModel;
 use svm::SvmModel;
 
@@ -190,12 +194,18 @@ pub enum ClassifierKind {
     Milr,
     /// SVM over bags with a set kernel.
     Svm,
+    /// mi-SVM: an instance SVM with a label for every instance of a positive bag.
+    MiSvm,
+    /// MI-SVM: an instance SVM with one witness per positive bag.
+    MiSvmBag,
 }
 
 mil_core::keywords!(ClassifierKind {
     ClassifierKind::CitationKnn => "citation-knn": "Citation-kNN (Wang & Zucker) on Hausdorff bag distances",
     ClassifierKind::Milr => "milr": "multiple-instance logistic regression (Ray & Craven; Weka's MILR)",
     ClassifierKind::Svm => "svm": "SVM over bags with a set kernel (GMIL §8)",
+    ClassifierKind::MiSvm => "mi-svm": "mi-SVM (Andrews et al. 2002): instance SVM, a label for every instance of a positive bag",
+    ClassifierKind::MiSvmBag => "mi-svm-bag": "MI-SVM (Andrews et al. 2002): instance SVM, one witness instance per positive bag",
 });
 
 /// Any classifier's parameters: one variant per algorithm, each a parameters type with
@@ -208,6 +218,8 @@ pub enum ClassifierParams {
     Milr(milr::Milr),
     /// SVM over bags with a set kernel.
     Svm(svm::SetKernelSvm),
+    /// mi-SVM or MI-SVM (by its heuristic).
+    MiSvm(mi_svm::MiSvm),
 }
 
 impl ClassifierParams {
@@ -217,6 +229,10 @@ impl ClassifierParams {
             ClassifierKind::CitationKnn => citation_knn::CitationKnn::default().into(),
             ClassifierKind::Milr => milr::Milr::default().into(),
             ClassifierKind::Svm => svm::SetKernelSvm::default().into(),
+            ClassifierKind::MiSvm => mi_svm::MiSvm::default().into(),
+            ClassifierKind::MiSvmBag => mi_svm::MiSvm::default()
+                .heuristic(mi_svm::Heuristic::Bag)
+                .into(),
         }
     }
 
@@ -226,6 +242,7 @@ impl ClassifierParams {
             ClassifierParams::CitationKnn(_) => ClassifierKind::CitationKnn,
             ClassifierParams::Milr(_) => ClassifierKind::Milr,
             ClassifierParams::Svm(_) => ClassifierKind::Svm,
+            ClassifierParams::MiSvm(m) => m.heuristic.kind(),
         }
     }
 
@@ -235,6 +252,7 @@ impl ClassifierParams {
             ClassifierParams::CitationKnn(c) => c.check(),
             ClassifierParams::Milr(m) => m.check(),
             ClassifierParams::Svm(s) => s.check(),
+            ClassifierParams::MiSvm(m) => m.check(),
         }
     }
 
@@ -257,6 +275,7 @@ impl ClassifierParams {
             ClassifierParams::CitationKnn(c) => c.class_weight,
             ClassifierParams::Milr(m) => m.class_weight,
             ClassifierParams::Svm(s) => s.class_weight,
+            ClassifierParams::MiSvm(m) => m.class_weight,
         }
     }
 
@@ -336,6 +355,7 @@ impl ClassifierParams {
             ClassifierParams::CitationKnn(c) => c.class_weight(w).into(),
             ClassifierParams::Milr(m) => m.class_weight(w).into(),
             ClassifierParams::Svm(s) => s.class_weight(w).into(),
+            ClassifierParams::MiSvm(m) => m.class_weight(w).into(),
         }
     }
 
@@ -349,6 +369,7 @@ impl ClassifierParams {
             }
             ClassifierParams::Milr(m) => ClassifierModel::Milr(m.fit(data.select(train))?),
             ClassifierParams::Svm(s) => ClassifierModel::Svm(s.fit(data.select(train))?),
+            ClassifierParams::MiSvm(m) => ClassifierModel::MiSvm(m.fit(data.select(train))?),
         })
     }
 }
@@ -362,6 +383,12 @@ impl From<citation_knn::CitationKnn> for ClassifierParams {
 impl From<milr::Milr> for ClassifierParams {
     fn from(m: milr::Milr) -> Self {
         ClassifierParams::Milr(m)
+    }
+}
+
+impl From<mi_svm::MiSvm> for ClassifierParams {
+    fn from(m: mi_svm::MiSvm) -> Self {
+        ClassifierParams::MiSvm(m)
     }
 }
 
@@ -381,6 +408,8 @@ pub enum ClassifierModel {
     Milr(MilrModel),
     /// SVM over bags.
     Svm(SvmModel),
+    /// mi-SVM or MI-SVM.
+    MiSvm(MiSvmModel),
 }
 
 impl ClassifierModel {
@@ -390,6 +419,7 @@ impl ClassifierModel {
             ClassifierModel::CitationKnn(_) => ClassifierKind::CitationKnn,
             ClassifierModel::Milr(_) => ClassifierKind::Milr,
             ClassifierModel::Svm(_) => ClassifierKind::Svm,
+            ClassifierModel::MiSvm(m) => m.params.heuristic.kind(),
         }
     }
 
@@ -398,6 +428,7 @@ impl ClassifierModel {
             ClassifierModel::CitationKnn(m) => m.validate(),
             ClassifierModel::Milr(m) => m.validate(),
             ClassifierModel::Svm(m) => m.validate(),
+            ClassifierModel::MiSvm(m) => m.validate(),
         }
     }
 }
@@ -408,6 +439,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::CitationKnn(m) => m.n_classes(),
             ClassifierModel::Milr(m) => m.n_classes(),
             ClassifierModel::Svm(m) => m.n_classes(),
+            ClassifierModel::MiSvm(m) => m.n_classes(),
         }
     }
 
@@ -416,6 +448,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::CitationKnn(m) => m.input_dim(),
             ClassifierModel::Milr(m) => m.input_dim(),
             ClassifierModel::Svm(m) => m.input_dim(),
+            ClassifierModel::MiSvm(m) => m.input_dim(),
         }
     }
 
@@ -426,6 +459,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::CitationKnn(m) => m.scores(data.select(bags)),
             ClassifierModel::Milr(m) => m.scores(data.select(bags)),
             ClassifierModel::Svm(m) => m.scores(data.select(bags)),
+            ClassifierModel::MiSvm(m) => m.scores(data.select(bags)),
         }
     }
 
@@ -436,6 +470,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::CitationKnn(m) => m.explain(data.select(bags)),
             ClassifierModel::Milr(m) => m.explain(data.select(bags)),
             ClassifierModel::Svm(m) => m.explain(data.select(bags)),
+            ClassifierModel::MiSvm(m) => m.explain(data.select(bags)),
         }
     }
 }

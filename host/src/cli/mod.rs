@@ -10,6 +10,7 @@ use mil_core::Encoding;
 
 use crate::classifier::citation_knn::{CitationKnn, Scaling};
 use crate::classifier::imbalance::{ClassWeight, Threshold, ThresholdMetric};
+use crate::classifier::mi_svm::{InstanceKernel, MiSvm};
 use crate::classifier::milr::{Milr, Optimizer};
 use crate::classifier::svm::{Preprocessing, SetKernel, SetKernelSvm, MI_RBF_COST, MI_RBF_GAMMA};
 use crate::classifier::{ClassifierKind, ClassifierParams};
@@ -210,14 +211,16 @@ pub struct ClassifierArgs {
     /// MILR: the minimiser (`weka` reproduces Weka 3.6's MILR fit and scores).
     #[arg(long, value_parser = keyword::<Optimizer>(), default_value_t = Milr::default().optimizer)]
     pub optimizer: Optimizer,
-    /// SVM: the set kernel.
-    #[arg(long, value_parser = keyword::<SetKernelName>(), default_value_t = SetKernel::default().name())]
-    pub kernel: SetKernelName,
+    /// The kernel. SVM: a set kernel (default `kand`); mi-svm and mi-svm-bag: the
+    /// instance kernel `linear` (default) or `rbf` (with --gamma).
+    #[arg(long, value_parser = keyword::<KernelFlag>())]
+    pub kernel: Option<KernelFlag>,
     /// SVM: empirical kernel map.
     #[arg(long, value_parser = keyword::<EmpiricalMap>(), default_value_t = BagSvmSettings::default().map)]
     pub map: EmpiricalMap,
     /// SVM: misclassification cost C; default 10¹⁰ (the GMIL paper's hard margin), or
-    /// MISMO's 1 with `--kernel mi-rbf`.
+    /// MISMO's 1 with `--kernel mi-rbf`. mi-svm and mi-svm-bag: C of every instance
+    /// (default 1).
     #[arg(long = "cost", allow_negative_numbers = true)]
     pub cost: Option<f64>,
     #[command(flatten)]
@@ -228,6 +231,13 @@ pub struct ClassifierArgs {
     /// citer's vote.
     #[arg(long, value_parser = parse_class_weight, default_value_t = ClassWeight::None)]
     pub class_weight: ClassWeight,
+    /// mi-svm and mi-svm-bag: most rounds of relabelling (instances or witnesses).
+    #[arg(long, default_value_t = MiSvm::default().max_iterations)]
+    pub max_iterations: usize,
+    /// mi-svm and mi-svm-bag: refuse to start when the instance Gram matrix is estimated
+    /// to need more memory than this.
+    #[arg(long, default_value_t = MiSvm::default().max_memory_gib, value_parser = output::parse_memory_limit)]
+    pub max_memory_gib: f64,
     /// Binary decision threshold on the positive score (MILR: the bag probability;
     /// Citation-kNN: the positive share of the votes; SVM: the decision value): `auto`
     /// chooses it on the training bags by an inner CV (--inner-folds) to maximise
@@ -285,15 +295,67 @@ impl ClassifierArgs {
                 .optimizer(args.optimizer)
                 .into(),
             ClassifierKind::Svm => ClassifierParams::from(self.svm_params(seed)?),
+            kind @ (ClassifierKind::MiSvm | ClassifierKind::MiSvmBag) => {
+                ClassifierParams::from(self.mi_svm_params(kind)?)
+            }
         }
         .with_class_weight(args.class_weight))
+    }
+
+    /// The set kernel `--kernel` names (the SVM's default without it).
+    pub fn set_kernel_name(&self) -> Result<SetKernelName> {
+        match self.kernel {
+            None => Ok(SetKernel::default().name()),
+            Some(KernelFlag::Set(k)) => Ok(k),
+            Some(KernelFlag::Instance(k)) => Err(Error::parameter(
+                "--kernel",
+                k,
+                "applies to mi-svm and mi-svm-bag; the SVM takes a set kernel: kand, kandor, kmin, nsk or mi-rbf",
+            )),
+        }
+    }
+
+    /// mi-SVM (`kind` mi-svm) or MI-SVM (mi-svm-bag) as the flags describe it.
+    fn mi_svm_params(&self, kind: ClassifierKind) -> Result<MiSvm> {
+        let kernel =
+            match self.kernel {
+                None => MiSvm::default().kernel,
+                Some(KernelFlag::Instance(k)) => k,
+                Some(KernelFlag::Set(k)) => return Err(Error::parameter(
+                    "--kernel",
+                    k,
+                    "is a set kernel; mi-svm and mi-svm-bag take an instance kernel: linear or rbf",
+                )),
+            };
+        if !matches!(
+            self.scaling,
+            ScalingFlag::Knn(Scaling::Auto | Scaling::Zscore)
+        ) {
+            return Err(Error::parameter(
+                "--scaling",
+                self.scaling,
+                "mi-svm and mi-svm-bag always z-score the features on the training instances (auto or zscore)",
+            ));
+        }
+        let heuristic = match kind {
+            ClassifierKind::MiSvmBag => crate::classifier::mi_svm::Heuristic::Bag,
+            _ => crate::classifier::mi_svm::Heuristic::Instance,
+        };
+        Ok(MiSvm::default()
+            .heuristic(heuristic)
+            .kernel(kernel)
+            .gamma(self.set_kernel.gamma)
+            .cost(self.cost.unwrap_or(MiSvm::default().cost))
+            .max_iterations(self.max_iterations)
+            .max_memory_gib(self.max_memory_gib))
     }
 
     /// The set-kernel SVM the flags describe.
     fn svm_params(&self, seed: u64) -> Result<SetKernelSvm> {
         let args = self;
         let k = &args.set_kernel;
-        let mi = args.kernel == SetKernelName::MiRbf;
+        let set_kernel = args.set_kernel_name()?;
+        let mi = set_kernel == SetKernelName::MiRbf;
         let preprocessing = match args.scaling {
             ScalingFlag::Knn(Scaling::Auto) if mi => Preprocessing::MinMax,
             ScalingFlag::Knn(Scaling::Auto | Scaling::None) => Preprocessing::None,
@@ -308,7 +370,7 @@ impl ClassifierArgs {
                 ))
             }
         };
-        let kernel = match args.kernel {
+        let kernel = match set_kernel {
             SetKernelName::Box(kernel) => SetKernel::Box {
                 kernel,
                 estimator: k.estimator,
@@ -377,6 +439,48 @@ impl mil_core::keyword::Keyword for ScalingFlag {
 }
 
 impl std::fmt::Display for ScalingFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(mil_core::keyword::Keyword::name(*self))
+    }
+}
+
+/// `--kernel`: the SVM's set kernels ([`SetKernelName`]) and mi-SVM's instance kernels
+/// ([`InstanceKernel`]), names taken from those two library enums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelFlag {
+    /// A set kernel (`--classifier svm`).
+    Set(SetKernelName),
+    /// An instance kernel (`--classifier mi-svm`, `mi-svm-bag`).
+    Instance(InstanceKernel),
+}
+
+impl mil_core::keyword::Keyword for KernelFlag {
+    const ALL: &'static [Self] = &[
+        KernelFlag::Set(SetKernelName::Box(mil_core::box_kernel::BoxKernel::And)),
+        KernelFlag::Set(SetKernelName::Box(mil_core::box_kernel::BoxKernel::AndOr)),
+        KernelFlag::Set(SetKernelName::Box(mil_core::box_kernel::BoxKernel::Min)),
+        KernelFlag::Set(SetKernelName::Nsk),
+        KernelFlag::Set(SetKernelName::MiRbf),
+        KernelFlag::Instance(InstanceKernel::Linear),
+        KernelFlag::Instance(InstanceKernel::Rbf),
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            KernelFlag::Set(k) => k.name(),
+            KernelFlag::Instance(k) => k.name(),
+        }
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            KernelFlag::Set(k) => k.help(),
+            KernelFlag::Instance(k) => k.help(),
+        }
+    }
+}
+
+impl std::fmt::Display for KernelFlag {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(mil_core::keyword::Keyword::name(*self))
     }

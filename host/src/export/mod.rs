@@ -1269,6 +1269,10 @@ impl Compact {
                     None,
                 ))
             }
+            ClassifierModel::MiSvm(m) => Err(Error::Unsupported(format!(
+                "exporting {} (the core has no instance-level SVM head); score it on the host with `mil predict`",
+                m.params.heuristic.kind().name()
+            ))),
         }
     }
 }
