@@ -712,13 +712,12 @@ mod tests {
             let reversed: Vec<usize> = (0..data.n_bags()).rev().collect();
             let back = model.scores(data.select(&reversed)).unwrap();
             let explained = model.explain(&data).unwrap();
-            for b in 0..data.n_bags() {
+            for (b, e) in explained.iter().enumerate() {
                 assert_eq!(back.row(data.n_bags() - 1 - b), scores.row(b));
                 let bag: Vec<Vec<f64>> =
                     data.bag(b).instances().rev().map(<[f64]>::to_vec).collect();
                 let flipped = dataset(3, vec![bag], vec![0], 2);
                 assert_eq!(model.scores(&flipped).unwrap().row(0), scores.row(b));
-                let e = &explained[b];
                 assert_eq!(e.score_kind, InstanceScore::Decision);
                 assert_eq!(e.instance_scores[e.witnesses[0]], scores.row(b)[1]);
             }
