@@ -24,7 +24,7 @@ section() { # ELF section
     "$size" -A "$1" | awk -v s="$2" '$1 == s { print $2 }'
 }
 board() {
-    local elf="tests/board/target/$1/release/mil-board-example"
+    local elf="examples/board/target/$1/release/mil-board-example"
     printf 'board example, %s: .text %s B, .rodata %s B, .bss %s B\n' "$1" \
         "$(section "$elf" .text)" "$(section "$elf" .rodata)" "$(section "$elf" .bss)"
 }

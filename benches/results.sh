@@ -18,6 +18,8 @@ cd "$(dirname "$0")/.."
 METHODS='
 citation-knn          | --classifier citation-knn --references 2 --citers 4
 milr-noisy-or         | --classifier milr --pooling noisy-or
+simple-mi             | --classifier simple-mi
+mi-wrapper            | --classifier mi-wrapper
 svm-kand              | --classifier svm --kernel kand
 svm-kandor            | --classifier svm --kernel kandor
 svm-kmin              | --classifier svm --kernel kmin

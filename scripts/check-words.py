@@ -120,6 +120,7 @@ def self_test():
     # The planted text names the words only through these pieces, so that this file
     # reads as what it checks, not as history.
     h, i, w = "#", "issue", "wa" + "ve"
+    se, ta, ro, te = "ses" + "sion", "tar" + "get", "ro" + "und", "te" + "am"
     planted = [
         f"Fixes {h}12.",
         f"The bound ({h}7) holds.",
@@ -132,15 +133,15 @@ def self_test():
         f"the {i}'s check",
         f"the first {w}'s estimator",
         f"after the second {w}",
-        "in this session",
-        "in the previous session",
-        "target met",
-        "targets missed: two",
-        "the target was met",
-        "the last round of work",
-        "this round adds",
-        "the team's notes",
-        "the Team’s architecture notes",
+        f"in this {se}",
+        f"in the previous {se}",
+        f"{ta} met",
+        f"{ta}s missed: two",
+        f"the {ta} was met",
+        f"the last {ro} of work",
+        f"this {ro} adds",
+        f"the {te}'s notes",
+        f"the {te.capitalize()}’s architecture notes",
         "re-measured on a quiet machine",
         "remeasured",
         "unlike last time",

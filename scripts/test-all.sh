@@ -14,7 +14,7 @@ python3 scripts/check-words.py
 
 echo "== prerequisites"
 # tests/firmware.rs builds tests/qemu for the Cortex-M4 and runs it under QEMU, and the
-# board example (tests/board) for the Cortex-M4 and the Cortex-M0.
+# board example (examples/board) for the Cortex-M4 and the Cortex-M0.
 rustup target add thumbv7em-none-eabihf thumbv6m-none-eabi >/dev/null
 # tests/firmware.rs disassembles the firmware to check for the DSP instructions.
 rustup component add llvm-tools >/dev/null

@@ -228,3 +228,42 @@ fn a_saved_milr_whose_numbers_overflow_is_refused() {
     refused(&["predict", m, "musk1"], "non-finite score");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// Every projection, clustering and classifier refuses a size the data cannot support —
+/// more output dimensions than features, more clusters or references than bags — before
+/// any work, with exit 2 naming the flag.
+#[test]
+fn sizes_the_data_cannot_support_are_refused() {
+    for projection in [
+        "pca", "lda", "lfda", "clfda", "bmida", "mmida", "mi-alm", "midr",
+    ] {
+        refused(
+            &[
+                "project",
+                "musk1",
+                "--projection",
+                projection,
+                "--dim",
+                "167",
+            ],
+            "--dim",
+        );
+    }
+    for method in ["m3ic", "bamic-min", "bamic-avg"] {
+        refused(
+            &["cluster", "musk1", "--method", method, "--k", "93"],
+            "--k",
+        );
+    }
+    refused(
+        &[
+            "cv",
+            "musk1",
+            "--classifier",
+            "citation-knn",
+            "--citers",
+            "92",
+        ],
+        "--citers",
+    );
+}

@@ -181,7 +181,7 @@ fn outcomes_are_checked_against_the_data_they_claim() {
 
 #[test]
 fn share_counts_and_tile_sizes_never_size_an_allocation() {
-    let names = vec!["a".to_string(), "b".to_string()];
+    let names = ["a".to_string(), "b".to_string()];
     let tile = |n: usize, first: usize, values: Vec<f64>| GramTile {
         format: "mil-gram-tile".into(),
         version: 2,

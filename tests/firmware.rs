@@ -14,10 +14,10 @@ use std::process::Command;
 
 use mil_core::keyword::Keyword;
 use mil_core::{Encoding, Model};
+use mil_toolkit::classifier::svm::bags::EmpiricalMap;
 use mil_toolkit::export::{
     core_classify, core_svm_decide, export, export_with, Compact, ExportOptions, InputSteps,
 };
-use mil_toolkit::svm::bags::EmpiricalMap;
 
 /// One line of the firmware's report on a bag.
 struct BagLine {
@@ -667,12 +667,12 @@ fn every_encoding_and_citation_knn_run_on_an_emulated_cortex_m4() {
     assert_eq!(agreement[0], musk1.n_bags());
 }
 
-/// The board example's crate (`tests/board`).
+/// The board example's crate (`examples/board`).
 fn board_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/board")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/board")
 }
 
-/// `cargo ARGS` in `tests/board`, with the environment's build overrides removed.
+/// `cargo ARGS` in `examples/board`, with the environment's build overrides removed.
 fn cargo_board(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO"))
         .args(args)

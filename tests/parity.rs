@@ -673,7 +673,7 @@ fn svm_decisions(
 
 #[test]
 fn set_kernel_svm_on_stored_bags() {
-    use mil_toolkit::svm::bags::EmpiricalMap;
+    use mil_toolkit::classifier::svm::bags::EmpiricalMap;
     let [musk1, elephant] = datasets();
     for (data, map) in [
         (&musk1, EmpiricalMap::None),

@@ -747,3 +747,266 @@ fn mutations_keep_enough_inputs_valid() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Merge parts: Gram tiles and cross-validation outcomes
+
+use mil_toolkit::cluster::{bamic, m3ic, ClusterModel};
+use mil_toolkit::kernel::tiles::{compute_tile, merge_tiles, parse_tile, GramTile, TileKernel};
+use mil_toolkit::pipeline::{check_outcomes, summarize, FoldOutcome};
+
+/// The two tiles of a sharded NSK Gram matrix of [`tiny_set`], as `mil gram --shard`
+/// writes them.
+fn tile_seeds() -> Vec<String> {
+    let data = tiny_set();
+    let sizes: Vec<usize> = (0..data.n_bags()).map(|b| data.bag(b).len()).collect();
+    (0..2)
+        .map(|i| {
+            let shard = mil_toolkit::shard::Shard::new(i, 2).unwrap();
+            let tile = compute_tile(
+                TileKernel::Nsk(&data, 0.5),
+                &sizes,
+                shard,
+                "f00d".into(),
+                serde_json::json!({"kernel": "nsk"}),
+                &mil_toolkit::progress::Silent,
+            )
+            .unwrap();
+            serde_json::to_string(&tile).unwrap()
+        })
+        .collect()
+}
+
+fn tile_seeds_cached() -> &'static [String] {
+    static SEEDS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    SEEDS.get_or_init(tile_seeds)
+}
+
+/// A tile's text with its checksum recomputed, as an edit that keeps the checksum
+/// consistent makes it: what only the merge's own checks can refuse.
+fn with_fixed_checksum(text: &str) -> Option<String> {
+    let mut tile: GramTile = serde_json::from_str(text).ok()?;
+    tile.checksum.clear();
+    tile.checksum = mil_toolkit::shard::content_checksum(&tile).ok()?;
+    serde_json::to_string(&tile).ok()
+}
+
+/// A mutated tile (`which` of the two) is refused or merged with the other into a
+/// symmetric matrix over every bag; never a panic.
+fn check_tile(which: usize, text: &str) -> Result<(), TestCaseError> {
+    let seeds = tile_seeds_cached();
+    let other = parse_tile("other.json", &seeds[1 - which]).unwrap();
+    for text in std::iter::once(text.to_string()).chain(with_fixed_checksum(text)) {
+        let Ok(tile) = parse_tile("t.json", &text) else {
+            continue;
+        };
+        let again = serde_json::to_string(&tile).unwrap();
+        prop_assert_eq!(&parse_tile("t.json", &again).unwrap(), &tile);
+        let names = vec!["t.json".to_string(), "other.json".to_string()];
+        if let Ok(gram) = merge_tiles(&[tile, other.clone()], &names) {
+            prop_assert_eq!(gram.ln.len(), gram.n * gram.n);
+            for i in 0..gram.n {
+                for j in 0..gram.n {
+                    let (a, b) = (gram.ln[i * gram.n + j], gram.ln[j * gram.n + i]);
+                    prop_assert!(a.to_bits() == b.to_bits(), "not symmetric at ({i}, {j})");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config(4_000))]
+
+    #[test]
+    fn gram_tile_mutations(which in 0..2usize, e in edits(json_token())) {
+        check_tile(which, &apply(&tile_seeds_cached()[which], &e, is_json_number))?;
+    }
+}
+
+#[test]
+fn the_tile_seeds_round_trip_and_merge_to_the_whole_matrix() {
+    let seeds = tile_seeds_cached();
+    let tiles: Vec<GramTile> = seeds.iter().map(|t| parse_tile("t", t).unwrap()).collect();
+    for (text, tile) in seeds.iter().zip(&tiles) {
+        assert_eq!(&serde_json::to_string(tile).unwrap(), text);
+    }
+    let names = vec!["a".to_string(), "b".to_string()];
+    let merged = merge_tiles(&tiles, &names).unwrap();
+    let whole = mil_toolkit::kernel::nsk::log_nsk_gram(&tiny_set(), 0.5).unwrap();
+    assert_eq!(merged.ln, whole);
+    // A mutation with its checksum recomputed is what the merge itself must refuse.
+    let edited = seeds[0].replacen("\"n\":6", "\"n\":7", 1);
+    assert!(
+        parse_tile("t", &edited).is_err(),
+        "the checksum catches an edit"
+    );
+    let fixed = parse_tile("t", &with_fixed_checksum(&edited).unwrap()).unwrap();
+    assert!(merge_tiles(&[fixed, tiles[1].clone()], &names).is_err());
+}
+
+/// What a `mil cv --shard` part carries into `mil cv merge`: the fold assignments and
+/// the jobs' outcomes.
+type Outcomes = (Vec<(u64, Vec<Vec<usize>>)>, Vec<FoldOutcome>);
+
+/// Reads the `assignments` and `outcomes` of a part's JSON text.
+fn parse_outcomes(text: &str) -> Option<Outcomes> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    Some((
+        serde_json::from_value(v.get("assignments")?.clone()).ok()?,
+        serde_json::from_value(v.get("outcomes")?.clone()).ok()?,
+    ))
+}
+
+fn outcomes_text((assignments, outcomes): &Outcomes) -> String {
+    serde_json::json!({"assignments": assignments, "outcomes": outcomes}).to_string()
+}
+
+/// Two folds of [`tiny_set`] with the scores of each test bag.
+const OUTCOMES: &str = r#"{"assignments":[[7,[[0,4,2],[3,1,5]]]],"outcomes":[{"repeat":0,"fold":0,"scores":{"n_classes":2,"scores":[0.9,0.1,0.2,0.8,0.4,0.6]},"chosen":null},{"repeat":0,"fold":1,"scores":{"n_classes":2,"scores":[0.3,0.7,0.75,0.25,0.1,0.9]},"chosen":null,"threshold":0.5}]}"#;
+
+fn check_outcomes_text(text: &str) -> Result<(), TestCaseError> {
+    let Some(part) = parse_outcomes(text) else {
+        return Ok(());
+    };
+    prop_assert_eq!(&parse_outcomes(&outcomes_text(&part)).unwrap(), &part);
+    let (assignments, outcomes) = &part;
+    let data = tiny_set();
+    if check_outcomes(&data, assignments, outcomes).is_ok() {
+        if let Ok(report) = summarize(&data, assignments, outcomes) {
+            prop_assert!(!(report.accuracy < 0.0 || report.accuracy > 1.0));
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config(4_000))]
+
+    #[test]
+    fn cv_outcome_mutations(e in edits(json_token())) {
+        check_outcomes_text(&apply(OUTCOMES, &e, is_json_number))?;
+    }
+}
+
+#[test]
+fn the_outcome_seed_merges_into_its_report() {
+    let (assignments, outcomes) = parse_outcomes(OUTCOMES).unwrap();
+    let data = tiny_set();
+    check_outcomes(&data, &assignments, &outcomes).unwrap();
+    let report = summarize(&data, &assignments, &outcomes).unwrap();
+    // Fold 0 (bags 0, 4, 2 of classes 0, 1, 0) predicts 0, 1, 1; fold 1 (bags 3, 1, 5
+    // of classes 1, 0, 1) predicts 1, 0, 1: one bag of six wrong.
+    assert_eq!(report.accuracy, 5.0 / 6.0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Cluster models
+
+/// Cluster models of [`tiny_set`] as `mil cluster -o` saves them (M³IC and BAMIC),
+/// without their checksum so that mutations reach the shape checks.
+fn cluster_seeds() -> Vec<String> {
+    let data = tiny_set();
+    let m3 = m3ic::M3ic::default()
+        .k(2)
+        .seed(1)
+        .restarts(2)
+        .fit(&data)
+        .unwrap();
+    let ba = bamic::Bamic::default()
+        .k(2)
+        .seed(1)
+        .distance(mil_toolkit::distance::Hausdorff::Min)
+        .restarts(2)
+        .fit(&data)
+        .unwrap();
+    [ClusterModel::M3ic(m3.model), ClusterModel::Bamic(ba.model)]
+        .iter()
+        .map(|m| {
+            let mut v: serde_json::Value = serde_json::from_str(&m.to_text().unwrap()).unwrap();
+            v.as_object_mut().unwrap().remove("checksum");
+            v.to_string()
+        })
+        .collect()
+}
+
+fn cluster_seeds_cached() -> &'static [String] {
+    static SEEDS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    SEEDS.get_or_init(cluster_seeds)
+}
+
+fn check_cluster_model(text: &str) -> Result<(), TestCaseError> {
+    let Ok(model) = ClusterModel::parse("c.json", text) else {
+        return Ok(());
+    };
+    prop_assert!(
+        !shows_non_finite(&format!("{model:?}")),
+        "accepted a model with a non-finite number"
+    );
+    prop_assert_eq!(
+        &ClusterModel::parse("c.json", &model.to_text().unwrap()).unwrap(),
+        &model
+    );
+    let data = tiny_set();
+    if model.dim() == data.dim() {
+        if let Ok(assigned) = model.assign(&data) {
+            prop_assert_eq!(assigned.len(), data.n_bags());
+        }
+        let _ = model.explain(&data);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(config(4_000))]
+
+    #[test]
+    fn cluster_model_mutations(seed in 0..2usize, e in edits(json_token())) {
+        check_cluster_model(&apply(&cluster_seeds_cached()[seed], &e, is_json_number))?;
+    }
+}
+
+#[test]
+fn the_cluster_seeds_load_and_round_trip() {
+    let data = tiny_set();
+    for text in cluster_seeds_cached() {
+        let model = ClusterModel::parse("c.json", text).unwrap();
+        let saved = model.to_text().unwrap();
+        assert_eq!(ClusterModel::parse("c.json", &saved).unwrap(), model);
+        // The two groups of tiny_set are far apart: every clustering separates them.
+        let a = model.assign(&data).unwrap();
+        assert!(a[0] == a[1] && a[1] == a[2] && a[3] == a[4] && a[4] == a[5] && a[0] != a[3]);
+    }
+}
+
+#[test]
+fn merge_and_cluster_mutations_reach_the_deep_checks() {
+    let tiles = tile_seeds_cached();
+    let other = parse_tile("o", &tiles[1]).unwrap();
+    let names = vec!["t".to_string(), "o".to_string()];
+    let tile = accepted(edits(json_token()), 2000, |e| {
+        with_fixed_checksum(&apply(&tiles[0], e, is_json_number))
+            .and_then(|t| parse_tile("t", &t).ok())
+            .is_some_and(|t| merge_tiles(&[t, other.clone()], &names).is_ok())
+    });
+    let data = tiny_set();
+    let outcomes = accepted(edits(json_token()), 2000, |e| {
+        parse_outcomes(&apply(OUTCOMES, e, is_json_number))
+            .is_some_and(|(a, o)| check_outcomes(&data, &a, &o).is_ok())
+    });
+    let clusters = cluster_seeds_cached();
+    let cluster = accepted((0..2usize, edits(json_token())), 2000, |(s, e)| {
+        ClusterModel::parse("c", &apply(&clusters[*s], e, is_json_number)).is_ok()
+    });
+    for (what, n) in [
+        ("gram tile", tile),
+        ("cv outcomes", outcomes),
+        ("cluster model", cluster),
+    ] {
+        assert!(
+            (50..1900).contains(&n),
+            "{what}: {n} of 2000 mutations accepted"
+        );
+    }
+}

@@ -58,6 +58,10 @@ pub enum Error {
         /// What happened.
         reason: String,
     },
+    /// A model, read from a file or assembled by hand, is internally inconsistent
+    /// (see each model's `validate`).
+    #[error("{0}")]
+    Model(String),
     /// A combination the toolkit does not support (a permanent limit, such as a model
     /// kind the core cannot run).
     #[error("{0} is not supported")]
@@ -65,14 +69,14 @@ pub enum Error {
 }
 
 impl Error {
-    /// The process exit status the CLI contract assigns: 2 for bad arguments or input,
-    /// 1 for any other failure.
+    /// The process exit status the CLI contract assigns: 2 for bad arguments or input
+    /// (including a request the toolkit does not support), 1 for any other failure.
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Parse { .. } | Error::Data { .. } | Error::Parameter { .. } => 2,
             Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => 2,
-            Error::Core(_) => 2,
-            Error::Io { .. } | Error::Numerical { .. } | Error::Unsupported(_) => 1,
+            Error::Core(_) | Error::Model(_) | Error::Unsupported(_) => 2,
+            Error::Io { .. } | Error::Numerical { .. } => 1,
         }
     }
 

@@ -51,12 +51,11 @@ pub mod kernel;
 pub mod model;
 pub(crate) mod numerics;
 pub(crate) mod optim;
-pub(crate) mod params;
+pub mod params;
 pub mod pipeline;
 pub mod progress;
 pub mod projection;
-pub(crate) mod shard;
-pub mod svm;
+pub mod shard;
 
 pub use data::{Bags, Dataset};
 pub use error::{Error, Result};
@@ -72,7 +71,7 @@ pub mod prelude {
     pub use crate::cluster::m3ic::M3ic;
     pub use crate::cluster::ClusterModel;
     pub use crate::data::{Bags, Dataset};
-    pub use crate::error::{Error, Result};
+    pub use crate::error::Error;
     pub use crate::export::{Export, Exported};
     pub use crate::model::HostModel;
     pub use crate::pipeline::{cross_validate, Folds, Pipeline};

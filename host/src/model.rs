@@ -25,6 +25,37 @@ pub const VERSION: u32 = 1;
 /// Bags per progress step when scoring an SVM model.
 const SVM_CHUNK: usize = 8;
 
+/// What a pipeline chose (or was given) in one fit, as `mil cv`/`mil train` report it and
+/// a saved model records it ([`HostModel::chosen`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Chosen {
+    /// The projection's output dimension.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dim: Option<usize>,
+    /// The projection's α.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
+    /// MILR's ridge.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ridge: Option<f64>,
+}
+
+impl std::fmt::Display for Chosen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(d) = self.dim {
+            parts.push(format!("dim {d}"));
+        }
+        if let Some(a) = self.alpha {
+            parts.push(format!("alpha {a}"));
+        }
+        if let Some(r) = self.ridge {
+            parts.push(format!("ridge {r}"));
+        }
+        f.write_str(&parts.join(", "))
+    }
+}
+
 /// A complete saved model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostModel {
@@ -56,7 +87,7 @@ pub struct HostModel {
     /// The grid point an inner CV chose (or the projection settings fitted), when the
     /// pipeline had a grid or a projection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chosen: Option<crate::pipeline::Chosen>,
+    pub chosen: Option<Chosen>,
 }
 
 impl HostModel {
@@ -224,19 +255,25 @@ impl HostModel {
         let model: HostModel = serde_json::from_value(value)
             .map_err(|e| bad(1, "model", format!("malformed model: {e}")))?;
         check_checksum(&model, checksum).map_err(|p| bad(1, "checksum", p))?;
-        model.validate().map_err(|p| bad(1, "model", p))?;
+        model
+            .validate()
+            .map_err(|e| bad(1, "model", e.to_string()))?;
         Ok(model)
     }
 
-    fn validate(&self) -> std::result::Result<(), String> {
+    fn validate(&self) -> Result<()> {
         self.classifier.validate()?;
         if let Some(t) = self.threshold {
             if !t.is_finite() || self.classifier.n_classes() != 2 {
-                return Err("a threshold must be finite and the model binary".into());
+                return Err(Error::Model(
+                    "a threshold must be finite and the model binary".into(),
+                ));
             }
         }
         if self.class_names.len() != self.classifier.n_classes() {
-            return Err("class names do not match the classifier's classes".into());
+            return Err(Error::Model(
+                "class names do not match the classifier's classes".into(),
+            ));
         }
         let inner_dim = match &self.projection {
             Some(p) => {
@@ -246,7 +283,7 @@ impl HostModel {
                     || p.matrix.len() != d * p.output_dim
                     || p.output_dim == 0
                 {
-                    return Err("projection of inconsistent dimensions".into());
+                    return Err(Error::Model("projection of inconsistent dimensions".into()));
                 }
                 if p.mean
                     .iter()
@@ -254,17 +291,17 @@ impl HostModel {
                     .chain(&p.matrix)
                     .any(|v| !v.is_finite())
                 {
-                    return Err("projection holds non-finite values".into());
+                    return Err(Error::Model("projection holds non-finite values".into()));
                 }
                 p.output_dim
             }
             None => self.input_dim,
         };
         if inner_dim != self.classifier.input_dim() {
-            return Err(format!(
+            return Err(Error::Model(format!(
                 "the classifier expects {} features but receives {inner_dim}",
                 self.classifier.input_dim()
-            ));
+            )));
         }
         Ok(())
     }

@@ -67,13 +67,6 @@ pub fn log_sum_exp(v: impl Iterator<Item = f64> + Clone) -> f64 {
 /// 1.5·2⁵²) and ln 2 split in 32 + 53 bits, so x − k·ln2_hi is exact and |r| ≤ 0.35; e^r
 /// by its Taylor series to r¹³/13! (truncation < 0.05 u on that range); 2ᵏ written into
 /// the exponent bits.
-///
-/// ```
-/// use mil_toolkit::numerics::exp_nonpositive;
-/// assert_eq!(exp_nonpositive(0.0), 1.0);
-/// assert!((exp_nonpositive(-1.0) - (-1.0f64).exp()).abs() <= 2.0 * f64::EPSILON * 0.37);
-/// assert_eq!(exp_nonpositive(f64::NEG_INFINITY), 0.0);
-/// ```
 #[inline(always)]
 pub fn exp_nonpositive(x: f64) -> f64 {
     const SHIFT: f64 = 6_755_399_441_055_744.0; // 1.5·2⁵²: x/ln 2 + SHIFT rounds to an integer
@@ -121,15 +114,6 @@ pub fn exp_nonpositive(x: f64) -> f64 {
 /// the last `len mod 4` values in order. The order does not depend on the machine, so the
 /// AVX2 path (taken when the CPU has it) and the portable one give the same bits; with N
 /// values of sum S the rounding of the additions is at most (N/4 + 2)·u·S.
-///
-/// ```
-/// use mil_toolkit::numerics::sum_exp_in_place;
-/// let mut v = [0.0, -1.0, -2.0, -3.0, -4.0];
-/// let exact: f64 = v.iter().map(|x: &f64| x.exp()).sum();
-/// assert!((sum_exp_in_place(&mut v) - exact).abs() < 1e-15);
-/// assert_eq!(v[0], 1.0);
-/// assert_eq!(sum_exp_in_place(&mut []), 0.0);
-/// ```
 pub fn sum_exp_in_place(values: &mut [f64]) -> f64 {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
@@ -202,6 +186,22 @@ pub fn first_argmax(v: &[f64]) -> (usize, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exp_of_a_few_values() {
+        assert_eq!(exp_nonpositive(0.0), 1.0);
+        assert!((exp_nonpositive(-1.0) - (-1.0f64).exp()).abs() <= 2.0 * f64::EPSILON * 0.37);
+        assert_eq!(exp_nonpositive(f64::NEG_INFINITY), 0.0);
+    }
+
+    #[test]
+    fn sum_exp_of_a_few_values() {
+        let mut v = [0.0, -1.0, -2.0, -3.0, -4.0];
+        let exact: f64 = v.iter().map(|x: &f64| x.exp()).sum();
+        assert!((sum_exp_in_place(&mut v) - exact).abs() < 1e-15);
+        assert_eq!(v[0], 1.0);
+        assert_eq!(sum_exp_in_place(&mut []), 0.0);
+    }
 
     #[test]
     fn closed_forms() {

@@ -39,6 +39,12 @@ pub mod limits {
     /// papers' grids end at 10²–10⁴; beyond 10⁶ the objectives are dominated by the
     /// weight alone and the optimisers lose precision.
     pub const MAX_WEIGHT: f64 = 1e6;
+    /// Largest stopping tolerance of M³IC (its ε₁, relative, and ε₂, on a slack of
+    /// margins of at most 1): the paper uses 0.01.
+    pub const MAX_TOLERANCE: f64 = 0.1;
+    /// Largest misclassification cost C of the set-kernel SVM: the GMIL paper's hard
+    /// margin, 10¹⁰, its default.
+    pub const MAX_SVM_COST: f64 = 1e10;
 }
 
 /// Checks `0 ≤ value ≤ MAX_WEIGHT` (or `0 < value` when `positive`), naming `name`.
@@ -69,5 +75,63 @@ pub fn check_count(name: &str, value: usize, max: usize) -> crate::Result<()> {
             value,
             format!("must be between 1 and {max}"),
         ))
+    }
+}
+
+/// What a run will need, estimated from the sizes of its input before any work: the
+/// peak memory of the matrices it holds at once and a rough count of arithmetic
+/// operations. Each algorithm family has a `footprint` function next to it; the command
+/// line refuses a run whose memory exceeds `--max-memory-gib`.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Estimate {
+    /// Peak bytes.
+    pub bytes: f64,
+    /// Arithmetic operations, to an order of magnitude.
+    pub ops: f64,
+}
+
+impl Estimate {
+    /// The memory of `values` numbers of 8 bytes and the operations that fill them.
+    pub fn values(values: f64, ops: f64) -> Estimate {
+        Estimate {
+            bytes: 8.0 * values,
+            ops,
+        }
+    }
+
+    /// Two parts held in memory at once, run one after the other.
+    #[must_use]
+    pub fn and(self, other: Estimate) -> Estimate {
+        Estimate {
+            bytes: self.bytes + other.bytes,
+            ops: self.ops + other.ops,
+        }
+    }
+}
+
+/// The sizes an [`Estimate`] is computed from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// Bags.
+    pub bags: usize,
+    /// Instances of all bags.
+    pub instances: usize,
+    /// Features per instance.
+    pub dim: usize,
+}
+
+impl Shape {
+    /// The shape of a data set.
+    pub fn of(data: &crate::Dataset) -> Shape {
+        Shape {
+            bags: data.n_bags(),
+            instances: data.n_instances(),
+            dim: data.dim(),
+        }
+    }
+
+    /// The numbers of the data set itself.
+    pub fn values(&self) -> f64 {
+        self.instances as f64 * self.dim as f64
     }
 }

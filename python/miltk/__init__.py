@@ -2,15 +2,16 @@
 
 Bags are lists of 2-D arrays (instances x features), labels one per bag. The
 estimators wrap the Rust library ``mil-toolkit``: classifiers (:class:`CitationKNN`,
-:class:`MILR`, :class:`SetKernelSVM`), projections (:class:`BMIDA`, :class:`MIALM`, ...)
-whose ``transform`` returns projected bags for a ``Pipeline``, bag clustering
-(:class:`M3IC`, :class:`BAMIC`), set-kernel Gram matrices, the shipped benchmark sets,
-the folds of ``mil cv``, and export to the ``no_std`` core (:mod:`miltk.deploy`).
+:class:`MILR`, :class:`SetKernelSVM`, :class:`SimpleMI`, :class:`MIWrapper`),
+projections (:class:`BMIDA`, :class:`MIALM`, ...) whose ``transform`` returns projected
+bags for a ``Pipeline``, bag clustering (:class:`M3IC`, :class:`BAMIC`), set-kernel
+Gram matrices, the shipped benchmark sets, the folds of ``mil cv``, and export to the
+``no_std`` core (:mod:`miltk.deploy`).
 """
 
 from ._bags import ProjectedBags, bags_from_instances, check_bags
 from ._parallel import get_num_threads, set_num_threads
-from .classifiers import MILR, CitationKNN, SetKernelSVM
+from .classifiers import MILR, CitationKNN, MIWrapper, SetKernelSVM, SimpleMI
 from .cluster import BAMIC, M3IC
 from .datasets import (
     load_corel3,
@@ -48,10 +49,12 @@ __all__ = [
     "MIALM",
     "MIDR",
     "MILR",
+    "MIWrapper",
     "MMIDA",
     "PCA",
     "ProjectedBags",
     "SetKernelSVM",
+    "SimpleMI",
     "StratifiedBagKFold",
     "bags_from_instances",
     "check_bags",

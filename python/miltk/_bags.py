@@ -183,6 +183,14 @@ def check_labels(y: npt.ArrayLike, n_bags: int) -> tuple[npt.NDArray[Any], list[
     if y.dtype.kind == "f" and not np.isfinite(y).all():
         b = int(np.argwhere(~np.isfinite(y))[0][0])
         raise ValueError(f"y[{b}] is {y[b]}: labels must be finite")
+    if y.dtype.kind == "f":
+        fractional = np.flatnonzero(y != np.round(y))
+        if fractional.size:
+            b = int(fractional[0])
+            raise ValueError(
+                f"y[{b}] is {y[b]}: labels are classes; a continuous target is "
+                "regression, which these classifiers do not do"
+            )
     classes, indices = np.unique(y, return_inverse=True)
     return classes, indices.ravel().tolist()
 

@@ -49,6 +49,10 @@ class ClassifierSpec:
         pooling: str, ridge: float, beta: float, optimizer: str, class_weight: str = "none"
     ) -> ClassifierSpec: ...
     @staticmethod
+    def simple_mi(summary: str, ridge: float, class_weight: str = "none") -> ClassifierSpec: ...
+    @staticmethod
+    def mi_wrapper(combine: str, ridge: float, class_weight: str = "none") -> ClassifierSpec: ...
+    @staticmethod
     def svm(
         kernel: str,
         estimator: str,

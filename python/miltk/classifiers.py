@@ -369,6 +369,149 @@ class MILR(_BagClassifier):
         return scores
 
 
+def _normalised(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """One-vs-rest probabilities normalised to sum to 1 (two classes: unchanged)."""
+    if scores.shape[1] > 2:
+        total = scores.sum(axis=1, keepdims=True)
+        scores = np.divide(
+            scores, total, out=np.full_like(scores, 1.0 / scores.shape[1]),
+            where=total > 0,
+        )
+    return scores
+
+
+class SimpleMI(_BagClassifier):
+    """SimpleMI (Frank & Xu 2003; Weka's SimpleMI): logistic regression on one summary
+    vector per bag.
+
+    Each bag becomes one vector, then a ridge logistic regression is fitted on those
+    vectors (one per class against the rest for more than two classes). A bag is one
+    vector to the model, so it defines no instance scores.
+
+    Parameters
+    ----------
+    summary : {"mean", "geometric", "minmax"}, default="mean"
+        The instances' mean; the centre (min + max) / 2 of the bag's bounding box
+        (Weka's "geometric"); or the feature-wise minima followed by the maxima.
+    ridge : float, default=1e-8
+        Ridge penalty on the standardised coefficients (Weka's ``Logistic -R``).
+    class_weight : None, "balanced" or dict, default=None
+        Weight of each class's bags in the likelihood, as :class:`MILR`'s.
+    n_jobs : int or None, default=None
+        Threads of ``fit`` and ``predict``, as :class:`CitationKNN`'s.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The labels, sorted.
+    n_features_in_ : int
+        Features per instance.
+    model_ : object
+        The native fitted model.
+    """
+
+    def __init__(
+        self,
+        summary: str = "mean",
+        ridge: float = 1e-8,
+        class_weight: ClassWeight = None,
+        n_jobs: Optional[int] = None,
+    ) -> None:
+        self.summary = summary
+        self.ridge = ridge
+        self.class_weight = class_weight
+        self.n_jobs = n_jobs
+
+    def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
+        return _native.ClassifierSpec.simple_mi(
+            self.summary, float(self.ridge), _class_weight(self.class_weight, classes)
+        )
+
+    def predict_proba(self, X: BagsLike) -> npt.NDArray[np.float64]:
+        """Bag probabilities.
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+
+        Returns
+        -------
+        ndarray of shape (n_bags, n_classes)
+            For two classes, [1 - p, p] with p the probability of ``classes_[1]``; for
+            more, the one-vs-rest probabilities normalised to sum to 1.
+        """
+        scores, _ = self._scores(X)
+        return _normalised(scores)
+
+
+class MIWrapper(_BagClassifier):
+    """MI-Wrapper (Frank & Xu 2003; Weka's MIWrapper): logistic regression on the
+    instances, their probabilities combined per bag.
+
+    Every instance takes its bag's label and the weight N / (B * n_b) (N instances, B
+    bags, n_b instances in its bag: every bag weighs the same); a ridge logistic
+    regression is fitted on the weighted instances (one per class against the rest for
+    more than two classes).
+
+    Parameters
+    ----------
+    combine : {"arithmetic", "geometric", "max"}, default="arithmetic"
+        A bag's probability: the mean of its instances' probabilities, the normalised
+        geometric mean (the sigmoid of the mean logit), or the largest.
+    ridge : float, default=1e-8
+        Ridge penalty on the standardised coefficients (Weka's ``Logistic -R``).
+    class_weight : None, "balanced" or dict, default=None
+        Weight of each class's bags in the likelihood, as :class:`MILR`'s.
+    n_jobs : int or None, default=None
+        Threads of ``fit`` and ``predict``, as :class:`CitationKNN`'s.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The labels, sorted.
+    n_features_in_ : int
+        Features per instance.
+    model_ : object
+        The native fitted model.
+    """
+
+    def __init__(
+        self,
+        combine: str = "arithmetic",
+        ridge: float = 1e-8,
+        class_weight: ClassWeight = None,
+        n_jobs: Optional[int] = None,
+    ) -> None:
+        self.combine = combine
+        self.ridge = ridge
+        self.class_weight = class_weight
+        self.n_jobs = n_jobs
+
+    def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
+        return _native.ClassifierSpec.mi_wrapper(
+            self.combine, float(self.ridge), _class_weight(self.class_weight, classes)
+        )
+
+    def predict_proba(self, X: BagsLike) -> npt.NDArray[np.float64]:
+        """Bag probabilities.
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+
+        Returns
+        -------
+        ndarray of shape (n_bags, n_classes)
+            For two classes, [1 - p, p] with p the combined probability of
+            ``classes_[1]``; for more, the one-vs-rest probabilities normalised to sum
+            to 1.
+        """
+        scores, _ = self._scores(X)
+        return _normalised(scores)
+
+
 class SetKernelSVM(_BagClassifier):
     """SVM over bags with a set kernel (Tao et al.'s box-counting kernels, NSK, or the MI
     kernel).

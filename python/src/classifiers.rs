@@ -4,7 +4,10 @@ use std::sync::Arc;
 
 use mil_core::keyword::Keyword;
 use mil_toolkit::classifier::citation_knn::{CitationKnn, Scaling};
+use mil_toolkit::classifier::mi_wrapper::{Combine, MiWrapper};
 use mil_toolkit::classifier::milr::{Milr, Optimizer, Pooling};
+use mil_toolkit::classifier::simple_mi::{SimpleMi, Summary};
+use mil_toolkit::classifier::svm::bags::{BagSvmSettings, EmpiricalMap};
 use mil_toolkit::classifier::svm::{Preprocessing, SetKernel, SetKernelSvm};
 use mil_toolkit::classifier::{BagModel, ClassifierParams};
 use mil_toolkit::data::Dataset;
@@ -12,7 +15,6 @@ use mil_toolkit::distance::Hausdorff;
 use mil_toolkit::kernel::SetKernelName;
 use mil_toolkit::model::{ClassifierModel, HostModel};
 use mil_toolkit::projection::LinearProjection;
-use mil_toolkit::svm::bags::{BagSvmSettings, EmpiricalMap};
 use numpy::PyArray2;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -66,6 +68,28 @@ impl ClassifierSpec {
             .ridge(ridge)
             .beta(beta)
             .optimizer(keyword::<Optimizer>("optimizer", optimizer)?)
+            .class_weight(class_weight.parse().map_err(py_err)?);
+        Self::checked(params.into())
+    }
+
+    /// SimpleMI.
+    #[staticmethod]
+    #[pyo3(signature = (summary, ridge, class_weight="none"))]
+    fn simple_mi(summary: &str, ridge: f64, class_weight: &str) -> PyResult<Self> {
+        let params = SimpleMi::default()
+            .summary(keyword::<Summary>("summary", summary)?)
+            .ridge(ridge)
+            .class_weight(class_weight.parse().map_err(py_err)?);
+        Self::checked(params.into())
+    }
+
+    /// MI-Wrapper.
+    #[staticmethod]
+    #[pyo3(signature = (combine, ridge, class_weight="none"))]
+    fn mi_wrapper(combine: &str, ridge: f64, class_weight: &str) -> PyResult<Self> {
+        let params = MiWrapper::default()
+            .combine(keyword::<Combine>("combine", combine)?)
+            .ridge(ridge)
             .class_weight(class_weight.parse().map_err(py_err)?);
         Self::checked(params.into())
     }

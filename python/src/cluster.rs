@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use mil_toolkit::cluster::m3ic::{BalanceMode, M3ic};
-use mil_toolkit::cluster::{bamic, m3ic, ClusterModel};
+use mil_toolkit::cluster::{bamic, ClusterModel};
 use mil_toolkit::data::Dataset;
 use mil_toolkit::distance::Hausdorff;
 use mil_toolkit::export;
@@ -62,8 +62,10 @@ impl FittedCluster {
         let train = self.train.clone().ok_or_else(|| {
             PyValueError::new_err("the clustering does not keep its bags: refit it to export")
         })?;
-        let exported =
-            run(py, 0, || m.export(train.as_ref(), export::Export::new(encoding)))?.map_err(py_err)?;
+        let exported = run(py, 0, || {
+            m.export(train.as_ref(), export::Export::new(encoding))
+        })?
+        .map_err(py_err)?;
         Ok(PyBytes::new(py, &exported.bytes))
     }
 

@@ -3,10 +3,10 @@
 use mil_core::keyword::Keyword;
 use mil_toolkit::classifier::citation_knn::Scaling;
 use mil_toolkit::classifier::milr::{Optimizer, Pooling};
+use mil_toolkit::classifier::svm::bags::EmpiricalMap;
 use mil_toolkit::distance::Hausdorff;
 use mil_toolkit::kernel::SetKernelName;
 use mil_toolkit::projection::ProjectionKind;
-use mil_toolkit::svm::bags::EmpiricalMap;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -14,13 +14,38 @@ use pyo3::prelude::*;
 /// parameters (`ValueError`), or a failure of the method (`RuntimeError`).
 pub(crate) fn py_err(e: mil_toolkit::Error) -> PyErr {
     use mil_toolkit::Error as E;
+    let e = match e {
+        E::Parameter {
+            name,
+            value,
+            reason,
+        } => E::Parameter {
+            name: python_name(&name).to_string(),
+            value,
+            reason,
+        },
+        other => other,
+    };
     match e {
-        E::Parse { .. } | E::Data { .. } | E::Parameter { .. } | E::Core(_) => {
-            PyValueError::new_err(e.to_string())
-        }
-        E::Io { .. } | E::Numerical { .. } | E::Unsupported(_) => {
-            PyRuntimeError::new_err(e.to_string())
-        }
+        E::Parse { .. }
+        | E::Data { .. }
+        | E::Parameter { .. }
+        | E::Core(_)
+        | E::Model(_)
+        | E::Unsupported(_) => PyValueError::new_err(e.to_string()),
+        E::Io { .. } | E::Numerical { .. } => PyRuntimeError::new_err(e.to_string()),
+    }
+}
+
+/// The keyword a Python estimator gives a parameter the library names `name`, where
+/// the two differ (scikit-learn's names for the same settings).
+fn python_name(name: &str) -> &str {
+    match name {
+        "dim" => "n_components",
+        "k" => "n_clusters",
+        "cost" => "C",
+        "map" => "kernel_map",
+        other => other,
     }
 }
 

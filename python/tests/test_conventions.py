@@ -25,6 +25,8 @@ ESTIMATORS = {
     "CitationKNN": lambda **kw: miltk.CitationKNN(references=3, **kw),
     "MILR": lambda **kw: miltk.MILR(pooling="mean", ridge=1.0, **kw),
     "SetKernelSVM": lambda **kw: miltk.SetKernelSVM(kernel="kand", epsilon=0.2, **kw),
+    "SimpleMI": lambda **kw: miltk.SimpleMI(ridge=1.0, **kw),
+    "MIWrapper": lambda **kw: miltk.MIWrapper(ridge=1.0, **kw),
     "PCA": lambda **kw: miltk.PCA(n_components=3, **kw),
     "LDA": lambda **kw: miltk.LDA(n_components=1, **kw),
     "LFDA": lambda **kw: miltk.LFDA(n_components=3, **kw),

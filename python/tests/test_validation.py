@@ -69,6 +69,11 @@ def test_labels():
         miltk.CitationKNN().fit(bags, np.ones(12))
     with pytest.raises(ValueError, match="1-D"):
         miltk.CitationKNN().fit(bags, np.ones((12, 2)))
+    # A continuous target is refused, naming the first value that is not a class;
+    # float labels that are whole numbers are classes.
+    with pytest.raises(ValueError, match=r"y\[0\] is 0.5: labels are classes"):
+        miltk.CitationKNN().fit(bags, np.linspace(0.5, 3.2, 12))
+    miltk.CitationKNN().fit(bags, np.asarray(y, dtype=float))
 
 
 def test_parameters_are_checked_with_their_names():
@@ -83,11 +88,11 @@ def test_parameters_are_checked_with_their_names():
         miltk.CitationKNN(citers=50).fit(bags, y)
     with pytest.raises(ValueError, match="epsilon"):
         miltk.SetKernelSVM(epsilon=2.0).fit(bags, y)
-    with pytest.raises(ValueError, match="dim"):
+    with pytest.raises(ValueError, match="n_components = 7"):
         miltk.BMIDA(n_components=7).fit(bags, y)
     with pytest.raises(ValueError, match="alpha"):
         miltk.MIALM(n_components=2, alpha=-1.0).fit(bags, y)
-    with pytest.raises(ValueError, match="k"):
+    with pytest.raises(ValueError, match="n_clusters = 40"):
         miltk.M3IC(n_clusters=40).fit(bags)
     with pytest.raises(ValueError, match="distance"):
         miltk.BAMIC(distance="mean").fit(bags)
@@ -161,3 +166,21 @@ def test_bags_from_instances():
 def test_core_model_rejects_garbage():
     with pytest.raises(ValueError, match="not a valid compact model"):
         miltk.CoreModel(b"not a model at all")
+
+
+@pytest.mark.parametrize(
+    "projection",
+    [miltk.PCA, miltk.LDA, miltk.LFDA, miltk.CLFDA, miltk.BMIDA, miltk.MMIDA, miltk.MIALM, miltk.MIDR],
+)
+def test_every_projection_refuses_more_components_than_features(projection):
+    bags, y = toy()
+    n_features = bags[0].shape[1]
+    with pytest.raises(ValueError, match=f"n_components = {n_features + 1}"):
+        projection(n_components=n_features + 1).fit(bags, y)
+
+
+@pytest.mark.parametrize("clustering", [miltk.M3IC, miltk.BAMIC])
+def test_every_clustering_refuses_more_clusters_than_bags(clustering):
+    bags, _ = toy()
+    with pytest.raises(ValueError, match=f"n_clusters = {len(bags) + 1}"):
+        clustering(n_clusters=len(bags) + 1).fit(bags)

@@ -95,7 +95,7 @@ pub fn bags_bin(data: &Dataset) -> Vec<u8> {
 
 /// The set-kernel SVM with the CLI's defaults (k∧, ε = 0.1, δ = 0.01, ρ = 1/50, C = 10¹⁰,
 /// seed 1) and the given empirical map.
-pub fn svm(map: mil_toolkit::svm::bags::EmpiricalMap) -> ClassifierParams {
+pub fn svm(map: mil_toolkit::classifier::svm::bags::EmpiricalMap) -> ClassifierParams {
     use mil_core::box_kernel::{BoxKernel, Method};
     use mil_toolkit::classifier::svm::{SetKernel, SetKernelSvm};
     ClassifierParams::Svm(SetKernelSvm {
@@ -106,7 +106,7 @@ pub fn svm(map: mil_toolkit::svm::bags::EmpiricalMap) -> ClassifierParams {
             delta: 0.01,
             precision: None,
         },
-        settings: mil_toolkit::svm::bags::BagSvmSettings {
+        settings: mil_toolkit::classifier::svm::bags::BagSvmSettings {
             rho: 0.02,
             map,
             cost: 1e10,

@@ -14,7 +14,7 @@
 
 use super::estimator::BoxKernel;
 use super::grid::Grid;
-use super::sets::{ln_set_size, Bags, Count, LnProduct};
+use super::sets::{ln_set_size, BagPoints, Count, LnProduct};
 use crate::error::Error;
 
 /// Most points (|P| + |Q|) the exact oracle accepts: it visits 2^(|P|+|Q|) subsets.
@@ -107,7 +107,7 @@ pub fn exact_count(
             *cell = sum;
         }
     }
-    let bags = Bags { grid: *grid, p, q };
+    let bags = BagPoints::new(*grid, p, q);
     let s = grid.upper();
     let mut total: i128 = 0;
     for mask in 1u32..(1u32 << n) {

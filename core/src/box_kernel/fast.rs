@@ -74,7 +74,7 @@
 use rand_core::Rng;
 
 use super::estimator::{Accuracy, Estimate, Scratch};
-use super::sets::{cumulative_sizes, pick_set, Bags, Count, LazyBox};
+use super::sets::{cumulative_sizes, pick_set, BagPoints, Count, LazyBox};
 use crate::error::Error;
 
 /// ln(a/δ) without overflow: a tiny δ (a hostile model's) makes a/δ infinite, and then
@@ -95,7 +95,7 @@ const FIRST_CHECKPOINT: u64 = 32;
 /// Runs the fast estimator of k∧, k∨ or k_min; scratch sizes are checked by the caller.
 pub(crate) fn estimate<R: Rng + ?Sized>(
     count: Count,
-    bags: &Bags<'_>,
+    bags: &BagPoints<'_>,
     accuracy: Accuracy,
     rng: &mut R,
     scratch: &mut Scratch<'_>,
@@ -115,9 +115,9 @@ pub(crate) fn estimate<R: Rng + ?Sized>(
     let s = bags.grid.upper();
     loop {
         let set = pick_set(rng, cum);
-        let (x, y) = count.corners(bags, set);
+        let (own, (x, y)) = count.members(bags, set);
         lazy.next_box(x, y);
-        let (a, b) = lazy.count(rng, s, bags.p, bags.q, count.generators(bags, set));
+        let (a, b) = lazy.count(rng, s, bags.p, bags.q, own);
         let value = match count {
             Count::And => 1.0 / (a * b) as f64,
             Count::Min => 1.0 / a.max(b) as f64,

@@ -1,7 +1,7 @@
 //! Box-counting set kernels of Tao, Scott, Vinodchandran, Osugi and Mueller, *Kernels for
 //! Generalized Multiple-Instance Learning* (TPAMI 2008), "the paper" below.
 //!
-//! Bags are multisets of points of the grid 𝒳 = {0..s₁} × … × {0..s_d} (§2; the paper
+//! BagPoints are multisets of points of the grid 𝒳 = {0..s₁} × … × {0..s_d} (§2; the paper
 //! uses one s for every dimension and notes that per-dimension sizes change nothing).
 //! A box is a pair of corners (b_ℓ, b_u), degenerate boxes included, so 𝒳 has
 //! Π C(sᵢ+2, 2) boxes. For bags P and Q:
@@ -123,7 +123,7 @@ pub fn estimate<R: Rng + ?Sized>(
             got: scratch.ints.len(),
         });
     }
-    let bags = sets::Bags { grid: *grid, p, q };
+    let bags = sets::BagPoints::new(*grid, p, q);
     let run = |count: Count, acc: Accuracy, rng: &mut R, scratch: &mut Scratch<'_>| match method {
         Method::Fast => fast::estimate(count, &bags, acc, rng, scratch),
         Method::Paper => paper::estimate(count, &bags, acc, rng, scratch),

@@ -7,13 +7,13 @@ use rand_core::Rng;
 
 use super::estimator::{Accuracy, Estimate, Scratch};
 use super::sampling::uniform_between;
-use super::sets::{cumulative_sizes, ln_set_size, pick_set, uniform_set, Bags, Count};
+use super::sets::{cumulative_sizes, ln_set_size, pick_set, uniform_set, BagPoints, Count};
 use crate::error::Error;
 
 /// Runs the paper's estimator of k∧ (Table 3), k∨ (Table 4) or k_min (Table 5).
 pub(crate) fn estimate<R: Rng + ?Sized>(
     count: Count,
-    bags: &Bags<'_>,
+    bags: &BagPoints<'_>,
     accuracy: Accuracy,
     rng: &mut R,
     scratch: &mut Scratch<'_>,
@@ -54,7 +54,7 @@ fn inside(lower: &[u32], upper: &[u32], r: &[u32]) -> bool {
 /// only when the very first sample exhausts all S trials, is taken as 1.)
 fn self_adjusting_coverage<R: Rng + ?Sized>(
     count: Count,
-    bags: &Bags<'_>,
+    bags: &BagPoints<'_>,
     accuracy: Accuracy,
     rng: &mut R,
     scratch: &mut Scratch<'_>,
@@ -103,7 +103,7 @@ fn self_adjusting_coverage<R: Rng + ?Sized>(
 /// pairs), the term |B(p ∧ q)|·mean(1/max(|P_b|, |Q_b|)), summed in log space. (The
 /// table's loop runs i = 0..S, S + 1 boxes, but divides by S; we draw S.)
 fn hoeffding_min<R: Rng + ?Sized>(
-    bags: &Bags<'_>,
+    bags: &BagPoints<'_>,
     accuracy: Accuracy,
     rng: &mut R,
     scratch: &mut Scratch<'_>,

@@ -9,15 +9,29 @@ use rand_core::Rng;
 use super::grid::Grid;
 use super::sampling::{uniform_below, uniform_between, uniform_unit};
 
-/// The two bags of one kernel evaluation (already checked against the grid).
+/// The two bags of one kernel evaluation (already checked against the grid), with their
+/// point counts worked out once: the estimators ask for them on every sample, and a
+/// division costs more than the rest of a small bag's bookkeeping.
 #[derive(Clone, Copy)]
-pub(crate) struct Bags<'a> {
+pub(crate) struct BagPoints<'a> {
     pub grid: Grid<'a>,
     pub p: &'a [u32],
     pub q: &'a [u32],
+    n_p: usize,
+    n_q: usize,
 }
 
-impl<'a> Bags<'a> {
+impl<'a> BagPoints<'a> {
+    pub fn new(grid: Grid<'a>, p: &'a [u32], q: &'a [u32]) -> Self {
+        let d = grid.dim();
+        BagPoints {
+            grid,
+            p,
+            q,
+            n_p: p.len().checked_div(d).unwrap_or(0),
+            n_q: q.len().checked_div(d).unwrap_or(0),
+        }
+    }
     pub fn dim(&self) -> usize {
         self.grid.dim()
     }
@@ -26,10 +40,10 @@ impl<'a> Bags<'a> {
     // panic path (`the_firmware_links_without_a_panic_path` in tests/firmware.rs), so
     // no index here can panic.
     pub fn n_p(&self) -> usize {
-        self.p.len().checked_div(self.dim()).unwrap_or(0)
+        self.n_p
     }
     pub fn n_q(&self) -> usize {
-        self.q.len().checked_div(self.dim()).unwrap_or(0)
+        self.n_q
     }
     pub fn point_p(&self, i: usize) -> &'a [u32] {
         point(self.p, self.dim(), i)
@@ -51,6 +65,12 @@ pub(crate) fn point(rows: &[u32], d: usize, i: usize) -> &[u32] {
     rows.get(i * d..(i + 1) * d).unwrap_or(&[])
 }
 
+/// The indices in P and in Q of the points generating a set ([`Count::generators`]).
+pub(crate) type Generators = (Option<usize>, Option<usize>);
+
+/// The two points whose bounding box generates a set ([`Count::corners`]).
+pub(crate) type Corners<'a> = (&'a [u32], &'a [u32]);
+
 /// What a kernel sums over the boxes b: [|P_b|≥1][|Q_b|≥1] (k∧), [|P_b|+|Q_b|≥1] (k∨)
 /// or min(|P_b|, |Q_b|) (k_min).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +87,7 @@ impl Count {
     }
 
     /// Number of sets in the union.
-    pub fn n_sets(self, bags: &Bags<'_>) -> usize {
+    pub fn n_sets(self, bags: &BagPoints<'_>) -> usize {
         if self.over_pairs() {
             bags.n_p() * bags.n_q()
         } else {
@@ -78,7 +98,7 @@ impl Count {
     /// The indices in P and in Q of the points generating set `i`: they lie in every box
     /// of the set, so the estimators count them without a test.
     #[inline]
-    pub fn generators(self, bags: &Bags<'_>, i: usize) -> (Option<usize>, Option<usize>) {
+    pub fn generators(self, bags: &BagPoints<'_>, i: usize) -> (Option<usize>, Option<usize>) {
         if self.over_pairs() {
             let n_q = bags.n_q();
             (i.checked_div(n_q), i.checked_rem(n_q))
@@ -89,9 +109,24 @@ impl Count {
         }
     }
 
+    /// [`Count::generators`] and [`Count::corners`] of set `i` together, with one
+    /// division.
+    #[inline]
+    pub fn members<'a>(self, bags: &BagPoints<'a>, i: usize) -> (Generators, Corners<'a>) {
+        if self.over_pairs() {
+            let (a, b) = match (i.checked_div(bags.n_q), i.checked_rem(bags.n_q)) {
+                (Some(a), Some(b)) => (a, b),
+                _ => return ((None, None), (&[], &[])),
+            };
+            ((Some(a), Some(b)), (bags.point_p(a), bags.point_q(b)))
+        } else {
+            (self.generators(bags, i), self.corners(bags, i))
+        }
+    }
+
     /// The two points whose bounding box generates set `i`.
     #[inline]
-    pub fn corners<'a>(self, bags: &Bags<'a>, i: usize) -> (&'a [u32], &'a [u32]) {
+    pub fn corners<'a>(self, bags: &BagPoints<'a>, i: usize) -> (&'a [u32], &'a [u32]) {
         if self.over_pairs() {
             let n_q = bags.n_q();
             let (a, b) = (
@@ -291,7 +326,7 @@ pub(crate) fn float_rows_len(n_q: usize, dim: usize) -> Option<usize> {
 /// copies of the points; the sums are the same, bit for bit.
 pub(crate) fn cumulative_sizes(
     count: Count,
-    bags: &Bags<'_>,
+    bags: &BagPoints<'_>,
     cum: &mut [f64],
     rows: &mut [f64],
 ) -> f64 {
@@ -361,7 +396,11 @@ pub(crate) fn pick_set<R: Rng + ?Sized>(rng: &mut R, cum: &[f64]) -> usize {
 /// Draws a set index uniformly (the paper's trial step, Table 3 lines 12–13, Table 4
 /// line 12): for pairs, p′ uniform in P and q′ uniform in Q.
 #[inline]
-pub(crate) fn uniform_set<R: Rng + ?Sized>(rng: &mut R, count: Count, bags: &Bags<'_>) -> usize {
+pub(crate) fn uniform_set<R: Rng + ?Sized>(
+    rng: &mut R,
+    count: Count,
+    bags: &BagPoints<'_>,
+) -> usize {
     if count.over_pairs() {
         let a = uniform_below(rng, bags.n_p() as u64) as usize;
         let b = uniform_below(rng, bags.n_q() as u64) as usize;
@@ -413,6 +452,9 @@ pub(crate) struct LazyBox<'s> {
     undecided: &'s mut [u32],
     columns: Option<&'s mut [u32]>,
     stamp: u32,
+    /// Points of P, and of P and Q together: counted once here, not on every sample.
+    n_p: usize,
+    n: usize,
 }
 
 impl<'s> LazyBox<'s> {
@@ -420,7 +462,8 @@ impl<'s> LazyBox<'s> {
     /// [`LAZY_INTS_PER_DIM`]·`dim` + ⌈(|P| + |Q|)/[`WORD`]⌉ integers; with (|P| + |Q|)·`dim`
     /// more, the points are kept in columns too.
     pub fn new(cells: &'s mut [u32], dim: usize, p: &[u32], q: &[u32]) -> Self {
-        let points = (p.len() + q.len()).checked_div(dim).unwrap_or(0);
+        let n_p = p.len().checked_div(dim).unwrap_or(0);
+        let points = n_p + q.len().checked_div(dim).unwrap_or(0);
         let need = LAZY_INTS_PER_DIM * dim + points.div_ceil(WORD);
         let (cells, spare) = cells.split_at_mut(need.min(cells.len()));
         cells.fill(0);
@@ -447,6 +490,8 @@ impl<'s> LazyBox<'s> {
             undecided,
             columns,
             stamp: 0,
+            n_p,
+            n: points,
         }
     }
 
@@ -466,8 +511,8 @@ impl<'s> LazyBox<'s> {
         }
     }
 
-    /// The numbers of points of `p` and of `q` (row-major, `s.len()` columns) in the
-    /// current box. `own_p` and `own_q` index points known to be in it (the points that
+    /// The numbers of points of `p` and of `q` (row-major, `s.len()` columns: the bags
+    /// given to [`LazyBox::new`]) in the current box. `own_p` and `own_q` index points known to be in it (the points that
     /// generate the set), which are counted without a test.
     pub fn count<R: Rng + ?Sized>(
         &mut self,
@@ -478,7 +523,7 @@ impl<'s> LazyBox<'s> {
         own: (Option<usize>, Option<usize>),
     ) -> (u64, u64) {
         let d = s.len();
-        let n_p = p.len().checked_div(d).unwrap_or(0);
+        let (n_p, n) = (self.n_p, self.n);
         let point = |i: usize| {
             if i < n_p {
                 point(p, d, i)
@@ -486,7 +531,6 @@ impl<'s> LazyBox<'s> {
                 point(q, d, i - n_p)
             }
         };
-        let n = n_p + q.len().checked_div(d).unwrap_or(0);
         // Bit i of `undecided` (word i / 32): point i (P first, then Q) is not decided.
         let n_words = n.div_ceil(WORD).min(self.undecided.len());
         let undecided = self.undecided.get_mut(..n_words).unwrap_or_default();
@@ -755,7 +799,7 @@ mod tests {
             };
             let (p, q) = (bag(n_p), bag(n_q));
             let grid = Grid::new(&s).unwrap();
-            let bags = Bags { grid, p: &p, q: &q };
+            let bags = BagPoints::new(grid, &p, &q);
             for count in [Count::And, Count::Min, Count::Or] {
                 let n = count.n_sets(&bags);
                 let (mut plain, mut fast) = (vec![0.0; n], vec![0.0; n]);

@@ -660,3 +660,103 @@ fn a_vanishing_delta_still_stops_within_epsilon() {
         }
     }
 }
+
+/// The estimates of [`reference_lines`] as the estimators gave them when the file was
+/// written (its header says how): `case kernel method scratch ln-value-bits samples`.
+const REFERENCE: &str = include_str!("reference.txt");
+
+/// Every estimate of random bags over several seeds, one line each: one to 40
+/// dimensions (below, at and past a 32-dimension scan chunk), bags of one to 40 points
+/// (past a 32-point word of the undecided set), small and wide grids, every kernel and
+/// estimator, with the full scratch and with the shortest one.
+fn reference_lines() -> Vec<String> {
+    let mut lines = Vec::new();
+    for case in 0..12u64 {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seeds::pair_seed(91, case, 7));
+        let mut below = |n: u64| (rng.next_u64() % n) as usize;
+        let d = [1, 3, 9, 30, 33, 40][case as usize % 6];
+        let wide = case % 4 < 2;
+        let s: Vec<u32> = (0..d)
+            .map(|_| 1 + below(if wide { 1_000_000 } else { 12 }) as u32)
+            .collect();
+        let largest = if case % 3 == 2 { 40 } else { 10 };
+        let (n_p, n_q) = (1 + below(largest), 1 + below(largest));
+        let mut bag = |n: usize| -> Vec<u32> {
+            (0..n * d)
+                .map(|k| below(u64::from(s[k % d]) + 1) as u32)
+                .collect()
+        };
+        let (p, q) = (bag(n_p), bag(n_q));
+        let grid = Grid::new(&s).unwrap();
+        let small = n_p * n_q <= 16;
+        let mut settings = vec![
+            (BoxKernel::And, Method::Fast, 0.1),
+            (BoxKernel::Or, Method::Fast, 0.1),
+            (BoxKernel::AndOr, Method::Fast, 0.1),
+            (BoxKernel::Min, Method::Fast, 0.1),
+        ];
+        if small {
+            settings.push((BoxKernel::And, Method::Paper, 0.5));
+            settings.push((BoxKernel::Or, Method::Paper, 0.5));
+            settings.push((BoxKernel::Min, Method::Paper, 0.5));
+        }
+        for (kernel, method, epsilon) in settings {
+            let need = scratch_len(kernel, method, n_p, n_q, d).unwrap();
+            for (name, floats, ints) in [
+                ("full", need.floats, need.ints),
+                ("short", need.floats_min, need.ints_min),
+            ] {
+                let (mut f, mut i) = (vec![0.0; floats], vec![0u32; ints]);
+                let mut scratch = Scratch {
+                    floats: &mut f,
+                    ints: &mut i,
+                };
+                let mut rng = Xoshiro256PlusPlus::seed_from_u64(seeds::pair_seed(5, case, 1));
+                let accuracy = Accuracy::new(epsilon, 0.01).unwrap();
+                let est = estimate(
+                    kernel,
+                    method,
+                    &grid,
+                    &p,
+                    &q,
+                    accuracy,
+                    &mut rng,
+                    &mut scratch,
+                )
+                .unwrap();
+                lines.push(format!(
+                    "{case} {kernel:?} {method:?} {name} {:016x} {}",
+                    est.ln_value.to_bits(),
+                    est.samples
+                ));
+            }
+        }
+    }
+    lines
+}
+
+/// Every estimate and its sample count equal the stored reference bit for bit: how the
+/// estimators are computed may change, what they draw and return may not.
+#[test]
+fn estimates_equal_the_stored_reference_bit_for_bit() {
+    let stored: Vec<&str> = REFERENCE
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .collect();
+    let computed = reference_lines();
+    assert_eq!(stored.len(), computed.len());
+    for (s, c) in stored.iter().zip(&computed) {
+        assert_eq!(s, c);
+    }
+}
+
+/// Prints the reference lines (`cargo test -p mil-core --release print_reference --
+/// --ignored --nocapture`), to rewrite `reference.txt` when the estimators' draws change
+/// on purpose.
+#[test]
+#[ignore]
+fn print_reference() {
+    for line in reference_lines() {
+        println!("{line}");
+    }
+}

@@ -32,6 +32,9 @@ use crate::distance::{cross, pairwise, ranked_cross, BagSet, Hausdorff, RowMap};
 use crate::error::{Error, Result};
 use crate::explain::{Explanation, Neighbour};
 
+mod scaler;
+pub use scaler::Scaler;
+
 /// Attribute scaling before distances.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -119,124 +122,6 @@ crate::params::setters!(CitationKnn {
     hausdorff: Hausdorff,
     class_weight: ClassWeight,
 });
-
-/// A fitted scaling of the attributes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Scaler {
-    /// Weka's lo = 0.95·min, hi = 1.05·max, kept as Weka keeps them (`m_Min`, `m_Max`).
-    Weka {
-        /// lo per attribute.
-        lo: Vec<f64>,
-        /// hi per attribute.
-        hi: Vec<f64>,
-    },
-    /// z-score.
-    Zscore(ZScore),
-    /// Identity.
-    None,
-}
-
-const WEKA_LO: f64 = 0.95;
-const WEKA_HI: f64 = 1.05;
-
-impl Scaler {
-    /// Fits on the instances of the bags `train`.
-    pub fn fit(kind: Scaling, data: &Dataset, train: &[usize]) -> Scaler {
-        match kind {
-            Scaling::Weka => {
-                let mut min = vec![f64::INFINITY; data.dim()];
-                let mut max = vec![f64::NEG_INFINITY; data.dim()];
-                for &b in train {
-                    for x in data.bag(b).instances() {
-                        for (j, &v) in x.iter().enumerate() {
-                            min[j] = min[j].min(v);
-                            max[j] = max[j].max(v);
-                        }
-                    }
-                }
-                Scaler::Weka {
-                    lo: min.iter().map(|m| m * WEKA_LO).collect(),
-                    hi: max.iter().map(|m| m * WEKA_HI).collect(),
-                }
-            }
-            Scaling::Zscore | Scaling::Auto => Scaler::Zscore(ZScore::fit(data.select(train))),
-            Scaling::None => Scaler::None,
-        }
-    }
-
-    /// Weka's `updateNormalization`: widens lo/hi with the instances of one bag, with
-    /// Weka's arithmetic (lo/0.95 recovers the minimum, then ×0.95 again).
-    fn widen(&mut self, data: &Dataset, bag: usize) {
-        if let Scaler::Weka { lo, hi } = self {
-            for j in 0..data.dim() {
-                let mut min = lo[j] / WEKA_LO;
-                let mut max = hi[j] / WEKA_HI;
-                for x in data.bag(bag).instances() {
-                    if x[j] < min {
-                        min = x[j];
-                    }
-                    if x[j] > max {
-                        max = x[j];
-                    }
-                }
-                lo[j] = min * WEKA_LO;
-                hi[j] = max * WEKA_HI;
-            }
-        }
-    }
-
-    /// `bags` read through this scaling (unchanged for [`Scaler::None`], which maps
-    /// nothing: its rows are then read in place).
-    fn read<'a>(&'a self, bags: BagSet<'a>) -> BagSet<'a> {
-        match self {
-            Scaler::None => bags,
-            _ => bags.scaled(self),
-        }
-    }
-
-    /// Writes instance `x` scaled into `out`.
-    pub fn scale_row(&self, x: &[f64], out: &mut [f64]) {
-        match self {
-            Scaler::Weka { lo, hi } => {
-                for (j, (o, v)) in out.iter_mut().zip(x).enumerate() {
-                    // Weka's m_Diffs = max·1.05 − min·0.95; a zero (constant zero
-                    // attribute) would make every distance NaN: it contributes nothing.
-                    let diff = hi[j] - lo[j];
-                    *o = if diff != 0.0 && diff.is_finite() {
-                        (v - lo[j]) / diff
-                    } else {
-                        0.0
-                    };
-                }
-            }
-            Scaler::Zscore(z) => z.apply_row(x, out),
-            Scaler::None => out.copy_from_slice(x),
-        }
-    }
-
-    /// The scaled features of the given bags, in that order (a new data set).
-    #[cfg(test)]
-    fn apply(&self, data: &Dataset, bags: &[usize]) -> Result<Dataset> {
-        let picked = data.copy_bags(bags);
-        let dim = data.dim();
-        let mut feats = picked.features().to_vec();
-        for (x, out) in picked
-            .features()
-            .chunks_exact(dim)
-            .zip(feats.chunks_exact_mut(dim))
-        {
-            self.scale_row(x, out);
-        }
-        picked.with_features(dim, feats)
-    }
-}
-
-impl RowMap for Scaler {
-    fn map_row(&self, x: &[f64], out: &mut [f64]) {
-        self.scale_row(x, out)
-    }
-}
 
 /// Citation-kNN fitted on bags it borrows: the scaling, the training bags with their
 /// labels and citation radii, the votes. [`CitationKnn::fit`] copies the training bags
@@ -576,19 +461,23 @@ impl CitationKnnModel {
     }
 
     /// Checks a model read from a file: consistent sizes, finite values.
-    pub fn validate(&self) -> std::result::Result<(), String> {
+    pub fn validate(&self) -> Result<()> {
         let n = self.labels.len();
         if self.dim == 0 || self.bag_starts.len() != n + 1 || self.radius.len() != n {
-            return Err("citation-knn: inconsistent bag counts".into());
+            return Err(Error::Model("citation-knn: inconsistent bag counts".into()));
         }
         if self.bag_starts.last().copied().unwrap_or(0) * self.dim != self.features.len() {
-            return Err("citation-knn: bag offsets do not cover the instances".into());
+            return Err(Error::Model(
+                "citation-knn: bag offsets do not cover the instances".into(),
+            ));
         }
         if self.labels.iter().any(|&l| l >= self.n_classes) {
-            return Err("citation-knn: label out of range".into());
+            return Err(Error::Model("citation-knn: label out of range".into()));
         }
         if !self.bag_ids.is_empty() && self.bag_ids.len() != n {
-            return Err("citation-knn: bag identifiers do not match the bags".into());
+            return Err(Error::Model(
+                "citation-knn: bag identifiers do not match the bags".into(),
+            ));
         }
         if !(self.class_weights.is_empty()
             || (self.class_weights.len() == self.n_classes
@@ -597,7 +486,9 @@ impl CitationKnnModel {
                     .iter()
                     .all(|&w| w > 0.0 && w <= crate::params::limits::MAX_WEIGHT)))
         {
-            return Err("citation-knn: class weights do not match the classes".into());
+            return Err(Error::Model(
+                "citation-knn: class weights do not match the classes".into(),
+            ));
         }
         let scaler_ok = match &self.scaler {
             Scaler::Weka { lo, hi } => lo.len() == self.dim && hi.len() == self.dim,
@@ -605,21 +496,25 @@ impl CitationKnnModel {
             Scaler::None => true,
         };
         if !scaler_ok {
-            return Err("citation-knn: scaling of the wrong dimension".into());
+            return Err(Error::Model(
+                "citation-knn: scaling of the wrong dimension".into(),
+            ));
         }
         self.params
             .check_fit(n)
-            .map_err(|e| format!("citation-knn: {e}"))?;
+            .map_err(|e| Error::Model(format!("citation-knn: {e}")))?;
         // Training's data check on the rank, against the stored bags.
         let smallest = self.bag_starts.windows(2).map(|w| w[1] - w[0]).min();
         if self.params.rank > smallest.unwrap_or(0).max(1) {
-            return Err(format!(
+            return Err(Error::Model(format!(
                 "citation-knn: rank {} exceeds the smallest stored bag ({} instances)",
                 self.params.rank,
                 smallest.unwrap_or(0)
-            ));
+            )));
         }
-        self.training_set().map(|_| ()).map_err(|e| e.to_string())
+        self.training_set()
+            .map(|_| ())
+            .map_err(|e| Error::Model(format!("citation-knn: {e}")))
     }
 }
 
@@ -814,6 +709,16 @@ pub fn weighted_vote(
     }
     let total: f64 = counts.iter().sum();
     counts.iter().map(|c| c / total).collect()
+}
+
+/// Memory and work of fitting Citation-kNN (or of a cross-validation of it) on data of
+/// this shape: the all-pairs distances are two n_bags × n_bags matrices at their peak
+/// (the computed triangle and the symmetric matrix), beside the data and its scaled
+/// copy; the work is one distance per pair of instances.
+pub fn footprint(shape: crate::params::Shape) -> crate::params::Estimate {
+    let n = shape.bags as f64;
+    let pairs = shape.instances as f64 * shape.instances as f64;
+    crate::params::Estimate::values(2.0 * n * n + 2.0 * shape.values(), pairs * shape.dim as f64)
 }
 
 #[cfg(test)]

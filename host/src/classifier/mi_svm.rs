@@ -97,8 +97,6 @@ pub struct MiSvm {
     /// Each point's cost C is multiplied by the weight of its bag's class.
     #[serde(default, skip_serializing_if = "ClassWeight::is_none")]
     pub class_weight: ClassWeight,
-    /// The Gram matrix is refused before any work when it would need more memory.
-    pub max_memory_gib: f64,
 }
 
 impl Default for MiSvm {
@@ -110,7 +108,6 @@ impl Default for MiSvm {
             cost: 1.0,
             max_iterations: 50,
             class_weight: ClassWeight::None,
-            max_memory_gib: 8.0,
         }
     }
 }
@@ -122,7 +119,6 @@ crate::params::setters!(MiSvm {
     cost: f64,
     max_iterations: usize,
     class_weight: ClassWeight,
-    max_memory_gib: f64,
 });
 
 /// Most rounds [`MiSvm::max_iterations`] may ask for.
@@ -143,21 +139,17 @@ impl MiSvm {
                 ));
             }
         }
-        if !(self.max_memory_gib.is_finite() && self.max_memory_gib > 0.0) {
-            return Err(Error::parameter(
-                "max_memory_gib",
-                self.max_memory_gib,
-                "must be a positive, finite number of GiB",
-            ));
-        }
         self.class_weight.check()
     }
+}
 
-    /// The Gram matrix's estimated size in bytes for `points` points: the matrix over all
-    /// points and the copy for the current training subset.
-    fn gram_bytes(points: usize) -> f64 {
-        2.0 * (points as f64).powi(2) * 8.0
-    }
+/// Memory and work of fitting mi-SVM or MI-SVM on data of this shape: the Gram matrix
+/// over all instances (and MI-SVM's bag means, at most one per bag) and its copy for the
+/// current training points, beside the data and its z-scored copy; the work is one kernel
+/// term per pair of points.
+pub fn footprint(shape: crate::params::Shape) -> crate::params::Estimate {
+    let n = (shape.instances + shape.bags) as f64;
+    crate::params::Estimate::values(2.0 * n * n + 2.0 * shape.values(), n * n * shape.dim as f64)
 }
 
 /// The kernel on z-scored features.
@@ -290,25 +282,7 @@ impl Classifier for MiSvm {
                 ),
             ));
         }
-        let positive_bags = labels.iter().filter(|&&l| l == 1).count();
         let n_instances: usize = train.iter().map(|&b| data.bag(b).len()).sum();
-        let extra = if self.heuristic == Heuristic::Bag {
-            positive_bags
-        } else {
-            0
-        };
-        let bytes = Self::gram_bytes(n_instances + extra);
-        let gib = bytes / f64::from(1u32 << 30);
-        if gib > self.max_memory_gib {
-            return Err(Error::parameter(
-                "max_memory_gib",
-                self.max_memory_gib,
-                format!(
-                    "the Gram matrix of {} training instances needs about {gib:.1} GiB",
-                    n_instances + extra
-                ),
-            ));
-        }
         let weights = self.class_weight.resolve(&labels, 2)?;
 
         let dim = data.dim();
@@ -464,15 +438,18 @@ impl MiSvmModel {
     }
 
     /// Checks a model read from a file.
-    pub fn validate(&self) -> std::result::Result<(), String> {
-        self.params.check().map_err(|e| format!("mi-svm: {e}"))?;
+    pub fn validate(&self) -> Result<()> {
+        let name = self.params.heuristic.kind();
+        self.params
+            .check()
+            .map_err(|e| Error::Model(format!("{name}: {e}")))?;
         let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
         if self.dim == 0
             || self.mean.len() != self.dim
             || self.inv_sd.len() != self.dim
             || self.support.len() != self.coefficients.len() * self.dim
         {
-            return Err("mi-svm: vectors of the wrong length".into());
+            return Err(Error::Model(format!("{name}: vectors of the wrong length")));
         }
         if !(finite(&self.mean)
             && finite(&self.inv_sd)
@@ -481,18 +458,20 @@ impl MiSvmModel {
             && self.bias.is_finite())
             || self.inv_sd.iter().any(|&s| s < 0.0)
         {
-            return Err("mi-svm: a value is not finite (or a scale is negative)".into());
+            return Err(Error::Model(format!(
+                "{name}: a value is not finite (or a scale is negative)"
+            )));
         }
         let gamma_ok = match self.params.kernel {
             InstanceKernel::Linear => self.gamma == 0.0,
             InstanceKernel::Rbf => self.gamma > 0.0 && self.gamma.is_finite(),
         };
         if !gamma_ok {
-            return Err(format!(
-                "mi-svm: gamma {} does not suit the {} kernel",
+            return Err(Error::Model(format!(
+                "{name}: gamma {} does not suit the {} kernel",
                 self.gamma,
                 mil_core::keyword::Keyword::name(self.params.kernel)
-            ));
+            )));
         }
         Ok(())
     }
@@ -758,7 +737,6 @@ mod tests {
         assert!(err(MiSvm::default().cost(0.0)).contains("cost"));
         assert!(err(MiSvm::default().gamma(Some(1.0))).contains("gamma"));
         assert!(err(MiSvm::default().max_iterations(0)).contains("max_iterations"));
-        assert!(err(MiSvm::default().max_memory_gib(1e-9)).contains("max_memory_gib"));
         let three = dataset(
             1,
             vec![vec![vec![0.0]], vec![vec![1.0]], vec![vec![2.0]]],
@@ -775,7 +753,7 @@ mod tests {
             .kernel(InstanceKernel::Rbf)
             .fit(&data)
             .unwrap();
-        assert_eq!(model.validate(), Ok(()));
+        assert!(model.validate().is_ok());
         let mut short = model.clone();
         short.coefficients.pop();
         assert!(short.validate().is_err());

@@ -10,7 +10,7 @@
 //!
 //! on Weka's bag-level standardised features (mean of bag means; Weka's pooled standard
 //! deviation of bag second moments) with λ = 10⁻⁶ by default, by L-BFGS on the exact
-//! gradient ([`crate::optim::lbfgs`]), in log space throughout. Coefficients are converted back
+//! gradient (`crate::optim::lbfgs`), in log space throughout. Coefficients are converted back
 //! to raw units afterwards, as Weka does. Attributes with zero spread contribute nothing.
 //! Multi-class data: one model per class against the rest.
 //!
@@ -21,7 +21,7 @@
 //!
 //! [`Optimizer::Weka`] instead reproduces Weka 3.6's fit step by step: its objective and
 //! gradient formulas in plain (not log-space) arithmetic, overflowing to ∞ where Weka's
-//! do, its quasi-Newton method with its stopping rules ([`crate::optim::weka_bfgs`]), its
+//! do, its quasi-Newton method with its stopping rules (`crate::optim::weka_bfgs`), its
 //! standardisation (attributes with a computed spread of exactly 0 are left in raw
 //! units) and its bag probabilities (so scores round to 0 and 1 where Weka's do, which
 //! decides ties in the ROC area). On separable bags the likelihood is flat far out and
@@ -40,16 +40,19 @@ use crate::optim::lbfgs::Lbfgs;
 use crate::optim::weka_bfgs::WekaBfgs;
 pub use mil_core::score::Pooling;
 
+mod weka;
+use weka::*;
+
 /// The minimiser that fits the coefficients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Optimizer {
-    /// L-BFGS on the log-space objective ([`crate::optim::lbfgs`]): reaches a lower objective
+    /// L-BFGS on the log-space objective (`crate::optim::lbfgs`): reaches a lower objective
     /// than Weka on separable bags.
     #[default]
     Lbfgs,
     /// Weka 3.6's MILR reproduced: its BFGS, stopping rules and arithmetic
-    /// ([`crate::optim::weka_bfgs`]). Noisy-OR, mean and geometric pooling only.
+    /// (`crate::optim::weka_bfgs`). Noisy-OR, mean and geometric pooling only.
     Weka,
 }
 
@@ -307,163 +310,6 @@ impl Objective<'_> {
     }
 }
 
-/// Weka's MILR objective and gradient (`MILR.OptEng` of Weka 3.6), in its plain
-/// arithmetic: exp, log(1 + exp) and 1/(1 + exp) as written, so that values overflow to
-/// ∞ (and the line search shrinks its step) where Weka's do. The logit of an instance
-/// sums its features from the last to the first, then adds the intercept, as Weka does.
-struct WekaObjective<'a> {
-    /// Standardised instances, row-major.
-    x: &'a [f64],
-    dim: usize,
-    starts: &'a [usize],
-    positive: &'a [bool],
-    pooling: Pooling,
-    ridge: f64,
-}
-
-impl WekaObjective<'_> {
-    fn logit(&self, theta: &[f64], row: &[f64]) -> f64 {
-        let mut z = 0.0;
-        for k in (0..self.dim).rev() {
-            z += row[k] * theta[k + 1];
-        }
-        z + theta[0]
-    }
-
-    fn bag_rows(&self, b: usize) -> std::slice::ChunksExact<'_, f64> {
-        self.x[self.starts[b] * self.dim..self.starts[b + 1] * self.dim].chunks_exact(self.dim)
-    }
-
-    fn value(&self, theta: &[f64]) -> f64 {
-        let mut nll = 0.0;
-        for (b, &pos) in self.positive.iter().enumerate() {
-            let n = (self.starts[b + 1] - self.starts[b]) as f64;
-            nll += match self.pooling {
-                Pooling::NoisyOr => {
-                    // −log(1 − Π 1/(1 + e^z)) for a positive bag, Σ log(1 + e^z) else.
-                    let mut s = 0.0;
-                    for row in self.bag_rows(b) {
-                        let e = self.logit(theta, row).exp();
-                        if pos {
-                            s -= (1.0 + e).ln();
-                        } else {
-                            s += (1.0 + e).ln();
-                        }
-                    }
-                    if pos {
-                        -(1.0 - s.exp()).ln()
-                    } else {
-                        s
-                    }
-                }
-                Pooling::Mean => {
-                    let mut p = 0.0;
-                    for row in self.bag_rows(b) {
-                        let e = self.logit(theta, row).exp();
-                        p += if pos {
-                            1.0 - 1.0 / (1.0 + e)
-                        } else {
-                            1.0 / (1.0 + e)
-                        };
-                    }
-                    -(p / n).ln()
-                }
-                _ => {
-                    // Geometric: log(1 + e^{∓mean z}), the mean summed as Σ z/n.
-                    let mut m = 0.0;
-                    for row in self.bag_rows(b) {
-                        let z = self.logit(theta, row);
-                        if pos {
-                            m -= z / n;
-                        } else {
-                            m += z / n;
-                        }
-                    }
-                    (1.0 + m.exp()).ln()
-                }
-            };
-        }
-        for t in &theta[1..] {
-            nll += self.ridge * t * t;
-        }
-        nll
-    }
-
-    fn gradient(&self, theta: &[f64], grad: &mut [f64]) {
-        grad.iter_mut().for_each(|g| *g = 0.0);
-        let mut acc = vec![0.0; theta.len()];
-        for (b, &pos) in self.positive.iter().enumerate() {
-            let n = (self.starts[b + 1] - self.starts[b]) as f64;
-            acc.iter_mut().for_each(|a| *a = 0.0);
-            let mut scalar = 0.0;
-            for row in self.bag_rows(b) {
-                let z = self.logit(theta, row);
-                // Each bag's gradient accumulates feature · (instance factor) with the
-                // operations in Weka's order (it matters to the last bit only).
-                match self.pooling {
-                    Pooling::NoisyOr => {
-                        let p = z.exp() / (1.0 + z.exp());
-                        if pos {
-                            scalar -= (1.0 - p).ln();
-                        }
-                        acc[0] += p;
-                        for (a, x) in acc[1..].iter_mut().zip(row) {
-                            *a += x * p;
-                        }
-                    }
-                    Pooling::Mean => {
-                        let e = z.exp();
-                        scalar += if pos { e / (1.0 + e) } else { 1.0 / (1.0 + e) };
-                        let d = (1.0 + e) * (1.0 + e);
-                        acc[0] += e / d;
-                        for (a, x) in acc[1..].iter_mut().zip(row) {
-                            *a += x * e / d;
-                        }
-                    }
-                    _ => {
-                        let sign = if pos { -1.0 } else { 1.0 };
-                        scalar += sign * (z / n);
-                        acc[0] += sign * (1.0 / n);
-                        for (a, x) in acc[1..].iter_mut().zip(row) {
-                            *a += sign * (x / n);
-                        }
-                    }
-                }
-            }
-            match self.pooling {
-                Pooling::NoisyOr => {
-                    let denom = scalar.exp();
-                    for (g, a) in grad.iter_mut().zip(&acc) {
-                        if pos {
-                            *g -= a / (denom - 1.0);
-                        } else {
-                            *g += a;
-                        }
-                    }
-                }
-                Pooling::Mean => {
-                    for (g, a) in grad.iter_mut().zip(&acc) {
-                        if pos {
-                            *g -= a / scalar;
-                        } else {
-                            *g += a / scalar;
-                        }
-                    }
-                }
-                _ => {
-                    let e = scalar.exp();
-                    for (g, a) in grad.iter_mut().zip(&acc) {
-                        *g += e * a / (1.0 + e);
-                    }
-                }
-            }
-        }
-        for (g, t) in grad[1..].iter_mut().zip(&theta[1..]) {
-            *g += 2.0 * self.ridge * t;
-        }
-    }
-}
-
 /// Weka's bag-level standardisation: the mean of the bag means, and
 /// sqrt(|Σ_b E_b[x²] / (B − 1) − mean² B / (B − 1)|). A spread that is zero up to
 /// round-off marks a constant attribute (standard deviation 0: it contributes nothing),
@@ -477,6 +323,21 @@ fn bag_standardisation(
 ) -> (Vec<f64>, Vec<f64>) {
     let dim = data.dim();
     let nb: f64 = weights.iter().sum();
+    // Each attribute divided by a power of two near its largest magnitude: exact, so the
+    // squares stay finite for any finite data and the result is otherwise unchanged.
+    let mut scale = vec![0.0f64; dim];
+    for &b in train {
+        for x in data.bag(b).instances() {
+            scale
+                .iter_mut()
+                .zip(x)
+                .for_each(|(s, v)| *s = s.max(v.abs()));
+        }
+    }
+    let scale: Vec<f64> = scale
+        .into_iter()
+        .map(crate::data::standardize::power_of_two_below)
+        .collect();
     let mut mean = vec![0.0; dim];
     let mut second = vec![0.0; dim];
     for (&b, &w) in train.iter().zip(weights) {
@@ -486,8 +347,9 @@ fn bag_standardisation(
         let mut s = vec![0.0; dim];
         for x in bag.instances() {
             for j in 0..dim {
-                m[j] += x[j];
-                s[j] += x[j] * x[j];
+                let v = x[j] / scale[j];
+                m[j] += v;
+                s[j] += v * v;
             }
         }
         for j in 0..dim {
@@ -503,10 +365,11 @@ fn bag_standardisation(
             if !exact && var <= 1e-12 * (second[j] / (nb - 1.0)).abs().max(f64::MIN_POSITIVE) {
                 0.0
             } else {
-                var.sqrt()
+                var.sqrt() * scale[j]
             }
         })
         .collect();
+    let mean = mean.iter().zip(&scale).map(|(m, s)| m * s).collect();
     (mean, sd)
 }
 
@@ -628,13 +491,26 @@ impl Classifier for Milr {
     type Model = MilrModel;
 
     fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<MilrModel> {
-        let train = train.into();
+        self.fit_weighted(train.into(), None)
+    }
+}
+
+impl Milr {
+    /// [`Classifier::fit`] with each training bag `train[i]` also counted `extra[i]`
+    /// times (frequency weights multiplying its class weight, in the likelihood, the
+    /// standardisation and the starting intercept alike). With one instance per bag this
+    /// is weighted ridge logistic regression, what MI-Wrapper and SimpleMI fit.
+    pub(crate) fn fit_weighted(&self, train: Bags<'_>, extra: Option<&[f64]>) -> Result<MilrModel> {
         let (data, train) = (train.dataset(), &*train.indices());
         self.check()?;
         let labels = data.training_labels(train, 2)?;
         let dim = data.dim();
         let weka = self.optimizer == Optimizer::Weka;
-        let weights = self.class_weight.bag_weights(&labels, data.n_classes())?;
+        let mut weights = self.class_weight.bag_weights(&labels, data.n_classes())?;
+        if let Some(extra) = extra {
+            debug_assert_eq!(extra.len(), weights.len());
+            weights.iter_mut().zip(extra).for_each(|(w, e)| *w *= e);
+        }
         let (mean, sd) = bag_standardisation(data, train, &weights, weka);
         let picked = data.copy_bags(train);
         let mut x = picked.features().to_vec();
@@ -739,23 +615,27 @@ impl MilrModel {
     }
 
     /// Checks a model read from a file.
-    pub fn validate(&self) -> std::result::Result<(), String> {
+    pub fn validate(&self) -> Result<()> {
         let problems = if self.n_classes == 2 {
             1
         } else {
             self.n_classes
         };
         if self.n_classes < 2 || self.weights.len() != problems {
-            return Err("milr: wrong number of weight vectors".into());
+            return Err(Error::Model("milr: wrong number of weight vectors".into()));
         }
         if self
             .weights
             .iter()
             .any(|w| w.len() != self.dim + 1 || w.iter().any(|v| !v.is_finite()))
         {
-            return Err("milr: weights of the wrong length or not finite".into());
+            return Err(Error::Model(
+                "milr: weights of the wrong length or not finite".into(),
+            ));
         }
-        self.params.check().map_err(|e| format!("milr: {e}"))
+        self.params
+            .check()
+            .map_err(|e| Error::Model(format!("milr: {e}")))
     }
 }
 

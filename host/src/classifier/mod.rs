@@ -7,6 +7,10 @@
 //! - [`mi_svm`]: mi-SVM and MI-SVM (Andrews et al. 2002), instance SVMs under the
 //!   standard MI assumption (binary only).
 //! - [`svm`]: SVM over bags with a box-counting or normalised set kernel (Tao et al. 2008).
+//! - [`simple_mi`]: SimpleMI, logistic regression on one summary vector per bag (Weka's
+//!   SimpleMI).
+//! - [`mi_wrapper`]: MI-Wrapper, logistic regression on the instances, their probabilities
+//!   combined per bag (Weka's MIWrapper).
 //!
 //! Multi-class data: Citation-kNN votes per class; MILR fits one model per class
 //! (one-vs-rest). The parameters are gathered in [`ClassifierParams`], the fitted models
@@ -15,7 +19,9 @@
 pub mod citation_knn;
 pub mod imbalance;
 pub mod mi_svm;
+pub mod mi_wrapper;
 pub mod milr;
+pub mod simple_mi;
 pub mod svm;
 
 use serde::{Deserialize, Serialize};
@@ -28,7 +34,9 @@ use crate::progress::Progress;
 use citation_knn::CitationKnnModel;
 use citation_knn::Scaling;
 use mi_svm::MiSvmModel;
+use mi_wrapper::MiWrapperModel;
 use milr::MilrModel;
+use simple_mi::SimpleMiModel;
 use svm::SvmModel;
 
 /// Per-class scores of a list of bags (higher = more likely), row-major bags × classes.
@@ -198,6 +206,10 @@ pub enum ClassifierKind {
     MiSvm,
     /// MI-SVM: an instance SVM with one witness per positive bag.
     MiSvmBag,
+    /// SimpleMI.
+    SimpleMi,
+    /// MI-Wrapper.
+    MiWrapper,
 }
 
 mil_core::keywords!(ClassifierKind {
@@ -206,6 +218,8 @@ mil_core::keywords!(ClassifierKind {
     ClassifierKind::Svm => "svm": "SVM over bags with a set kernel (GMIL §8)",
     ClassifierKind::MiSvm => "mi-svm": "mi-SVM (Andrews et al. 2002): instance SVM, a label for every instance of a positive bag",
     ClassifierKind::MiSvmBag => "mi-svm-bag": "MI-SVM (Andrews et al. 2002): instance SVM, one witness instance per positive bag",
+    ClassifierKind::SimpleMi => "simple-mi": "logistic regression on one summary vector per bag (Weka's SimpleMI)",
+    ClassifierKind::MiWrapper => "mi-wrapper": "logistic regression on the instances, combined per bag (Weka's MIWrapper)",
 });
 
 /// Any classifier's parameters: one variant per algorithm, each a parameters type with
@@ -220,6 +234,10 @@ pub enum ClassifierParams {
     Svm(svm::SetKernelSvm),
     /// mi-SVM or MI-SVM (by its heuristic).
     MiSvm(mi_svm::MiSvm),
+    /// SimpleMI.
+    SimpleMi(simple_mi::SimpleMi),
+    /// MI-Wrapper.
+    MiWrapper(mi_wrapper::MiWrapper),
 }
 
 impl ClassifierParams {
@@ -233,6 +251,8 @@ impl ClassifierParams {
             ClassifierKind::MiSvmBag => mi_svm::MiSvm::default()
                 .heuristic(mi_svm::Heuristic::Bag)
                 .into(),
+            ClassifierKind::SimpleMi => simple_mi::SimpleMi::default().into(),
+            ClassifierKind::MiWrapper => mi_wrapper::MiWrapper::default().into(),
         }
     }
 
@@ -243,6 +263,8 @@ impl ClassifierParams {
             ClassifierParams::Milr(_) => ClassifierKind::Milr,
             ClassifierParams::Svm(_) => ClassifierKind::Svm,
             ClassifierParams::MiSvm(m) => m.heuristic.kind(),
+            ClassifierParams::SimpleMi(_) => ClassifierKind::SimpleMi,
+            ClassifierParams::MiWrapper(_) => ClassifierKind::MiWrapper,
         }
     }
 
@@ -253,6 +275,8 @@ impl ClassifierParams {
             ClassifierParams::Milr(m) => m.check(),
             ClassifierParams::Svm(s) => s.check(),
             ClassifierParams::MiSvm(m) => m.check(),
+            ClassifierParams::SimpleMi(s) => s.check(),
+            ClassifierParams::MiWrapper(m) => m.check(),
         }
     }
 
@@ -276,13 +300,18 @@ impl ClassifierParams {
             ClassifierParams::Milr(m) => m.class_weight,
             ClassifierParams::Svm(s) => s.class_weight,
             ClassifierParams::MiSvm(m) => m.class_weight,
+            ClassifierParams::SimpleMi(s) => s.class_weight,
+            ClassifierParams::MiWrapper(m) => m.class_weight,
         }
     }
 
-    /// The ridge an inner CV may choose, for the classifiers that have one (MILR).
+    /// The ridge an inner CV may choose, for the classifiers that have one (MILR,
+    /// SimpleMI, MI-Wrapper).
     pub fn ridge(&self) -> Option<f64> {
         match self {
             ClassifierParams::Milr(m) => Some(m.ridge),
+            ClassifierParams::SimpleMi(s) => Some(s.ridge),
+            ClassifierParams::MiWrapper(m) => Some(m.ridge),
             _ => None,
         }
     }
@@ -291,6 +320,8 @@ impl ClassifierParams {
     pub fn with_ridge(self, ridge: f64) -> Option<Self> {
         match self {
             ClassifierParams::Milr(m) => Some(m.ridge(ridge).into()),
+            ClassifierParams::SimpleMi(s) => Some(s.ridge(ridge).into()),
+            ClassifierParams::MiWrapper(m) => Some(m.ridge(ridge).into()),
             _ => None,
         }
     }
@@ -356,6 +387,8 @@ impl ClassifierParams {
             ClassifierParams::Milr(m) => m.class_weight(w).into(),
             ClassifierParams::Svm(s) => s.class_weight(w).into(),
             ClassifierParams::MiSvm(m) => m.class_weight(w).into(),
+            ClassifierParams::SimpleMi(s) => s.class_weight(w).into(),
+            ClassifierParams::MiWrapper(m) => m.class_weight(w).into(),
         }
     }
 
@@ -370,6 +403,10 @@ impl ClassifierParams {
             ClassifierParams::Milr(m) => ClassifierModel::Milr(m.fit(data.select(train))?),
             ClassifierParams::Svm(s) => ClassifierModel::Svm(s.fit(data.select(train))?),
             ClassifierParams::MiSvm(m) => ClassifierModel::MiSvm(m.fit(data.select(train))?),
+            ClassifierParams::SimpleMi(s) => ClassifierModel::SimpleMi(s.fit(data.select(train))?),
+            ClassifierParams::MiWrapper(m) => {
+                ClassifierModel::MiWrapper(m.fit(data.select(train))?)
+            }
         })
     }
 }
@@ -398,6 +435,18 @@ impl From<svm::SetKernelSvm> for ClassifierParams {
     }
 }
 
+impl From<simple_mi::SimpleMi> for ClassifierParams {
+    fn from(s: simple_mi::SimpleMi) -> Self {
+        ClassifierParams::SimpleMi(s)
+    }
+}
+
+impl From<mi_wrapper::MiWrapper> for ClassifierParams {
+    fn from(m: mi_wrapper::MiWrapper) -> Self {
+        ClassifierParams::MiWrapper(m)
+    }
+}
+
 /// A fitted classifier, one variant per algorithm.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -410,6 +459,10 @@ pub enum ClassifierModel {
     Svm(SvmModel),
     /// mi-SVM or MI-SVM.
     MiSvm(MiSvmModel),
+    /// SimpleMI.
+    SimpleMi(SimpleMiModel),
+    /// MI-Wrapper.
+    MiWrapper(MiWrapperModel),
 }
 
 impl ClassifierModel {
@@ -420,15 +473,19 @@ impl ClassifierModel {
             ClassifierModel::Milr(_) => ClassifierKind::Milr,
             ClassifierModel::Svm(_) => ClassifierKind::Svm,
             ClassifierModel::MiSvm(m) => m.params.heuristic.kind(),
+            ClassifierModel::SimpleMi(_) => ClassifierKind::SimpleMi,
+            ClassifierModel::MiWrapper(_) => ClassifierKind::MiWrapper,
         }
     }
 
-    pub(crate) fn validate(&self) -> std::result::Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<()> {
         match self {
             ClassifierModel::CitationKnn(m) => m.validate(),
             ClassifierModel::Milr(m) => m.validate(),
             ClassifierModel::Svm(m) => m.validate(),
             ClassifierModel::MiSvm(m) => m.validate(),
+            ClassifierModel::SimpleMi(m) => m.validate(),
+            ClassifierModel::MiWrapper(m) => m.validate(),
         }
     }
 }
@@ -440,6 +497,8 @@ impl BagModel for ClassifierModel {
             ClassifierModel::Milr(m) => m.n_classes(),
             ClassifierModel::Svm(m) => m.n_classes(),
             ClassifierModel::MiSvm(m) => m.n_classes(),
+            ClassifierModel::SimpleMi(m) => m.n_classes(),
+            ClassifierModel::MiWrapper(m) => m.n_classes(),
         }
     }
 
@@ -449,6 +508,8 @@ impl BagModel for ClassifierModel {
             ClassifierModel::Milr(m) => m.input_dim(),
             ClassifierModel::Svm(m) => m.input_dim(),
             ClassifierModel::MiSvm(m) => m.input_dim(),
+            ClassifierModel::SimpleMi(m) => m.input_dim(),
+            ClassifierModel::MiWrapper(m) => m.input_dim(),
         }
     }
 
@@ -460,6 +521,8 @@ impl BagModel for ClassifierModel {
             ClassifierModel::Milr(m) => m.scores(data.select(bags)),
             ClassifierModel::Svm(m) => m.scores(data.select(bags)),
             ClassifierModel::MiSvm(m) => m.scores(data.select(bags)),
+            ClassifierModel::SimpleMi(m) => m.scores(data.select(bags)),
+            ClassifierModel::MiWrapper(m) => m.scores(data.select(bags)),
         }
     }
 
@@ -471,6 +534,8 @@ impl BagModel for ClassifierModel {
             ClassifierModel::Milr(m) => m.explain(data.select(bags)),
             ClassifierModel::Svm(m) => m.explain(data.select(bags)),
             ClassifierModel::MiSvm(m) => m.explain(data.select(bags)),
+            ClassifierModel::SimpleMi(m) => m.explain(data.select(bags)),
+            ClassifierModel::MiWrapper(m) => m.explain(data.select(bags)),
         }
     }
 }

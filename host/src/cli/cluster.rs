@@ -37,6 +37,12 @@ pub fn run(args: &ClusterArgs) -> Result<Report> {
                 .balance_mode(args.balance_mode)
                 .min_size(args.min_size)
                 .max_size(args.max_size);
+            params.check()?;
+            super::estimate::check_cluster(
+                &format!("M³IC over {} bags (its cutting planes)", data.n_bags()),
+                m3ic::footprint(crate::params::Shape::of(&data), args.k, &params),
+                args.memory.max_memory_gib,
+            )?;
             let fit = params.fit(&data)?;
             let best = &fit.runs[fit.best];
             let detail = json!({
@@ -61,6 +67,11 @@ pub fn run(args: &ClusterArgs) -> Result<Report> {
             )
         }
         ClusterMethod::Bamic(distance) => {
+            super::estimate::check_cluster(
+                &format!("BAMIC over {} bags (its bag distances)", data.n_bags()),
+                bamic::footprint(crate::params::Shape::of(&data)),
+                args.memory.max_memory_gib,
+            )?;
             let fit = bamic::Bamic::default()
                 .k(args.k)
                 .seed(args.seed)

@@ -11,6 +11,9 @@ use mil_core::keyword::Keyword;
 use super::{ClassifierArgs, CvArgs, InnerCvArgs, ProjectionArgs, Report};
 use super::{CvMerge, CvMergeArgs};
 use crate::classifier::imbalance::Threshold;
+use crate::classifier::mi_wrapper::MiWrapper;
+use crate::classifier::milr::Milr;
+use crate::classifier::simple_mi::SimpleMi;
 use crate::classifier::ClassifierKind;
 use crate::data;
 use crate::data::Dataset;
@@ -73,6 +76,15 @@ pub(super) fn pipeline(
     Ok(pipeline)
 }
 
+/// The ridges given (`/`-separated), or the classifier's default.
+fn ridges(args: &ClassifierArgs, default: f64) -> String {
+    if args.ridge.is_empty() {
+        return default.to_string();
+    }
+    let list: Vec<String> = args.ridge.iter().map(f64::to_string).collect();
+    list.join("/")
+}
+
 /// A short description of the pipeline for human output, in the names users type.
 pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> String {
     let c = match args.classifier.unwrap_or(ClassifierKind::CitationKnn) {
@@ -92,11 +104,17 @@ pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> St
             "milr ({} pooling, {} optimizer, ridge {})",
             args.pooling,
             args.optimizer,
-            args.ridge
-                .iter()
-                .map(|r| r.to_string())
-                .collect::<Vec<_>>()
-                .join("/")
+            ridges(args, Milr::default().ridge)
+        ),
+        ClassifierKind::SimpleMi => format!(
+            "simple-mi ({} summary, ridge {})",
+            args.summary.unwrap_or_default(),
+            ridges(args, SimpleMi::default().ridge)
+        ),
+        ClassifierKind::MiWrapper => format!(
+            "mi-wrapper ({} combination, ridge {})",
+            args.combine.unwrap_or_default(),
+            ridges(args, MiWrapper::default().ridge)
         ),
         kind @ (ClassifierKind::MiSvm | ClassifierKind::MiSvmBag) => match args.kernel {
             Some(super::KernelFlag::Instance(crate::classifier::mi_svm::InstanceKernel::Rbf)) => {
@@ -230,7 +248,14 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
         super::output::check_outputs(&outputs, &inputs)?;
     }
     let d = data::load(data_spec)?;
+    d.require_labels(2)?;
     let pipeline = pipeline(&args.classifier, &args.projection, args.seed, &args.inner)?;
+    super::estimate::check_pipeline(
+        &args.classifier,
+        &args.projection,
+        &d,
+        args.memory.max_memory_gib,
+    )?;
     let folds = match &args.folds_file {
         Some(path) => Folds::Given(read_folds_file(Path::new(path), &d)?),
         None => Folds::Stratified {

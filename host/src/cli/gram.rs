@@ -68,8 +68,8 @@ pub fn run(args: &GramArgs, progress: &dyn Progress) -> Result<Report> {
             "a shard writes its tile to -o for `mil gram merge`",
         ));
     }
-    crate::svm::bags::check_settings(
-        &crate::svm::bags::BagSvmSettings::default().rho(args.set_kernel.rho),
+    crate::classifier::svm::bags::check_settings(
+        &crate::classifier::svm::bags::BagSvmSettings::default().rho(args.set_kernel.rho),
     )?;
     let accuracy = crate::kernel::accuracy(args.set_kernel.epsilon, args.set_kernel.delta)?;
     let method = args.set_kernel.estimator;

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::atomic_write::{same_file, write_atomic};
 use crate::error::{Error, Result};
+use crate::params::Estimate;
 
 /// Whether an output went to standard output (`-o -`): the report then goes to stderr.
 static STDOUT_TAKEN: AtomicBool = AtomicBool::new(false);
@@ -213,12 +214,30 @@ pub fn parse_memory_limit(text: &str) -> std::result::Result<f64, String> {
 /// Refuses work whose estimated memory exceeds `limit_gib`, with the estimate and the
 /// flag that raises the limit.
 pub fn check_memory(what: &str, bytes: f64, limit_gib: f64) -> Result<()> {
-    let gib = bytes / f64::from(1u32 << 30);
+    check_estimate(what, Estimate { bytes, ops: 0.0 }, limit_gib, "")
+}
+
+/// [`check_memory`] for an algorithm's [`Estimate`]: the message states its work too
+/// (when counted) and what else makes the run smaller (`remedy`, when not empty).
+pub fn check_estimate(what: &str, estimate: Estimate, limit_gib: f64, remedy: &str) -> Result<()> {
+    let gib = estimate.bytes / f64::from(1u32 << 30);
     if gib > limit_gib {
+        let ops = if estimate.ops > 0.0 {
+            format!(" and {:.0e} operations", estimate.ops)
+        } else {
+            String::new()
+        };
+        let remedy = if remedy.is_empty() {
+            String::new()
+        } else {
+            format!("{remedy}, or ")
+        };
         return Err(Error::parameter(
             "max_memory_gib",
             limit_gib,
-            format!("{what} needs about {gib:.1} GiB; raise --max-memory-gib to run it"),
+            format!(
+                "{what} needs about {gib:.1} GiB{ops}; {remedy}raise --max-memory-gib to run it"
+            ),
         ));
     }
     Ok(())

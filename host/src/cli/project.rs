@@ -62,6 +62,7 @@ pub fn run(args: &ProjectArgs) -> Result<Report> {
     outputs.extend(args.plot.as_deref().map(|p| ("--plot", p)));
     super::output::check_outputs(&outputs, &inputs)?;
     let data = data::load(&args.data)?;
+    super::estimate::check_projection(&data, args.memory.max_memory_gib)?;
     let start = Instant::now();
     params.check_fit(&crate::data::Bags::from(&data))?;
     // B-MIDA and M-MIDA also report the prototypes their kernel-density step chose.

@@ -35,6 +35,11 @@ pub fn run(args: &SynthArgs) -> Result<Report> {
                 .relevant(args.relevant.unwrap_or(d.relevant))
                 .bags(args.bags.unwrap_or(d.bags))
                 .imbalance(args.imbalance.unwrap_or(d.imbalance));
+            super::estimate::check_synth(
+                shape.bags.saturating_mul(shape.bag_size),
+                shape.dims,
+                args.memory.max_memory_gib,
+            )?;
             synth::term_counts(shape, args.seed)?
         }
         SyntheticSet::MidaOne | SyntheticSet::MidaTwo => {

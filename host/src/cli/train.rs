@@ -20,6 +20,12 @@ pub fn run(args: &TrainArgs, progress: &dyn Progress) -> Result<Report> {
     let d = data::load(&args.data)?;
     d.require_labels(2)?;
     let pipeline = pipeline(&args.classifier, &args.projection, args.seed, &args.inner)?;
+    super::estimate::check_pipeline(
+        &args.classifier,
+        &args.projection,
+        &d,
+        args.memory.max_memory_gib,
+    )?;
     progress.start("training", 1);
     let mut model = pipeline.fit(&d)?;
     progress.finish();

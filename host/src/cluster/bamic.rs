@@ -19,7 +19,7 @@ use crate::distance::{pairwise, Hausdorff};
 use crate::error::Result;
 use crate::eval::folds::derive_seed;
 
-/// The result of [`fit`].
+/// The result of [`Bamic::fit`].
 #[derive(Debug, Clone)]
 pub struct BamicFit {
     /// The medoid bags (the model a device needs to assign new bags).
@@ -86,7 +86,7 @@ impl Bamic {
         )
     }
 
-    /// Clusters the bags into [`Bamic::k`] clusters ([`fit`]).
+    /// Clusters the bags into `Bamic::k` clusters (`fit`).
     pub fn fit<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<BamicFit> {
         self.check()?;
         let bags = bags.into();
@@ -207,6 +207,13 @@ fn alternate(dist: &[f64], n: usize, mut medoids: Vec<usize>) -> KMedoids {
             };
         }
     }
+}
+
+/// Memory and work of BAMIC on data of this shape: the bag distances as Citation-kNN
+/// computes them (two n_bags × n_bags matrices at their peak); the work is one distance
+/// per pair of instances.
+pub fn footprint(shape: crate::params::Shape) -> crate::params::Estimate {
+    crate::classifier::citation_knn::footprint(shape)
 }
 
 #[cfg(test)]

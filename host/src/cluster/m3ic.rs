@@ -14,14 +14,14 @@
 //! linearisation at w̃⁽ᵗ⁾ is w̃·∂f (eq. 10) with the subgradient (7)–(9). Each convex
 //! subproblem (11) is solved in its 1-slack form (12) by cutting planes (inner loop): the
 //! most violated constraint is rule (16), the stop test is (14), and each restricted
-//! problem (17) is solved exactly in its dual by [`crate::optim::qp`]. Random restarts keep the
+//! problem (17) is solved exactly in its dual by `crate::optim::qp`. Random restarts keep the
 //! solution with the lowest objective; bags are assigned by step 14 of Table 1.
 //!
 //! ```
-//! use mil_toolkit::cluster::m3ic::{fit, M3ic};
+//! use mil_toolkit::cluster::m3ic::M3ic;
 //!
 //! let corel3 = mil_toolkit::data::load("corel3")?;
-//! let result = fit(&corel3, 3, &M3ic::default().restarts(2), 1)?;
+//! let result = M3ic::default().k(3).seed(1).restarts(2).fit(&corel3)?;
 //! assert_eq!(result.assignments.len(), corel3.n_bags());
 //! assert!(result.assignments.iter().all(|&c| c < 3));
 //! // The saved model assigns bags as the fit did.
@@ -42,6 +42,9 @@ use crate::eval::folds::derive_seed;
 use crate::numerics::{dot, first_argmax as argmax};
 use crate::optim::qp::DualQp;
 use crate::params::{check_count, check_weight, limits};
+
+mod balance;
+use balance::*;
 
 /// Hyper-parameters of M³IC-MBM. Defaults ([`BalanceMode::Sizes`]): C = 2, l = 0.01,
 /// ε₁ = 0.001, ε₂ = 0.01, 5 restarts, every cluster labelling at least half the mean
@@ -99,7 +102,7 @@ pub struct M3ic {
 ///   linear functions) and max_u h_i = f(w̃, i) of (6); problem (2) with this constraint
 ///   is min over w̃ and balanced u of J(w̃, u) = ½‖w̃‖² + (C/n) Σ max(0, 1 − h_i(w̃, u_i)).
 ///   Each CCCP iteration first minimises J over balanced labels at w̃⁽ᵗ⁾ (a transportation
-///   problem, solved exactly by [`balanced_labels`]), then linearises h_i at w̃⁽ᵗ⁾ for
+///   problem, solved exactly by `balanced_labels`), then linearises h_i at w̃⁽ᵗ⁾ for
 ///   those labels — the subgradient (7) with γ of (9) fixed at u_i, the witness (8) the
 ///   best instance for u_i — and solves (11) by the same cutting planes. Both steps lower
 ///   J_bal(w̃) = min_u J(w̃, u) (up to C·ε₂), so CCCP's monotone descent is kept. Bags
@@ -190,6 +193,20 @@ impl M3ic {
         check_weight("cost", self.c, true)?;
         positive("epsilon1", self.eps1)?;
         positive("epsilon2", self.eps2)?;
+        for (name, v) in [("epsilon1", self.eps1), ("epsilon2", self.eps2)] {
+            // Beyond it the CCCP stops after its first step and the cutting planes before
+            // their first plane: the clustering is the starting point, silently.
+            if v > limits::MAX_TOLERANCE {
+                return Err(Error::parameter(
+                    name,
+                    v,
+                    format!(
+                        "must be at most {} (the paper: 0.01)",
+                        limits::MAX_TOLERANCE
+                    ),
+                ));
+            }
+        }
         check_weight("balance", self.l, false)?;
         check_count("restarts", self.restarts, limits::MAX_RESTARTS)?;
         if !(0.0..=1.0).contains(&self.min_size) {
@@ -212,7 +229,7 @@ impl M3ic {
         super::check_k(self.k, None)
     }
 
-    /// Clusters the bags into [`M3ic::k`] clusters: [`fit`] with these parameters.
+    /// Clusters the bags into `M3ic::k` clusters: `fit` with these parameters.
     ///
     /// ```
     /// use mil_toolkit::prelude::*;
@@ -712,127 +729,18 @@ impl<'a> Problem<'a> {
     }
 }
 
-/// Labels u minimising Σ_i cost[i·k + u_i] subject to every cluster labelling between
-/// `min_count` and `max_count` bags (the discrete class balance of Xu et al. 2005,
-/// two-sided; `min_count · k ≤ n ≤ max_count · k`, else the bounds are clipped to it).
-/// Exact: a transportation problem with bounded column sums, solved as a min-cost flow
-/// with convex count penalties. Start from each bag's cheapest label (optimal without
-/// bounds: no move lowers the cost); then, while some chain of single-bag moves
-/// q₀ → q₁ → … → r lowers the cost plus M·(total bound violation) (M larger than any cost
-/// difference, so violations go first), apply the cheapest such chain. Chains are
-/// shortest paths by Bellman–Ford over the k clusters (edge q → r: the cheapest cost
-/// change of moving one of q's bags to r), each started at q₀ with the penalty change of
-/// q₀ losing a bag and ended at r with that of r gaining one. Each step is a shortest
-/// augmenting path of the flow, which keeps it free of negative cycles, so the labels are
-/// optimal when no chain improves.
-pub fn balanced_labels(
-    cost: &[f64],
-    n: usize,
-    k: usize,
-    min_count: usize,
-    max_count: usize,
-) -> Vec<usize> {
-    let mut labels: Vec<usize> = (0..n)
-        .map(|i| {
-            argmax(
-                &cost[i * k..(i + 1) * k]
-                    .iter()
-                    .map(|c| -c)
-                    .collect::<Vec<_>>(),
-            )
-            .0
-        })
-        .collect();
-    let lo = min_count.min(n / k);
-    let hi = max_count.max(n.div_ceil(k));
-    if lo == 0 && hi >= n {
-        return labels;
-    }
-    let mut counts = vec![0usize; k];
-    labels.iter().for_each(|&u| counts[u] += 1);
-    // M exceeds any change of Σ cost, so one unit of violation outweighs every cost.
-    let spread: f64 = cost
-        .chunks_exact(k)
-        .map(|c| {
-            let max = c.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let min = c.iter().copied().fold(f64::INFINITY, f64::min);
-            max - min
-        })
-        .sum();
-    let big = 4.0 * (1.0 + spread);
-    let violation = |c: usize| (lo.saturating_sub(c) + c.saturating_sub(hi)) as f64;
-    // Penalty change of a cluster with c bags losing one / gaining one.
-    let lose = |c: usize| {
-        if c == 0 {
-            f64::INFINITY
-        } else {
-            big * (violation(c - 1) - violation(c))
-        }
-    };
-    let gain = |c: usize| big * (violation(c + 1) - violation(c));
-    // Each step lowers Σ cost + M·violation; the cap is a guard against round-off cycles.
-    for _ in 0..4 * n * k + 16 {
-        // edge[q][r] = (cost change, bag) of the cheapest move of a bag of q to r.
-        let mut edge = vec![(f64::INFINITY, usize::MAX); k * k];
-        for (i, &q) in labels.iter().enumerate() {
-            for r in (0..k).filter(|&r| r != q) {
-                let delta = cost[i * k + r] - cost[i * k + q];
-                if delta < edge[q * k + r].0 {
-                    edge[q * k + r] = (delta, i);
-                }
-            }
-        }
-        let mut dist: Vec<f64> = counts.iter().map(|&c| lose(c)).collect();
-        let mut pred = vec![usize::MAX; k];
-        for _ in 0..k {
-            let mut changed = false;
-            for q in 0..k {
-                if !dist[q].is_finite() {
-                    continue;
-                }
-                for r in (0..k).filter(|&r| r != q && edge[q * k + r].1 != usize::MAX) {
-                    let d = dist[q] + edge[q * k + r].0;
-                    if d < dist[r] - 1e-12 * (1.0 + d.abs()) {
-                        dist[r] = d;
-                        pred[r] = q;
-                        changed = true;
-                    }
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
-        // The best end of a chain (a chain has at least one move: pred set).
-        let end = (0..k)
-            .filter(|&r| pred[r] != usize::MAX)
-            .map(|r| (r, dist[r] + gain(counts[r])))
-            .min_by(|a, b| a.1.total_cmp(&b.1));
-        let Some((end, total)) = end else { break };
-        if total >= -1e-12 * (1.0 + big) {
-            break;
-        }
-        // Walk back to the chain's start, one move per edge.
-        let mut r = end;
-        let mut moves = Vec::new();
-        let mut seen = vec![false; k];
-        while pred[r] != usize::MAX && !seen[r] {
-            seen[r] = true;
-            let q = pred[r];
-            moves.push((edge[q * k + r].1, q, r));
-            r = q;
-        }
-        if seen[r] {
-            // A cycle in the predecessors (round-off); stop rather than loop.
-            break;
-        }
-        for (i, q, r) in moves {
-            labels[i] = r;
-            counts[q] -= 1;
-            counts[r] += 1;
-        }
-    }
-    labels
+/// Memory and work of M³IC on data of this shape with `k` clusters: the standardised and
+/// normalised copies of the instances, up to `max_planes` cutting planes of k × dim
+/// weights, and their Gram matrix and dual problem; the work is every restart's CCCP
+/// steps scoring every instance against every cluster.
+pub fn footprint(shape: crate::params::Shape, k: usize, params: &M3ic) -> crate::params::Estimate {
+    let planes = params.max_planes as f64;
+    let weights = k as f64 * shape.dim as f64;
+    let dual = planes + (k * k) as f64;
+    crate::params::Estimate::values(
+        3.0 * shape.values() + planes * weights + 2.0 * dual * dual,
+        (params.restarts * params.max_cccp) as f64 * shape.values() * k as f64,
+    )
 }
 
 #[cfg(test)]

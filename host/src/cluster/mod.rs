@@ -206,18 +206,29 @@ impl ClusterModel {
     /// Writes the model as JSON, with a checksum of its content that
     /// [`ClusterModel::load`] verifies.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let text = crate::model::with_checksum(self)?;
+        let text = self.to_text()?;
         crate::atomic_write::write_atomic(path, text.as_bytes()).map_err(|source| Error::Io {
             path: path.to_path_buf(),
             source,
         })
     }
 
+    /// The JSON text [`ClusterModel::save`] writes.
+    pub fn to_text(&self) -> Result<String> {
+        crate::model::with_checksum(self)
+    }
+
     /// Reads a model written by [`ClusterModel::save`], checking its shapes.
     pub fn load(path: &Path) -> Result<ClusterModel> {
         let text = crate::data::read_json_text(path, "a cluster model")?;
-        let file = path.display().to_string();
-        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::Parse {
+        ClusterModel::parse(&path.display().to_string(), &text)
+    }
+
+    /// Reads the text of a model written by [`ClusterModel::save`] (from the file
+    /// `file`, named in every error), checking its checksum and shapes.
+    pub fn parse(file: &str, text: &str) -> Result<ClusterModel> {
+        let file = file.to_string();
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| Error::Parse {
             file: file.clone(),
             line: e.line(),
             field: format!("column {}", e.column()),
@@ -236,27 +247,27 @@ impl ClusterModel {
             field: "checksum".into(),
             problem,
         })?;
-        model.check().map_err(|problem| Error::Parse {
+        model.validate().map_err(|e| Error::Parse {
             file,
             line: 1,
             field: "model".into(),
-            problem,
+            problem: e.to_string(),
         })?;
         Ok(model)
     }
 
-    /// Shape checks, so assignment never indexes out of bounds.
-    fn check(&self) -> std::result::Result<(), String> {
+    /// Checks a model read from a file: shapes that assignment indexes by, finite values.
+    pub fn validate(&self) -> Result<()> {
         let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
         match self {
             ClusterModel::M3ic(m) => {
                 if m.k < 2 || m.dim == 0 || m.weights.len() != m.k * m.dim {
-                    return Err(format!(
+                    return Err(Error::Model(format!(
                         "weights hold {} values, expected k·dim = {}·{}",
                         m.weights.len(),
                         m.k,
                         m.dim
-                    ));
+                    )));
                 }
                 let scaling_ok = match (&m.mean, &m.std) {
                     (None, None) => true,
@@ -266,21 +277,23 @@ impl ClusterModel {
                     _ => false,
                 };
                 if !scaling_ok || !finite(&m.weights) {
-                    return Err("non-finite weights or inconsistent mean/std".into());
+                    return Err(Error::Model(
+                        "non-finite weights or inconsistent mean/std".into(),
+                    ));
                 }
             }
             ClusterModel::Bamic(m) => {
                 if m.dim == 0 || m.medoids.is_empty() {
-                    return Err("no medoids".into());
+                    return Err(Error::Model("no medoids".into()));
                 }
                 if m.medoids
                     .iter()
                     .any(|b| b.is_empty() || b.len() % m.dim != 0 || !finite(b))
                 {
-                    return Err(format!(
+                    return Err(Error::Model(format!(
                         "a medoid bag is not a whole number of {}-value rows",
                         m.dim
-                    ));
+                    )));
                 }
             }
         }

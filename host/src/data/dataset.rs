@@ -82,6 +82,9 @@ impl<'a> Bag<'a> {
     }
 }
 
+/// The most classes a classifier is trained on.
+pub const MAX_CLASSES: usize = 1000;
+
 impl Dataset {
     /// Builds a data set from its parts, checking every invariant: `dim > 0`, at least one
     /// bag, no empty bag, finite features, consistent lengths, labels within the classes.
@@ -251,7 +254,26 @@ impl Dataset {
                 format!("{present} class(es) present, at least {min_classes} needed"),
             ));
         }
+        if min_classes >= 2 {
+            self.check_class_count(present)?;
+        }
         Ok(labels)
+    }
+
+    /// Refuses a label column that is not a class: more than [`MAX_CLASSES`] classes, or
+    /// more than two with fewer than two bags per class on average (an id or a
+    /// measurement read as the label), which no classifier can learn from.
+    fn check_class_count(&self, classes: usize) -> Result<()> {
+        let n = self.n_bags();
+        if classes > MAX_CLASSES || (classes > 2 && 2 * classes > n) {
+            return Err(Error::data(
+                &self.name,
+                format!(
+                    "the label column (CSV column 1, the ARFF class attribute) has {classes} classes for {n} bags: about one bag per class, so it is not a class label (an id or a measurement?); at most {MAX_CLASSES} classes and at least two bags per class on average are needed"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The labels of the training bags `train`, checked: every index in range and at

@@ -20,17 +20,33 @@ pub struct ZScore {
 
 impl ZScore {
     /// Fits on the instances of the given bags (population statistics, two-pass for
-    /// accuracy).
+    /// accuracy). Each feature is divided by the power of two at or below its largest
+    /// magnitude first, so sums and squares stay finite for any finite data (values near
+    /// 10¹⁵⁵ and beyond square past `f64`'s range).
     pub fn fit<'a>(bags: impl Into<Bags<'a>>) -> ZScore {
         let view = bags.into();
         let (data, picked) = (view.dataset(), view.indices());
         let bags: &[usize] = &picked;
         let dim = data.dim();
+        let mut scale = vec![0.0f64; dim];
+        for &b in bags {
+            for x in data.bag(b).instances() {
+                scale
+                    .iter_mut()
+                    .zip(x)
+                    .for_each(|(s, v)| *s = s.max(v.abs()));
+            }
+        }
+        // Powers of two: dividing and multiplying back is exact, so the statistics are
+        // bit for bit those of the unscaled sums wherever these stay finite.
+        scale.iter_mut().for_each(|s| *s = power_of_two_below(*s));
         let mut mean = vec![0.0; dim];
         let mut count = 0usize;
         for &b in bags {
             for x in data.bag(b).instances() {
-                mean.iter_mut().zip(x).for_each(|(m, v)| *m += v);
+                for ((m, v), s) in mean.iter_mut().zip(x).zip(&scale) {
+                    *m += v / s;
+                }
                 count += 1;
             }
         }
@@ -39,16 +55,18 @@ impl ZScore {
         let mut var = vec![0.0; dim];
         for &b in bags {
             for x in data.bag(b).instances() {
-                var.iter_mut()
-                    .zip(x.iter().zip(&mean))
-                    .for_each(|(s, (v, m))| *s += (v - m) * (v - m));
+                for ((acc, v), (m, s)) in var.iter_mut().zip(x).zip(mean.iter().zip(&scale)) {
+                    let d = v / s - m;
+                    *acc += d * d;
+                }
             }
         }
+        let mean: Vec<f64> = mean.iter().zip(&scale).map(|(m, s)| m * s).collect();
         let std = var
             .into_iter()
-            .zip(&mean)
-            .map(|(s, m)| {
-                let sd = (s / n).sqrt();
+            .zip(mean.iter().zip(&scale))
+            .map(|(acc, (m, s))| {
+                let sd = (acc / n).sqrt() * s;
                 // Round-off leaves a tiny spread on constant columns; treat it as zero.
                 if sd <= 1e-12 * m.abs().max(1.0) {
                     0.0
@@ -111,9 +129,55 @@ impl ZScore {
     }
 }
 
+/// The largest power of two at most `x` — `x` with its mantissa cleared — or 1 for a
+/// subnormal, zero or non-finite `x`: a scale that divides and multiplies back exactly.
+pub fn power_of_two_below(x: f64) -> f64 {
+    if x.is_finite() && x >= f64::MIN_POSITIVE {
+        f64::from_bits(x.to_bits() & 0x7ff0_0000_0000_0000)
+    } else {
+        1.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statistics_scale_with_the_data_without_overflow() {
+        let feats = [1.0, -3.0, 2.5, 0.0, 4.0, 7.0, -0.5, 2.0];
+        let d = |scale: f64| {
+            Dataset::new(
+                "t",
+                2,
+                feats.iter().map(|v| v * scale).collect(),
+                vec![0, 2, 4],
+                vec!["a".into(), "b".into()],
+                None,
+                vec![],
+            )
+            .unwrap()
+        };
+        let plain = ZScore::fit(&d(1.0));
+        // A power of two scales every sum exactly.
+        let p500 = 2f64.powi(500);
+        let big = ZScore::fit(&d(p500));
+        for j in 0..2 {
+            assert_eq!(big.mean[j], plain.mean[j] * p500);
+            assert_eq!(big.std[j], plain.std[j] * p500);
+        }
+        // 10¹⁵⁵: the squares overflow f64, the statistics do not.
+        let huge = ZScore::fit(&d(1e155));
+        for j in 0..2 {
+            assert!((huge.std[j] / 1e155 - plain.std[j]).abs() <= 1e-12 * plain.std[j]);
+            assert!((huge.mean[j] / 1e155 - plain.mean[j]).abs() <= 1e-12 * plain.mean[j].abs());
+        }
+        assert_eq!(power_of_two_below(3.0), 2.0);
+        assert_eq!(power_of_two_below(0.0), 1.0);
+        assert_eq!(power_of_two_below(f64::MAX), 2f64.powi(1023));
+        assert_eq!(power_of_two_below(0.75), 0.5);
+        assert_eq!(power_of_two_below(-1.0), 1.0);
+    }
 
     #[test]
     fn active_columns_keep_every_distance() {

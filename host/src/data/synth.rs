@@ -461,6 +461,14 @@ pub fn term_counts(shape: TermCounts, seed: u64) -> Result<Synthetic> {
     b.finish("term-counts", 2, columns)
 }
 
+/// Memory and work of writing a synthetic set of `instances` instances of `dims`
+/// features: the features and their text (at most 24 bytes a value as `f64`'s shortest
+/// form, a third of the 8 bytes per value counted for each).
+pub fn footprint(instances: usize, dims: usize) -> crate::params::Estimate {
+    let values = instances as f64 * dims as f64;
+    crate::params::Estimate::values(4.0 * values, values)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@
 //! come from one matrix product, ‖x − y‖² = ‖x‖² + ‖y‖² − 2x·y (the x·y part by
 //! `matrixmultiply`, as in [`crate::distance`]), and each bag pair is reduced from
 //! them in one log-sum-exp: the block's part (largest exponent, then the sum of
-//! exp(e − max) while the block is in cache, by [`sum_exp_in_place`]: a vectorised
+//! exp(e − max) while the block is in cache, by `sum_exp_in_place`: a vectorised
 //! exp and four partial sums in a fixed order), merged with the parts of other blocks as
 //! a running maximum and rescaled sum.
 //!
@@ -39,7 +39,7 @@
 //! γ times it, and log-sum-exp is 1-Lipschitz in the largest change of an exponent; the
 //! second covers rounding γ‖x − y‖² and e − max (relative u each, weighted by the
 //! softmax weights, whose mean |exponent| is at most |ln k_set| + ln N), exp (within 2
-//! units in the last place, relative 4u per term: [`exp_nonpositive`]), the sum of N
+//! units in the last place, relative 4u per term: `exp_nonpositive`), the sum of N
 //! terms in four partial sums ((N/4 + 2)u relative), the merges of block parts (5u each,
 //! fewer than N), ln and the final addition. The normalised ln k adds the
 //! two self-kernels' bounds halved. Features should be centred (z-scored, as the SVM and

@@ -128,8 +128,14 @@ pub fn compute_tile(
 /// Reads a tile file, naming it in every error.
 pub fn read_tile(path: &std::path::Path) -> Result<GramTile> {
     let text = crate::data::read_json_text(path, "a Gram tile")?;
-    let file = path.display().to_string();
-    let mut tile: GramTile = serde_json::from_str(&text).map_err(|e| Error::Parse {
+    parse_tile(&path.display().to_string(), &text)
+}
+
+/// Reads a tile's text (from the file `file`, named in every error): its format,
+/// version and checksum are checked; [`merge_tiles`] checks the rest.
+pub fn parse_tile(file: &str, text: &str) -> Result<GramTile> {
+    let file = file.to_string();
+    let mut tile: GramTile = serde_json::from_str(text).map_err(|e| Error::Parse {
         file: file.clone(),
         line: e.line(),
         field: "tile".into(),

@@ -1,8 +1,6 @@
 //! A pipeline's candidates — projection settings and classifier settings — and the inner
 //! cross-validation that chooses among them on the training bags of a fit.
 
-use serde::{Deserialize, Serialize};
-
 use crate::classifier::{BagModel, ClassifierKind, ClassifierParams};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -11,6 +9,7 @@ use crate::eval::{auroc, inner_folds};
 use crate::projection::ProjectionParams;
 
 use super::Pipeline;
+pub use crate::model::Chosen;
 
 /// The projection part of a pipeline with its hyper-parameter candidates.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,10 +64,11 @@ pub struct ClassifierGrid {
 }
 
 impl ClassifierGrid {
-    /// `spec` with MILR's ridge replaced by each of `ridges` in turn (an empty list
-    /// keeps the spec's own ridge). A ridge list is for MILR only: with another
-    /// classifier a single value is ignored, as before, and a longer list is an error.
-    /// Every MILR candidate is validated here, before any projection is fitted.
+    /// `spec` with its ridge replaced by each of `ridges` in turn (an empty list keeps
+    /// the spec's own ridge). A ridge list is for the classifiers with a ridge
+    /// ([`ClassifierParams::ridge`]): with another classifier a single value is ignored
+    /// and a longer list is an error. Every candidate with a ridge is validated here,
+    /// before any projection is fitted.
     pub fn new(spec: ClassifierParams, ridges: &[f64]) -> Result<Self> {
         let has_ridge = spec.ridge().is_some();
         let candidates = match ridges {
@@ -89,8 +89,10 @@ impl ClassifierGrid {
                     "ridge",
                     list.join(","),
                     format!(
-                        "a list of ridges is chosen by inner CV for {} only",
-                        ClassifierKind::Milr
+                        "a list of ridges is chosen by inner CV for {}, {} and {} only",
+                        ClassifierKind::Milr,
+                        ClassifierKind::SimpleMi,
+                        ClassifierKind::MiWrapper
                     ),
                 ));
             }
@@ -144,36 +146,6 @@ pub struct Candidate {
     pub projection: Option<ProjectionParams>,
     /// The classifier.
     pub classifier: ClassifierParams,
-}
-
-/// What a pipeline chose (or was given) in one fit, as `mil cv`/`mil train` report it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Chosen {
-    /// The projection's output dimension.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dim: Option<usize>,
-    /// The projection's α.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub alpha: Option<f64>,
-    /// MILR's ridge.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ridge: Option<f64>,
-}
-
-impl std::fmt::Display for Chosen {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut parts = Vec::new();
-        if let Some(d) = self.dim {
-            parts.push(format!("dim {d}"));
-        }
-        if let Some(a) = self.alpha {
-            parts.push(format!("alpha {a}"));
-        }
-        if let Some(r) = self.ridge {
-            parts.push(format!("ridge {r}"));
-        }
-        f.write_str(&parts.join(", "))
-    }
 }
 
 impl Pipeline {

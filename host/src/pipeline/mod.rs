@@ -21,8 +21,8 @@
 //! perfectly, so any cut in the wide gap between the classes would look best there.
 
 //!
-//! The module is split by what each part does: [`grid`] holds the candidates and the
-//! inner selection among them, [`cv`] the outer cross-validation, its shards and report.
+//! The module is split by what each part does: `grid` holds the candidates and the
+//! inner selection among them, `cv` the outer cross-validation, its shards and report.
 
 mod cv;
 mod grid;
@@ -511,7 +511,7 @@ mod tests {
                     Selection::Auroc => {
                         let (mut scores, mut positive) = (Vec::new(), Vec::new());
                         for v in &inner {
-                            let model = milr(ridge).fit(d.select(&complement(&train, v))).unwrap();
+                            let model = milr(ridge).fit(d.select(complement(&train, v))).unwrap();
                             let s = model.scores(d.select(v)).unwrap();
                             scores.extend((0..v.len()).map(|i| s.row(i)[1]));
                             positive.extend(v.iter().map(|&b| labels[b] == 1));

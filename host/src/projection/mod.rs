@@ -613,6 +613,18 @@ pub(crate) fn weight_by_eigenvalues(w: &mut DMatrix<f64>, values: &[f64]) {
     }
 }
 
+/// Memory and work of fitting a projection on data of this shape: a few square scatter
+/// or covariance matrices and the eigenproblem on them, of the features' size — or of
+/// the instances' span when there are fewer instances than features (the wide-data
+/// path) — beside the data and its scaled and projected copies.
+pub fn footprint(shape: crate::params::Shape) -> crate::params::Estimate {
+    let m = shape.dim.min(shape.instances) as f64;
+    crate::params::Estimate::values(
+        4.0 * m * m + 3.0 * shape.values(),
+        m * m * m + shape.values() * m,
+    )
+}
+
 #[cfg(test)]
 pub(crate) mod test_support {
     //! Shared test data builders for the projection modules.

@@ -73,16 +73,17 @@ pub struct BagSvm {
     pub converged: bool,
 }
 
-/// Checks ρ in (0, 1] and C positive and finite.
+/// Checks ρ in (0, 1] and C in (0, 10¹⁰].
 pub fn check_settings(settings: &BagSvmSettings) -> Result<()> {
     if !(settings.rho > 0.0 && settings.rho <= 1.0) {
         return Err(Error::parameter("rho", settings.rho, "must be in (0, 1]"));
     }
-    if !(settings.cost > 0.0 && settings.cost.is_finite()) {
+    let most = crate::params::limits::MAX_SVM_COST;
+    if !(settings.cost > 0.0 && settings.cost <= most) {
         return Err(Error::parameter(
             "cost",
             settings.cost,
-            "must be positive and finite",
+            format!("must be in (0, {most:e}] (the hard margin of the GMIL paper)"),
         ));
     }
     Ok(())

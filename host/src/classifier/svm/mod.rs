@@ -1,6 +1,6 @@
 //! SVM over bags with a set kernel (GMIL paper §8): the box-counting kernels k∧, k∧/∨,
 //! k_min estimated by the core, or the normalised set kernel (NSK) baseline, followed by
-//! the subpolynomial and empirical kernel maps and SMO ([`crate::svm`]).
+//! the subpolynomial and empirical kernel maps and SMO ([`bags`] and [`maps`]).
 //!
 //! Fitting discretises the training bags onto a grid fitted on them (§2), estimates the
 //! training Gram matrix, and trains the SVM. Scoring maps new bags onto the same grid and
@@ -11,6 +11,9 @@
 //! bags, and a bag goes to the class of the largest decision value f_c (ties to the lower
 //! class). The transductive map needs the test bags at training time and so is available
 //! in cross-validation only.
+
+pub mod bags;
+pub mod maps;
 
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -31,9 +34,18 @@ use crate::kernel::nsk::{
 };
 use crate::kernel::{accuracy, SetKernelName};
 use crate::progress::{Progress, Silent};
-use crate::svm::bags::{svm_kernel, BagSvm, BagSvmSettings, EmpiricalMap};
+use bags::{svm_kernel, BagSvm, BagSvmSettings, EmpiricalMap};
 use mil_core::box_kernel::seeds::{bag_hash, pair_seed};
 use mil_core::box_kernel::{estimate, scratch_len, BoxKernel, Method, Scratch};
+
+mod deploy;
+pub use deploy::*;
+
+mod preprocessing;
+pub use preprocessing::*;
+
+mod kernel;
+pub use kernel::*;
 
 /// The set kernel of the SVM.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -70,93 +82,6 @@ pub enum SetKernel {
 pub const MI_RBF_GAMMA: f64 = 0.01;
 /// MISMO's default C.
 pub const MI_RBF_COST: f64 = 1.0;
-
-/// Attribute pre-processing of the SVM, fitted on the training instances.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Preprocessing {
-    /// The features as given (the box kernels discretise them; NSK z-scores them).
-    #[default]
-    None,
-    /// Every attribute scaled to [0, 1] by the minimum and maximum over the training
-    /// instances, x' = (x − min)/(max − min) (0 for a constant attribute), new bags by the
-    /// same map without clipping: Weka's `Normalize` filter, MISMO's default (-N 0).
-    #[serde(rename = "minmax", alias = "min-max")]
-    MinMax,
-    /// What Weka 3.6's MISMO actually computes: [`Preprocessing::MinMax`], and the third
-    /// attribute (index 2) left out of the kernel. MISMO's kernels take dot products of a
-    /// bag's instances skipping the attribute at the *outer* data set's class index, which
-    /// in Weka's multi-instance layout (bag id, bag, class) is always 2; here that
-    /// attribute maps to 0 (range 0), which removes it from every distance. Only for the MI
-    /// kernel, to reproduce MISMO's predictions bag for bag.
-    Weka,
-}
-
-mil_core::keywords!(Preprocessing {
-    Preprocessing::None => "none": "the features as given",
-    Preprocessing::MinMax => "minmax": "each attribute scaled to [0, 1] over the training instances (Weka MISMO's default)",
-    Preprocessing::Weka => "weka": "minmax with the third attribute left out of the kernel, as Weka 3.6's MISMO computes it",
-});
-
-impl Preprocessing {
-    /// The map fitted on `data` (the training bags), `None` for [`Preprocessing::None`].
-    pub fn fit(self, data: &Dataset) -> Option<MinMax> {
-        match self {
-            Preprocessing::None => None,
-            Preprocessing::MinMax => Some(MinMax::fit(data)),
-            Preprocessing::Weka => {
-                let mut map = MinMax::fit(data);
-                if let Some(r) = map.range.get_mut(WEKA_SKIPPED_ATTRIBUTE) {
-                    *r = 0.0;
-                }
-                Some(map)
-            }
-        }
-    }
-}
-
-/// The instance attribute Weka's MISMO leaves out of its kernels: the class index (2) of
-/// the multi-instance layout (bag id, bag, class), see [`Preprocessing::Weka`].
-pub const WEKA_SKIPPED_ATTRIBUTE: usize = 2;
-
-/// A fitted min–max map (Weka's `Normalize`): per attribute the training minimum and
-/// range.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MinMax {
-    /// Minimum per attribute.
-    pub min: Vec<f64>,
-    /// max − min per attribute (0: the attribute maps to 0).
-    pub range: Vec<f64>,
-}
-
-impl MinMax {
-    /// Fits on every instance of `data`.
-    pub fn fit(data: &Dataset) -> MinMax {
-        let d = data.dim();
-        let mut min = vec![f64::INFINITY; d];
-        let mut max = vec![f64::NEG_INFINITY; d];
-        for x in data.features().chunks_exact(d) {
-            for j in 0..d {
-                min[j] = min[j].min(x[j]);
-                max[j] = max[j].max(x[j]);
-            }
-        }
-        let range = min.iter().zip(&max).map(|(a, b)| b - a).collect();
-        MinMax { min, range }
-    }
-
-    /// Applies the map to every instance of `data`.
-    pub fn apply(&self, data: &Dataset) -> Result<Dataset> {
-        let d = data.dim();
-        let mut f = data.features().to_vec();
-        for x in f.chunks_exact_mut(d) {
-            for ((v, lo), range) in x.iter_mut().zip(&self.min).zip(&self.range) {
-                *v = if *range > 0.0 { (*v - lo) / range } else { 0.0 };
-            }
-        }
-        data.with_features(d, f)
-    }
-}
 
 impl SetKernel {
     /// A box kernel with the fast estimator and the paper's accuracy (ε = 0.1, δ = 0.01),
@@ -326,7 +251,7 @@ impl SetKernelSvm {
             ));
         }
         self.class_weight.check()?;
-        crate::svm::bags::check_settings(&self.settings)
+        crate::classifier::svm::bags::check_settings(&self.settings)
     }
 }
 
@@ -361,166 +286,6 @@ pub struct SvmModel {
     /// training features are already mapped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub minmax: Option<MinMax>,
-}
-
-/// A set kernel fitted on training bags, able to evaluate ln k between any bags.
-enum FittedKernel {
-    Box { grid: GridData, spec: BoxGramSpec },
-    Nsk { zscore: ZScore, gamma: f64 },
-    MiRbf { gamma: f64 },
-}
-
-impl FittedKernel {
-    fn fit(kernel: &SetKernel, train: &Dataset, seed: u64) -> Result<FittedKernel> {
-        Ok(match *kernel {
-            SetKernel::Box {
-                kernel,
-                estimator,
-                epsilon,
-                delta,
-                precision,
-            } => FittedKernel::Box {
-                grid: GridData::fit(train, precision)?,
-                spec: BoxGramSpec {
-                    kernel,
-                    method: estimator,
-                    accuracy: accuracy(epsilon, delta)?,
-                    seed,
-                },
-            },
-            SetKernel::Nsk { gamma } => {
-                let zscore = ZScore::fit(train);
-                let active = zscore.std.iter().filter(|&&s| s > 0.0).count().max(1);
-                let gamma = gamma.unwrap_or(1.0 / active as f64);
-                check_gamma(gamma)?;
-                FittedKernel::Nsk { zscore, gamma }
-            }
-            SetKernel::MiRbf { gamma } => FittedKernel::MiRbf { gamma },
-        })
-    }
-
-    /// ln k among the training bags (m × m), and for NSK the training bags'
-    /// unnormalised ln k_set(X, X) (empty for box kernels).
-    fn train_gram(&self, train: &Dataset) -> Result<(Vec<f64>, Vec<f64>)> {
-        match self {
-            FittedKernel::Box { grid, spec } => Ok((box_gram(grid, *spec, &Silent)?.ln, vec![])),
-            FittedKernel::Nsk { zscore, gamma } => {
-                log_nsk_gram_and_self(&zscore.apply_active(train)?, *gamma)
-            }
-            FittedKernel::MiRbf { gamma } => Ok((mi_gram(train, *gamma), vec![])),
-        }
-    }
-
-    /// ln k between every bag of `data` (rows) and the training bags `cols` (columns),
-    /// `train_self` the training bags' ln k_set(X, X) for NSK if kept (else recomputed).
-    /// Each box estimate's generator is seeded by the pair of the two bags' content
-    /// hashes ([`bag_hash`]), and each NSK value depends on its two bags only
-    /// ([`crate::kernel::nsk`]), so a bag's score does not depend on the bags scored with
-    /// it or on the columns asked for, and the core, running the exported model, draws
-    /// the same numbers.
-    fn cross(
-        &self,
-        data: &Dataset,
-        train: &Dataset,
-        cols: &[usize],
-        train_self: &[f64],
-    ) -> Result<Vec<f64>> {
-        match self {
-            FittedKernel::Box { grid, spec } => {
-                let points = grid.map(data)?;
-                let d = data.dim();
-                let m = train.n_bags();
-                let core_grid = grid.grid();
-                let largest_test = (0..data.n_bags())
-                    .map(|b| data.bag(b).len())
-                    .max()
-                    .unwrap_or(0);
-                let largest_train = (0..m).map(|b| grid.bag_len(b)).max().unwrap_or(0);
-                let train_hashes: Vec<u64> = (0..m).map(|t| bag_hash(grid.bag(t))).collect();
-                let need = scratch_len(spec.kernel, spec.method, largest_test, largest_train, d)
-                    .ok_or_else(|| Error::data(data.name(), "bags too large to address"))?;
-                let rows: Vec<Vec<f64>> = (0..data.n_bags())
-                    .into_par_iter()
-                    .map_init(
-                        || (vec![0.0f64; need.floats], vec![0u32; need.ints]),
-                        |(floats, ints), b| {
-                            let r = data.bag_range(b);
-                            let bag = &points[r.start * d..r.end * d];
-                            let hash = bag_hash(bag);
-                            cols.iter()
-                                .map(|&t| {
-                                    let mut rng = Xoshiro256PlusPlus::seed_from_u64(pair_seed(
-                                        spec.seed,
-                                        hash,
-                                        train_hashes[t],
-                                    ));
-                                    let mut scratch = Scratch { floats, ints };
-                                    estimate(
-                                        spec.kernel,
-                                        spec.method,
-                                        &core_grid,
-                                        bag,
-                                        grid.bag(t),
-                                        spec.accuracy,
-                                        &mut rng,
-                                        &mut scratch,
-                                    )
-                                    .map(|e| e.ln_value)
-                                    .map_err(Error::from)
-                                })
-                                .collect::<Result<Vec<f64>>>()
-                        },
-                    )
-                    .collect::<Result<_>>()?;
-                Ok(rows.concat())
-            }
-            FittedKernel::Nsk { zscore, gamma } => {
-                let rows = zscore.apply_active(data)?;
-                let cols_set = zscore.apply_active(&train.copy_bags(cols))?;
-                let self_cols: Vec<f64> = if train_self.len() == train.n_bags() {
-                    cols.iter().map(|&t| train_self[t]).collect()
-                } else {
-                    log_self_kernels(&cols_set, *gamma)
-                };
-                let self_rows = log_self_kernels(&rows, *gamma);
-                Ok(log_nsk_cross(
-                    &rows, &cols_set, &self_rows, &self_cols, *gamma,
-                ))
-            }
-            FittedKernel::MiRbf { gamma } => Ok(cross_mi(data, &train.copy_bags(cols), *gamma)),
-        }
-    }
-}
-
-/// ln of the MI kernel Σ_{x∈X, y∈Y} exp(−γ‖x − y‖²) between every bag of `a` (rows) and
-/// of `b` (columns): the unnormalised set kernel of [`crate::kernel::nsk`], by its block
-/// products and log-sum-exp (its error bound; each value independent of the others and
-/// of the thread count).
-pub fn cross_mi(a: &Dataset, b: &Dataset, gamma: f64) -> Vec<f64> {
-    let runs: Vec<Run> = (0..a.n_bags())
-        .map(|row| Run {
-            row,
-            cols: 0..b.n_bags(),
-        })
-        .collect();
-    log_set_kernels(a, b, &runs, gamma)
-}
-
-/// The MI kernel's Gram matrix of `data` (n × n, row-major): its upper triangle by
-/// [`log_set_kernels`] (half the work of [`cross_mi`] of `data` with itself), mirrored.
-fn mi_gram(data: &Dataset, gamma: f64) -> Vec<f64> {
-    let n = data.n_bags();
-    let upper = log_set_kernels(data, data, &upper_runs(n), gamma);
-    let mut out = vec![0.0; n * n];
-    let mut at = 0;
-    for i in 0..n {
-        for j in i..n {
-            out[i * n + j] = upper[at];
-            out[j * n + i] = upper[at];
-            at += 1;
-        }
-    }
-    out
 }
 
 /// The machines to train on labels `labels` of `n_classes` classes, as one flag per bag
@@ -700,30 +465,38 @@ impl SvmModel {
     }
 
     /// Checks the parts agree (used when a saved model is read).
-    pub fn validate(&self) -> std::result::Result<(), String> {
+    pub fn validate(&self) -> Result<()> {
         let m = self.train_starts.len().saturating_sub(1);
         if self
             .machines()
             .any(|s| s.train.len() != m || s.coefficients.len() != m)
             || m < 2
         {
-            return Err("svm: training bags and coefficients disagree".into());
+            return Err(Error::Model(
+                "svm: training bags and coefficients disagree".into(),
+            ));
         }
         if self.rest.len() == 1 || self.rest.iter().any(|s| s.settings != self.svm.settings) {
-            return Err(
+            return Err(Error::Model(
                 "svm: one-vs-rest machines need three or more classes and one setting".into(),
-            );
+            ));
         }
         if self.train_log_gram.len() != m * m {
-            return Err("svm: training Gram matrix has the wrong size".into());
+            return Err(Error::Model(
+                "svm: training Gram matrix has the wrong size".into(),
+            ));
         }
         if !(self.train_log_self.is_empty() || self.train_log_self.len() == m)
             || self.train_log_self.iter().any(|v| v.is_nan())
         {
-            return Err("svm: training self-kernels do not match the training bags".into());
+            return Err(Error::Model(
+                "svm: training self-kernels do not match the training bags".into(),
+            ));
         }
         if self.train_starts.last().copied().unwrap_or(0) * self.dim != self.train_features.len() {
-            return Err("svm: training features do not match the bag offsets".into());
+            return Err(Error::Model(
+                "svm: training features do not match the bag offsets".into(),
+            ));
         }
         // The same checks as at training, then every number the decision reads.
         SetKernelSvm {
@@ -734,7 +507,7 @@ impl SvmModel {
             class_weight: ClassWeight::None,
         }
         .check()
-        .map_err(|e| format!("svm: {e}"))?;
+        .map_err(|e| Error::Model(format!("svm: {e}")))?;
         let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
         if let Some(m) = &self.minmax {
             if m.min.len() != self.dim
@@ -742,7 +515,9 @@ impl SvmModel {
                 || !finite(&m.min)
                 || !finite(&m.range)
             {
-                return Err("svm: min-max map of the wrong dimension or not finite".into());
+                return Err(Error::Model(
+                    "svm: min-max map of the wrong dimension or not finite".into(),
+                ));
             }
         }
         if !finite(&self.train_features)
@@ -754,217 +529,11 @@ impl SvmModel {
             })
             || self.train_log_gram.iter().any(|v| v.is_nan())
         {
-            return Err("svm: a feature, coefficient, bias or kernel scale is not finite".into());
+            return Err(Error::Model(
+                "svm: a feature, coefficient, bias or kernel scale is not finite".into(),
+            ));
         }
         Ok(())
-    }
-}
-
-/// A trained box-kernel SVM in the form `mil-core` runs ([`mil_core::svm`]): the stored
-/// bags on the training grid and one weight each, f(x) = Σ_r ω_r exp(ρ ln k(x, r) − T) + b.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SvmDeployment {
-    /// The set kernel.
-    pub kernel: BoxKernel,
-    /// The estimator.
-    pub method: Method,
-    /// ε of every estimate.
-    pub epsilon: f64,
-    /// δ of every estimate.
-    pub delta: f64,
-    /// The grid's power of ten.
-    pub precision: i32,
-    /// Seed of the estimates.
-    pub seed: u64,
-    /// ρ of the subpolynomial map.
-    pub rho: f64,
-    /// T: ρ times the largest training ln k(t, t).
-    pub log_offset: f64,
-    /// b.
-    pub bias: f64,
-    /// The grid's smallest rounded value per dimension.
-    pub grid_min: Vec<i64>,
-    /// The grid size per dimension.
-    pub grid_size: Vec<u32>,
-    /// The stored bags' grid points, row-major.
-    pub points: Vec<u32>,
-    /// Bag offsets into `points` (in instances).
-    pub bag_starts: Vec<usize>,
-    /// ω_r per stored bag.
-    pub weights: Vec<f64>,
-}
-
-impl SvmModel {
-    /// The model as the core runs it. Plain φ keeps the support bags with
-    /// ω_t = α_t y_t e^T / c; the empirical map keeps every training bag r with
-    /// ω_r = Σ_t α_t y_t φ(k(t, r)) e^T / c (c: the kernel's conditioning constant), the
-    /// same decision regrouped. The NSK baseline has no core implementation.
-    pub fn deployment(&self) -> Result<SvmDeployment> {
-        if !self.rest.is_empty() {
-            return Err(Error::data(
-                "model",
-                format!(
-                    "is a {}-class one-vs-rest SVM; the core's set-kernel SVM head decides two classes only, so it cannot be exported (train on two classes to export)",
-                    self.n_classes()
-                ),
-            ));
-        }
-        if matches!(self.kernel, SetKernel::MiRbf { .. }) {
-            return Err(Error::Unsupported(
-                "a box-kernel deployment of an MI-kernel SVM (see SvmModel::mi_deployment)".into(),
-            ));
-        }
-        if self.minmax.is_some() {
-            return Err(Error::data(
-                "model",
-                "is a min-max scaled box-kernel SVM; the core's box-kernel head discretises raw features, so it cannot be exported",
-            ));
-        }
-        let SetKernel::Box {
-            kernel,
-            estimator,
-            epsilon,
-            delta,
-            precision,
-        } = self.kernel
-        else {
-            return Err(Error::Unsupported(
-                "exporting NSK SVMs: the core estimates box-counting kernels only".into(),
-            ));
-        };
-        let train = self.train_set()?;
-        let grid = GridData::fit(&train, precision)?;
-        let m = train.n_bags();
-        let rho = self.svm.settings.rho;
-        let log_gram = &self.train_log_gram;
-        let log_offset = rho
-            * (0..m)
-                .map(|t| log_gram[t * m + t])
-                .fold(f64::NEG_INFINITY, f64::max);
-        // e^T / c, formed in log space.
-        let factor = |x: f64| (x + log_offset - self.svm.kernel_scale.ln()).exp();
-        let c = &self.svm.coefficients;
-        let (stored, weights): (Vec<usize>, Vec<f64>) = match self.svm.settings.map {
-            EmpiricalMap::None => (0..m)
-                .filter(|&t| c[t] != 0.0)
-                .map(|t| (t, c[t] * factor(0.0)))
-                .unzip(),
-            EmpiricalMap::Training => (0..m)
-                .map(|r| {
-                    let w = (0..m)
-                        .map(|t| c[t] * factor(rho * log_gram[t * m + r]))
-                        .sum::<f64>();
-                    (r, w)
-                })
-                .unzip(),
-            EmpiricalMap::Transductive => {
-                return Err(Error::parameter(
-                    "map",
-                    "emp-trans",
-                    "a transductive SVM is not a model of new bags",
-                ))
-            }
-        };
-        if stored.is_empty() || !weights.iter().all(|w| w.is_finite()) {
-            return Err(Error::Numerical {
-                method: "SVM export",
-                reason: "no support bags, or weights beyond f64 (lower rho)".into(),
-            });
-        }
-        let mut points = Vec::new();
-        let mut bag_starts = vec![0];
-        for &t in &stored {
-            points.extend_from_slice(grid.bag(t));
-            bag_starts.push(bag_starts.last().copied().unwrap_or(0) + grid.bag_len(t));
-        }
-        Ok(SvmDeployment {
-            kernel,
-            method: estimator,
-            epsilon,
-            delta,
-            precision: grid.precision(),
-            seed: self.seed,
-            rho,
-            log_offset,
-            bias: self.svm.bias,
-            grid_min: grid.min().to_vec(),
-            grid_size: grid.sizes().to_vec(),
-            points,
-            bag_starts,
-            weights,
-        })
-    }
-}
-
-/// A trained MI-kernel SVM in the form `mil-core` runs ([`mil_core::mi_svm`]): the support
-/// bags' (scaled) instances and one weight each,
-/// f(X) = Σ_r ω_r Σ_{x∈X, y∈R_r} exp(−γ‖x − y‖²) + b on X scaled by the min–max map.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MiSvmDeployment {
-    /// γ of the kernel.
-    pub gamma: f64,
-    /// b.
-    pub bias: f64,
-    /// Minimum per feature (0 without scaling).
-    pub min: Vec<f64>,
-    /// Range per feature (1 without scaling; 0 maps the feature to 0).
-    pub range: Vec<f64>,
-    /// The support bags' instances, scaled, row-major.
-    pub instances: Vec<f64>,
-    /// Bag offsets into `instances` (in instances).
-    pub bag_starts: Vec<usize>,
-    /// ω_r = α_r y_r / s per support bag (s the kernel's conditioning constant).
-    pub weights: Vec<f64>,
-}
-
-impl SvmModel {
-    /// The MI-kernel model as the core runs it: the support bags with ω_t = α_t y_t / s
-    /// (the MI kernel is used as is: ρ = 1, no empirical map). Two classes only.
-    pub fn mi_deployment(&self) -> Result<MiSvmDeployment> {
-        let SetKernel::MiRbf { gamma } = self.kernel else {
-            return Err(Error::Unsupported(
-                "an MI-kernel deployment of a model with another kernel".into(),
-            ));
-        };
-        if !self.rest.is_empty() {
-            return Err(Error::data(
-                "model",
-                format!(
-                    "is a {}-class one-vs-rest SVM; the core's MI-kernel SVM head decides two classes only, so it cannot be exported (train on two classes to export)",
-                    self.n_classes()
-                ),
-            ));
-        }
-        let train = self.train_set()?;
-        let c = &self.svm.coefficients;
-        let s = self.svm.kernel_scale;
-        let mut instances = Vec::new();
-        let mut bag_starts = vec![0];
-        let mut weights = Vec::new();
-        for t in (0..train.n_bags()).filter(|&t| c[t] != 0.0) {
-            instances.extend_from_slice(train.bag(t).as_slice());
-            bag_starts.push(bag_starts.last().copied().unwrap_or(0) + train.bag(t).len());
-            weights.push(c[t] / s);
-        }
-        if weights.is_empty() || !weights.iter().all(|w| w.is_finite()) {
-            return Err(Error::Numerical {
-                method: "SVM export",
-                reason: "no support bags, or weights that are not finite".into(),
-            });
-        }
-        let (min, range) = match &self.minmax {
-            Some(m) => (m.min.clone(), m.range.clone()),
-            None => (vec![0.0; self.dim], vec![1.0; self.dim]),
-        };
-        Ok(MiSvmDeployment {
-            gamma,
-            bias: self.svm.bias,
-            min,
-            range,
-            instances,
-            bag_starts,
-            weights,
-        })
     }
 }
 
@@ -1010,7 +579,7 @@ impl BagModel for SvmModel {
         let cross = kernel.cross(&wanted, &train, &cols, &self.train_log_self)?;
         let w = cols.len();
         let rho = self.svm.settings.rho;
-        let phi = |l: f64| crate::svm::maps::subpolynomial_from_log(l, rho);
+        let phi = |l: f64| crate::classifier::svm::maps::subpolynomial_from_log(l, rho);
         let machines: Vec<&BagSvm> = self.machines().collect();
         let mut values = Vec::with_capacity(wanted.n_bags() * machines.len());
         for x in 0..wanted.n_bags() {
@@ -1086,6 +655,19 @@ impl BagModel for SvmModel {
             })
             .collect())
     }
+}
+
+/// Memory and work of a set-kernel SVM (box kernels, NSK, the MI kernel) on data of this
+/// shape: the Gram matrix over all bags, its mapped copy, a fold's training block and
+/// the solver's kernel rows (four n_bags × n_bags matrices, as `mil gram` counts them);
+/// the work is one kernel term per pair of instances and the solver's n³.
+pub fn footprint(shape: crate::params::Shape) -> crate::params::Estimate {
+    let n = shape.bags as f64;
+    let pairs = shape.instances as f64 * shape.instances as f64;
+    crate::params::Estimate::values(
+        4.0 * n * n + 2.0 * shape.values(),
+        pairs * shape.dim as f64 + n * n * n,
+    )
 }
 
 #[cfg(test)]
@@ -1407,7 +989,7 @@ mod tests {
                 &model.train_log_self,
                 gamma,
             );
-            let phi = |l: f64| crate::svm::maps::subpolynomial_from_log(l, 0.5);
+            let phi = |l: f64| crate::classifier::svm::maps::subpolynomial_from_log(l, 0.5);
             let s = &model.svm;
             for x in all.iter().copied() {
                 let kernel_to = |t: usize| match map {

@@ -1,0 +1,221 @@
+//! Work that grows faster than its input is estimated before it starts: a run whose
+//! estimated memory exceeds `--max-memory-gib` is refused with exit 2, naming the
+//! estimate and what to change, instead of aborting on a failed allocation; and an
+//! estimate is within a factor of two of the peak memory the run measurably reaches.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use mil_suite::{mil_binary, run_mil, temp_dir};
+use mil_toolkit::params::Shape;
+
+/// Writes `bags` bags of `size` instances of two features, labels alternating, and
+/// returns the shape written.
+fn write_bags(path: &Path, bags: usize, size: usize) -> Shape {
+    let mut text = String::with_capacity(bags * size * 24);
+    for b in 0..bags {
+        for i in 0..size {
+            let x = ((b * 7 + i * 3) % 101) as f64 / 10.0;
+            let y = ((b * 13 + i) % 97) as f64 / 10.0 + (b % 2) as f64;
+            text.push_str(&format!("{},b{b},{x},{y}\n", b % 2));
+        }
+    }
+    std::fs::write(path, text).unwrap();
+    Shape {
+        bags,
+        instances: bags * size,
+        dim: 2,
+    }
+}
+
+fn path_str(p: &Path) -> String {
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn citation_knn_on_100000_bags_is_refused_at_once() {
+    let dir = temp_dir("estimate-refused");
+    let data = dir.join("big.csv");
+    let shape = write_bags(&data, 100_000, 10);
+    let data = path_str(&data);
+    let expected =
+        mil_toolkit::classifier::citation_knn::footprint(shape).bytes / (1u64 << 30) as f64;
+    for command in ["cv", "train"] {
+        let mut args = vec![command, &data, "--classifier", "citation-knn"];
+        let model = path_str(&dir.join("unused.json"));
+        if command == "train" {
+            args.extend(["-o", &model]);
+        }
+        let run = measure(&args);
+        let err = &run.stderr;
+        assert_eq!(run.code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("--max-memory-gib"), "{err}");
+        assert!(err.contains("100000 bags"), "{err}");
+        assert!(err.contains(&format!("about {expected:.1} GiB")), "{err}");
+        assert!(err.contains("use fewer bags"), "{err}");
+        // Reading the 1,000,000 lines is most of it (CPU time: the wall time depends on
+        // the machine's load); an unoptimised build reads slower.
+        if !cfg!(debug_assertions) {
+            assert!(run.cpu < 1.0, "{args:?} took {:.2} CPU s", run.cpu);
+        }
+        // Far below the 149 GiB the distances would take.
+        assert!(run.peak < 1e9, "{args:?} reached {:.3e} B", run.peak);
+    }
+    // Raising the limit is what the message offers; a smaller limit refuses smaller runs.
+    let small = dir.join("small.csv");
+    write_bags(&small, 3000, 2);
+    let small = path_str(&small);
+    let limited = [
+        "cv",
+        &small,
+        "--classifier",
+        "citation-knn",
+        "--max-memory-gib",
+        "0.01",
+    ];
+    let out = run_mil(&limited);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-memory-gib"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn every_growing_command_checks_its_estimate() {
+    let dir = temp_dir("estimate-commands");
+    let data = dir.join("d.csv");
+    write_bags(&data, 3000, 2);
+    let data = path_str(&data);
+    let tiny = ["--max-memory-gib", "0.0001"];
+    let out = |name: &str| path_str(&dir.join(name));
+    let (x, p, s) = (out("x.json"), out("p.csv"), out("s.csv"));
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["cv", &data, "--classifier", "svm", "--kernel", "nsk"],
+        vec![
+            "train",
+            &data,
+            "--classifier",
+            "svm",
+            "--kernel",
+            "mi-rbf",
+            "-o",
+            &x,
+        ],
+        vec!["cluster", &data, "--method", "bamic-min", "--k", "2"],
+        vec!["cluster", &data, "--method", "m3ic", "--k", "2"],
+        vec![
+            "project",
+            &data,
+            "--projection",
+            "pca",
+            "--dim",
+            "1",
+            "-o",
+            &p,
+        ],
+        vec!["synth", "term-counts", "--bags", "100000", "-o", &s],
+    ];
+    for mut args in cases {
+        args.extend(tiny);
+        let out = run_mil(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("invalid --max-memory-gib = 0.0001"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.contains("GiB and"),
+            "{args:?}: the work is stated: {err}"
+        );
+    }
+    // MILR grows with the data only: nothing to refuse.
+    let out = run_mil(&[
+        "cv",
+        &data,
+        "--classifier",
+        "milr",
+        "--folds",
+        "2",
+        "--max-memory-gib",
+        "0.001",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!dir.join("s.csv").exists(), "a refused run writes nothing");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// What the kernel accounted for one `mil` child process (`wait4`).
+struct Measured {
+    code: Option<i32>,
+    stderr: String,
+    /// Peak resident memory, bytes.
+    peak: f64,
+    /// User and system CPU time, seconds.
+    cpu: f64,
+}
+
+/// Runs `mil args` as a child and measures it.
+// `wait4` reaps the child, which clippy cannot see.
+#[allow(clippy::zombie_processes)]
+fn measure(args: &[&str]) -> Measured {
+    let mut child = Command::new(mil_binary())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mil runs");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: `usage` is a plain C struct the call fills; `pid` is our own child, which
+    // `wait4` reaps (the `Child` handle is dropped without waiting again).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid);
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    Measured {
+        code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
+        stderr,
+        // Linux reports the maximum resident set in KiB.
+        peak: usage.ru_maxrss as f64 * 1024.0,
+        cpu: seconds(usage.ru_utime) + seconds(usage.ru_stime),
+    }
+}
+
+#[test]
+fn citation_knn_estimate_is_within_twice_the_measured_peak() {
+    let dir = temp_dir("estimate-peak");
+    for bags in [2000, 3500, 5000] {
+        let data = dir.join(format!("d{bags}.csv"));
+        let shape = write_bags(&data, bags, 2);
+        let model = path_str(&dir.join("m.json"));
+        let run = measure(&[
+            "train",
+            &path_str(&data),
+            "--classifier",
+            "citation-knn",
+            "-o",
+            &model,
+        ]);
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        let peak = run.peak;
+        let estimate = mil_toolkit::classifier::citation_knn::footprint(shape).bytes;
+        let ratio = estimate / peak;
+        assert!(
+            (0.5..=2.0).contains(&ratio),
+            "{bags} bags: estimate {estimate:.3e} B, peak {peak:.3e} B"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
