@@ -718,6 +718,80 @@ mod tests {
         }
     }
 
+    /// min over (w, b) on a grid of step 0.001 in [−3, 3]² of the linear SVM's primal
+    /// ½w² + C·Σ max(0, 1 − yᵢ(w zᵢ + b)) in one dimension, with the minimiser.
+    fn primal_by_grid(z: &[f64], y: &[f64], c: f64) -> (f64, f64, f64) {
+        let mut best = (f64::INFINITY, 0.0, 0.0);
+        for i in -3000..=3000 {
+            for j in -3000..=3000 {
+                let (w, b) = (i as f64 / 1000.0, j as f64 / 1000.0);
+                let slack: f64 = z
+                    .iter()
+                    .zip(y)
+                    .map(|(z, y)| (1.0 - y * (w * z + b)).max(0.0))
+                    .sum();
+                let value = 0.5 * w * w + c * slack;
+                if value < best.0 {
+                    best = (value, w, b);
+                }
+            }
+        }
+        best
+    }
+
+    #[test]
+    fn mi_svm_can_stop_at_a_labelling_that_is_not_the_best() {
+        // A negative bag {0} and a positive bag {−1, 1} on a line: separable under the MI
+        // assumption (by x > ½), yet mi-SVM starts from both positive instances labelled +1.
+        // No line puts 0 below −1 and 1 at once, so the SVM of that labelling is the
+        // constant f = 1 (w = 0, b = 1, slack 2 on the negative); f > 0 at both positive
+        // instances keeps their labels, and the alternation stops at once with the negative
+        // bag scored positive. Enumerating the labellings of the positive bag (at least one
+        // instance positive) shows a labelling with a lower objective that classifies both
+        // bags: the heuristic found a fixed point, not the optimum.
+        let data = dataset(
+            1,
+            vec![vec![vec![0.0]], vec![vec![-1.0], vec![1.0]]],
+            vec![0, 1],
+            2,
+        );
+        let model = MiSvm::default().fit(&data).unwrap();
+        assert_eq!((model.iterations, model.stop), (1, Stop::Converged));
+        // z-scored positions of the negative, then the two positive-bag instances.
+        let z: Vec<f64> = data
+            .features()
+            .iter()
+            .map(|&x| (x - model.mean[0]) * model.inv_sd[0])
+            .collect();
+        let c = model.params.cost;
+        let mut by_labelling = Vec::new();
+        for labels in [[1.0, 1.0], [1.0, -1.0], [-1.0, 1.0]] {
+            let y = [-1.0, labels[0], labels[1]];
+            let (objective, w, b) = primal_by_grid(&z, &y, c);
+            let f = |z: f64| w * z + b;
+            let correct = f(z[0]) < 0.0 && f(z[1]).max(f(z[2])) > 0.0;
+            by_labelling.push((labels, objective, (w, b), correct));
+        }
+        // The start labelling's SVM, found by the grid, is the constant 1 and keeps both
+        // labels positive: it is the fixed point mi-SVM returns.
+        let (_, start_objective, (w, b), start_correct) = by_labelling[0];
+        assert!(w.abs() <= 1e-3 && (b - 1.0).abs() <= 1e-3, "w {w}, b {b}");
+        assert!(!start_correct);
+        let f = model.instance_decisions(data.bag(1));
+        for (fx, zx) in f.iter().zip(&z[1..]) {
+            assert!((fx - (w * zx + b)).abs() < 1e-2, "f = {fx} at z = {zx}");
+        }
+        assert_eq!(model.scores(&data).unwrap().labels(), vec![1, 1]);
+        // The best labelling is another one, with a strictly lower objective, and its SVM
+        // classifies both bags.
+        let best = by_labelling
+            .iter()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap();
+        assert!(best.1 < start_objective - 0.1, "{by_labelling:?}");
+        assert!(best.3, "{by_labelling:?}");
+    }
+
     #[test]
     fn the_iteration_cap_is_reported() {
         // MI-SVM's first round trains on the bag means, so the witnesses always change.
