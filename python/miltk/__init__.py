@@ -2,7 +2,8 @@
 
 Bags are lists of 2-D arrays (instances x features), labels one per bag. The
 estimators wrap the Rust library ``mil-toolkit``: classifiers (:class:`CitationKNN`,
-:class:`MILR`, :class:`SetKernelSVM`, :class:`SimpleMI`, :class:`MIWrapper`),
+:class:`MILR`, :class:`SetKernelSVM`, :class:`SimpleMI`, :class:`MIWrapper`,
+:class:`MiSVM`, :class:`MISVM`),
 projections (:class:`BMIDA`, :class:`MIALM`, ...) whose ``transform`` returns projected
 bags for a ``Pipeline``, bag clustering (:class:`M3IC`, :class:`BAMIC`), set-kernel
 Gram matrices, the shipped benchmark sets, the folds of ``mil cv``, and export to the
@@ -11,7 +12,7 @@ Gram matrices, the shipped benchmark sets, the folds of ``mil cv``, and export t
 
 from ._bags import ProjectedBags, bags_from_instances, check_bags
 from ._parallel import get_num_threads, set_num_threads
-from .classifiers import MILR, CitationKNN, MIWrapper, SetKernelSVM, SimpleMI
+from .classifiers import MILR, MISVM, CitationKNN, MiSVM, MIWrapper, SetKernelSVM, SimpleMI
 from .cluster import BAMIC, M3IC
 from .datasets import (
     load_corel3,
@@ -49,7 +50,9 @@ __all__ = [
     "MIALM",
     "MIDR",
     "MILR",
+    "MISVM",
     "MIWrapper",
+    "MiSVM",
     "MMIDA",
     "PCA",
     "ProjectedBags",

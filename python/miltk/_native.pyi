@@ -53,6 +53,15 @@ class ClassifierSpec:
     @staticmethod
     def mi_wrapper(combine: str, ridge: float, class_weight: str = "none") -> ClassifierSpec: ...
     @staticmethod
+    def mi_svm(
+        bag_level: bool,
+        kernel: str,
+        gamma: Optional[float],
+        cost: float,
+        max_iterations: int,
+        class_weight: str = "none",
+    ) -> ClassifierSpec: ...
+    @staticmethod
     def svm(
         kernel: str,
         estimator: str,

@@ -27,6 +27,8 @@ ESTIMATORS = {
     "SetKernelSVM": lambda **kw: miltk.SetKernelSVM(kernel="kand", epsilon=0.2, **kw),
     "SimpleMI": lambda **kw: miltk.SimpleMI(ridge=1.0, **kw),
     "MIWrapper": lambda **kw: miltk.MIWrapper(ridge=1.0, **kw),
+    "MiSVM": lambda **kw: miltk.MiSVM(**kw),
+    "MISVM": lambda **kw: miltk.MISVM(kernel="rbf", **kw),
     "PCA": lambda **kw: miltk.PCA(n_components=3, **kw),
     "LDA": lambda **kw: miltk.LDA(n_components=1, **kw),
     "LFDA": lambda **kw: miltk.LFDA(n_components=3, **kw),

@@ -31,6 +31,12 @@ def python_cv(estimator, bags, y):
 CASES = [
     ("citation-knn", lambda: miltk.CitationKNN(), ["--classifier", "citation-knn"]),
     ("milr", lambda: miltk.MILR(), ["--classifier", "milr"]),
+    ("mi-svm", lambda: miltk.MiSVM(), ["--classifier", "mi-svm"]),
+    (
+        "mi-svm-bag",
+        lambda: miltk.MISVM(kernel="rbf", gamma=0.01, C=10.0),
+        ["--classifier", "mi-svm-bag", "--kernel", "rbf", "--gamma", "0.01", "--cost", "10"],
+    ),
     (
         "bmida+citation-knn",
         lambda: Pipeline([("bmida", miltk.BMIDA(n_components=10)), ("knn", miltk.CitationKNN())]),
