@@ -754,7 +754,7 @@ class MISVM(_InstanceSVM):
     """MI-SVM (Andrews et al. 2002): an instance SVM with one witness per positive bag.
 
     The training points are every negative instance and one witness per positive bag:
-    the mean of the bag's instances in the first round, as in the paper, then the
+    the mean of the bag's instances in the first iteration, as in the paper, then the
     instance with the largest f; it stops when no witness changes or after ``max_iter``
     rounds.
 

@@ -62,7 +62,7 @@ mil_core::keywords!(InstanceKernel {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Stop {
-    /// No instance label (mi-SVM) or witness (MI-SVM) changed in the last round.
+    /// No instance label (mi-SVM) or witness (MI-SVM) changed in the last iteration.
     Converged,
     /// [`MiSvm::max_iterations`] rounds ran with labels still changing.
     IterationCap,
@@ -794,7 +794,7 @@ mod tests {
 
     #[test]
     fn the_iteration_cap_is_reported() {
-        // MI-SVM's first round trains on the bag means, so the witnesses always change.
+        // MI-SVM's first iteration trains on the bag means, so the witnesses always change.
         let data = separable(1);
         let model = MiSvm::default()
             .heuristic(Heuristic::Bag)
