@@ -20,6 +20,8 @@ citation-knn          | --classifier citation-knn --references 2 --citers 4
 milr-noisy-or         | --classifier milr --pooling noisy-or
 simple-mi             | --classifier simple-mi
 mi-wrapper            | --classifier mi-wrapper
+mi-svm                | --classifier mi-svm
+mi-svm-bag            | --classifier mi-svm-bag
 svm-kand              | --classifier svm --kernel kand
 svm-kandor            | --classifier svm --kernel kandor
 svm-kmin              | --classifier svm --kernel kmin
