@@ -683,9 +683,9 @@ mod tests {
     }
 
     #[test]
-    fn scores_ignore_instance_and_bag_order_and_explain_the_maximum() {
-        let data = separable(7);
-        for params in all_four() {
+    fn scores_ignore_instance_order_bag_order_and_duplicates_and_explain_the_maximum() {
+        for (seed, params) in (7..10).flat_map(|s| all_four().map(|p| (s, p))) {
+            let data = separable(seed);
             let model = params.fit(&data).unwrap();
             let scores = model.scores(&data).unwrap();
             let reversed: Vec<usize> = (0..data.n_bags()).rev().collect();
@@ -695,8 +695,12 @@ mod tests {
                 assert_eq!(back.row(data.n_bags() - 1 - b), scores.row(b));
                 let bag: Vec<Vec<f64>> =
                     data.bag(b).instances().rev().map(<[f64]>::to_vec).collect();
-                let flipped = dataset(3, vec![bag], vec![0], 2);
-                assert_eq!(model.scores(&flipped).unwrap().row(0), scores.row(b));
+                let mut doubled = bag.clone();
+                doubled.push(bag[0].clone());
+                let flipped = dataset(3, vec![bag, doubled], vec![0, 0], 2);
+                let again = model.scores(&flipped).unwrap();
+                assert_eq!(again.row(0), scores.row(b), "seed {seed}");
+                assert_eq!(again.row(1), scores.row(b), "seed {seed}");
                 assert_eq!(e.score_kind, InstanceScore::Decision);
                 assert_eq!(e.instance_scores[e.witnesses[0]], scores.row(b)[1]);
             }
