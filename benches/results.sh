@@ -22,6 +22,8 @@ simple-mi             | --classifier simple-mi
 mi-wrapper            | --classifier mi-wrapper
 mi-vlad               | --classifier mi-vlad
 mi-fv                 | --classifier mi-fv
+mi-svm                | --classifier mi-svm
+mi-svm-bag            | --classifier mi-svm-bag
 svm-kand              | --classifier svm --kernel kand
 svm-kandor            | --classifier svm --kernel kandor
 svm-kmin              | --classifier svm --kernel kmin

@@ -19,6 +19,8 @@
 //!   g(x) = Σ_t α_t y_t Σ_{y∈Y_t} k(x, y) (normalised by the kernel scale), so g is each
 //!   instance's additive contribution and the witness is the largest; the box-counting and
 //!   normalised set kernels define no per-instance score and explain nothing.
+//! - mi-SVM and MI-SVM (Andrews et al. 2002): the instance SVM's decision value f(x); the
+//!   bag's score is the largest, so the witness is the instance that decides the label.
 
 use serde::Serialize;
 
@@ -37,6 +39,8 @@ pub enum InstanceScore {
     /// A share of the decision value: the MI-kernel SVM's additive g(x); miVLAD's and
     /// miFV's w · (the instance's part of the bag vector before its normalisation).
     Contribution,
+    /// The instance SVM's decision value f(x) (mi-SVM, MI-SVM), whose maximum is the bag's.
+    Decision,
 }
 
 mil_core::keywords!(InstanceScore {
@@ -44,6 +48,7 @@ mil_core::keywords!(InstanceScore {
     InstanceScore::Probability => "probability": "MILR's instance probability of the predicted class",
     InstanceScore::Margin => "margin": "M3IC's modified margin max_u w_u.x - mean_v w_v.x (eq. 8)",
     InstanceScore::Contribution => "contribution": "the instance's share of the decision value (additive for the MI-kernel SVM; before the bag vector's normalisation for mi-vlad and mi-fv)",
+    InstanceScore::Decision => "decision": "the instance SVM's decision value f(x), whose maximum is the bag's score",
 });
 
 /// A training bag that voted for a Citation-kNN prediction.

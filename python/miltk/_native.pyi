@@ -57,6 +57,15 @@ class ClassifierSpec:
         encoding: str, codebook: int, ridge: float, seed: int, class_weight: str = "none"
     ) -> ClassifierSpec: ...
     @staticmethod
+    def mi_svm(
+        bag_level: bool,
+        kernel: str,
+        gamma: Optional[float],
+        cost: float,
+        max_iterations: int,
+        class_weight: str = "none",
+    ) -> ClassifierSpec: ...
+    @staticmethod
     def svm(
         kernel: str,
         estimator: str,

@@ -1,5 +1,5 @@
-"""Bag classifiers with the scikit-learn interface: Citation-kNN, MILR and the
-set-kernel SVM. Each wraps the library's parameters type; ``fit`` runs the library's
+"""Bag classifiers with the scikit-learn interface: Citation-kNN, MILR, the set-kernel
+SVM, SimpleMI, MI-Wrapper, mi-SVM and MI-SVM. Each wraps the library's parameters type; ``fit`` runs the library's
 fit with the GIL released."""
 
 from __future__ import annotations
@@ -30,7 +30,17 @@ from ._base import (
     renamed,
 )
 
-__all__ = ["CitationKNN", "MILR", "MiFV", "MiVLAD", "SetKernelSVM"]
+__all__ = [
+    "CitationKNN",
+    "MILR",
+    "SetKernelSVM",
+    "SimpleMI",
+    "MIWrapper",
+    "MiSVM",
+    "MISVM",
+    "MiVLAD",
+    "MiFV",
+]
 
 #: ``class_weight``: None, "balanced" or {label: weight}.
 ClassWeight = Union[None, str, Mapping[Any, float]]
@@ -777,3 +787,132 @@ class SetKernelSVM(_BagClassifier):
         if scores.shape[1] > 2:
             return scores.copy()
         return scores[:, 1].copy()
+
+
+class _InstanceSVM(_BagClassifier):
+    """mi-SVM and MI-SVM (Andrews, Tsochantaridis & Hofmann 2002): one SVM on instances,
+    f(x) = sum_i alpha_i y_i k(x_i, x) + b, trained while the unknown instance labels of
+    the positive bags are filled in by alternation. A bag's decision value is the
+    largest f over its instances; it is positive when that value is > 0. Features are
+    z-scored on the training instances. Binary labels only: ``classes_[1]`` is the
+    positive class. No randomness: a fit is a function of the data and parameters."""
+
+    _bag_level: bool
+
+    def __init__(
+        self,
+        kernel: str = "linear",
+        gamma: Optional[float] = None,
+        C: float = 1.0,
+        max_iter: int = 50,
+        class_weight: ClassWeight = None,
+        n_jobs: Optional[int] = None,
+    ) -> None:
+        self.kernel = kernel
+        self.gamma = gamma
+        self.C = C
+        self.max_iter = max_iter
+        self.class_weight = class_weight
+        self.n_jobs = n_jobs
+
+    def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
+        return _native.ClassifierSpec.mi_svm(
+            self._bag_level,
+            self.kernel,
+            None if self.gamma is None else float(self.gamma),
+            float(self.C),
+            check_positive_int("max_iter", self.max_iter),
+            _class_weight(self.class_weight, classes),
+        )
+
+    def decision_function(self, X: BagsLike) -> npt.NDArray[np.float64]:
+        """The largest instance decision value of every bag.
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+
+        Returns
+        -------
+        ndarray of shape (n_bags,)
+            max over the bag's instances of f(x); positive values predict ``classes_[1]``.
+        """
+        scores, _ = self._scores(X)
+        return scores[:, 1].copy()
+
+
+class MiSVM(_InstanceSVM):
+    """mi-SVM (Andrews et al. 2002): an instance SVM with a label for every instance.
+
+    Every instance of a negative bag is negative; the instances of a positive bag start
+    positive. Each round trains the SVM on all instances with the current labels, then
+    relabels each positive bag's instances by the sign of f, giving a positive bag left
+    without a positive instance its highest-scoring one back; it stops when no label
+    changes or after ``max_iter`` rounds. Like the paper's, the alternation can stop at a
+    labelling that is not the best one.
+
+    Parameters
+    ----------
+    kernel : {"linear", "rbf"}, default="linear"
+        k(x, y) = x.y or exp(-gamma ||x - y||^2), on z-scored features.
+    gamma : float or None, default=None
+        gamma of the RBF kernel; None is 1 / (non-constant features). Refused with the
+        linear kernel.
+    C : float, default=1.0
+        Misclassification cost of every instance.
+    max_iter : int, default=50
+        Most rounds of relabelling.
+    class_weight : None, "balanced" or dict, default=None
+        Multiplies the cost C of each instance by the weight of its bag's class.
+    n_jobs : int or None, default=None
+        Threads of ``fit`` and ``predict``, as :class:`CitationKNN`'s.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The labels; ``classes_[1]`` is the positive class.
+    n_features_in_ : int
+        Features per instance.
+    model_ : object
+        The native fitted model.
+    """
+
+    _bag_level = False
+
+
+class MISVM(_InstanceSVM):
+    """MI-SVM (Andrews et al. 2002): an instance SVM with one witness per positive bag.
+
+    The training points are every negative instance and one witness per positive bag:
+    the mean of the bag's instances in the first iteration, as in the paper, then the
+    instance with the largest f; it stops when no witness changes or after ``max_iter``
+    rounds.
+
+    Parameters
+    ----------
+    kernel : {"linear", "rbf"}, default="linear"
+        k(x, y) = x.y or exp(-gamma ||x - y||^2), on z-scored features.
+    gamma : float or None, default=None
+        gamma of the RBF kernel; None is 1 / (non-constant features). Refused with the
+        linear kernel.
+    C : float, default=1.0
+        Misclassification cost of every training point.
+    max_iter : int, default=50
+        Most rounds of witness selection.
+    class_weight : None, "balanced" or dict, default=None
+        Multiplies the cost C of each point by the weight of its bag's class.
+    n_jobs : int or None, default=None
+        Threads of ``fit`` and ``predict``, as :class:`CitationKNN`'s.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The labels; ``classes_[1]`` is the positive class.
+    n_features_in_ : int
+        Features per instance.
+    model_ : object
+        The native fitted model.
+    """
+
+    _bag_level = True

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use mil_core::keyword::Keyword;
 use mil_toolkit::classifier::citation_knn::{CitationKnn, Scaling};
 use mil_toolkit::classifier::mi_vlad::{BagEncoding, MiVlad};
+use mil_toolkit::classifier::mi_svm::{Heuristic, InstanceKernel, MiSvm};
 use mil_toolkit::classifier::mi_wrapper::{Combine, MiWrapper};
 use mil_toolkit::classifier::milr::{Milr, Optimizer, Pooling};
 use mil_toolkit::classifier::simple_mi::{SimpleMi, Summary};
@@ -111,6 +112,31 @@ impl ClassifierSpec {
             .codebook(codebook)
             .ridge(ridge)
             .seed(seed)
+            .class_weight(class_weight.parse().map_err(py_err)?);
+        Self::checked(params.into())
+    }
+
+    /// mi-SVM (`bag_level` false) or MI-SVM (true).
+    #[staticmethod]
+    #[pyo3(signature = (bag_level, kernel, gamma, cost, max_iterations, class_weight="none"))]
+    fn mi_svm(
+        bag_level: bool,
+        kernel: &str,
+        gamma: Option<f64>,
+        cost: f64,
+        max_iterations: usize,
+        class_weight: &str,
+    ) -> PyResult<Self> {
+        let params = MiSvm::default()
+            .heuristic(if bag_level {
+                Heuristic::Bag
+            } else {
+                Heuristic::Instance
+            })
+            .kernel(keyword::<InstanceKernel>("kernel", kernel)?)
+            .gamma(gamma)
+            .cost(cost)
+            .max_iterations(max_iterations)
             .class_weight(class_weight.parse().map_err(py_err)?);
         Self::checked(params.into())
     }

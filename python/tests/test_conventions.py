@@ -29,6 +29,8 @@ ESTIMATORS = {
     "MIWrapper": lambda **kw: miltk.MIWrapper(ridge=1.0, **kw),
     "MiVLAD": lambda **kw: miltk.MiVLAD(n_clusters=2, **kw),
     "MiFV": lambda **kw: miltk.MiFV(n_clusters=2, **kw),
+    "MiSVM": lambda **kw: miltk.MiSVM(**kw),
+    "MISVM": lambda **kw: miltk.MISVM(kernel="rbf", **kw),
     "PCA": lambda **kw: miltk.PCA(n_components=3, **kw),
     "LDA": lambda **kw: miltk.LDA(n_components=1, **kw),
     "LFDA": lambda **kw: miltk.LFDA(n_components=3, **kw),

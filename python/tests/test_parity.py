@@ -33,6 +33,12 @@ CASES = [
     ("milr", lambda: miltk.MILR(), ["--classifier", "milr"]),
     ("mi-vlad", lambda: miltk.MiVLAD(n_clusters=2), ["--classifier", "mi-vlad", "--codebook", "2"]),
     ("mi-fv", lambda: miltk.MiFV(n_clusters=2), ["--classifier", "mi-fv", "--codebook", "2"]),
+    ("mi-svm", lambda: miltk.MiSVM(), ["--classifier", "mi-svm"]),
+    (
+        "mi-svm-bag",
+        lambda: miltk.MISVM(kernel="rbf", gamma=0.01, C=10.0),
+        ["--classifier", "mi-svm-bag", "--kernel", "rbf", "--gamma", "0.01", "--cost", "10"],
+    ),
     (
         "bmida+citation-knn",
         lambda: Pipeline([("bmida", miltk.BMIDA(n_components=10)), ("knn", miltk.CitationKNN())]),

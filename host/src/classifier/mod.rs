@@ -4,6 +4,8 @@
 //!
 //! - [`citation_knn`]: Citation-kNN (Wang & Zucker 2000), Weka-compatible.
 //! - [`milr`]: multiple-instance logistic regression (Ray & Craven 2005; Weka's MILR).
+//! - [`mi_svm`]: mi-SVM and MI-SVM (Andrews et al. 2002), instance SVMs under the
+//!   standard MI assumption (binary only).
 //! - [`svm`]: SVM over bags with a box-counting or normalised set kernel (Tao et al. 2008).
 //! - [`simple_mi`]: SimpleMI, logistic regression on one summary vector per bag (Weka's
 //!   SimpleMI).
@@ -18,6 +20,7 @@
 
 pub mod citation_knn;
 pub mod imbalance;
+pub mod mi_svm;
 pub mod mi_vlad;
 pub mod mi_wrapper;
 pub mod milr;
@@ -33,6 +36,7 @@ use crate::explain::Explanation;
 use crate::progress::Progress;
 use citation_knn::CitationKnnModel;
 use citation_knn::Scaling;
+use mi_svm::MiSvmModel;
 use mi_vlad::MiVladModel;
 use mi_wrapper::MiWrapperModel;
 use milr::MilrModel;
@@ -202,6 +206,10 @@ pub enum ClassifierKind {
     Milr,
     /// SVM over bags with a set kernel.
     Svm,
+    /// mi-SVM: an instance SVM with a label for every instance of a positive bag.
+    MiSvm,
+    /// MI-SVM: an instance SVM with one witness per positive bag.
+    MiSvmBag,
     /// SimpleMI.
     SimpleMi,
     /// MI-Wrapper.
@@ -216,6 +224,8 @@ mil_core::keywords!(ClassifierKind {
     ClassifierKind::CitationKnn => "citation-knn": "Citation-kNN (Wang & Zucker) on Hausdorff bag distances",
     ClassifierKind::Milr => "milr": "multiple-instance logistic regression (Ray & Craven; Weka's MILR)",
     ClassifierKind::Svm => "svm": "SVM over bags with a set kernel (GMIL §8)",
+    ClassifierKind::MiSvm => "mi-svm": "mi-SVM (Andrews et al. 2002): instance SVM, a label for every instance of a positive bag",
+    ClassifierKind::MiSvmBag => "mi-svm-bag": "MI-SVM (Andrews et al. 2002): instance SVM, one witness instance per positive bag",
     ClassifierKind::SimpleMi => "simple-mi": "logistic regression on one summary vector per bag (Weka's SimpleMI)",
     ClassifierKind::MiWrapper => "mi-wrapper": "logistic regression on the instances, combined per bag (Weka's MIWrapper)",
     ClassifierKind::MiVlad => "mi-vlad": "logistic regression on each bag's VLAD encoding over k-means centres (Wei et al.'s miVLAD)",
@@ -232,6 +242,8 @@ pub enum ClassifierParams {
     Milr(milr::Milr),
     /// SVM over bags with a set kernel.
     Svm(svm::SetKernelSvm),
+    /// mi-SVM or MI-SVM (by its heuristic).
+    MiSvm(mi_svm::MiSvm),
     /// SimpleMI.
     SimpleMi(simple_mi::SimpleMi),
     /// MI-Wrapper.
@@ -247,6 +259,10 @@ impl ClassifierParams {
             ClassifierKind::CitationKnn => citation_knn::CitationKnn::default().into(),
             ClassifierKind::Milr => milr::Milr::default().into(),
             ClassifierKind::Svm => svm::SetKernelSvm::default().into(),
+            ClassifierKind::MiSvm => mi_svm::MiSvm::default().into(),
+            ClassifierKind::MiSvmBag => mi_svm::MiSvm::default()
+                .heuristic(mi_svm::Heuristic::Bag)
+                .into(),
             ClassifierKind::SimpleMi => simple_mi::SimpleMi::default().into(),
             ClassifierKind::MiWrapper => mi_wrapper::MiWrapper::default().into(),
             ClassifierKind::MiVlad => mi_vlad::MiVlad::vlad().into(),
@@ -276,6 +292,14 @@ impl ClassifierParams {
                 format!("{} over {n} bags (its bag vectors)", self.kind()),
                 mi_vlad::footprint(shape, m.encoding, m.codebook, m.max_iter),
             )),
+            ClassifierParams::MiSvm(_) => Some((
+                format!(
+                    "{} over {} instances (their Gram matrix)",
+                    self.kind(),
+                    shape.instances
+                ),
+                mi_svm::footprint(shape),
+            )),
             ClassifierParams::Milr(_)
             | ClassifierParams::SimpleMi(_)
             | ClassifierParams::MiWrapper(_) => None,
@@ -288,6 +312,7 @@ impl ClassifierParams {
             ClassifierParams::CitationKnn(_) => ClassifierKind::CitationKnn,
             ClassifierParams::Milr(_) => ClassifierKind::Milr,
             ClassifierParams::Svm(_) => ClassifierKind::Svm,
+            ClassifierParams::MiSvm(m) => m.heuristic.kind(),
             ClassifierParams::SimpleMi(_) => ClassifierKind::SimpleMi,
             ClassifierParams::MiWrapper(_) => ClassifierKind::MiWrapper,
             ClassifierParams::MiVlad(m) => match m.encoding {
@@ -303,6 +328,7 @@ impl ClassifierParams {
             ClassifierParams::CitationKnn(c) => c.check(),
             ClassifierParams::Milr(m) => m.check(),
             ClassifierParams::Svm(s) => s.check(),
+            ClassifierParams::MiSvm(m) => m.check(),
             ClassifierParams::SimpleMi(s) => s.check(),
             ClassifierParams::MiWrapper(m) => m.check(),
             ClassifierParams::MiVlad(m) => m.check(),
@@ -328,6 +354,7 @@ impl ClassifierParams {
             ClassifierParams::CitationKnn(c) => c.class_weight,
             ClassifierParams::Milr(m) => m.class_weight,
             ClassifierParams::Svm(s) => s.class_weight,
+            ClassifierParams::MiSvm(m) => m.class_weight,
             ClassifierParams::SimpleMi(s) => s.class_weight,
             ClassifierParams::MiWrapper(m) => m.class_weight,
             ClassifierParams::MiVlad(m) => m.class_weight,
@@ -417,6 +444,7 @@ impl ClassifierParams {
             ClassifierParams::CitationKnn(c) => c.class_weight(w).into(),
             ClassifierParams::Milr(m) => m.class_weight(w).into(),
             ClassifierParams::Svm(s) => s.class_weight(w).into(),
+            ClassifierParams::MiSvm(m) => m.class_weight(w).into(),
             ClassifierParams::SimpleMi(s) => s.class_weight(w).into(),
             ClassifierParams::MiWrapper(m) => m.class_weight(w).into(),
             ClassifierParams::MiVlad(m) => m.class_weight(w).into(),
@@ -433,6 +461,7 @@ impl ClassifierParams {
             }
             ClassifierParams::Milr(m) => ClassifierModel::Milr(m.fit(data.select(train))?),
             ClassifierParams::Svm(s) => ClassifierModel::Svm(s.fit(data.select(train))?),
+            ClassifierParams::MiSvm(m) => ClassifierModel::MiSvm(m.fit(data.select(train))?),
             ClassifierParams::SimpleMi(s) => ClassifierModel::SimpleMi(s.fit(data.select(train))?),
             ClassifierParams::MiWrapper(m) => {
                 ClassifierModel::MiWrapper(m.fit(data.select(train))?)
@@ -457,6 +486,12 @@ impl From<citation_knn::CitationKnn> for ClassifierParams {
 impl From<milr::Milr> for ClassifierParams {
     fn from(m: milr::Milr) -> Self {
         ClassifierParams::Milr(m)
+    }
+}
+
+impl From<mi_svm::MiSvm> for ClassifierParams {
+    fn from(m: mi_svm::MiSvm) -> Self {
+        ClassifierParams::MiSvm(m)
     }
 }
 
@@ -494,6 +529,8 @@ pub enum ClassifierModel {
     Milr(MilrModel),
     /// SVM over bags.
     Svm(SvmModel),
+    /// mi-SVM or MI-SVM.
+    MiSvm(MiSvmModel),
     /// SimpleMI.
     SimpleMi(SimpleMiModel),
     /// MI-Wrapper.
@@ -511,6 +548,7 @@ impl ClassifierModel {
             ClassifierModel::CitationKnn(_) => ClassifierKind::CitationKnn,
             ClassifierModel::Milr(_) => ClassifierKind::Milr,
             ClassifierModel::Svm(_) => ClassifierKind::Svm,
+            ClassifierModel::MiSvm(m) => m.params.heuristic.kind(),
             ClassifierModel::SimpleMi(_) => ClassifierKind::SimpleMi,
             ClassifierModel::MiWrapper(_) => ClassifierKind::MiWrapper,
             ClassifierModel::MiVlad(_) => ClassifierKind::MiVlad,
@@ -523,6 +561,7 @@ impl ClassifierModel {
             ClassifierModel::CitationKnn(m) => m.validate(),
             ClassifierModel::Milr(m) => m.validate(),
             ClassifierModel::Svm(m) => m.validate(),
+            ClassifierModel::MiSvm(m) => m.validate(),
             ClassifierModel::SimpleMi(m) => m.validate(),
             ClassifierModel::MiWrapper(m) => m.validate(),
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => {
@@ -546,6 +585,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::CitationKnn(m) => m.n_classes(),
             ClassifierModel::Milr(m) => m.n_classes(),
             ClassifierModel::Svm(m) => m.n_classes(),
+            ClassifierModel::MiSvm(m) => m.n_classes(),
             ClassifierModel::SimpleMi(m) => m.n_classes(),
             ClassifierModel::MiWrapper(m) => m.n_classes(),
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.n_classes(),
@@ -557,6 +597,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::CitationKnn(m) => m.input_dim(),
             ClassifierModel::Milr(m) => m.input_dim(),
             ClassifierModel::Svm(m) => m.input_dim(),
+            ClassifierModel::MiSvm(m) => m.input_dim(),
             ClassifierModel::SimpleMi(m) => m.input_dim(),
             ClassifierModel::MiWrapper(m) => m.input_dim(),
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.input_dim(),
@@ -570,6 +611,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::CitationKnn(m) => m.scores(data.select(bags)),
             ClassifierModel::Milr(m) => m.scores(data.select(bags)),
             ClassifierModel::Svm(m) => m.scores(data.select(bags)),
+            ClassifierModel::MiSvm(m) => m.scores(data.select(bags)),
             ClassifierModel::SimpleMi(m) => m.scores(data.select(bags)),
             ClassifierModel::MiWrapper(m) => m.scores(data.select(bags)),
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.scores(data.select(bags)),
@@ -583,6 +625,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::CitationKnn(m) => m.explain(data.select(bags)),
             ClassifierModel::Milr(m) => m.explain(data.select(bags)),
             ClassifierModel::Svm(m) => m.explain(data.select(bags)),
+            ClassifierModel::MiSvm(m) => m.explain(data.select(bags)),
             ClassifierModel::SimpleMi(m) => m.explain(data.select(bags)),
             ClassifierModel::MiWrapper(m) => m.explain(data.select(bags)),
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.explain(data.select(bags)),

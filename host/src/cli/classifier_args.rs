@@ -55,14 +55,16 @@ pub struct ClassifierArgs {
     /// miVLAD, miFV: codebook size (k-means centres, or Gaussian mixture components).
     #[arg(long, default_value_t = MiVlad::default().codebook)]
     pub codebook: usize,
-    /// SVM: the set kernel.
-    #[arg(long, value_parser = keyword::<SetKernelName>(), default_value_t = SetKernel::default().name())]
-    pub kernel: SetKernelName,
+    /// The kernel. SVM: a set kernel [default: kand]; mi-svm and mi-svm-bag: the
+    /// instance kernel `linear` [default] or `rbf` (with --gamma).
+    #[arg(long, value_parser = keyword::<KernelFlag>())]
+    pub kernel: Option<KernelFlag>,
     /// SVM: empirical kernel map.
     #[arg(long, value_parser = keyword::<EmpiricalMap>(), default_value_t = BagSvmSettings::default().map)]
     pub map: EmpiricalMap,
     /// SVM: misclassification cost C; default 10¹⁰ (the GMIL paper's hard margin), or
-    /// MISMO's 1 with `--kernel mi-rbf`.
+    /// MISMO's 1 with `--kernel mi-rbf`. mi-svm and mi-svm-bag: C of every instance
+    /// (default 1).
     #[arg(long = "cost", allow_negative_numbers = true)]
     pub cost: Option<f64>,
     #[command(flatten)]
@@ -73,6 +75,9 @@ pub struct ClassifierArgs {
     /// citer's vote.
     #[arg(long, value_parser = parse_class_weight, default_value_t = ClassWeight::None)]
     pub class_weight: ClassWeight,
+    /// mi-svm and mi-svm-bag: most rounds of relabelling (instances or witnesses).
+    #[arg(long, default_value_t = MiSvm::default().max_iterations)]
+    pub max_iterations: usize,
     /// Binary decision threshold on the positive score (MILR: the bag probability;
     /// Citation-kNN: the positive share of the votes; SVM: the decision value): `auto`
     /// chooses it on the training bags by an inner CV (--inner-folds) to maximise
@@ -105,35 +110,36 @@ pub(super) fn parse_threshold(text: &str) -> std::result::Result<Threshold, Stri
 /// another value than its default is refused with any other classifier.
 pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
     use ClassifierKind::{
-        CitationKnn as K, MiFv as F, MiVlad as V, MiWrapper as W, Milr as M, SimpleMi as I,
-        Svm as S,
+        CitationKnn as K, MiFv as F, MiSvm as P, MiSvmBag as B, MiVlad as V, MiWrapper as W,
+        Milr as M, SimpleMi as I, Svm as S,
     };
     &[
         ("references", &[K]),
         ("citers", &[K]),
         ("rank", &[K]),
         ("hausdorff", &[K]),
-        ("scaling", &[K, S]),
+        ("scaling", &[K, S, P, B]),
         ("ridge", &[M, I, W, V, F]),
         ("beta", &[M]),
         ("pooling", &[M]),
         ("optimizer", &[M]),
         ("codebook", &[V, F]),
-        ("kernel", &[S]),
+        ("kernel", &[S, P, B]),
         ("map", &[S]),
-        ("cost", &[S]),
+        ("cost", &[S, P, B]),
         ("epsilon", &[S]),
         ("delta", &[S]),
         ("precision", &[S]),
         ("estimator", &[S]),
-        ("gamma", &[S]),
+        ("gamma", &[S, P, B]),
         ("rho", &[S]),
+        ("max-iterations", &[P, B]),
     ]
 };
 
 impl ClassifierArgs {
     /// Each flag of [`APPLIES_TO`] with its value, to compare with the defaults.
-    fn flag_values(&self) -> [(&'static str, String); 19] {
+    fn flag_values(&self) -> [(&'static str, String); 20] {
         let k = &self.set_kernel;
         let some = |v: Option<String>| v.unwrap_or_default();
         let ridges: Vec<String> = self.ridge.iter().map(f64::to_string).collect();
@@ -148,7 +154,7 @@ impl ClassifierArgs {
             ("pooling", self.pooling.to_string()),
             ("optimizer", self.optimizer.to_string()),
             ("codebook", self.codebook.to_string()),
-            ("kernel", self.kernel.to_string()),
+            ("kernel", some(self.kernel.map(|v| v.to_string()))),
             ("map", self.map.to_string()),
             ("cost", some(self.cost.map(|v| v.to_string()))),
             ("epsilon", k.epsilon.to_string()),
@@ -157,6 +163,7 @@ impl ClassifierArgs {
             ("estimator", k.estimator.to_string()),
             ("gamma", some(k.gamma.map(|v| v.to_string()))),
             ("rho", k.rho.to_string()),
+            ("max-iterations", self.max_iterations.to_string()),
         ]
     }
 
@@ -255,15 +262,66 @@ impl ClassifierArgs {
                 .ridge(ridge.unwrap_or(MiVlad::default().ridge))
                 .seed(seed)
                 .into(),
+            kind @ (ClassifierKind::MiSvm | ClassifierKind::MiSvmBag) => {
+                ClassifierParams::from(self.mi_svm_params(kind)?)
+            }
         }
         .with_class_weight(args.class_weight))
+    }
+
+    /// The set kernel `--kernel` names (the SVM's default without it).
+    pub fn set_kernel_name(&self) -> Result<SetKernelName> {
+        match self.kernel {
+            None => Ok(SetKernel::default().name()),
+            Some(KernelFlag::Set(k)) => Ok(k),
+            Some(KernelFlag::Instance(k)) => Err(Error::parameter(
+                "--kernel",
+                k,
+                "applies to mi-svm and mi-svm-bag; the SVM takes a set kernel: kand, kandor, kmin, nsk or mi-rbf",
+            )),
+        }
+    }
+
+    /// mi-SVM (`kind` mi-svm) or MI-SVM (mi-svm-bag) as the flags describe it.
+    fn mi_svm_params(&self, kind: ClassifierKind) -> Result<MiSvm> {
+        let kernel =
+            match self.kernel {
+                None => MiSvm::default().kernel,
+                Some(KernelFlag::Instance(k)) => k,
+                Some(KernelFlag::Set(k)) => return Err(Error::parameter(
+                    "--kernel",
+                    k,
+                    "is a set kernel; mi-svm and mi-svm-bag take an instance kernel: linear or rbf",
+                )),
+            };
+        if !matches!(
+            self.scaling,
+            ScalingFlag::Knn(Scaling::Auto | Scaling::Zscore)
+        ) {
+            return Err(Error::parameter(
+                "--scaling",
+                self.scaling,
+                "mi-svm and mi-svm-bag always z-score the features on the training instances (auto or zscore)",
+            ));
+        }
+        let heuristic = match kind {
+            ClassifierKind::MiSvmBag => Heuristic::Bag,
+            _ => Heuristic::Instance,
+        };
+        Ok(MiSvm::default()
+            .heuristic(heuristic)
+            .kernel(kernel)
+            .gamma(self.set_kernel.gamma)
+            .cost(self.cost.unwrap_or(MiSvm::default().cost))
+            .max_iterations(self.max_iterations))
     }
 
     /// The set-kernel SVM the flags describe.
     fn svm_params(&self, seed: u64) -> Result<SetKernelSvm> {
         let args = self;
         let k = &args.set_kernel;
-        let mi = args.kernel == SetKernelName::MiRbf;
+        let set_kernel = args.set_kernel_name()?;
+        let mi = set_kernel == SetKernelName::MiRbf;
         let preprocessing = match args.scaling {
             ScalingFlag::Knn(Scaling::Auto) if mi => Preprocessing::MinMax,
             ScalingFlag::Knn(Scaling::Auto | Scaling::None) => Preprocessing::None,
@@ -278,7 +336,7 @@ impl ClassifierArgs {
                 ))
             }
         };
-        let kernel = match args.kernel {
+        let kernel = match set_kernel {
             SetKernelName::Box(kernel) => SetKernel::Box {
                 kernel,
                 estimator: k.estimator,
@@ -347,6 +405,48 @@ impl mil_core::keyword::Keyword for ScalingFlag {
 }
 
 impl std::fmt::Display for ScalingFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(mil_core::keyword::Keyword::name(*self))
+    }
+}
+
+/// `--kernel`: the SVM's set kernels ([`SetKernelName`]) and mi-SVM's instance kernels
+/// ([`InstanceKernel`]), names taken from those two library enums.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelFlag {
+    /// A set kernel (`--classifier svm`).
+    Set(SetKernelName),
+    /// An instance kernel (`--classifier mi-svm`, `mi-svm-bag`).
+    Instance(InstanceKernel),
+}
+
+impl mil_core::keyword::Keyword for KernelFlag {
+    const ALL: &'static [Self] = &[
+        KernelFlag::Set(SetKernelName::Box(mil_core::box_kernel::BoxKernel::And)),
+        KernelFlag::Set(SetKernelName::Box(mil_core::box_kernel::BoxKernel::AndOr)),
+        KernelFlag::Set(SetKernelName::Box(mil_core::box_kernel::BoxKernel::Min)),
+        KernelFlag::Set(SetKernelName::Nsk),
+        KernelFlag::Set(SetKernelName::MiRbf),
+        KernelFlag::Instance(InstanceKernel::Linear),
+        KernelFlag::Instance(InstanceKernel::Rbf),
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            KernelFlag::Set(k) => k.name(),
+            KernelFlag::Instance(k) => k.name(),
+        }
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            KernelFlag::Set(k) => k.help(),
+            KernelFlag::Instance(k) => k.help(),
+        }
+    }
+}
+
+impl std::fmt::Display for KernelFlag {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(mil_core::keyword::Keyword::name(*self))
     }

@@ -122,7 +122,22 @@ pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> St
             args.codebook,
             ridges(args, MiVlad::default().ridge)
         ),
-        ClassifierKind::Svm => match args.kernel {
+        kind @ (ClassifierKind::MiSvm | ClassifierKind::MiSvmBag) => match args.kernel {
+            Some(super::KernelFlag::Instance(crate::classifier::mi_svm::InstanceKernel::Rbf)) => {
+                format!(
+                    "{kind} (rbf kernel, gamma {}, C {})",
+                    args.set_kernel
+                        .gamma
+                        .map_or("1/features".to_string(), |g| g.to_string()),
+                    args.cost.unwrap_or(1.0)
+                )
+            }
+            _ => format!("{kind} (linear kernel, C {})", args.cost.unwrap_or(1.0)),
+        },
+        ClassifierKind::Svm => match args
+            .set_kernel_name()
+            .unwrap_or(crate::classifier::svm::SetKernel::default().name())
+        {
             SetKernelName::MiRbf => format!(
                 "svm (mi-rbf kernel, gamma {}, scaling {})",
                 args.set_kernel
@@ -130,7 +145,7 @@ pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> St
                     .unwrap_or(crate::classifier::svm::MI_RBF_GAMMA),
                 args.scaling
             ),
-            _ => format!("svm ({} kernel, {} map)", args.kernel, args.map),
+            k => format!("svm ({k} kernel, {} map)", args.map),
         },
     };
     let mut c = c;

@@ -207,7 +207,8 @@ impl Compact {
             ClassifierModel::SimpleMi(_)
             | ClassifierModel::MiWrapper(_)
             | ClassifierModel::MiVlad(_)
-            | ClassifierModel::MiFv(_) => {
+            | ClassifierModel::MiFv(_)
+            | ClassifierModel::MiSvm(_) => {
                 Err(Error::Unsupported(format!(
                     "exporting a {} model (the core has no head for it); export milr, citation-knn or a set-kernel svm",
                     model.classifier.kind()

@@ -1,0 +1,203 @@
+//! `mil train/predict/cv/export` with mi-SVM and MI-SVM: the command line fits the
+//! library's model, `mil cv` predicts each bag with the model of its fold, `--explain`
+//! gives every instance's decision value, and what does not apply is refused.
+
+use mil_suite::{mil_json, mil_refuses_naming, run_mil, temp_dir};
+use mil_toolkit::classifier::mi_svm::{Heuristic, InstanceKernel, MiSvm};
+use mil_toolkit::classifier::{BagModel, Classifier};
+
+/// The two heuristics as `mil` flags and as the library's parameters.
+fn cases() -> [(&'static str, Vec<&'static str>, MiSvm); 2] {
+    [
+        ("mi-svm", vec!["--classifier", "mi-svm"], MiSvm::default()),
+        (
+            "mi-svm-bag",
+            vec![
+                "--classifier",
+                "mi-svm-bag",
+                "--kernel",
+                "rbf",
+                "--gamma",
+                "0.01",
+                "--cost",
+                "10",
+            ],
+            MiSvm::default()
+                .heuristic(Heuristic::Bag)
+                .kernel(InstanceKernel::Rbf)
+                .gamma(Some(0.01))
+                .cost(10.0),
+        ),
+    ]
+}
+
+#[test]
+fn train_predict_and_cv_give_the_librarys_models() {
+    let dir = temp_dir("mi-svm");
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    for (name, flags, params) in cases() {
+        let model = dir.join(format!("{name}.json"));
+        let model = model.to_str().unwrap();
+        let mut args = vec!["train", "musk1", "-o", model, "--json"];
+        args.extend_from_slice(&flags);
+        mil_json(&args);
+        let p = mil_json(&["predict", model, "musk1", "--explain", "--json"]);
+        let lib = params.fit(&musk1).unwrap();
+        let scores = lib.scores(&musk1).unwrap();
+        let labels = scores.labels();
+        for (b, pred) in p["predictions"].as_array().unwrap().iter().enumerate() {
+            let label: usize = pred["label"].as_str().unwrap().parse().unwrap();
+            assert_eq!(label, labels[b], "{name} bag {b}");
+            let score = pred["score"].as_f64().unwrap();
+            assert!((score - scores.row(b)[1]).abs() < 1e-9, "{name} bag {b}");
+            // Every instance's f(x), as the library computes it; the witness is the
+            // largest and is the bag's score.
+            let e = &pred["explanation"];
+            assert_eq!(e["score_kind"], "decision");
+            let f: Vec<f64> = e["instance_scores"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect();
+            let want = lib.instance_decisions(musk1.bag(b));
+            assert_eq!(f.len(), want.len());
+            for (a, w) in f.iter().zip(&want) {
+                assert!((a - w).abs() < 1e-9, "{name} bag {b}");
+            }
+            let w = e["witnesses"][0].as_u64().unwrap() as usize;
+            assert!(f.iter().all(|&v| v <= f[w]));
+            assert!((f[w] - score).abs() < 1e-9);
+        }
+
+        // `mil cv`: each bag's label is that of the model fitted on its fold's training
+        // bags (the library's folds of the same seed).
+        let mut args = vec!["cv", "musk1", "--folds", "10", "--seed", "1", "--json"];
+        args.extend_from_slice(&flags);
+        let cv = mil_json(&args);
+        let by_id: std::collections::HashMap<String, String> = cv["predictions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["bag"].as_str().unwrap().to_string(),
+                    p["label"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(by_id.len(), musk1.n_bags());
+        for (train, test) in musk1.stratified_folds(10, 1).unwrap() {
+            let fold = params.fit(train).unwrap();
+            let labels = fold.scores(test.clone()).unwrap().labels();
+            for (&b, label) in test.indices().iter().zip(labels) {
+                let id = &musk1.bag_ids()[b];
+                assert_eq!(by_id[id], musk1.class_names()[label], "{name} bag {id}");
+            }
+        }
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
+    for (args, flag) in [
+        (
+            &["cv", "musk1", "--classifier", "mi-svm", "--kernel", "kand"][..],
+            "--kernel",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "svm", "--kernel", "rbf"][..],
+            "--kernel",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "mi-svm", "--rank", "2"][..],
+            "--rank",
+        ),
+        (
+            &[
+                "cv",
+                "musk1",
+                "--classifier",
+                "milr",
+                "--max-iterations",
+                "3",
+            ][..],
+            "--max-iterations",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "mi-svm", "--gamma", "0.1"][..],
+            "gamma",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "mi-svm-bag", "--cost", "0"][..],
+            "cost",
+        ),
+        (
+            &[
+                "cv",
+                "musk1",
+                "--classifier",
+                "mi-svm",
+                "--scaling",
+                "minmax",
+            ][..],
+            "--scaling",
+        ),
+    ] {
+        mil_refuses_naming(args, flag);
+    }
+
+    let dir = temp_dir("mi-svm-bad");
+    for classifier in ["mi-svm", "mi-svm-bag"] {
+        let model = dir.join(format!("{classifier}.json"));
+        let model = model.to_str().unwrap();
+        mil_json(&[
+            "train",
+            "musk1",
+            "--classifier",
+            classifier,
+            "-o",
+            model,
+            "--json",
+        ]);
+        // The core has no instance-level SVM head.
+        let out = run_mil(&["export", model, "-o", dir.join("m.milm").to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(classifier) && err.contains("not supported"),
+            "{err}"
+        );
+        assert!(!dir.join("m.milm").exists());
+        // One coefficient dropped: the support vectors no longer match their weights.
+        let text = std::fs::read_to_string(model).unwrap();
+        let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let coefficients = find_key(&mut json, "coefficients").expect("the coefficients");
+        coefficients.as_array_mut().unwrap().pop();
+        let damaged = dir.join(format!("{classifier}-damaged.json"));
+        std::fs::write(&damaged, json.to_string()).unwrap();
+        let out = run_mil(&["predict", damaged.to_str().unwrap(), "musk1"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("damaged.json") && err.contains(classifier),
+            "{err}"
+        );
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// The first value under `key` anywhere in `v`.
+fn find_key<'a>(v: &'a mut serde_json::Value, key: &str) -> Option<&'a mut serde_json::Value> {
+    match v {
+        serde_json::Value::Object(map) => {
+            if map.contains_key(key) {
+                return map.get_mut(key);
+            }
+            map.values_mut().find_map(|x| find_key(x, key))
+        }
+        serde_json::Value::Array(items) => items.iter_mut().find_map(|x| find_key(x, key)),
+        _ => None,
+    }
+}
