@@ -14,7 +14,7 @@
 //!
 //! Both stop when no label (witness) changes, or at [`MiSvm::max_iterations`] rounds; the
 //! model records which ([`Stop`]). A bag's score is max over its instances of f(x), so the
-//! predicted label is its sign. The SVM is the project's SMO ([`crate::optim::smo`]) on
+//! predicted label is its sign. The SVM is the project's SMO (`optim::smo`) on
 //! the Gram matrix of the training instances (and, for MI-SVM, the positive bags' means),
 //! computed once; features are z-scored on the training instances.
 //!

@@ -1,6 +1,11 @@
 //! The classifier's flags, shared by `mil cv` and `mil train`, and the parameters they describe.
 
 use super::*;
+use crate::classifier::mi_svm::{Heuristic, InstanceKernel, MiSvm};
+use crate::classifier::mi_vlad::{BagEncoding, MiVlad};
+use crate::classifier::mi_wrapper::{Combine, MiWrapper};
+use crate::classifier::simple_mi::{SimpleMi, Summary};
+use mil_core::keyword::Keyword;
 
 /// Classifier choice and its hyper-parameters. Defaults are the library's
 /// (`CitationKnn::default()`, `Milr::default()`, `SetKernelSvm::default()`).
@@ -55,8 +60,8 @@ pub struct ClassifierArgs {
     /// miVLAD, miFV: codebook size (k-means centres, or Gaussian mixture components).
     #[arg(long, default_value_t = MiVlad::default().codebook)]
     pub codebook: usize,
-    /// The kernel. SVM: a set kernel [default: kand]; mi-svm and mi-svm-bag: the
-    /// instance kernel `linear` [default] or `rbf` (with --gamma).
+    /// The kernel. SVM: a set kernel (default kand); mi-svm and mi-svm-bag: the
+    /// instance kernel `linear` (the default) or `rbf` (with --gamma).
     #[arg(long, value_parser = keyword::<KernelFlag>())]
     pub kernel: Option<KernelFlag>,
     /// SVM: empirical kernel map.
@@ -449,5 +454,99 @@ impl mil_core::keyword::Keyword for KernelFlag {
 impl std::fmt::Display for KernelFlag {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(mil_core::keyword::Keyword::name(*self))
+    }
+}
+
+/// The ridges given (`/`-separated), or the classifier's default.
+fn ridges(args: &ClassifierArgs, default: f64) -> String {
+    if args.ridge.is_empty() {
+        return default.to_string();
+    }
+    let list: Vec<String> = args.ridge.iter().map(f64::to_string).collect();
+    list.join("/")
+}
+
+impl ClassifierArgs {
+    /// A short description of the pipeline for human output, in the names users type.
+    pub(super) fn describe(&self, projection: &ProjectionArgs) -> String {
+        let args = self;
+        let c = match args.classifier.unwrap_or(ClassifierKind::CitationKnn) {
+            ClassifierKind::CitationKnn => format!(
+                "citation-knn (R={}, C={}, {} Hausdorff, H={}, scaling {})",
+                args.references,
+                args.citers,
+                args.hausdorff,
+                args.rank,
+                match args.scaling {
+                    super::ScalingFlag::Knn(s) =>
+                        s.resolve(projection.projection.0.is_some()).to_string(),
+                    other => other.to_string(),
+                }
+            ),
+            ClassifierKind::Milr => format!(
+                "milr ({} pooling, {} optimizer, ridge {})",
+                args.pooling,
+                args.optimizer,
+                ridges(args, Milr::default().ridge)
+            ),
+            ClassifierKind::SimpleMi => format!(
+                "simple-mi ({} summary, ridge {})",
+                args.summary.unwrap_or_default(),
+                ridges(args, SimpleMi::default().ridge)
+            ),
+            ClassifierKind::MiWrapper => format!(
+                "mi-wrapper ({} combination, ridge {})",
+                args.combine.unwrap_or_default(),
+                ridges(args, MiWrapper::default().ridge)
+            ),
+            kind @ (ClassifierKind::MiVlad | ClassifierKind::MiFv) => format!(
+                "{kind} (codebook {}, ridge {})",
+                args.codebook,
+                ridges(args, MiVlad::default().ridge)
+            ),
+            kind @ (ClassifierKind::MiSvm | ClassifierKind::MiSvmBag) => match args.kernel {
+                Some(super::KernelFlag::Instance(
+                    crate::classifier::mi_svm::InstanceKernel::Rbf,
+                )) => {
+                    format!(
+                        "{kind} (rbf kernel, gamma {}, C {})",
+                        args.set_kernel
+                            .gamma
+                            .map_or("1/features".to_string(), |g| g.to_string()),
+                        args.cost.unwrap_or(1.0)
+                    )
+                }
+                _ => format!("{kind} (linear kernel, C {})", args.cost.unwrap_or(1.0)),
+            },
+            ClassifierKind::Svm => match args
+                .set_kernel_name()
+                .unwrap_or(crate::classifier::svm::SetKernel::default().name())
+            {
+                SetKernelName::MiRbf => format!(
+                    "svm (mi-rbf kernel, gamma {}, scaling {})",
+                    args.set_kernel
+                        .gamma
+                        .unwrap_or(crate::classifier::svm::MI_RBF_GAMMA),
+                    args.scaling
+                ),
+                k => format!("svm ({k} kernel, {} map)", args.map),
+            },
+        };
+        let mut c = c;
+        if !args.class_weight.is_none() {
+            c.push_str(&format!(", class weights {}", args.class_weight));
+        }
+        match args.threshold {
+            Threshold::None => {}
+            Threshold::Auto => c.push_str(&format!(
+                ", threshold chosen for {} by inner CV",
+                args.threshold_metric
+            )),
+            t => c.push_str(&format!(", threshold {t}")),
+        }
+        match projection.projection.0 {
+            None => c,
+            Some(p) => format!("{} (dim {:?}) → {c}", p.name(), projection.dim),
+        }
     }
 }

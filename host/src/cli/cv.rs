@@ -6,20 +6,11 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use mil_core::keyword::Keyword;
-
 use super::{ClassifierArgs, CvArgs, InnerCvArgs, ProjectionArgs, Report};
 use super::{CvMerge, CvMergeArgs};
-use crate::classifier::imbalance::Threshold;
-use crate::classifier::mi_vlad::MiVlad;
-use crate::classifier::mi_wrapper::MiWrapper;
-use crate::classifier::milr::Milr;
-use crate::classifier::simple_mi::SimpleMi;
-use crate::classifier::ClassifierKind;
 use crate::data;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
-use crate::kernel::SetKernelName;
 use crate::pipeline::{
     check_outcomes, read_folds_file, run_folds, summarize, CvReport, FoldOutcome, Folds, Pipeline,
     ProjectionGrid,
@@ -75,95 +66,6 @@ pub(super) fn pipeline(
     }
     pipeline.check()?;
     Ok(pipeline)
-}
-
-/// The ridges given (`/`-separated), or the classifier's default.
-fn ridges(args: &ClassifierArgs, default: f64) -> String {
-    if args.ridge.is_empty() {
-        return default.to_string();
-    }
-    let list: Vec<String> = args.ridge.iter().map(f64::to_string).collect();
-    list.join("/")
-}
-
-/// A short description of the pipeline for human output, in the names users type.
-pub(super) fn describe(args: &ClassifierArgs, projection: &ProjectionArgs) -> String {
-    let c = match args.classifier.unwrap_or(ClassifierKind::CitationKnn) {
-        ClassifierKind::CitationKnn => format!(
-            "citation-knn (R={}, C={}, {} Hausdorff, H={}, scaling {})",
-            args.references,
-            args.citers,
-            args.hausdorff,
-            args.rank,
-            match args.scaling {
-                super::ScalingFlag::Knn(s) =>
-                    s.resolve(projection.projection.0.is_some()).to_string(),
-                other => other.to_string(),
-            }
-        ),
-        ClassifierKind::Milr => format!(
-            "milr ({} pooling, {} optimizer, ridge {})",
-            args.pooling,
-            args.optimizer,
-            ridges(args, Milr::default().ridge)
-        ),
-        ClassifierKind::SimpleMi => format!(
-            "simple-mi ({} summary, ridge {})",
-            args.summary.unwrap_or_default(),
-            ridges(args, SimpleMi::default().ridge)
-        ),
-        ClassifierKind::MiWrapper => format!(
-            "mi-wrapper ({} combination, ridge {})",
-            args.combine.unwrap_or_default(),
-            ridges(args, MiWrapper::default().ridge)
-        ),
-        kind @ (ClassifierKind::MiVlad | ClassifierKind::MiFv) => format!(
-            "{kind} (codebook {}, ridge {})",
-            args.codebook,
-            ridges(args, MiVlad::default().ridge)
-        ),
-        kind @ (ClassifierKind::MiSvm | ClassifierKind::MiSvmBag) => match args.kernel {
-            Some(super::KernelFlag::Instance(crate::classifier::mi_svm::InstanceKernel::Rbf)) => {
-                format!(
-                    "{kind} (rbf kernel, gamma {}, C {})",
-                    args.set_kernel
-                        .gamma
-                        .map_or("1/features".to_string(), |g| g.to_string()),
-                    args.cost.unwrap_or(1.0)
-                )
-            }
-            _ => format!("{kind} (linear kernel, C {})", args.cost.unwrap_or(1.0)),
-        },
-        ClassifierKind::Svm => match args
-            .set_kernel_name()
-            .unwrap_or(crate::classifier::svm::SetKernel::default().name())
-        {
-            SetKernelName::MiRbf => format!(
-                "svm (mi-rbf kernel, gamma {}, scaling {})",
-                args.set_kernel
-                    .gamma
-                    .unwrap_or(crate::classifier::svm::MI_RBF_GAMMA),
-                args.scaling
-            ),
-            k => format!("svm ({k} kernel, {} map)", args.map),
-        },
-    };
-    let mut c = c;
-    if !args.class_weight.is_none() {
-        c.push_str(&format!(", class weights {}", args.class_weight));
-    }
-    match args.threshold {
-        Threshold::None => {}
-        Threshold::Auto => c.push_str(&format!(
-            ", threshold chosen for {} by inner CV",
-            args.threshold_metric
-        )),
-        t => c.push_str(&format!(", threshold {t}")),
-    }
-    match projection.projection.0 {
-        None => c,
-        Some(p) => format!("{} (dim {:?}) → {c}", p.name(), projection.dim),
-    }
 }
 
 /// The `format` of a `mil cv --shard` part.
@@ -271,7 +173,7 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
         },
     };
     let assignments = folds.assignments(&d)?;
-    let description = describe(&args.classifier, &args.projection);
+    let description = args.classifier.describe(&args.projection);
     let chooses = pipeline.n_candidates() > 1;
     let jobs: usize = assignments.iter().map(|(_, f)| f.len()).sum();
     let Some(shard) = shard else {

@@ -10,11 +10,7 @@ use mil_core::Encoding;
 
 use crate::classifier::citation_knn::{CitationKnn, Scaling};
 use crate::classifier::imbalance::{ClassWeight, Threshold, ThresholdMetric};
-use crate::classifier::mi_svm::{Heuristic, InstanceKernel, MiSvm};
-use crate::classifier::mi_vlad::{BagEncoding, MiVlad};
-use crate::classifier::mi_wrapper::{Combine, MiWrapper};
 use crate::classifier::milr::{Milr, Optimizer};
-use crate::classifier::simple_mi::{SimpleMi, Summary};
 use crate::classifier::svm::bags::{BagSvmSettings, EmpiricalMap};
 use crate::classifier::svm::{Preprocessing, SetKernel, SetKernelSvm, MI_RBF_COST, MI_RBF_GAMMA};
 use crate::classifier::{ClassifierKind, ClassifierParams};

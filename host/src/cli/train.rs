@@ -6,7 +6,7 @@ use std::time::Instant;
 use mil_core::keyword::Keyword;
 use serde_json::json;
 
-use super::cv::{describe, pipeline};
+use super::cv::pipeline;
 use super::{Report, TrainArgs};
 use crate::data;
 use crate::error::Result;
@@ -39,7 +39,7 @@ pub fn run(args: &TrainArgs, progress: &dyn Progress) -> Result<Report> {
     let mut human = format!(
         "{}: trained {} on {} bags → {}",
         d.name(),
-        describe(&args.classifier, &args.projection),
+        args.classifier.describe(&args.projection),
         d.n_bags(),
         args.output
     );

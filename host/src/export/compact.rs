@@ -204,16 +204,6 @@ impl Compact {
                 let raw = model.projection.is_none().then_some(fitted);
                 Ok((Compact { stage, head }, raw))
             }
-            ClassifierModel::SimpleMi(_)
-            | ClassifierModel::MiWrapper(_)
-            | ClassifierModel::MiVlad(_)
-            | ClassifierModel::MiFv(_)
-            | ClassifierModel::MiSvm(_) => {
-                Err(Error::Unsupported(format!(
-                    "exporting a {} model (the core has no head for it); export milr, citation-knn or a set-kernel svm",
-                    model.classifier.kind()
-                )))
-            }
             ClassifierModel::Svm(svm) => {
                 // A chosen threshold t moves the decision f > t into the bias: f − t > 0.
                 let shift = model.threshold.unwrap_or(0.0);
@@ -234,6 +224,11 @@ impl Compact {
                     None,
                 ))
             }
+            // Every other classifier: the core has no head for it.
+            other => Err(Error::Unsupported(format!(
+                "exporting a {} model (the core has no head for it); export milr, citation-knn or a set-kernel svm",
+                other.kind()
+            ))),
         }
     }
 }

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::eval::folds::complement;
 use crate::eval::{auroc, inner_folds};
 use crate::projection::ProjectionParams;
+use mil_core::keyword::Keyword;
 
 use super::Pipeline;
 pub use crate::model::Chosen;
@@ -85,16 +86,17 @@ impl ClassifierGrid {
             }
             [_, _, ..] => {
                 let list: Vec<String> = ridges.iter().map(f64::to_string).collect();
+                let with_ridge: Vec<&str> = ClassifierKind::ALL
+                    .iter()
+                    .filter(|&&k| ClassifierParams::new(k).ridge().is_some())
+                    .map(|k| k.name())
+                    .collect();
                 return Err(Error::parameter(
                     "ridge",
                     list.join(","),
                     format!(
-                        "a list of ridges is chosen by inner CV for {}, {}, {}, {} and {} only",
-                        ClassifierKind::Milr,
-                        ClassifierKind::SimpleMi,
-                        ClassifierKind::MiWrapper,
-                        ClassifierKind::MiVlad,
-                        ClassifierKind::MiFv
+                        "a list of ridges is chosen by inner CV for {} only",
+                        with_ridge.join(", ")
                     ),
                 ));
             }
