@@ -20,6 +20,6 @@ fuzz_target!(|data: &[u8]| {
         let features = (0..2 * dim).map(|i| (i % 7) as f64 - 3.0).collect();
         let ids = vec!["p".to_string(), "q".to_string()];
         let bags = Dataset::new("x", dim, features, vec![0, 1, 2], ids, None, vec![]).unwrap();
-        let _ = model.scores(&bags, &[0, 1]);
+        let _ = model.scores(&bags);
     }
 });
