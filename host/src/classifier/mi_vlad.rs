@@ -142,10 +142,7 @@ impl MiVlad {
 
     /// The logistic regression fitted on the bag vectors.
     fn logistic(&self) -> Milr {
-        Milr::default()
-            .pooling(Pooling::Mean)
-            .ridge(self.ridge)
-            .class_weight(self.class_weight)
+        Milr::ridge_logistic(self.ridge, self.class_weight)
     }
 }
 

@@ -107,10 +107,7 @@ impl MiWrapper {
 
     /// The logistic regression fitted on the instances.
     fn logistic(&self) -> Milr {
-        Milr::default()
-            .pooling(Pooling::Mean)
-            .ridge(self.ridge)
-            .class_weight(self.class_weight)
+        Milr::ridge_logistic(self.ridge, self.class_weight)
     }
 }
 

@@ -496,6 +496,16 @@ impl Classifier for Milr {
 }
 
 impl Milr {
+    /// Ridge logistic regression: MILR with mean pooling, which on bags of one instance
+    /// (SimpleMI's summaries, MI-Wrapper's instances, miVLAD's bag vectors) is the
+    /// ordinary model, as Weka's `Logistic`.
+    pub(crate) fn ridge_logistic(ridge: f64, class_weight: ClassWeight) -> Milr {
+        Milr::default()
+            .pooling(Pooling::Mean)
+            .ridge(ridge)
+            .class_weight(class_weight)
+    }
+
     /// [`Classifier::fit`] with each training bag `train[i]` also counted `extra[i]`
     /// times (frequency weights multiplying its class weight, in the likelihood, the
     /// standardisation and the starting intercept alike). With one instance per bag this
