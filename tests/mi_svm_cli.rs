@@ -2,7 +2,7 @@
 //! library's model, `mil cv` predicts each bag with the model of its fold, `--explain`
 //! gives every instance's decision value, and what does not apply is refused.
 
-use mil_suite::{mil_json, mil_refuses_naming, run_mil, temp_dir};
+use mil_suite::{find_key, mil_json, mil_refuses_naming, run_mil, temp_dir, train_unexportable};
 use mil_toolkit::classifier::mi_svm::{Heuristic, InstanceKernel, MiSvm};
 use mil_toolkit::classifier::{BagModel, Classifier};
 
@@ -150,26 +150,7 @@ fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
 
     let dir = temp_dir("mi-svm-bad");
     for classifier in ["mi-svm", "mi-svm-bag"] {
-        let model = dir.join(format!("{classifier}.json"));
-        let model = model.to_str().unwrap();
-        mil_json(&[
-            "train",
-            "musk1",
-            "--classifier",
-            classifier,
-            "-o",
-            model,
-            "--json",
-        ]);
-        // The core has no instance-level SVM head.
-        let out = run_mil(&["export", model, "-o", dir.join("m.milm").to_str().unwrap()]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(
-            err.contains(classifier) && err.contains("not supported"),
-            "{err}"
-        );
-        assert!(!dir.join("m.milm").exists());
+        let model = train_unexportable(&dir, classifier);
         // One coefficient dropped: the support vectors no longer match their weights.
         let text = std::fs::read_to_string(model).unwrap();
         let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -186,18 +167,4 @@ fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
         );
     }
     std::fs::remove_dir_all(dir).ok();
-}
-
-/// The first value under `key` anywhere in `v`.
-fn find_key<'a>(v: &'a mut serde_json::Value, key: &str) -> Option<&'a mut serde_json::Value> {
-    match v {
-        serde_json::Value::Object(map) => {
-            if map.contains_key(key) {
-                return map.get_mut(key);
-            }
-            map.values_mut().find_map(|x| find_key(x, key))
-        }
-        serde_json::Value::Array(items) => items.iter_mut().find_map(|x| find_key(x, key)),
-        _ => None,
-    }
 }

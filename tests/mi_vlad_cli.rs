@@ -2,7 +2,7 @@
 //! library's model, explains each instance's contribution, and refuses what does not
 //! apply, a codebook too large for the data, and damaged saved models.
 
-use mil_suite::{mil_json, mil_refuses_naming, run_mil, temp_dir};
+use mil_suite::{mil_json, mil_refuses_naming, run_mil, temp_dir, train_unexportable};
 use mil_toolkit::classifier::mi_vlad::MiVlad;
 use mil_toolkit::classifier::{BagModel, Classifier};
 
@@ -123,25 +123,7 @@ fn flags_codebooks_and_damaged_models_are_refused() {
 
     let dir = temp_dir("mi-vlad-bad");
     for classifier in ["mi-vlad", "mi-fv"] {
-        let model = dir.join(format!("{classifier}.json"));
-        let model = model.to_str().unwrap();
-        mil_json(&[
-            "train",
-            "musk1",
-            "--classifier",
-            classifier,
-            "-o",
-            model,
-            "--json",
-        ]);
-        // The core has no head for these models.
-        let out = run_mil(&["export", model, "-o", dir.join("m.milm").to_str().unwrap()]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(
-            err.contains(classifier) && err.contains("not supported"),
-            "{err}"
-        );
+        let model = train_unexportable(&dir, classifier);
         // Without its checksum a saved model gets the training checks: the undamaged
         // one passes them, each damaged one is refused.
         let text = std::fs::read_to_string(model).unwrap();

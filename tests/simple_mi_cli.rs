@@ -1,7 +1,7 @@
 //! `mil train/predict/cv/export` with SimpleMI and MI-Wrapper: the command line gives the
 //! library's model, explains MI-Wrapper's bags, and refuses what does not apply.
 
-use mil_suite::{mil_json, mil_refuses_naming, run_mil, temp_dir};
+use mil_suite::{find_key, mil_json, mil_refuses_naming, run_mil, temp_dir, train_unexportable};
 use mil_toolkit::classifier::mi_wrapper::{Combine, MiWrapper};
 use mil_toolkit::classifier::simple_mi::{SimpleMi, Summary};
 use mil_toolkit::classifier::{BagModel, BagScores, Classifier};
@@ -175,25 +175,7 @@ fn flags_of_other_classifiers_and_damaged_models_are_refused() {
 
     let dir = temp_dir("simple-mi-bad");
     for classifier in ["simple-mi", "mi-wrapper"] {
-        let model = dir.join(format!("{classifier}.json"));
-        let model = model.to_str().unwrap();
-        mil_json(&[
-            "train",
-            "musk1",
-            "--classifier",
-            classifier,
-            "-o",
-            model,
-            "--json",
-        ]);
-        // The core has no head for these models.
-        let out = run_mil(&["export", model, "-o", dir.join("m.milm").to_str().unwrap()]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(
-            err.contains(classifier) && err.contains("not supported"),
-            "{err}"
-        );
+        let model = train_unexportable(&dir, classifier);
         // One coefficient dropped: the saved model no longer fits its data.
         let text = std::fs::read_to_string(model).unwrap();
         let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -207,20 +189,6 @@ fn flags_of_other_classifiers_and_damaged_models_are_refused() {
         assert!(err.contains("damaged.json"), "{err}");
     }
     std::fs::remove_dir_all(dir).ok();
-}
-
-/// The first value under `key` anywhere in `v`.
-fn find_key<'a>(v: &'a mut serde_json::Value, key: &str) -> Option<&'a mut serde_json::Value> {
-    match v {
-        serde_json::Value::Object(map) => {
-            if map.contains_key(key) {
-                return map.get_mut(key);
-            }
-            map.values_mut().find_map(|x| find_key(x, key))
-        }
-        serde_json::Value::Array(items) => items.iter_mut().find_map(|x| find_key(x, key)),
-        _ => None,
-    }
 }
 
 /// Weka 3.6.14's predicted class of every musk1 bag under its own 10 folds, column

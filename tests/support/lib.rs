@@ -1,6 +1,6 @@
 //! Helpers shared by the end-to-end tests in `tests/` and the benchmarks in `benches/`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Path of the `mil` program built by cargo for this test run: this package's
@@ -42,6 +42,48 @@ pub fn mil_refuses_naming(args: &[&str], flag: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "mil {args:?}: {err}");
     assert!(err.contains(flag), "mil {args:?}: {err}");
+}
+
+/// Trains `classifier` on musk1 into `dir`, checks that `mil export` refuses the model
+/// (exit 2, naming the classifier: the core has no head for it) and writes nothing, and
+/// returns the saved model's path.
+pub fn train_unexportable(dir: &Path, classifier: &str) -> PathBuf {
+    let model = dir.join(format!("{classifier}.json"));
+    let path = model.to_str().unwrap();
+    let args = [
+        "train",
+        "musk1",
+        "--classifier",
+        classifier,
+        "-o",
+        path,
+        "--json",
+    ];
+    mil_json(&args);
+    let device = dir.join(format!("{classifier}.milm"));
+    let out = run_mil(&["export", path, "-o", device.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(classifier) && err.contains("not supported"),
+        "{err}"
+    );
+    assert!(!device.exists());
+    model
+}
+
+/// The first value under `key` anywhere in `v`.
+pub fn find_key<'a>(v: &'a mut serde_json::Value, key: &str) -> Option<&'a mut serde_json::Value> {
+    match v {
+        serde_json::Value::Object(map) => {
+            if map.contains_key(key) {
+                return map.get_mut(key);
+            }
+            map.values_mut().find_map(|x| find_key(x, key))
+        }
+        serde_json::Value::Array(items) => items.iter_mut().find_map(|x| find_key(x, key)),
+        _ => None,
+    }
 }
 
 /// A fresh temporary directory for one test, removed by the caller when done.
