@@ -27,8 +27,12 @@ const SVM_CHUNK: usize = 8;
 
 /// What a pipeline chose (or was given) in one fit, as `mil cv`/`mil train` report it and
 /// a saved model records it ([`HostModel::chosen`]).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Chosen {
+    /// The classifier and its settings ([`crate::classifier::ClassifierParams`]'s
+    /// `Display`), when the grid held more than one classifier setting besides the ridge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classifier: Option<String>,
     /// The projection's output dimension.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dim: Option<usize>,
@@ -43,6 +47,9 @@ pub struct Chosen {
 impl std::fmt::Display for Chosen {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut parts = Vec::new();
+        if let Some(c) = &self.classifier {
+            parts.push(c.clone());
+        }
         if let Some(d) = self.dim {
             parts.push(format!("dim {d}"));
         }

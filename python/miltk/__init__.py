@@ -14,6 +14,7 @@ from ._parallel import get_max_memory_gib, get_num_threads, set_max_memory_gib, 
 from .classifiers import (
     MILR,
     MISVM,
+    AutoMIL,
     CitationKNN,
     MiFV,
     MiSVM,
@@ -48,6 +49,7 @@ from .projections import BMIDA, CLFDA, LDA, LFDA, MIALM, MIDR, MMIDA, PCA
 __version__ = "0.1.0"
 
 __all__ = [
+    "AutoMIL",
     "BAMIC",
     "BMIDA",
     "CLFDA",

@@ -82,6 +82,21 @@ class ClassifierSpec:
     ) -> ClassifierSpec: ...
     def fit(self, bags: Bags, projected: bool = False, n_threads: int = 0) -> FittedClassifier: ...
 
+class GridSpec:
+    def __init__(
+        self,
+        candidates: Optional[list[ClassifierSpec]],
+        seed: int,
+        class_weight: str = "none",
+        inner_folds: int = 3,
+        select: str = "auroc",
+    ) -> None: ...
+    @property
+    def n_candidates(self) -> int: ...
+    def fit(
+        self, bags: Bags, projected: bool = False, n_threads: int = 0
+    ) -> tuple[FittedClassifier, str]: ...
+
 class FittedClassifier:
     def scores(self, bags: Bags, n_threads: int = 0) -> tuple[_Matrix, list[int]]: ...
     @property
@@ -179,14 +194,14 @@ def stratified_folds(
 ) -> list[list[list[int]]]: ...
 def cross_validate(
     bags: Bags,
-    classifier: ClassifierSpec,
+    classifier: ClassifierSpec | GridSpec,
     projection: Optional[ProjectionSpec] = None,
     k: int = 10,
     seed: int = 1,
     repeats: int = 1,
     n_threads: int = 0,
     given: Optional[list[list[int]]] = None,
-) -> tuple[float, list[int], list[float], float, Optional[float]]: ...
+) -> tuple[float, list[int], list[float], float, Optional[float], list[Optional[str]]]: ...
 def clustering_accuracy(assignment: list[int], truth: list[int]) -> float: ...
 def export_model(
     classifier: FittedClassifier,

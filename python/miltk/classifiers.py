@@ -1,11 +1,12 @@
 """Bag classifiers with the scikit-learn interface: Citation-kNN, MILR, the set-kernel
-SVM, SimpleMI, MI-Wrapper, mi-SVM and MI-SVM. Each wraps the library's parameters type; ``fit`` runs the library's
+SVM, SimpleMI, MI-Wrapper, mi-SVM, MI-SVM, miVLAD and miFV, and AutoMIL, which chooses
+among them by inner cross-validation. Each wraps the library's parameters type; ``fit`` runs the library's
 fit with the GIL released."""
 
 from __future__ import annotations
 
 import warnings
-from typing import Any, Mapping, Optional, TypeVar, Union
+from typing import Any, Mapping, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +32,7 @@ from ._base import (
 )
 
 __all__ = [
+    "AutoMIL",
     "CitationKNN",
     "MILR",
     "SetKernelSVM",
@@ -916,3 +918,149 @@ class MISVM(_InstanceSVM):
     """
 
     _bag_level = True
+
+
+#: ``AutoMIL(candidates=...)``: miltk classifiers, or (classifier, parameter grid) pairs.
+Candidates = Optional[Sequence[Union["_BagClassifier", tuple["_BagClassifier", Any]]]]
+
+
+class AutoMIL(_BagClassifier):
+    """The classifier an inner cross-validation chooses on the training bags
+    (``mil cv --classifier auto``): nested CV when cross-validated.
+
+    ``fit`` runs a stratified inner CV over the candidates on the training bags alone,
+    keeps the candidate of best inner score (the first on ties) and fits it on every
+    training bag. By default the candidates are every family's default grid — SimpleMI,
+    miVLAD, miFV, the set-kernel SVM with k∧, k∧∨ and the MI kernel, Citation-kNN and
+    MILR, each around the paper's setting (the guide's method pages list the grids).
+    Work shared across folds (Gram matrices, bag distances) is computed once.
+
+    Parameters
+    ----------
+    candidates : None or sequence, default=None
+        None: the default grids. Otherwise miltk classifiers, and/or pairs
+        ``(classifier, param_grid)`` whose ``param_grid`` is a scikit-learn parameter
+        grid (a dict of lists, or a list of such dicts) expanded by
+        ``sklearn.model_selection.ParameterGrid`` over clones of the classifier, e.g.
+        ``[(SetKernelSVM(kernel="mi-rbf"), {"gamma": [0.001, 0.01, 0.1], "C": [1, 10]})]``.
+    inner_folds : int, default=3
+        Folds of the inner CV.
+    select : {"auroc", "accuracy"} or None, default=None
+        What the inner CV maximises: the AUROC of the pooled inner out-of-fold scores
+        (two classes), or correct predictions. None: AUROC for two classes (it ties less
+        often on a few dozen inner test bags), accuracy for more.
+    class_weight : None, "balanced" or dict, default=None
+        Class weights of the default grids' candidates (given candidates keep theirs).
+    random_state : int, RandomState, Generator or None, default=1
+        Seed of the inner folds and of every candidate's randomised steps.
+    n_jobs : int or None, default=None
+        Threads, as :class:`CitationKNN`'s. Results do not depend on it.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The labels, sorted.
+    n_features_in_ : int
+        Features per instance.
+    chosen_ : str
+        The chosen classifier and its settings, e.g. ``"svm (kand kernel, rho 0.02,
+        map none, C 10)"``.
+    n_candidates_ : int
+        Number of candidates the inner CV compared.
+    model_ : object
+        The native fitted model of the chosen candidate.
+
+    Examples
+    --------
+    >>> from miltk import AutoMIL, MILR, load_musk1
+    >>> bags, y = load_musk1(return_X_y=True)
+    >>> auto = AutoMIL([(MILR(), {"pooling": ["mean", "max"]})]).fit(bags, y)
+    >>> auto.chosen_.startswith("milr")
+    True
+    """
+
+    chosen_: str
+    n_candidates_: int
+
+    def __init__(
+        self,
+        candidates: Candidates = None,
+        inner_folds: int = 3,
+        select: Optional[str] = None,
+        class_weight: ClassWeight = None,
+        random_state: RandomState = 1,
+        n_jobs: Optional[int] = None,
+    ) -> None:
+        self.candidates = candidates
+        self.inner_folds = inner_folds
+        self.select = select
+        self.class_weight = class_weight
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _native_spec(self, classes: npt.NDArray[Any]) -> Any:
+        seed = estimator_seed(self)
+        specs = None
+        if self.candidates is not None:
+            specs = [c._native_spec(classes) for c in self._expanded()]
+        return _native.GridSpec(
+            specs,
+            seed,
+            _class_weight(self.class_weight, classes),
+            check_positive_int("inner_folds", self.inner_folds, minimum=2),
+            self.select if self.select is not None else ("auroc" if len(classes) == 2 else "accuracy"),
+        )
+
+    def _expanded(self) -> list[_BagClassifier]:
+        """The candidates with every parameter grid expanded."""
+        from sklearn.base import clone
+        from sklearn.model_selection import ParameterGrid
+
+        if isinstance(self.candidates, (str, bytes)) or not isinstance(self.candidates, Sequence):
+            raise TypeError(
+                "candidates must be None or a sequence of miltk classifiers and "
+                f"(classifier, param_grid) pairs, not {type(self.candidates).__name__}"
+            )
+        out: list[_BagClassifier] = []
+        for item in self.candidates:
+            if isinstance(item, tuple) and len(item) == 2:
+                estimator, grid = item
+                points = list(ParameterGrid(grid))
+            else:
+                estimator, points = item, [{}]
+            if not isinstance(estimator, _BagClassifier) or isinstance(estimator, AutoMIL):
+                raise TypeError(
+                    f"a candidate must be a miltk classifier, not {type(estimator).__name__}"
+                )
+            out.extend(clone(estimator).set_params(**p) for p in points)
+        if not out:
+            raise ValueError("candidates is empty: give None for the default grids")
+        return out
+
+    def fit(self, X: BagsLike, y: npt.ArrayLike) -> "AutoMIL":
+        """Choose a candidate by inner CV on the labelled bags and fit it on all of them.
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+        y : array-like of shape (n_bags,)
+            Bag labels, of any sortable type; at least two distinct values.
+
+        Returns
+        -------
+        self
+        """
+        bags, classes = native_labelled_bags(X, y, what="X")
+        if len(classes) < 2:
+            raise ValueError(
+                f"y holds one class ({classes[0]!r}): a classifier needs at least two"
+            )
+        spec = self._native_spec(classes)
+        projected = isinstance(X, ProjectedBags)
+        self.model_, self.chosen_ = spec.fit(bags, projected, n_threads(self.n_jobs))
+        self.n_candidates_ = spec.n_candidates
+        self.classes_ = classes
+        self.n_features_in_ = bags.dim
+        self.projected_input_ = projected
+        return self

@@ -289,7 +289,9 @@ def cross_validate_native(
         the library's measures: ``accuracy`` (pooled over all folds),
         ``balanced_accuracy`` (of the pooled confusion matrix), ``auroc`` (two classes;
         None otherwise), ``predictions`` (out-of-fold label of every bag, first
-        repetition) and ``per_fold`` (equal to ``test_score``).
+        repetition), ``per_fold`` (equal to ``test_score``) and ``chosen`` (per fold,
+        the classifier and settings :class:`miltk.AutoMIL`'s inner CV chose; None for
+        other estimators).
     """
     projection, classifier = pipeline_parts(estimator, "cross_validate_native's estimator")
     if not hasattr(classifier, "_native_spec"):
@@ -316,7 +318,7 @@ def cross_validate_native(
     projection_spec = None if projection is None else projection._native_spec()
     threads = n_threads(n_jobs)
     start = time.perf_counter()
-    accuracy, predicted, fold_scores, balanced, auroc = _native.cross_validate(
+    accuracy, predicted, fold_scores, balanced, auroc, chosen = _native.cross_validate(
         native, spec, projection_spec, k, seed, repeats, threads, given
     )
     elapsed = time.perf_counter() - start
@@ -342,6 +344,7 @@ def cross_validate_native(
         auroc=auroc,
         predictions=classes[np.asarray(predicted, dtype=np.intp)],
         per_fold=per_fold.copy(),
+        chosen=chosen,
     )
     return out
 

@@ -26,7 +26,7 @@ use deploy::{export_model, CoreModel};
 use errors::keywords;
 use kernels::log_gram;
 use memory::{get_max_memory_gib, set_max_memory_gib};
-use model_selection::{clustering_accuracy, cross_validate, stratified_folds};
+use model_selection::{clustering_accuracy, cross_validate, stratified_folds, GridSpec};
 use parallel::{num_cores, num_threads, set_num_threads};
 use projections::{FittedProjection, ProjectionSpec};
 
@@ -35,6 +35,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Bags>()?;
     m.add_class::<ClassifierSpec>()?;
     m.add_class::<FittedClassifier>()?;
+    m.add_class::<GridSpec>()?;
     m.add_class::<ProjectionSpec>()?;
     m.add_class::<FittedProjection>()?;
     m.add_class::<FittedCluster>()?;

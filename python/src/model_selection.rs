@@ -3,16 +3,19 @@
 
 use std::sync::Arc;
 
+use mil_toolkit::classifier::ClassifierParams;
 use mil_toolkit::data::Dataset;
 use mil_toolkit::params::Shape;
-use mil_toolkit::pipeline::{cross_validate as library_cv, Folds, Pipeline};
+use mil_toolkit::pipeline::{
+    cross_validate as library_cv, ClassifierGrid, Folds, Pipeline, Selection,
+};
 use mil_toolkit::progress::Silent;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::bags::Bags;
-use crate::classifiers::ClassifierSpec;
-use crate::errors::py_err;
+use crate::classifiers::{ClassifierSpec, FittedClassifier};
+use crate::errors::{keyword, py_err};
 use crate::parallel::run;
 use crate::projections::ProjectionSpec;
 
@@ -49,10 +52,128 @@ pub(crate) fn stratified_folds(
     Ok(folds.into_iter().map(|(_, f)| f).collect())
 }
 
+/// Candidates of a classifier among which an inner CV on the training bags of every fit
+/// chooses (`miltk.AutoMIL`): the `auto` classifier's grid or a given list.
+#[pyclass(module = "miltk._native", frozen)]
+pub(crate) struct GridSpec {
+    grid: ClassifierGrid,
+    inner_folds: usize,
+    select: Selection,
+    seed: u64,
+}
+
+#[pymethods]
+impl GridSpec {
+    /// `candidates` (`None`: the `auto` classifier's grid seeded by `seed`, with the class
+    /// weights `class_weight`), chosen by an inner CV of `inner_folds` folds seeded by
+    /// `seed` that maximises `select` ("accuracy" or "auroc").
+    #[new]
+    #[pyo3(signature = (candidates, seed, class_weight="none", inner_folds=3, select="auroc"))]
+    fn new(
+        candidates: Option<Vec<PyRef<'_, ClassifierSpec>>>,
+        seed: u64,
+        class_weight: &str,
+        inner_folds: usize,
+        select: &str,
+    ) -> PyResult<Self> {
+        let grid = match candidates {
+            None => {
+                ClassifierGrid::auto(seed).with_class_weight(class_weight.parse().map_err(py_err)?)
+            }
+            Some(c) => ClassifierGrid::of(c.iter().map(|s| s.params).collect()).map_err(py_err)?,
+        };
+        let spec = GridSpec {
+            grid,
+            inner_folds,
+            select: keyword("select", select)?,
+            seed,
+        };
+        spec.pipeline(false).check().map_err(py_err)?;
+        Ok(spec)
+    }
+
+    /// Number of candidates.
+    #[getter]
+    fn n_candidates(&self) -> usize {
+        self.grid.candidates().len()
+    }
+
+    /// Fits the candidate the inner CV chooses on every bag of `bags` (`projected`: bags
+    /// a projection produced) on `n_threads` threads; returns the fitted classifier and
+    /// the chosen candidate's description.
+    #[pyo3(signature = (bags, projected=false, n_threads=0))]
+    fn fit(
+        &self,
+        py: Python<'_>,
+        bags: &Bags,
+        projected: bool,
+        n_threads: usize,
+    ) -> PyResult<(FittedClassifier, String)> {
+        let data = Arc::clone(&bags.data);
+        self.check_memory(Shape::of(&data))?;
+        let pipeline = self.pipeline(projected);
+        let train = Arc::clone(&data);
+        let (model, chosen) = run(py, n_threads, move || {
+            let model = pipeline.fit(train.as_ref())?;
+            let chosen = model
+                .chosen
+                .and_then(|c| c.classifier)
+                .unwrap_or_else(|| pipeline.classifier.candidates()[0].to_string());
+            Ok::<_, mil_toolkit::Error>((model.classifier, chosen))
+        })?
+        .map_err(py_err)?;
+        Ok((
+            FittedClassifier {
+                model: Arc::new(model),
+                train: Some(data),
+            },
+            chosen,
+        ))
+    }
+}
+
+impl GridSpec {
+    /// The pipeline that fits the grid (candidates as after a projection when
+    /// `projected`).
+    fn pipeline(&self, projected: bool) -> Pipeline {
+        let grid = if projected {
+            let c: Vec<ClassifierParams> = self
+                .grid
+                .candidates()
+                .iter()
+                .map(|c| c.after_projection())
+                .collect();
+            ClassifierGrid::of(c).expect("checked candidates")
+        } else {
+            self.grid.clone()
+        };
+        Pipeline::new(grid)
+            .inner_folds(self.inner_folds)
+            .select(self.select)
+            .seed(self.seed)
+    }
+
+    fn check_memory(&self, shape: Shape) -> PyResult<()> {
+        match self.grid.footprint(shape) {
+            Some((what, estimate)) => crate::memory::check(&what, estimate, "use fewer bags"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A single classifier, or a grid chosen among by inner CV.
+#[derive(FromPyObject)]
+pub(crate) enum AnySpec<'py> {
+    /// One classifier.
+    One(PyRef<'py, ClassifierSpec>),
+    /// A grid.
+    Grid(PyRef<'py, GridSpec>),
+}
+
 /// The library's own cross-validation (what `mil cv` runs) on `n_threads` threads (0:
 /// the default of `set_num_threads`): (pooled accuracy, per-bag out-of-fold class index
 /// of the first repetition, per-fold accuracies, balanced accuracy, AUROC of two-class
-/// data). `given` test folds replace the stratified ones (`k`, `seed`, `repeats`); their
+/// data, and per fold the classifier a grid's inner CV chose). `given` test folds replace the stratified ones (`k`, `seed`, `repeats`); their
 /// randomised steps then use seed 0, as `mil cv --folds-file` does.
 #[pyfunction]
 #[pyo3(signature = (bags, classifier, projection=None, k=10, seed=1, repeats=1, n_threads=0, given=None))]
@@ -60,15 +181,25 @@ pub(crate) fn stratified_folds(
 pub(crate) fn cross_validate(
     py: Python<'_>,
     bags: &Bags,
-    classifier: &ClassifierSpec,
+    classifier: AnySpec<'_>,
     projection: Option<&ProjectionSpec>,
     k: usize,
     seed: u64,
     repeats: usize,
     n_threads: usize,
     given: Option<Vec<Vec<usize>>>,
-) -> PyResult<(f64, Vec<usize>, Vec<f64>, f64, Option<f64>)> {
-    let mut pipeline = Pipeline::new(classifier.params);
+) -> PyResult<(
+    f64,
+    Vec<usize>,
+    Vec<f64>,
+    f64,
+    Option<f64>,
+    Vec<Option<String>>,
+)> {
+    let mut pipeline = match &classifier {
+        AnySpec::One(c) => Pipeline::new(c.params),
+        AnySpec::Grid(g) => g.pipeline(false),
+    };
     if let Some(p) = projection {
         pipeline = pipeline.projection(p.params);
     }
@@ -78,7 +209,10 @@ pub(crate) fn cross_validate(
         crate::memory::check_projection(&data)?;
         shape.dim = p.params.dim();
     }
-    crate::memory::check_classifier(&classifier.params, shape)?;
+    match &classifier {
+        AnySpec::One(c) => crate::memory::check_classifier(&c.params, shape)?,
+        AnySpec::Grid(g) => g.check_memory(shape)?,
+    }
     let folds = match given {
         Some(f) => Folds::Given(f),
         None => Folds::Stratified { k, repeats, seed },
@@ -99,6 +233,11 @@ pub(crate) fn cross_validate(
         report.per_fold,
         balanced,
         report.auroc,
+        report
+            .chosen
+            .into_iter()
+            .map(|c| c.and_then(|c| c.classifier))
+            .collect(),
     ))
 }
 

@@ -31,6 +31,7 @@ ESTIMATORS = {
     "MiFV": lambda **kw: miltk.MiFV(n_clusters=2, **kw),
     "MiSVM": lambda **kw: miltk.MiSVM(**kw),
     "MISVM": lambda **kw: miltk.MISVM(kernel="rbf", **kw),
+    "AutoMIL": lambda **kw: miltk.AutoMIL(**kw),
     "PCA": lambda **kw: miltk.PCA(n_components=3, **kw),
     "LDA": lambda **kw: miltk.LDA(n_components=1, **kw),
     "LFDA": lambda **kw: miltk.LFDA(n_components=3, **kw),
@@ -44,7 +45,7 @@ ESTIMATORS = {
 }
 # The randomised estimators that still accept the deprecated name seed=.
 SEED_ALIAS = ["SetKernelSVM", "MIALM", "MIDR", "M3IC", "BAMIC"]
-RANDOMISED = SEED_ALIAS + ["MiVLAD", "MiFV"]
+RANDOMISED = SEED_ALIAS + ["MiVLAD", "MiFV", "AutoMIL"]
 
 
 @pytest.fixture(scope="module")

@@ -121,6 +121,16 @@ crate::params::setters!(MiSvm {
     class_weight: ClassWeight,
 });
 
+impl MiSvm {
+    /// The settings an inner CV tries when asked to tune mi-SVM or MI-SVM
+    /// (`mil cv --tune`): C ∈ {C kept, 0.1, 10}.
+    pub fn default_grid(&self) -> Vec<MiSvm> {
+        let mut costs = vec![self.cost];
+        costs.extend([0.1, 10.0].into_iter().filter(|&c| c != self.cost));
+        costs.into_iter().map(|c| self.cost(c)).collect()
+    }
+}
+
 /// Most rounds [`MiSvm::max_iterations`] may ask for.
 pub const MAX_ITERATIONS: usize = 10_000;
 

@@ -122,6 +122,14 @@ crate::params::setters!(MiVlad {
 });
 
 impl MiVlad {
+    /// The settings an inner CV tries when asked to tune miVLAD or miFV (the `auto`
+    /// classifier, `mil cv --tune`): the ridge kept, 0.1 and 10.
+    pub fn default_grid(&self) -> Vec<MiVlad> {
+        crate::classifier::simple_mi::ridge_grid(self.ridge, &[0.1, 10.0], |r| self.ridge(r))
+    }
+}
+
+impl MiVlad {
     /// miVLAD with its defaults.
     pub fn vlad() -> Self {
         MiVlad::default()

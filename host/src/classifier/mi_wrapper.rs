@@ -99,6 +99,14 @@ crate::params::setters!(MiWrapper {
 });
 
 impl MiWrapper {
+    /// The settings an inner CV tries when asked to tune MI-Wrapper (`mil cv --tune`):
+    /// the ridge kept and 1.
+    pub fn default_grid(&self) -> Vec<MiWrapper> {
+        crate::classifier::simple_mi::ridge_grid(self.ridge, &[1.0], |r| self.ridge(r))
+    }
+}
+
+impl MiWrapper {
     /// Checks the hyper-parameters alone, before any data is read (ridge finite and
     /// ≥ 0, class weights valid).
     pub fn check(&self) -> Result<()> {

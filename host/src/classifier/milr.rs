@@ -110,6 +110,25 @@ mil_core::keywords!(Optimizer {
     Optimizer::Weka => "weka": "Weka 3.6's quasi-Newton method, stopping rules and arithmetic (noisy-or, mean, geometric)",
 });
 
+impl Milr {
+    /// The settings an inner CV tries when asked to tune MILR (the `auto` classifier,
+    /// `mil cv --tune`): the poolings noisy-OR, mean and max, each with the ridge kept
+    /// and with ridge 1 — the pooling that wins differs from set to set (the method's
+    /// page gives the results behind the choice).
+    pub fn default_grid(&self) -> Vec<Milr> {
+        let mut grid = Vec::new();
+        for pooling in [Pooling::NoisyOr, Pooling::Mean, Pooling::Max] {
+            for ridge in [self.ridge, 1.0] {
+                let m = self.pooling(pooling).ridge(ridge);
+                if !grid.contains(&m) {
+                    grid.push(m);
+                }
+            }
+        }
+        grid
+    }
+}
+
 /// A fitted MILR: one (intercept, coefficients) in raw feature units per binary problem
 /// — one for two classes (positive = class 1), one per class otherwise.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -174,6 +174,36 @@ impl BagScores {
 /// ([`ClassifierParams::fold_scorer`]).
 pub(crate) type FoldScorer<'a> = Box<dyn Fn(&[usize], &[usize]) -> Result<BagScores> + Sync + 'a>;
 
+/// Set-kernel Gram matrices over all bags of one data set, computed once and shared by
+/// every SVM candidate whose kernel they are (candidates that differ only in ρ, the map
+/// or C).
+#[derive(Default)]
+pub(crate) struct GramCache(Vec<(GramKey, std::sync::Arc<Vec<f64>>)>);
+
+/// What a shared Gram matrix depends on: the set kernel and the seed of its estimates.
+type GramKey = (svm::SetKernel, u64);
+
+impl GramCache {
+    /// The log-Gram matrix of `svm`'s kernel over all bags of `data` (which every call
+    /// on one cache must share).
+    fn get(
+        &mut self,
+        svm: &svm::SetKernelSvm,
+        data: &Dataset,
+        progress: &dyn Progress,
+    ) -> Result<std::sync::Arc<Vec<f64>>> {
+        let key = (svm.kernel, svm.seed);
+        if let Some((_, gram)) = self.0.iter().find(|(k, _)| *k == key) {
+            return Ok(gram.clone());
+        }
+        progress.start("Gram matrix", 0);
+        let gram = std::sync::Arc::new(svm.full_log_gram(data, progress)?);
+        progress.finish();
+        self.0.push((key, gram.clone()));
+        Ok(gram)
+    }
+}
+
 /// Hyper-parameters of a bag classifier; fitting yields an immutable model.
 pub trait Classifier {
     /// The fitted model.
@@ -306,6 +336,25 @@ impl ClassifierParams {
         }
     }
 
+    /// The settings an inner CV tries when asked to tune this classifier (the `auto`
+    /// classifier, `mil cv --tune`, [`crate::pipeline::ClassifierGrid::tuned`]): a small
+    /// grid around these parameters that each classifier declares (its
+    /// `default_grid`), these parameters first; settings outside the grid are kept.
+    pub fn default_grid(&self) -> Vec<ClassifierParams> {
+        fn all<T: Into<ClassifierParams>>(grid: Vec<T>) -> Vec<ClassifierParams> {
+            grid.into_iter().map(Into::into).collect()
+        }
+        match *self {
+            ClassifierParams::CitationKnn(c) => all(c.default_grid()),
+            ClassifierParams::Milr(m) => all(m.default_grid()),
+            ClassifierParams::Svm(s) => all(s.default_grid()),
+            ClassifierParams::MiSvm(m) => all(m.default_grid()),
+            ClassifierParams::SimpleMi(s) => all(s.default_grid()),
+            ClassifierParams::MiWrapper(m) => all(m.default_grid()),
+            ClassifierParams::MiVlad(m) => all(m.default_grid()),
+        }
+    }
+
     /// Which algorithm.
     pub fn kind(&self) -> ClassifierKind {
         match self {
@@ -409,6 +458,7 @@ impl ClassifierParams {
         &self,
         data: &'a Dataset,
         progress: &dyn Progress,
+        grams: &mut GramCache,
     ) -> Result<Option<FoldScorer<'a>>> {
         Ok(match *self {
             ClassifierParams::CitationKnn(c) if c.scaling.resolve(false) == Scaling::None => {
@@ -423,9 +473,7 @@ impl ClassifierParams {
                 }))
             }
             ClassifierParams::Svm(svm) if svm.shares_gram() => {
-                progress.start("Gram matrix", 0);
-                let gram = svm.full_log_gram(data, progress)?;
-                progress.finish();
+                let gram = grams.get(&svm, data, progress)?;
                 let labels = data.require_labels(2)?;
                 let n_classes = data.n_classes();
                 Some(Box::new(move |tr: &[usize], te: &[usize]| {
@@ -474,6 +522,63 @@ impl ClassifierParams {
                 }
             }
         })
+    }
+}
+
+/// The classifier and the settings an inner CV may choose, in the words of the guide
+/// (e.g. `svm (kand kernel, rho 0.02, map none, C 10)`): what reports say was chosen.
+impl std::fmt::Display for ClassifierParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = self.kind();
+        match self {
+            ClassifierParams::CitationKnn(c) => write!(
+                f,
+                "{kind} (R {}, C {}, {} Hausdorff rank {}, scaling {})",
+                c.references, c.citers, c.hausdorff, c.rank, c.scaling
+            ),
+            ClassifierParams::Milr(m) if m.pooling == milr::Pooling::Softmax => write!(
+                f,
+                "{kind} ({} pooling, beta {}, ridge {})",
+                m.pooling, m.beta, m.ridge
+            ),
+            ClassifierParams::Milr(m) => {
+                write!(f, "{kind} ({} pooling, ridge {})", m.pooling, m.ridge)
+            }
+            ClassifierParams::Svm(s) => {
+                let cost = s.settings.cost;
+                match s.kernel {
+                    svm::SetKernel::Box { kernel, .. } => write!(
+                        f,
+                        "{kind} ({} kernel, rho {}, map {}, C {cost})",
+                        crate::kernel::SetKernelName::Box(kernel),
+                        s.settings.rho,
+                        s.settings.map
+                    ),
+                    svm::SetKernel::Nsk { gamma } => match gamma {
+                        Some(g) => write!(f, "{kind} (nsk kernel, gamma {g}, C {cost})"),
+                        None => write!(f, "{kind} (nsk kernel, C {cost})"),
+                    },
+                    svm::SetKernel::MiRbf { gamma } => write!(
+                        f,
+                        "{kind} (mi-rbf kernel, gamma {gamma}, C {cost}, scaling {})",
+                        s.preprocessing
+                    ),
+                }
+            }
+            ClassifierParams::MiSvm(m) => match m.gamma {
+                Some(g) => write!(f, "{kind} ({} kernel, gamma {g}, C {})", m.kernel, m.cost),
+                None => write!(f, "{kind} ({} kernel, C {})", m.kernel, m.cost),
+            },
+            ClassifierParams::SimpleMi(s) => {
+                write!(f, "{kind} ({} summary, ridge {})", s.summary, s.ridge)
+            }
+            ClassifierParams::MiWrapper(m) => {
+                write!(f, "{kind} ({} combination, ridge {})", m.combine, m.ridge)
+            }
+            ClassifierParams::MiVlad(m) => {
+                write!(f, "{kind} (codebook {}, ridge {})", m.codebook, m.ridge)
+            }
+        }
     }
 }
 

@@ -134,6 +134,22 @@ crate::params::setters!(SimpleMi {
 });
 
 impl SimpleMi {
+    /// The settings an inner CV tries when asked to tune SimpleMI (the `auto`
+    /// classifier, `mil cv --tune`): the ridge kept, 1 and 100 — Weka's 10⁻⁸ overfits
+    /// summaries with more features than bags.
+    pub fn default_grid(&self) -> Vec<SimpleMi> {
+        ridge_grid(self.ridge, &[1.0, 100.0], |r| self.ridge(r))
+    }
+}
+
+/// `own` followed by `others` (without repeats) as parameters built by `with`.
+pub(crate) fn ridge_grid<T>(own: f64, others: &[f64], with: impl Fn(f64) -> T) -> Vec<T> {
+    let mut ridges = vec![own];
+    ridges.extend(others.iter().copied().filter(|&r| r != own));
+    ridges.into_iter().map(with).collect()
+}
+
+impl SimpleMi {
     /// Checks the hyper-parameters alone, before any data is read (ridge finite and
     /// ≥ 0, class weights valid).
     pub fn check(&self) -> Result<()> {

@@ -8,18 +8,27 @@ use crate::classifier::simple_mi::{SimpleMi, Summary};
 use mil_core::keyword::Keyword;
 
 /// Classifier choice and its hyper-parameters. Defaults are the library's
-/// (`CitationKnn::default()`, `Milr::default()`, `SetKernelSvm::default()`).
+/// (`CitationKnn::default()`, `Milr::default()`, `SetKernelSvm::default()`). A flag of a
+/// setting may take a comma-separated list: the inner CV chooses among every
+/// combination (jointly with the projection's --dim/--alpha lists).
 #[derive(Args, Debug, Clone)]
 pub struct ClassifierArgs {
-    /// The bag classifier.
-    #[arg(long, value_parser = keyword::<ClassifierKind>(), required = true)]
-    pub classifier: Option<ClassifierKind>,
-    /// Citation-kNN: number of references R.
-    #[arg(long, default_value_t = CitationKnn::default().references)]
-    pub references: usize,
-    /// Citation-kNN: number of citers C.
-    #[arg(long, default_value_t = CitationKnn::default().citers)]
-    pub citers: usize,
+    /// The bag classifier, or `auto`: an inner CV on the training bags of each fit
+    /// chooses among SimpleMI, miVLAD, miFV, the SVM with k∧, k∧∨ and the MI kernel,
+    /// Citation-kNN and MILR at their defaults (with --tune: each with its default grid),
+    /// by pooled inner AUROC on two classes unless --select says otherwise.
+    #[arg(long, value_parser = ClassifierChoiceParser, required = true)]
+    pub classifier: Option<ClassifierChoice>,
+    /// Choose the classifier's settings by inner CV (--inner-folds, --select) among its
+    /// default grid, around the flags given (its page in the guide lists the grid).
+    #[arg(long)]
+    pub tune: bool,
+    /// Citation-kNN: number of references R [default: 2].
+    #[arg(long, value_delimiter = ',')]
+    pub references: Vec<usize>,
+    /// Citation-kNN: number of citers C [default: 4].
+    #[arg(long, value_delimiter = ',')]
+    pub citers: Vec<usize>,
     /// Attribute scaling. Citation-kNN: `weka` reproduces Weka's CitationKNN exactly; `auto`
     /// is the z-score on raw features and none after a projection. SVM: `minmax` scales
     /// every attribute to [0, 1] on the training bags (Weka MISMO's default), `weka` is
@@ -44,9 +53,9 @@ pub struct ClassifierArgs {
     /// MILR: β of the softmax pooling.
     #[arg(long, default_value_t = Milr::default().beta, allow_negative_numbers = true)]
     pub beta: f64,
-    /// MILR: how instance probabilities become a bag probability.
-    #[arg(long, value_parser = keyword::<Pooling>(), default_value_t = Milr::default().pooling)]
-    pub pooling: Pooling,
+    /// MILR: how instance probabilities become a bag probability [default: noisy-or].
+    #[arg(long, value_parser = keyword::<Pooling>(), value_delimiter = ',')]
+    pub pooling: Vec<Pooling>,
     /// MILR: the minimiser (`weka` reproduces Weka 3.6's MILR fit and scores).
     #[arg(long, value_parser = keyword::<Optimizer>(), default_value_t = Milr::default().optimizer)]
     pub optimizer: Optimizer,
@@ -57,21 +66,32 @@ pub struct ClassifierArgs {
     /// arithmetic].
     #[arg(long, value_parser = keyword::<Combine>())]
     pub combine: Option<Combine>,
-    /// miVLAD, miFV: codebook size (k-means centres, or Gaussian mixture components).
-    #[arg(long, default_value_t = MiVlad::default().codebook)]
-    pub codebook: usize,
+    /// miVLAD, miFV: codebook size (k-means centres, or Gaussian mixture components)
+    /// [default: 1].
+    #[arg(long, value_delimiter = ',')]
+    pub codebook: Vec<usize>,
     /// The kernel. SVM: a set kernel (default kand); mi-svm and mi-svm-bag: the
     /// instance kernel `linear` (the default) or `rbf` (with --gamma).
-    #[arg(long, value_parser = keyword::<KernelFlag>())]
-    pub kernel: Option<KernelFlag>,
-    /// SVM: empirical kernel map.
-    #[arg(long, value_parser = keyword::<EmpiricalMap>(), default_value_t = BagSvmSettings::default().map)]
-    pub map: EmpiricalMap,
+    #[arg(long, value_parser = keyword::<KernelFlag>(), value_delimiter = ',')]
+    pub kernel: Vec<KernelFlag>,
+    /// SVM: empirical kernel map [default: none].
+    #[arg(long, value_parser = keyword::<EmpiricalMap>(), value_delimiter = ',')]
+    pub map: Vec<EmpiricalMap>,
     /// SVM: misclassification cost C; default 10¹⁰ (the GMIL paper's hard margin), or
     /// MISMO's 1 with `--kernel mi-rbf`. mi-svm and mi-svm-bag: C of every instance
     /// (default 1).
-    #[arg(long = "cost", allow_negative_numbers = true)]
-    pub cost: Option<f64>,
+    #[arg(long = "cost", value_delimiter = ',', allow_negative_numbers = true)]
+    pub cost: Vec<f64>,
+    /// SVM with nsk: γ of the instance kernel exp(−γ‖x − y‖²) on z-scored features
+    /// (default 1 / the number of non-constant features); with mi-rbf: the MI kernel's γ
+    /// (default 0.01, MISMO's); mi-svm and mi-svm-bag with the rbf kernel: γ (default
+    /// 1 / the number of features).
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    pub gamma: Vec<f64>,
+    /// SVM with a box kernel: ρ of the subpolynomial map φ(k) = k^ρ before the SVM [default:
+    /// 0.02, the paper's 1/50].
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    pub rho: Vec<f64>,
     #[command(flatten)]
     pub set_kernel: SetKernelArgs,
     /// Weight of each class's bags in the fit: `balanced` (n / (k · n_c) over the
@@ -92,6 +112,53 @@ pub struct ClassifierArgs {
     /// What `--threshold auto` maximises on the training bags' out-of-fold scores.
     #[arg(long, value_parser = keyword::<ThresholdMetric>(), default_value_t = ThresholdMetric::default())]
     pub threshold_metric: ThresholdMetric,
+}
+
+/// `--classifier`: a classifier by name, or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClassifierChoice {
+    /// Nested CV over every family's default grid ([`ClassifierGrid::auto`]).
+    Auto,
+    /// One classifier.
+    Kind(ClassifierKind),
+}
+
+/// The parser of `auto` and the classifiers' names.
+#[derive(Debug, Clone)]
+pub struct ClassifierChoiceParser;
+
+impl clap::builder::TypedValueParser for ClassifierChoiceParser {
+    type Value = ClassifierChoice;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> std::result::Result<ClassifierChoice, clap::Error> {
+        if value == "auto" {
+            return Ok(ClassifierChoice::Auto);
+        }
+        keyword::<ClassifierKind>()
+            .parse_ref(cmd, arg, value)
+            .map(ClassifierChoice::Kind)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            std::iter::once(
+                clap::builder::PossibleValue::new("auto")
+                    .help("choose among every family's default grid by inner CV (nested CV)"),
+            )
+            .chain(
+                ClassifierKind::ALL
+                    .iter()
+                    .map(|k| clap::builder::PossibleValue::new(k.name()).help(k.help())),
+            ),
+        ))
+    }
 }
 
 /// `--class-weight`'s parser: the library's [`ClassWeight`] syntax.
@@ -147,33 +214,33 @@ impl ClassifierArgs {
     fn flag_values(&self) -> [(&'static str, String); 20] {
         let k = &self.set_kernel;
         let some = |v: Option<String>| v.unwrap_or_default();
-        let ridges: Vec<String> = self.ridge.iter().map(f64::to_string).collect();
         [
-            ("references", self.references.to_string()),
-            ("citers", self.citers.to_string()),
+            ("references", list(&self.references)),
+            ("citers", list(&self.citers)),
             ("rank", self.rank.to_string()),
             ("hausdorff", self.hausdorff.to_string()),
             ("scaling", self.scaling.to_string()),
-            ("ridge", ridges.join(",")),
+            ("ridge", list(&self.ridge)),
             ("beta", self.beta.to_string()),
-            ("pooling", self.pooling.to_string()),
+            ("pooling", list(&self.pooling)),
             ("optimizer", self.optimizer.to_string()),
-            ("codebook", self.codebook.to_string()),
-            ("kernel", some(self.kernel.map(|v| v.to_string()))),
-            ("map", self.map.to_string()),
-            ("cost", some(self.cost.map(|v| v.to_string()))),
+            ("codebook", list(&self.codebook)),
+            ("kernel", list(&self.kernel)),
+            ("map", list(&self.map)),
+            ("cost", list(&self.cost)),
             ("epsilon", k.epsilon.to_string()),
             ("delta", k.delta.to_string()),
             ("precision", some(k.precision.map(|v| v.to_string()))),
             ("estimator", k.estimator.to_string()),
-            ("gamma", some(k.gamma.map(|v| v.to_string()))),
-            ("rho", k.rho.to_string()),
+            ("gamma", list(&self.gamma)),
+            ("rho", list(&self.rho)),
             ("max-iterations", self.max_iterations.to_string()),
         ]
     }
 
-    /// Refuses a flag of [`APPLIES_TO`] set for a classifier it does not apply to.
-    fn check_applicable(&self, kind: ClassifierKind) -> Result<()> {
+    /// Refuses a flag of [`APPLIES_TO`] set for a classifier it does not apply to
+    /// (`None`: the `auto` classifier, which takes none of them).
+    fn check_applicable(&self, kind: Option<ClassifierKind>) -> Result<()> {
         #[derive(clap::Parser)]
         struct Defaults {
             #[command(flatten)]
@@ -188,6 +255,16 @@ impl ClassifierArgs {
                 .iter()
                 .find(|(f, _)| f == flag)
                 .map_or(&[][..], |(_, kinds)| *kinds);
+            let Some(kind) = kind else {
+                if value != default {
+                    return Err(Error::parameter(
+                        &format!("--{flag}"),
+                        value,
+                        "--classifier auto chooses every classifier setting itself: name a classifier (with --tune) to set it",
+                    ));
+                }
+                continue;
+            };
             if value != default && !applies.contains(&kind) {
                 let to: Vec<String> = applies
                     .iter()
@@ -203,12 +280,80 @@ impl ClassifierArgs {
         Ok(())
     }
 
-    /// The classifier the flags describe.
-    pub fn params(&self, seed: u64) -> Result<ClassifierParams> {
-        let args = self;
-        self.check_applicable(args.classifier.unwrap_or(ClassifierKind::CitationKnn))?;
+    /// The classifier's candidates the flags describe: every combination of the lists
+    /// given, each classifier's default grid around them with `--tune`, or the `auto`
+    /// classifier's grid.
+    pub fn grid(&self, seed: u64) -> Result<ClassifierGrid> {
         // clap requires --classifier wherever these flags are parsed (not under `merge`).
-        let kind = args.classifier.unwrap_or(ClassifierKind::CitationKnn);
+        let kind = match self.classifier.unwrap_or(ClassifierChoice::Auto) {
+            ClassifierChoice::Auto => {
+                self.check_applicable(None)?;
+                for (flag, given) in [
+                    ("--summary", self.summary.is_some()),
+                    ("--combine", self.combine.is_some()),
+                ] {
+                    if given {
+                        return Err(Error::parameter(
+                            flag,
+                            "given",
+                            "--classifier auto chooses every classifier setting itself: name a classifier (with --tune) to set it",
+                        ));
+                    }
+                }
+                let auto = ClassifierGrid::auto(seed).with_class_weight(self.class_weight);
+                return Ok(if self.tune { auto.tuned_all() } else { auto });
+            }
+            ClassifierChoice::Kind(kind) => kind,
+        };
+        self.check_applicable(Some(kind))?;
+        let mut candidates: Vec<ClassifierParams> = Vec::new();
+        for one in self.combinations() {
+            let c = one.single(kind, seed)?;
+            if !candidates.contains(&c) {
+                candidates.push(c);
+            }
+        }
+        let grid = ClassifierGrid::of(candidates)?;
+        Ok(if self.tune { grid.tuned_all() } else { grid })
+    }
+
+    /// The flags with every list of one value: one per combination of the lists given.
+    fn combinations(&self) -> Vec<ClassifierArgs> {
+        fn expand<T: Clone>(
+            all: Vec<ClassifierArgs>,
+            field: impl Fn(&mut ClassifierArgs) -> &mut Vec<T>,
+        ) -> Vec<ClassifierArgs> {
+            let mut out = Vec::new();
+            for mut args in all {
+                let values = field(&mut args).clone();
+                if values.len() <= 1 {
+                    out.push(args);
+                    continue;
+                }
+                for v in values {
+                    let mut one = args.clone();
+                    *field(&mut one) = vec![v];
+                    out.push(one);
+                }
+            }
+            out
+        }
+        let mut all = vec![self.clone()];
+        all = expand(all, |a| &mut a.references);
+        all = expand(all, |a| &mut a.citers);
+        all = expand(all, |a| &mut a.pooling);
+        all = expand(all, |a| &mut a.ridge);
+        all = expand(all, |a| &mut a.codebook);
+        all = expand(all, |a| &mut a.kernel);
+        all = expand(all, |a| &mut a.map);
+        all = expand(all, |a| &mut a.gamma);
+        all = expand(all, |a| &mut a.rho);
+        expand(all, |a| &mut a.cost)
+    }
+
+    /// The one classifier of flags whose lists hold at most one value each.
+    fn single(&self, kind: ClassifierKind, seed: u64) -> Result<ClassifierParams> {
+        let args = self;
         if let (Some(s), false) = (args.summary, kind == ClassifierKind::SimpleMi) {
             return Err(Error::parameter(
                 "--summary",
@@ -223,12 +368,12 @@ impl ClassifierArgs {
                 "applies to --classifier mi-wrapper only",
             ));
         }
-        // The first of a list; the pipeline's grid tries every one.
         let ridge = args.ridge.first().copied();
+        let knn = CitationKnn::default();
         Ok(match kind {
-            ClassifierKind::CitationKnn => CitationKnn::default()
-                .references(args.references)
-                .citers(args.citers)
+            ClassifierKind::CitationKnn => knn
+                .references(first(&args.references, knn.references))
+                .citers(first(&args.citers, knn.citers))
                 .rank(args.rank)
                 .hausdorff(args.hausdorff)
                 .scaling(match args.scaling {
@@ -243,7 +388,7 @@ impl ClassifierArgs {
                 })
                 .into(),
             ClassifierKind::Milr => Milr::default()
-                .pooling(args.pooling)
+                .pooling(first(&args.pooling, Milr::default().pooling))
                 .ridge(ridge.unwrap_or(Milr::default().ridge))
                 .beta(args.beta)
                 .optimizer(args.optimizer)
@@ -263,7 +408,7 @@ impl ClassifierArgs {
                 } else {
                     BagEncoding::Vlad
                 })
-                .codebook(args.codebook)
+                .codebook(first(&args.codebook, MiVlad::default().codebook))
                 .ridge(ridge.unwrap_or(MiVlad::default().ridge))
                 .seed(seed)
                 .into(),
@@ -274,9 +419,10 @@ impl ClassifierArgs {
         .with_class_weight(args.class_weight))
     }
 
-    /// The set kernel `--kernel` names (the SVM's default without it).
+    /// The set kernel `--kernel` names (the SVM's default without it; the first of a
+    /// list).
     pub fn set_kernel_name(&self) -> Result<SetKernelName> {
-        match self.kernel {
+        match self.kernel.first().copied() {
             None => Ok(SetKernel::default().name()),
             Some(KernelFlag::Set(k)) => Ok(k),
             Some(KernelFlag::Instance(k)) => Err(Error::parameter(
@@ -290,7 +436,7 @@ impl ClassifierArgs {
     /// mi-SVM (`kind` mi-svm) or MI-SVM (mi-svm-bag) as the flags describe it.
     fn mi_svm_params(&self, kind: ClassifierKind) -> Result<MiSvm> {
         let kernel =
-            match self.kernel {
+            match self.kernel.first().copied() {
                 None => MiSvm::default().kernel,
                 Some(KernelFlag::Instance(k)) => k,
                 Some(KernelFlag::Set(k)) => return Err(Error::parameter(
@@ -316,8 +462,8 @@ impl ClassifierArgs {
         Ok(MiSvm::default()
             .heuristic(heuristic)
             .kernel(kernel)
-            .gamma(self.set_kernel.gamma)
-            .cost(self.cost.unwrap_or(MiSvm::default().cost))
+            .gamma(self.gamma.first().copied())
+            .cost(first(&self.cost, MiSvm::default().cost))
             .max_iterations(self.max_iterations))
     }
 
@@ -349,22 +495,27 @@ impl ClassifierArgs {
                 delta: k.delta,
                 precision: k.precision,
             },
-            SetKernelName::Nsk => SetKernel::Nsk { gamma: k.gamma },
+            SetKernelName::Nsk => SetKernel::Nsk {
+                gamma: args.gamma.first().copied(),
+            },
             SetKernelName::MiRbf => SetKernel::MiRbf {
-                gamma: k.gamma.unwrap_or(MI_RBF_GAMMA),
+                gamma: first(&args.gamma, MI_RBF_GAMMA),
             },
         };
-        let cost = args.cost.unwrap_or(if mi {
-            MI_RBF_COST
-        } else {
-            BagSvmSettings::default().cost
-        });
+        let cost = first(
+            &args.cost,
+            if mi {
+                MI_RBF_COST
+            } else {
+                BagSvmSettings::default().cost
+            },
+        );
         Ok(SetKernelSvm::default()
             .kernel(kernel)
             .settings(
                 BagSvmSettings::default()
-                    .rho(k.rho)
-                    .map(args.map)
+                    .rho(first(&args.rho, BagSvmSettings::default().rho))
+                    .map(first(&args.map, BagSvmSettings::default().map))
                     .cost(cost),
             )
             .seed(seed)
@@ -457,24 +608,48 @@ impl std::fmt::Display for KernelFlag {
     }
 }
 
-/// The ridges given (`/`-separated), or the classifier's default.
-fn ridges(args: &ClassifierArgs, default: f64) -> String {
-    if args.ridge.is_empty() {
+/// The values of a list flag as given (`a/b` for several), or `default`.
+fn values<T: std::fmt::Display>(given: &[T], default: impl std::fmt::Display) -> String {
+    if given.is_empty() {
         return default.to_string();
     }
-    let list: Vec<String> = args.ridge.iter().map(f64::to_string).collect();
+    let list: Vec<String> = given.iter().map(T::to_string).collect();
     list.join("/")
+}
+
+/// A list flag's values comma-separated, as typed (empty when not given).
+fn list<T: std::fmt::Display>(given: &[T]) -> String {
+    let list: Vec<String> = given.iter().map(T::to_string).collect();
+    list.join(",")
+}
+
+/// The first value of a list flag, or `default`.
+fn first<T: Copy>(given: &[T], default: T) -> T {
+    given.first().copied().unwrap_or(default)
 }
 
 impl ClassifierArgs {
     /// A short description of the pipeline for human output, in the names users type.
     pub(super) fn describe(&self, projection: &ProjectionArgs) -> String {
         let args = self;
-        let c = match args.classifier.unwrap_or(ClassifierKind::CitationKnn) {
+        let kind = match args.classifier.unwrap_or(ClassifierChoice::Auto) {
+            ClassifierChoice::Auto => {
+                let mut grid = ClassifierGrid::auto(1);
+                if self.tune {
+                    grid = grid.tuned_all();
+                }
+                return format!(
+                    "auto ({} candidates of 8 classifier families, chosen by inner CV)",
+                    grid.candidates().len()
+                );
+            }
+            ClassifierChoice::Kind(kind) => kind,
+        };
+        let c = match kind {
             ClassifierKind::CitationKnn => format!(
                 "citation-knn (R={}, C={}, {} Hausdorff, H={}, scaling {})",
-                args.references,
-                args.citers,
+                values(&args.references, CitationKnn::default().references),
+                values(&args.citers, CitationKnn::default().citers),
                 args.hausdorff,
                 args.rank,
                 match args.scaling {
@@ -485,54 +660,59 @@ impl ClassifierArgs {
             ),
             ClassifierKind::Milr => format!(
                 "milr ({} pooling, {} optimizer, ridge {})",
-                args.pooling,
+                values(&args.pooling, Milr::default().pooling),
                 args.optimizer,
-                ridges(args, Milr::default().ridge)
+                values(&args.ridge, Milr::default().ridge)
             ),
             ClassifierKind::SimpleMi => format!(
                 "simple-mi ({} summary, ridge {})",
                 args.summary.unwrap_or_default(),
-                ridges(args, SimpleMi::default().ridge)
+                values(&args.ridge, SimpleMi::default().ridge)
             ),
             ClassifierKind::MiWrapper => format!(
                 "mi-wrapper ({} combination, ridge {})",
                 args.combine.unwrap_or_default(),
-                ridges(args, MiWrapper::default().ridge)
+                values(&args.ridge, MiWrapper::default().ridge)
             ),
             kind @ (ClassifierKind::MiVlad | ClassifierKind::MiFv) => format!(
                 "{kind} (codebook {}, ridge {})",
-                args.codebook,
-                ridges(args, MiVlad::default().ridge)
+                values(&args.codebook, MiVlad::default().codebook),
+                values(&args.ridge, MiVlad::default().ridge)
             ),
-            kind @ (ClassifierKind::MiSvm | ClassifierKind::MiSvmBag) => match args.kernel {
-                Some(super::KernelFlag::Instance(
-                    crate::classifier::mi_svm::InstanceKernel::Rbf,
-                )) => {
-                    format!(
-                        "{kind} (rbf kernel, gamma {}, C {})",
-                        args.set_kernel
-                            .gamma
-                            .map_or("1/features".to_string(), |g| g.to_string()),
-                        args.cost.unwrap_or(1.0)
-                    )
+            kind @ (ClassifierKind::MiSvm | ClassifierKind::MiSvmBag) => {
+                match args.kernel.first() {
+                    Some(super::KernelFlag::Instance(
+                        crate::classifier::mi_svm::InstanceKernel::Rbf,
+                    )) => {
+                        format!(
+                            "{kind} (rbf kernel, gamma {}, C {})",
+                            values(&args.gamma, "1/features"),
+                            values(&args.cost, 1.0)
+                        )
+                    }
+                    _ => format!("{kind} (linear kernel, C {})", values(&args.cost, 1.0)),
                 }
-                _ => format!("{kind} (linear kernel, C {})", args.cost.unwrap_or(1.0)),
-            },
+            }
             ClassifierKind::Svm => match args
                 .set_kernel_name()
                 .unwrap_or(crate::classifier::svm::SetKernel::default().name())
             {
                 SetKernelName::MiRbf => format!(
                     "svm (mi-rbf kernel, gamma {}, scaling {})",
-                    args.set_kernel
-                        .gamma
-                        .unwrap_or(crate::classifier::svm::MI_RBF_GAMMA),
+                    values(&args.gamma, crate::classifier::svm::MI_RBF_GAMMA),
                     args.scaling
                 ),
-                k => format!("svm ({k} kernel, {} map)", args.map),
+                k => format!(
+                    "svm ({} kernel, {} map)",
+                    values(&args.kernel, k),
+                    values(&args.map, BagSvmSettings::default().map)
+                ),
             },
         };
         let mut c = c;
+        if args.tune {
+            c.push_str(", settings tuned by inner CV over its default grid");
+        }
         if !args.class_weight.is_none() {
             c.push_str(&format!(", class weights {}", args.class_weight));
         }

@@ -17,6 +17,14 @@ pub struct GramArgs {
     pub kernel: Option<SetKernelName>,
     #[command(flatten)]
     pub set_kernel: SetKernelArgs,
+    /// NSK: γ of the instance kernel exp(−γ‖x − y‖²) on z-scored features; default
+    /// 1 / (number of non-constant features).
+    #[arg(long, allow_negative_numbers = true)]
+    pub gamma: Option<f64>,
+    /// ρ of the subpolynomial map φ(k) = k^ρ (the paper: 1/50); the summary reports the
+    /// negative eigenvalues of φ(K) too.
+    #[arg(long, default_value_t = BagSvmSettings::default().rho, allow_negative_numbers = true)]
+    pub rho: f64,
     /// Output: .csv (bags × bags) or .npy (float64); without it only the summary. With
     /// --shard, the tile (JSON) that `mil gram merge` joins.
     #[arg(short, long)]

@@ -2,18 +2,18 @@
 //! own `estimate` functions and checked against `--max-memory-gib` before any work.
 
 use super::ProjectionArgs;
-use crate::classifier::ClassifierParams;
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::params::{Estimate, Shape};
+use crate::pipeline::ClassifierGrid;
 
 /// What to change besides the limit when a data set is too large for an algorithm.
 const FEWER_BAGS: &str = "use fewer bags";
 
 /// `mil cv` and `mil train`: the projection (if any) on the raw features, then the
-/// classifier (the largest of its grid's candidates) on the projected ones.
+/// classifier's grid on the projected ones ([`ClassifierGrid::footprint`]).
 pub(super) fn check_pipeline(
-    classifier: &[ClassifierParams],
+    classifier: &ClassifierGrid,
     projection: &ProjectionArgs,
     data: &Dataset,
     limit_gib: f64,
@@ -30,15 +30,7 @@ pub(super) fn check_pipeline(
         )?;
         shape.dim = projection.dim.iter().copied().max().unwrap_or(shape.dim);
     }
-    let mut largest: Option<(String, Estimate)> = None;
-    for candidate in classifier {
-        if let Some((what, own)) = candidate.footprint(shape) {
-            if largest.as_ref().is_none_or(|(_, e)| own.bytes > e.bytes) {
-                largest = Some((what, own));
-            }
-        }
-    }
-    let Some((what, own)) = largest else {
+    let Some((what, own)) = classifier.footprint(shape) else {
         return Ok(());
     };
     check(&what, total.and(own), limit_gib, FEWER_BAGS)

@@ -69,7 +69,7 @@ pub fn run(args: &GramArgs, progress: &dyn Progress) -> Result<Report> {
         ));
     }
     crate::classifier::svm::bags::check_settings(
-        &crate::classifier::svm::bags::BagSvmSettings::default().rho(args.set_kernel.rho),
+        &crate::classifier::svm::bags::BagSvmSettings::default().rho(args.rho),
     )?;
     let accuracy = crate::kernel::accuracy(args.set_kernel.epsilon, args.set_kernel.delta)?;
     let method = args.set_kernel.estimator;
@@ -116,7 +116,7 @@ pub fn run(args: &GramArgs, progress: &dyn Progress) -> Result<Report> {
         SetKernelName::Nsk => {
             let zscore = ZScore::fit(&data);
             let active = zscore.std.iter().filter(|&&s| s > 0.0).count().max(1);
-            let gamma = args.set_kernel.gamma.unwrap_or(1.0 / active as f64);
+            let gamma = args.gamma.unwrap_or(1.0 / active as f64);
             if !(gamma.is_finite() && gamma > 0.0) {
                 return Err(Error::parameter(
                     "gamma",
@@ -138,7 +138,7 @@ pub fn run(args: &GramArgs, progress: &dyn Progress) -> Result<Report> {
         "precision": precision,
         "gamma": nsk_gamma,
         "seed": args.seed,
-        "rho": args.set_kernel.rho,
+        "rho": args.rho,
         "bag_ids": data.bag_ids(),
     });
     if let Some(shard) = shard {

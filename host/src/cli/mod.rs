@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::export::rounding::Rounding;
 use crate::export::InputSteps;
 use crate::kernel::SetKernelName;
-use crate::pipeline::Selection;
+use crate::pipeline::{ClassifierGrid, Selection};
 use crate::projection::midr::Midr;
 use crate::projection::ProjectionKind;
 use keyword::{keyword, keyword_or_none, OrNone};
@@ -194,14 +194,6 @@ pub struct SetKernelArgs {
     /// Box kernels: which estimator.
     #[arg(long, value_parser = keyword::<Method>(), default_value_t = Method::Fast)]
     pub estimator: Method,
-    /// NSK: γ of the instance kernel exp(−γ‖x − y‖²) on z-scored features; default
-    /// 1 / (number of non-constant features).
-    #[arg(long, allow_negative_numbers = true)]
-    pub gamma: Option<f64>,
-    /// ρ of the subpolynomial map φ(k) = k^ρ before the SVM (the paper: 1/50); `mil
-    /// gram` reports the negative eigenvalues of φ(K) too.
-    #[arg(long, default_value_t = BagSvmSettings::default().rho, allow_negative_numbers = true)]
-    pub rho: f64,
 }
 
 /// Projection choice; lists are tuned by inner cross-validation.
@@ -337,9 +329,10 @@ pub struct InnerCvArgs {
     /// Folds of the inner CV that chooses among hyper-parameter lists.
     #[arg(long, default_value_t = crate::pipeline::DEFAULT_INNER_FOLDS)]
     pub inner_folds: usize,
-    /// What that inner CV maximises.
-    #[arg(long, value_parser = keyword::<Selection>(), default_value_t = Selection::default())]
-    pub select: Selection,
+    /// What that inner CV maximises [default: auroc for `--classifier auto` on two
+    /// classes, accuracy otherwise].
+    #[arg(long, value_parser = keyword::<Selection>())]
+    pub select: Option<Selection>,
 }
 
 /// `mil predict`.

@@ -19,9 +19,15 @@ pub fn run(args: &TrainArgs, progress: &dyn Progress) -> Result<Report> {
     super::output::refuse_input_as_output("--output", &args.output, &[&args.data])?;
     let d = data::load(&args.data)?;
     d.require_labels(2)?;
-    let pipeline = pipeline(&args.classifier, &args.projection, args.seed, &args.inner)?;
+    let pipeline = pipeline(
+        &args.classifier,
+        &args.projection,
+        args.seed,
+        &args.inner,
+        d.n_classes(),
+    )?;
     super::estimate::check_pipeline(
-        pipeline.classifier.candidates(),
+        &pipeline.classifier,
         &args.projection,
         &d,
         args.memory.gib(),
@@ -29,7 +35,7 @@ pub fn run(args: &TrainArgs, progress: &dyn Progress) -> Result<Report> {
     progress.start("training", 1);
     let mut model = pipeline.fit(&d)?;
     progress.finish();
-    let chosen = model.chosen;
+    let chosen = model.chosen.clone();
     // A path is recorded absolute, so `mil export` run from another directory reads the
     // same file; the fingerprint lets it refuse a file whose content has changed.
     model.training_data = Some(data::recorded_spec(&args.data));

@@ -190,12 +190,9 @@ pub fn run_folds(
             format!("there are {} cross-validation jobs", job_list.len()),
         ));
     };
-    // The classifier's fast path on raw features: work shared by every fold and
-    // repetition (bag distances, a Gram matrix) computed once.
-    let fast = match (&pipeline.projection, pipeline.classifier.single()) {
-        (None, Some(c)) => c.fold_scorer(data, progress)?,
-        _ => None,
-    };
+    // The classifiers' fast paths on raw features: work shared by every fold and
+    // repetition (bag distances, Gram matrices) computed once per candidate.
+    let shared = pipeline.shared_scorers(data, progress)?;
     progress.start("cross-validation", mine.len() as u64);
     let outcomes = mine
         .par_iter()
@@ -206,11 +203,19 @@ pub fn run_folds(
             sorted.sort_unstable();
             let train = complement(&all, &sorted);
             let seeds = FoldSeeds::of(*seed, f);
-            let out = match &fast {
-                Some(score) => pipeline
-                    .decide_threshold(data, &train, seeds.threshold, score.as_ref())
-                    .and_then(|t| Ok((score(&train, test)?, None, t))),
-                None => pipeline.choose(data, &train, seeds.inner_cv).and_then(|c| {
+            let out = pipeline
+                .choose(data, &train, seeds.inner_cv, &shared)
+                .and_then(|(c, index)| {
+                    let chosen = pipeline.chosen(&c);
+                    if let Some(score) = shared.get(index).and_then(Option::as_ref) {
+                        let t = pipeline.decide_threshold(
+                            data,
+                            &train,
+                            seeds.threshold,
+                            score.as_ref(),
+                        )?;
+                        return Ok((score(&train, test)?, chosen, t));
+                    }
                     let (fitted, projected) = pipeline.fit_candidate(&c, data, &train)?;
                     let scores = fitted.scores(data, projected.as_ref(), test)?;
                     let t =
@@ -218,9 +223,8 @@ pub fn run_folds(
                             let (f, projected) = pipeline.fit_candidate(&c, data, tr)?;
                             f.scores(data, projected.as_ref(), te)
                         })?;
-                    Ok((scores, pipeline.chosen(&c), t))
-                }),
-            };
+                    Ok((scores, chosen, t))
+                });
             progress.advance(1);
             out.map(|(scores, chosen, threshold)| FoldOutcome {
                 repeat,
@@ -395,7 +399,7 @@ pub fn summarize(
                         .push((b, predicted[i], scores.positive(i)));
                 }
             }
-            report.chosen.push(*chosen);
+            report.chosen.push(chosen.clone());
             report.thresholds.push(outcome.threshold);
             let drawn = outcome.seeds.unwrap_or_else(|| FoldSeeds::of(*seed, f));
             report.seeds.push(drawn);

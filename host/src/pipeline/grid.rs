@@ -1,11 +1,12 @@
 //! A pipeline's candidates — projection settings and classifier settings — and the inner
 //! cross-validation that chooses among them on the training bags of a fit.
 
-use crate::classifier::{BagModel, ClassifierKind, ClassifierParams};
+use crate::classifier::{BagModel, ClassifierKind, ClassifierParams, FoldScorer, GramCache};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::eval::folds::complement;
 use crate::eval::{auroc, inner_folds};
+use crate::progress::Progress;
 use crate::projection::ProjectionParams;
 use mil_core::keyword::Keyword;
 
@@ -56,8 +57,11 @@ impl<P: Into<ProjectionParams>> From<P> for ProjectionGrid {
     }
 }
 
-/// The classifier part of a pipeline with its hyper-parameter candidates: one
-/// classifier, or MILR with a list of ridges.
+/// The classifier part of a pipeline with its candidates, among which an inner CV on the
+/// training bags of each fit chooses: one classifier, a classifier with a list of
+/// ridges, any list of classifiers and settings ([`ClassifierGrid::of`]), a classifier's
+/// default grid ([`ClassifierGrid::tuned`]) or the `auto` classifier's
+/// ([`ClassifierGrid::auto`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClassifierGrid {
     /// The candidates in the order given (never empty).
@@ -103,6 +107,149 @@ impl ClassifierGrid {
             _ => vec![spec],
         };
         Ok(ClassifierGrid { candidates })
+    }
+
+    /// Any candidates, tried in the order given (ties go to the first); each is checked
+    /// here, before any work.
+    ///
+    /// ```
+    /// use mil_toolkit::classifier::milr::{Milr, Pooling};
+    /// use mil_toolkit::pipeline::{ClassifierGrid, Pipeline};
+    ///
+    /// let data = mil_toolkit::data::load("musk1")?;
+    /// let grid = ClassifierGrid::of(vec![
+    ///     Milr::default().pooling(Pooling::Mean).into(),
+    ///     Milr::default().pooling(Pooling::Max).into(),
+    /// ])?;
+    /// let model = Pipeline::new(grid).fit(&data)?;
+    /// // The inner CV's choice is stored in the model.
+    /// assert!(model.chosen.unwrap().classifier.unwrap().contains("pooling"));
+    /// # Ok::<(), mil_toolkit::Error>(())
+    /// ```
+    pub fn of(candidates: Vec<ClassifierParams>) -> Result<Self> {
+        if candidates.is_empty() {
+            return Err(Error::parameter(
+                "classifier",
+                "[]",
+                "a grid needs at least one candidate",
+            ));
+        }
+        for c in &candidates {
+            c.check()?;
+        }
+        Ok(ClassifierGrid { candidates })
+    }
+
+    /// `spec`'s own default grid ([`ClassifierParams::default_grid`]), `spec` first.
+    pub fn tuned(spec: impl Into<ClassifierParams>) -> Result<Self> {
+        Self::of(spec.into().default_grid())
+    }
+
+    /// The `auto` classifier: SimpleMI, miVLAD, miFV, the SVM with the box kernels k∧
+    /// and k∧∨ and with the MI kernel (MISMO's setting), Citation-kNN and MILR, each at
+    /// its defaults, cheap families first, every randomised step seeded by `seed`
+    /// ([`ClassifierGrid::tuned_all`] adds each family's default grid). mi-SVM, MI-SVM
+    /// and MI-Wrapper are left out: they cost one to two orders of magnitude more CPU
+    /// and won on none of the shipped benchmarks (the results table).
+    ///
+    /// ```
+    /// use mil_toolkit::pipeline::{ClassifierGrid, Pipeline, Selection};
+    ///
+    /// let data = mil_toolkit::data::load("musk1")?;
+    /// let auto = Pipeline::new(ClassifierGrid::auto(1)).select(Selection::Auroc);
+    /// let model = auto.fit(&data)?;
+    /// println!("chosen: {}", model.chosen.unwrap());
+    /// # Ok::<(), mil_toolkit::Error>(())
+    /// ```
+    pub fn auto(seed: u64) -> Self {
+        use crate::classifier::{citation_knn, mi_vlad, milr, simple_mi, svm};
+        use mil_core::box_kernel::BoxKernel;
+        let boxes = |k| {
+            svm::SetKernelSvm::default()
+                .kernel(svm::SetKernel::boxes(k))
+                .seed(seed)
+        };
+        ClassifierGrid {
+            candidates: vec![
+                simple_mi::SimpleMi::default().into(),
+                mi_vlad::MiVlad::vlad().seed(seed).into(),
+                mi_vlad::MiVlad::fisher().seed(seed).into(),
+                boxes(BoxKernel::And).into(),
+                boxes(BoxKernel::AndOr).into(),
+                svm::SetKernelSvm::mismo().seed(seed).into(),
+                citation_knn::CitationKnn::default().into(),
+                milr::Milr::default().into(),
+            ],
+        }
+    }
+
+    /// Every candidate replaced by its default grid ([`ClassifierParams::default_grid`]),
+    /// in order, without repeats.
+    #[must_use]
+    pub fn tuned_all(self) -> Self {
+        let mut candidates: Vec<ClassifierParams> = Vec::new();
+        for c in self
+            .candidates
+            .iter()
+            .flat_map(ClassifierParams::default_grid)
+        {
+            if !candidates.contains(&c) {
+                candidates.push(c);
+            }
+        }
+        ClassifierGrid { candidates }
+    }
+
+    /// The same candidates with the class weights `w`.
+    #[must_use]
+    pub fn with_class_weight(mut self, w: crate::classifier::imbalance::ClassWeight) -> Self {
+        for c in &mut self.candidates {
+            *c = c.with_class_weight(w);
+        }
+        self
+    }
+
+    /// The memory and work that grow beyond the data when the grid is cross-validated
+    /// on data of `shape`: the sum over the candidates whose work is held at once (the
+    /// shared Gram matrices and distances of [`Pipeline::shared_scorers`]), candidates
+    /// that share one counted once; `None` when every candidate is linear in the data.
+    pub fn footprint(
+        &self,
+        shape: crate::params::Shape,
+    ) -> Option<(String, crate::params::Estimate)> {
+        let mut counted: Vec<ClassifierParams> = Vec::new();
+        let mut total: Option<(Vec<String>, crate::params::Estimate)> = None;
+        for c in &self.candidates {
+            // What decides the work: not the ridge, nor what is applied to a Gram matrix.
+            let key = match c.with_ridge(0.0).unwrap_or(*c) {
+                ClassifierParams::Svm(s) => ClassifierParams::Svm(s.settings(Default::default())),
+                other => other,
+            };
+            if counted.contains(&key) {
+                continue;
+            }
+            counted.push(key);
+            if let Some((what, own)) = c.footprint(shape) {
+                total = Some(match total {
+                    None => (vec![what], own),
+                    Some((mut whats, sum)) => {
+                        if !whats.contains(&what) {
+                            whats.push(what);
+                        }
+                        (whats, sum.and(own))
+                    }
+                });
+            }
+        }
+        total.map(|(whats, e)| (whats.join(" and "), e))
+    }
+
+    /// Whether the candidates differ in more than the ridge, so that a report names the
+    /// chosen classifier and its settings.
+    pub fn reports_classifier(&self) -> bool {
+        let without_ridge = |c: &ClassifierParams| c.with_ridge(0.0).unwrap_or(*c);
+        let first = without_ridge(&self.candidates[0]);
+        self.candidates.iter().any(|c| without_ridge(c) != first)
     }
 
     /// The candidates in the order they are tried (ties go to the first).
@@ -158,16 +305,27 @@ impl Pipeline {
     /// outermost, then the classifier's in the order given); with a single candidate,
     /// no inner CV is run. Within an inner fold each
     /// projection candidate is fitted once and every classifier candidate is fitted
-    /// on its projected bags. The loop is sequential, so the choice does not depend
-    /// on the number of threads.
-    pub(super) fn choose(&self, data: &Dataset, train: &[usize], seed: u64) -> Result<Candidate> {
+    /// on its projected bags; without a projection, a classifier candidate with work
+    /// shared across folds (`shared`, by candidate: [`Pipeline::shared_scorers`]) is
+    /// scored from it. The loop is sequential, so the choice does not depend on the
+    /// number of threads. Returns the candidate and its classifier's index.
+    pub(super) fn choose(
+        &self,
+        data: &Dataset,
+        train: &[usize],
+        seed: u64,
+        shared: &[Option<FoldScorer<'_>>],
+    ) -> Result<(Candidate, usize)> {
         let projections = self.projection_candidates()?;
         let classifiers = self.classifier.candidates();
         if projections.len() * classifiers.len() == 1 {
-            return Ok(Candidate {
-                projection: projections[0],
-                classifier: classifiers[0],
-            });
+            return Ok((
+                Candidate {
+                    projection: projections[0],
+                    classifier: classifiers[0],
+                },
+                0,
+            ));
         }
         let labels = data.require_labels(2)?;
         if self.select == Selection::Auroc && data.n_classes() != 2 {
@@ -201,13 +359,16 @@ impl Pipeline {
                 let projected = Self::fit_projection(spec.as_ref(), data, &inner_train)?;
                 let on = projected.as_ref().map_or(data, |(_, d)| d);
                 for (c, classifier) in classifiers.iter().enumerate() {
-                    let classifier = match spec {
-                        Some(_) => classifier.after_projection(),
-                        None => *classifier,
+                    let s = match (spec, shared.get(c).and_then(Option::as_ref)) {
+                        (None, Some(score)) => score(&inner_train, test)?,
+                        (None, None) => classifier
+                            .fit(on.select(&inner_train))?
+                            .scores(on.select(test))?,
+                        (Some(_), _) => classifier
+                            .after_projection()
+                            .fit(on.select(&inner_train))?
+                            .scores(on.select(test))?,
                     };
-                    let s = classifier
-                        .fit(on.select(&inner_train))?
-                        .scores(on.select(test))?;
                     oof[p * classifiers.len() + c].extend(
                         test.iter()
                             .enumerate()
@@ -233,9 +394,139 @@ impl Pipeline {
                 best = i;
             }
         }
-        Ok(Candidate {
-            projection: projections[best / classifiers.len()],
-            classifier: classifiers[best % classifiers.len()],
-        })
+        Ok((
+            Candidate {
+                projection: projections[best / classifiers.len()],
+                classifier: classifiers[best % classifiers.len()],
+            },
+            best % classifiers.len(),
+        ))
+    }
+
+    /// Per classifier candidate, its work shared by every fold on the raw features
+    /// ([`ClassifierParams::fold_scorer`]), computed once — candidates that differ only
+    /// in what is applied to a set kernel's Gram matrix (ρ, map, C) share that matrix;
+    /// empty when the pipeline has a projection (the features change with every fold).
+    pub(crate) fn shared_scorers<'a>(
+        &self,
+        data: &'a Dataset,
+        progress: &dyn Progress,
+    ) -> Result<Vec<Option<FoldScorer<'a>>>> {
+        if self.projection.is_some() {
+            return Ok(Vec::new());
+        }
+        let mut grams = GramCache::default();
+        self.classifier
+            .candidates()
+            .iter()
+            .map(|c| c.fold_scorer(data, progress, &mut grams))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classifier::citation_knn::{CitationKnn, Scaling};
+    use crate::classifier::svm::SetKernelSvm;
+    use crate::classifier::ClassifierKind;
+    use crate::data;
+
+    /// Every classifier's default grid starts with its own parameters, holds no
+    /// candidate twice, and every candidate passes the parameter checks.
+    #[test]
+    fn default_grids_start_with_the_parameters_and_are_valid() {
+        for &kind in ClassifierKind::ALL {
+            let spec = ClassifierParams::new(kind);
+            let grid = spec.default_grid();
+            assert_eq!(grid[0], spec, "{kind}");
+            for (i, c) in grid.iter().enumerate() {
+                c.check().unwrap();
+                assert_eq!(c.kind(), kind);
+                assert!(!grid[..i].contains(c), "{kind}: {c} twice");
+            }
+        }
+        let auto = ClassifierGrid::auto(7);
+        assert!(auto.reports_classifier());
+        let tuned = auto.clone().tuned_all();
+        assert!(tuned.candidates().len() > 3 * auto.candidates().len());
+        for c in tuned.candidates() {
+            c.check().unwrap();
+            assert!(auto.candidates().iter().any(|a| a.kind() == c.kind()));
+        }
+        for a in auto.candidates() {
+            assert!(tuned.candidates().contains(a), "{a}");
+        }
+        assert!(ClassifierGrid::of(Vec::new()).is_err());
+    }
+
+    /// The inner CV picks the first candidate of best inner accuracy: recomputed here
+    /// candidate by candidate through the public fit/score calls.
+    #[test]
+    fn choose_picks_the_first_best_inner_accuracy() {
+        let d = data::load("musk1").unwrap();
+        let svm = SetKernelSvm::default();
+        let grid = ClassifierGrid::of(
+            [0.02, 0.001]
+                .iter()
+                .flat_map(|&rho| {
+                    [10.0, 1e10].map(|c| svm.settings(svm.settings.rho(rho).cost(c)).into())
+                })
+                .chain([CitationKnn::default().into()])
+                .collect(),
+        )
+        .unwrap();
+        let pipeline = Pipeline::new(grid.clone());
+        let labels = d.labels().unwrap();
+        let train: Vec<usize> = (0..d.n_bags()).filter(|b| b % 4 != 0).collect();
+        let (chosen, index) = pipeline.choose(&d, &train, 5, &[]).unwrap();
+        let folds = inner_folds(labels, &train, pipeline.inner_folds, 5).unwrap();
+        let correct: Vec<usize> = grid
+            .candidates()
+            .iter()
+            .map(|c| {
+                folds
+                    .iter()
+                    .map(|test| {
+                        let inner_train = complement(&train, test);
+                        let s = c
+                            .fit(d.select(&inner_train))
+                            .unwrap()
+                            .scores(d.select(test))
+                            .unwrap();
+                        test.iter()
+                            .enumerate()
+                            .filter(|&(i, &b)| s.label(i) == labels[b])
+                            .count()
+                    })
+                    .sum()
+            })
+            .collect();
+        let best = correct.iter().max().unwrap();
+        assert_eq!(index, correct.iter().position(|c| c == best).unwrap());
+        assert_eq!(chosen.classifier, grid.candidates()[index]);
+    }
+
+    /// Work shared across folds (one Gram matrix for candidates differing in ρ and C,
+    /// bag distances computed once) chooses exactly what fitting every fold chooses.
+    #[test]
+    fn shared_scorers_choose_what_per_fold_fits_choose() {
+        let d = data::load("elephant").unwrap();
+        let svm = SetKernelSvm::default();
+        let knn = CitationKnn::default().scaling(Scaling::None);
+        let mut candidates: Vec<ClassifierParams> =
+            svm.default_grid().into_iter().map(Into::into).collect();
+        candidates.extend(knn.default_grid().into_iter().map(ClassifierParams::from));
+        let pipeline = Pipeline::new(ClassifierGrid::of(candidates).unwrap());
+        let shared = pipeline
+            .shared_scorers(&d, &crate::progress::Silent)
+            .unwrap();
+        assert!(shared.iter().all(Option::is_some));
+        for seed in 1..4 {
+            let train: Vec<usize> = (0..d.n_bags()).filter(|b| b % 5 != seed as usize).collect();
+            let fast = pipeline.choose(&d, &train, seed, &shared).unwrap();
+            let slow = pipeline.choose(&d, &train, seed, &[]).unwrap();
+            assert_eq!(fast, slow, "seed {seed}");
+        }
     }
 }

@@ -285,14 +285,19 @@ impl Pipeline {
         projections * self.classifier.candidates().len()
     }
 
-    /// What to report about a candidate: the projection's (dim, α) when there is a
-    /// projection and MILR's ridge when MILR is the classifier; nothing when there is
-    /// neither a projection nor a choice (the output of such runs is as it always was).
+    /// What to report about a candidate: the classifier and its settings when the grid
+    /// holds several, the projection's (dim, α) when there is a projection and the ridge
+    /// when the classifier has one; nothing when there is neither a projection nor a
+    /// choice.
     pub fn chosen(&self, c: &Candidate) -> Option<Chosen> {
         if c.projection.is_none() && self.n_candidates() == 1 {
             return None;
         }
         Some(Chosen {
+            classifier: self
+                .classifier
+                .reports_classifier()
+                .then(|| c.classifier.to_string()),
             dim: c.projection.map(|p| p.dim()),
             alpha: c.projection.and_then(|p| p.alpha()),
             ridge: c.classifier.ridge(),
@@ -365,7 +370,15 @@ impl Pipeline {
         let seed = self.seed;
         self.check()?;
         self.check_data(data)?;
-        let candidate = self.choose(data, train, seed)?;
+        // Work shared across the inner folds, when the fit covers every bag of `data`
+        // (on a subset it would cost more than it saves).
+        let shared = if self.n_candidates() > 1 && train.len() == data.n_bags() {
+            self.shared_scorers(data, &crate::progress::Silent)?
+        } else {
+            Vec::new()
+        };
+        let (candidate, _) = self.choose(data, train, seed, &shared)?;
+        drop(shared);
         let (fitted, _) = self.fit_candidate(&candidate, data, train)?;
         let threshold =
             self.decide_threshold(data, train, Stream::Threshold.seed(seed, 0), &|tr, te| {
@@ -529,9 +542,13 @@ mod tests {
             expected_predictions
                 .extend((0..test.len()).map(|i| (test[i], s.label(i), s.positive(i))));
         }
-        let got: Vec<f64> = r.chosen.iter().map(|c| c.unwrap().ridge.unwrap()).collect();
+        let got: Vec<f64> = r
+            .chosen
+            .iter()
+            .map(|c| c.as_ref().unwrap().ridge.unwrap())
+            .collect();
         assert_eq!(got, chosen);
-        assert!(r.chosen.iter().all(|c| c.unwrap().dim.is_none()));
+        assert!(r.chosen.iter().all(|c| c.as_ref().unwrap().dim.is_none()));
         expected_predictions.sort_by_key(|p| p.0);
         assert_eq!(r.predictions, expected_predictions);
         chosen
@@ -618,7 +635,7 @@ mod tests {
         assert_eq!(one.chosen, three.chosen);
         assert_eq!(one.predictions, three.predictions);
         assert_eq!(one.per_fold, three.per_fold);
-        assert!(one.chosen.iter().all(|c| c.unwrap().dim.is_some()));
+        assert!(one.chosen.iter().all(|c| c.as_ref().unwrap().dim.is_some()));
     }
 
     #[test]

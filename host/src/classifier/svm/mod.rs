@@ -151,6 +151,40 @@ crate::params::setters!(SetKernelSvm {
 });
 
 impl SetKernelSvm {
+    /// The settings an inner CV tries when asked to tune the SVM (the `auto`
+    /// classifier, `mil cv --tune`), the kernel kept: for the box kernels ρ kept and
+    /// ρ = 0.001 (a small ρ keeps the normalised Gram matrix away from the identity on
+    /// many features), each with C kept and C = 10; for the MI kernel γ ∈ {γ kept, γ/10,
+    /// 10γ}, each with C kept and C = 10; the NSK with C kept and C = 10.
+    pub fn default_grid(&self) -> Vec<SetKernelSvm> {
+        let costs = [self.settings.cost, 10.0];
+        let mut grid = Vec::new();
+        let mut push = |s: SetKernelSvm| {
+            if !grid.contains(&s) {
+                grid.push(s);
+            }
+        };
+        for cost in costs {
+            let base = self.settings(self.settings.cost(cost));
+            match self.kernel {
+                SetKernel::Box { .. } => {
+                    for rho in [self.settings.rho, 0.001] {
+                        push(base.settings(base.settings.rho(rho)));
+                    }
+                }
+                SetKernel::MiRbf { gamma } => {
+                    for g in [gamma, gamma / 10.0, gamma * 10.0] {
+                        push(base.kernel(SetKernel::MiRbf { gamma: g }));
+                    }
+                }
+                SetKernel::Nsk { .. } => push(base),
+            }
+        }
+        grid
+    }
+}
+
+impl SetKernelSvm {
     /// Weka MISMO's setting (`MISMO -K MIRBFKernel`): the MI kernel with γ = 0.01, C = 1
     /// (each bag's bound C times the training bags' mean size, as MISMO weighs bags),
     /// attributes scaled to [0, 1] on the training bags. With

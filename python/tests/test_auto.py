@@ -1,0 +1,50 @@
+"""AutoMIL: the classifier an inner CV chooses, as `mil cv --classifier auto` chooses it,
+over the default candidates or scikit-learn parameter grids."""
+
+import numpy as np
+import pytest
+
+import miltk
+from conftest import run_mil
+
+
+def test_nested_cv_equals_the_command_line(musk1):
+    bags, y, _ = musk1
+    report = miltk.cross_validate_native(miltk.AutoMIL(random_state=3), bags, y, cv=miltk.StratifiedBagKFold(4, 3))
+    cli = run_mil("cv", "musk1", "--classifier", "auto", "--folds", "4", "--seed", "3")
+    if cli is None:
+        pytest.skip("the mil program is not built")
+    assert report["accuracy"] == cli["accuracy"]
+    assert report["chosen"] == [c["classifier"] for c in cli["chosen"]]
+
+
+def test_parameter_grids_expand_to_every_point(musk1):
+    bags, y, _ = musk1
+    auto = miltk.AutoMIL(
+        [
+            (miltk.MILR(), {"pooling": ["mean", "max"], "ridge": [1.0, 10.0]}),
+            miltk.SimpleMI(ridge=1.0),
+        ]
+    ).fit(bags, y)
+    assert auto.n_candidates_ == 5
+    expected = [f"milr ({p} pooling, ridge {r})" for p in ("mean", "max") for r in (1, 10)]
+    expected.append("simple-mi (mean summary, ridge 1)")
+    assert auto.chosen_ in expected
+    # The fitted model is the chosen candidate fitted on every bag.
+    chosen = expected.index(auto.chosen_)
+    if chosen < 4:
+        alone = miltk.MILR(pooling=("mean", "max")[chosen // 2], ridge=(1.0, 10.0)[chosen % 2])
+    else:
+        alone = miltk.SimpleMI(ridge=1.0)
+    alone.fit(bags, y)
+    assert np.array_equal(auto.predict(bags), alone.predict(bags))
+
+
+def test_bad_candidates_are_refused(musk1):
+    bags, y, _ = musk1
+    with pytest.raises(TypeError, match="miltk classifier"):
+        miltk.AutoMIL([miltk.PCA(n_components=2)]).fit(bags, y)
+    with pytest.raises(ValueError, match="empty"):
+        miltk.AutoMIL([]).fit(bags, y)
+    with pytest.raises(ValueError, match="select"):
+        miltk.AutoMIL(select="f1").fit(bags, y)

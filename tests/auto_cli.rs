@@ -1,0 +1,190 @@
+//! Inner-CV selection of classifier settings from the command line: lists on any setting
+//! flag, `--tune` (a classifier's default grid) and `--classifier auto` (every family's),
+//! each choice reported per outer fold and stored in the trained model.
+
+use mil_suite::{mil_json, mil_refuses_naming, run_mil, temp_dir};
+use mil_toolkit::classifier::milr::{Milr, Pooling};
+use mil_toolkit::classifier::ClassifierParams;
+use mil_toolkit::pipeline::ClassifierGrid;
+
+/// The per-fold `chosen` classifiers of a `mil cv --json` report.
+fn chosen(report: &serde_json::Value) -> Vec<String> {
+    report["chosen"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            c["classifier"]
+                .as_str()
+                .expect("a chosen classifier")
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn lists_choose_among_every_combination_of_their_values() {
+    let report = mil_json(&[
+        "cv",
+        "musk1",
+        "--folds",
+        "4",
+        "--classifier",
+        "milr",
+        "--pooling",
+        "mean,max",
+        "--ridge",
+        "1,100",
+        "--json",
+    ]);
+    // The four combinations, described as the library describes them.
+    let combos: Vec<String> = [Pooling::Mean, Pooling::Max]
+        .iter()
+        .flat_map(|&p| {
+            [1.0, 100.0]
+                .map(|r| ClassifierParams::from(Milr::default().pooling(p).ridge(r)).to_string())
+        })
+        .collect();
+    let picks = chosen(&report);
+    assert_eq!(picks.len(), 4);
+    for c in &picks {
+        assert!(combos.contains(c), "{c} is not one of {combos:?}");
+    }
+    // --tune tries the classifier's default grid, around the flags given.
+    let tuned = mil_json(&[
+        "cv",
+        "musk1",
+        "--folds",
+        "3",
+        "--classifier",
+        "milr",
+        "--tune",
+        "--json",
+    ]);
+    let grid: Vec<String> = ClassifierGrid::tuned(Milr::default())
+        .unwrap()
+        .candidates()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    for c in chosen(&tuned) {
+        assert!(
+            grid.contains(&c),
+            "{c} is not in MILR's default grid {grid:?}"
+        );
+    }
+}
+
+#[test]
+fn auto_reports_its_choices_and_does_not_depend_on_the_thread_count() {
+    let args = [
+        "cv",
+        "elephant",
+        "--folds",
+        "3",
+        "--classifier",
+        "auto",
+        "--seed",
+        "5",
+        "--json",
+    ];
+    let run = |threads: &str| {
+        let out = std::process::Command::new(mil_suite::mil_binary())
+            .args(args)
+            .env("RAYON_NUM_THREADS", threads)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v.as_object_mut().unwrap().remove("seconds");
+        v
+    };
+    let one = run("1");
+    let two = run("2");
+    assert_eq!(one, two);
+    let grid: Vec<String> = ClassifierGrid::auto(5)
+        .candidates()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let picks = chosen(&one);
+    assert_eq!(picks.len(), 3);
+    for c in &picks {
+        assert!(grid.contains(c), "{c} is not an auto candidate");
+    }
+    // The outer score is of bags no choice saw: it is a real cross-validation score.
+    let accuracy = one["accuracy"].as_f64().unwrap();
+    assert!((0.6..=1.0).contains(&accuracy), "accuracy {accuracy}");
+}
+
+#[test]
+fn a_trained_auto_model_stores_its_choice_and_predicts() {
+    let dir = temp_dir("auto-train");
+    let model = dir.join("auto.json");
+    let model = model.to_str().unwrap();
+    let trained = mil_json(&[
+        "train",
+        "musk1",
+        "--classifier",
+        "auto",
+        "-o",
+        model,
+        "--json",
+    ]);
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(model).unwrap()).unwrap();
+    let choice = saved["chosen"]["classifier"]
+        .as_str()
+        .expect("the choice in the model");
+    assert!(
+        ClassifierGrid::auto(1)
+            .candidates()
+            .iter()
+            .any(|c| c.to_string() == choice),
+        "{choice}"
+    );
+    // The fitted classifier is the chosen one.
+    let kind = trained["classifier"].as_str().unwrap();
+    assert!(
+        choice.starts_with(&format!("{kind} (")),
+        "{kind} vs {choice}"
+    );
+    let p = mil_json(&["predict", model, "musk1", "--json"]);
+    assert_eq!(p["predictions"].as_array().unwrap().len(), 92);
+}
+
+#[test]
+fn auto_and_lists_refuse_what_does_not_apply() {
+    // auto chooses every setting: a setting flag is refused, naming it.
+    mil_refuses_naming(
+        &["cv", "musk1", "--classifier", "auto", "--cost", "1"],
+        "--cost",
+    );
+    mil_refuses_naming(
+        &["cv", "musk1", "--classifier", "auto", "--summary", "mean"],
+        "--summary",
+    );
+    // A list flag given for a classifier it does not apply to, even at its default value.
+    mil_refuses_naming(
+        &[
+            "cv",
+            "musk1",
+            "--classifier",
+            "citation-knn",
+            "--pooling",
+            "noisy-or",
+        ],
+        "--pooling",
+    );
+    mil_refuses_naming(
+        &["cv", "musk1", "--classifier", "milr", "--gamma", "0.1,1"],
+        "--gamma",
+    );
+    // An empty or malformed list is refused by the parser.
+    let out = run_mil(&["cv", "musk1", "--classifier", "svm", "--cost", "1,x"]);
+    assert_eq!(out.status.code(), Some(2));
+}
