@@ -224,47 +224,28 @@ struct Point {
     label: f64,
 }
 
-impl Classifier for Smil {
-    type Model = SmilModel;
+/// sMIL's dual over the instance Gram matrix `k` of the training bags (`starts`: where
+/// each bag's instances begin, `labels`: 0 or 1 per bag, `weights`: per class).
+struct Dual {
+    /// The training points: each negative instance, then each positive bag.
+    points: Vec<Point>,
+    /// Each point's mean kernel row over the instances.
+    rows: Vec<Vec<f64>>,
+    /// The points' Gram matrix K (the mean of the instance kernels), row-major.
+    q: Vec<f64>,
+    /// Labels ±1.
+    y: Vec<f64>,
+    /// Upper bounds Cᵢ.
+    bounds: Vec<f64>,
+    /// p = −margin.
+    linear: Vec<f64>,
+}
 
-    fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<SmilModel> {
-        let train = train.into();
-        let (data, train) = (train.dataset(), &*train.indices());
-        self.check()?;
-        let labels = data.training_labels(train, 2)?;
-        if data.n_classes() != 2 {
-            return Err(Error::data(
-                data.name(),
-                format!(
-                    "{} classes: sMIL and sbMIL are binary (negative = class 0, positive = class 1)",
-                    data.n_classes()
-                ),
-            ));
-        }
-        let weights = self.class_weight.resolve(&labels, 2)?;
-        let dim = data.dim();
-        let picked = data.copy_bags(train);
-        let (mean, inv_sd) = standardisation(picked.features(), dim);
-        let x: Vec<f64> = picked
-            .features()
-            .chunks_exact(dim)
-            .flat_map(|r| zscore(r, &mean, &inv_sd))
-            .collect();
-        let starts = picked.bag_starts();
-        let active = inv_sd.iter().filter(|&&s| s > 0.0).count().max(1);
-        let gamma = match self.kernel {
-            InstanceKernel::Linear => 0.0,
-            InstanceKernel::Rbf => self.gamma.unwrap_or(1.0 / active as f64),
-        };
-        let kernel = Kernel {
-            kind: self.kernel,
-            gamma,
-        };
-        let n = x.len() / dim;
-        let k = gram(kernel, &x, dim);
-
+impl Dual {
+    fn new(cost: f64, k: &[f64], starts: &[usize], labels: &[usize], weights: &[f64]) -> Dual {
+        let n = starts[labels.len()];
         // sMIL's points: each negative instance, then each positive bag.
-        let bags = 0..train.len();
+        let bags = 0..labels.len();
         let mut points: Vec<Point> = bags
             .clone()
             .filter(|&b| labels[b] == 0)
@@ -284,9 +265,9 @@ impl Classifier for Smil {
             .iter()
             .map(|p| {
                 if p.label < 0.0 {
-                    self.cost / negatives as f64 * weights[0]
+                    cost / negatives as f64 * weights[0]
                 } else {
-                    self.cost / positive_bags as f64 * weights[1]
+                    cost / positive_bags as f64 * weights[1]
                 }
             })
             .collect();
@@ -326,6 +307,66 @@ impl Classifier for Smil {
                 *v = rows[a][p.instances.clone()].iter().sum::<f64>() / p.instances.len() as f64;
             }
         });
+        Dual {
+            points,
+            rows,
+            q,
+            y,
+            bounds,
+            linear,
+        }
+    }
+}
+
+impl Classifier for Smil {
+    type Model = SmilModel;
+
+    fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<SmilModel> {
+        let train = train.into();
+        let (data, train) = (train.dataset(), &*train.indices());
+        self.check()?;
+        let labels = data.training_labels(train, 2)?;
+        if data.n_classes() != 2 {
+            return Err(Error::data(
+                data.name(),
+                format!(
+                    "{} classes: sMIL and sbMIL are binary (negative = class 0, positive = class 1)",
+                    data.n_classes()
+                ),
+            ));
+        }
+        let weights = self.class_weight.resolve(&labels, 2)?;
+        let dim = data.dim();
+        let picked = data.copy_bags(train);
+        let (mean, inv_sd) = standardisation(picked.features(), dim);
+        let x: Vec<f64> = picked
+            .features()
+            .chunks_exact(dim)
+            .flat_map(|r| zscore(r, &mean, &inv_sd))
+            .collect();
+        let starts = picked.bag_starts();
+        let active = inv_sd.iter().filter(|&&s| s > 0.0).count().max(1);
+        let gamma = match self.kernel {
+            InstanceKernel::Linear => 0.0,
+            InstanceKernel::Rbf => self.gamma.unwrap_or(1.0 / active as f64),
+        };
+        let kernel = Kernel {
+            kind: self.kernel,
+            gamma,
+        };
+        let n = x.len() / dim;
+        let k = gram(kernel, &x, dim);
+
+        let bags = 0..train.len();
+        let Dual {
+            points,
+            rows,
+            q,
+            y,
+            bounds,
+            linear,
+        } = Dual::new(self.cost, &k, starts, &labels, &weights);
+        let positive_bags = points.iter().filter(|p| p.label > 0.0).count();
         let params = SmoParams::default();
         let sol = smo::solve_general(&q, &y, &params, &bounds, &linear);
         let bias = support_mean_bias(&q, &y, &sol.alpha);
@@ -514,5 +555,454 @@ impl BagModel for SmilModel {
                 )
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Dataset;
+    use crate::eval::metrics::auroc;
+    use rand::{RngExt, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    fn dataset(dim: usize, bags: &[Vec<Vec<f64>>], labels: Vec<usize>, classes: usize) -> Dataset {
+        let mut starts = vec![0];
+        let mut features = Vec::new();
+        for bag in bags {
+            for x in bag {
+                features.extend_from_slice(x);
+            }
+            starts.push(starts.last().unwrap() + bag.len());
+        }
+        Dataset::new(
+            "toy",
+            dim,
+            features,
+            starts,
+            (0..bags.len()).map(|b| b.to_string()).collect(),
+            Some(labels),
+            (0..classes).map(|c| c.to_string()).collect(),
+        )
+        .unwrap()
+    }
+
+    /// Bags of 1–6 instances in 2-D from [−1, 1]²; a positive bag has one instance moved
+    /// to x₀ ∈ [3, 4], so its other instances look like negatives (sparse positive bags).
+    fn sparse(seed: u64, n_bags: usize) -> (Vec<Vec<Vec<f64>>>, Vec<usize>) {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let mut bags = Vec::new();
+        let mut labels = Vec::new();
+        for b in 0..n_bags {
+            let positive = b % 2 == 0;
+            let len = rng.random_range(1..7);
+            let mut bag: Vec<Vec<f64>> = (0..len)
+                .map(|_| (0..2).map(|_| rng.random_range(-1.0..1.0)).collect())
+                .collect();
+            if positive {
+                bag[0][0] = rng.random_range(3.0..4.0);
+            }
+            bags.push(bag);
+            labels.push(usize::from(positive));
+        }
+        (bags, labels)
+    }
+
+    fn both(cost: f64) -> [Smil; 4] {
+        let s = Smil::default().cost(cost);
+        let b = s.variant(Variant::Balanced).eta(0.3);
+        [
+            s,
+            s.kernel(InstanceKernel::Rbf),
+            b,
+            b.kernel(InstanceKernel::Rbf).gamma(Some(0.5)),
+        ]
+    }
+
+    /// min ½αᵀQα + pᵀα with Qᵢⱼ = yᵢyⱼKᵢⱼ (`q` holds K), subject to yᵀα = 0 and
+    /// 0 ≤ α ≤ c, by Clarabel's interior point.
+    fn interior_point(q: &[f64], p: &[f64], y: &[f64], c: &[f64]) -> Vec<f64> {
+        use clarabel::algebra::CscMatrix;
+        use clarabel::solver::{
+            DefaultSettingsBuilder, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus,
+            ZeroConeT,
+        };
+        let m = p.len();
+        let upper: Vec<Vec<f64>> = (0..m)
+            .map(|i| {
+                (0..m)
+                    .map(|j| {
+                        if j >= i {
+                            y[i] * y[j] * q[i * m + j]
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        // Rows: yᵀα = 0, then −α ≤ 0, then α ≤ c.
+        let mut a = vec![y.to_vec()];
+        let mut b = vec![0.0];
+        for (sign, bound) in [(-1.0, 0.0), (1.0, 1.0)] {
+            for i in 0..m {
+                let mut row = vec![0.0; m];
+                row[i] = sign;
+                a.push(row);
+                b.push(bound * c[i]);
+            }
+        }
+        let settings = DefaultSettingsBuilder::default()
+            .verbose(false)
+            .tol_gap_abs(1e-12)
+            .tol_gap_rel(1e-12)
+            .tol_feas(1e-12)
+            .max_iter(500)
+            .build()
+            .unwrap();
+        let mut solver = DefaultSolver::new(
+            &CscMatrix::from(&upper),
+            p,
+            &CscMatrix::from(&a),
+            &b,
+            &[ZeroConeT(1), NonnegativeConeT(2 * m)],
+            settings,
+        )
+        .unwrap();
+        solver.solve();
+        assert!(matches!(
+            solver.solution.status,
+            SolverStatus::Solved | SolverStatus::AlmostSolved
+        ));
+        solver.solution.x.clone()
+    }
+
+    fn objective(q: &[f64], p: &[f64], y: &[f64], alpha: &[f64]) -> f64 {
+        let m = p.len();
+        let mut value = 0.0;
+        for i in 0..m {
+            for j in 0..m {
+                value += 0.5 * alpha[i] * alpha[j] * y[i] * y[j] * q[i * m + j];
+            }
+            value += p[i] * alpha[i];
+        }
+        value
+    }
+
+    #[test]
+    fn smil_solves_its_dual_as_an_interior_point_solver_does() {
+        // The dual written out from the paper on z-scored instances — the mean kernel of
+        // every pair of points summed instance by instance, margins 1 and (2 − |X|)/|X|,
+        // misvm's costs C/L₋ and C/B₊ — solved by Clarabel. A feasible α whose KKT violation
+        // is below ε is within ε·Σcᵢ of the optimum, which bounds sMIL's dual objective.
+        for (seed, kernel) in (0..8).map(|s| {
+            (
+                s,
+                [InstanceKernel::Linear, InstanceKernel::Rbf][s as usize % 2],
+            )
+        }) {
+            let (bags, labels) = sparse(seed, 6 + seed as usize % 3);
+            let data = dataset(2, &bags, labels.clone(), 2);
+            let params = Smil::default().kernel(kernel).cost(3.0);
+            let model = params.fit(&data).unwrap();
+            let k = Kernel {
+                kind: kernel,
+                gamma: model.gamma,
+            };
+            let z = |x: &[f64]| zscore(x, &model.mean, &model.inv_sd);
+            let mut points: Vec<(Vec<Vec<f64>>, f64)> = Vec::new();
+            for (bag, &l) in bags.iter().zip(&labels) {
+                if l == 0 {
+                    points.extend(bag.iter().map(|x| (vec![z(x)], -1.0)));
+                }
+            }
+            let negatives = points.len();
+            for (bag, &l) in bags.iter().zip(&labels) {
+                if l == 1 {
+                    points.push((bag.iter().map(|x| z(x)).collect(), 1.0));
+                }
+            }
+            let m = points.len();
+            let mut q = vec![0.0; m * m];
+            for a in 0..m {
+                for b in 0..m {
+                    let (xa, xb) = (&points[a].0, &points[b].0);
+                    let mut sum = 0.0;
+                    for u in xa {
+                        for v in xb {
+                            sum += k.eval(u, v);
+                        }
+                    }
+                    q[a * m + b] = sum / (xa.len() * xb.len()) as f64;
+                }
+            }
+            let y: Vec<f64> = points.iter().map(|p| p.1).collect();
+            let p: Vec<f64> = points
+                .iter()
+                .map(|(x, l)| {
+                    if *l < 0.0 {
+                        -1.0
+                    } else {
+                        -(2.0 - x.len() as f64) / x.len() as f64
+                    }
+                })
+                .collect();
+            let c: Vec<f64> = (0..m)
+                .map(|i| {
+                    if i < negatives {
+                        3.0 / negatives as f64
+                    } else {
+                        3.0 / (m - negatives) as f64
+                    }
+                })
+                .collect();
+            // The fit's dual is this one.
+            let x: Vec<f64> = data.features().chunks_exact(2).flat_map(z).collect();
+            let dual = Dual::new(
+                3.0,
+                &gram(k, &x, 2),
+                data.bag_starts(),
+                &labels,
+                &[1.0, 1.0],
+            );
+            assert_eq!((&dual.y, &dual.linear), (&y, &p));
+            for (a, b) in dual.q.iter().zip(&q) {
+                assert!((a - b).abs() <= 1e-12, "seed {seed}: {a} vs {b}");
+            }
+            for (a, b) in dual.bounds.iter().zip(&c) {
+                assert!((a - b).abs() <= 1e-15 * b, "seed {seed}: {a} vs {b}");
+            }
+            let best = objective(&q, &p, &y, &interior_point(&q, &p, &y, &c));
+            let smo = smo::solve_general(&dual.q, &y, &SmoParams::default(), &dual.bounds, &p);
+            let bound = SmoParams::default().tolerance * c.iter().sum::<f64>();
+            assert!(smo.converged);
+            assert!(
+                smo.objective >= best - 1e-9 && smo.objective - best <= bound,
+                "seed {seed}: SMO {} vs interior point {best}",
+                smo.objective
+            );
+            // The model is that SMO solution: f(x) − b = Σ αᵢyᵢ K(point i, x).
+            for bag in &bags {
+                let probe = dataset(2, std::slice::from_ref(bag), vec![0], 2);
+                let f = model.instance_decisions(probe.bag(0));
+                for (x, fx) in bag.iter().zip(&f) {
+                    let g: f64 = points
+                        .iter()
+                        .zip(&smo.alpha)
+                        .map(|((xs, l), a)| {
+                            a * l * xs.iter().map(|s| k.eval(s, &z(x))).sum::<f64>()
+                                / xs.len() as f64
+                        })
+                        .sum();
+                    assert!((fx - model.bias - g).abs() < 1e-9, "seed {seed}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bag_scores_are_the_mean_or_the_largest_instance_decision() {
+        // sMIL's f is linear in the bag's feature-space mean, so f(X) is the mean of f(x)
+        // over X; sbMIL's bag score is the largest. Both ignore bag and instance order;
+        // sbMIL also ignores a duplicated instance.
+        for seed in 0..4 {
+            let (bags, labels) = sparse(10 + seed, 14);
+            let data = dataset(2, &bags, labels, 2);
+            for params in both(10.0) {
+                let model = params.fit(&data).unwrap();
+                let scores = model.scores(&data).unwrap();
+                let explained = model.explain(&data).unwrap();
+                let reversed: Vec<usize> = (0..data.n_bags()).rev().collect();
+                let back = model.scores(data.select(&reversed)).unwrap();
+                for (b, e) in explained.iter().enumerate() {
+                    let f = &e.instance_scores;
+                    let want = match params.variant {
+                        Variant::Sparse => f.iter().sum::<f64>() / f.len() as f64,
+                        Variant::Balanced => f.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                    };
+                    assert_eq!(scores.row(b)[1], want, "seed {seed} bag {b}");
+                    assert_eq!(back.row(data.n_bags() - 1 - b), scores.row(b));
+                    assert_eq!(e.score_kind, InstanceScore::Decision);
+                    assert!(f.iter().all(|&v| v <= f[e.witnesses[0]]));
+                    let flipped: Vec<Vec<f64>> = bags[b].iter().rev().cloned().collect();
+                    let mut doubled = flipped.clone();
+                    doubled.push(flipped[0].clone());
+                    let again = model
+                        .scores(&dataset(2, &[flipped, doubled], vec![0, 0], 2))
+                        .unwrap();
+                    let tol = 1e-12 * want.abs().max(1.0);
+                    assert!((again.row(0)[1] - want).abs() <= tol, "seed {seed} bag {b}");
+                    if params.variant == Variant::Balanced {
+                        assert_eq!(again.row(1)[1], want);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sparse_positive_bags_are_ranked_on_held_out_bags() {
+        // MIDA's data set one (`mil synth mida-one`): each positive bag holds one positive
+        // instance among eight, the two kinds of instances apart along a line, so sbMIL
+        // (η = 1/8, the linear kernel) separates the held-out bags by their witnesses.
+        let balanced = Smil::default().variant(Variant::Balanced).eta(0.125);
+        for seed in 0..4 {
+            let synth = crate::data::synth::mida_one(seed);
+            let (train, test) = synth.paper_split();
+            let truth: Vec<bool> = test
+                .iter()
+                .map(|&b| synth.data.labels().unwrap()[b] == 1)
+                .collect();
+            let model = balanced.fit(synth.data.select(&train)).unwrap();
+            let scores = model.scores(synth.data.select(&test)).unwrap();
+            let s: Vec<f64> = (0..test.len()).map(|i| scores.row(i)[1]).collect();
+            let a = auroc(&s, &truth).unwrap();
+            assert!(a >= 0.9, "seed {seed}: sbMIL AUROC {a}");
+        }
+        // sMIL scores a bag by its mean, which eight-instance bags in 32 dimensions dilute;
+        // on bags of one to six instances in the plane whose one positive instance lies
+        // apart, it ranks held-out bags too, with either kernel.
+        for seed in 0..4 {
+            let (bags, labels) = sparse(40 + seed, 40);
+            let (test_bags, test_labels) = sparse(140 + seed, 40);
+            let test = dataset(2, &test_bags, test_labels.clone(), 2);
+            let truth: Vec<bool> = test_labels.iter().map(|&l| l == 1).collect();
+            for params in [Smil::default(), Smil::default().kernel(InstanceKernel::Rbf)] {
+                let model = params.fit(&dataset(2, &bags, labels.clone(), 2)).unwrap();
+                let scores = model.scores(&test).unwrap();
+                let s: Vec<f64> = (0..test.n_bags()).map(|i| scores.row(i)[1]).collect();
+                let a = auroc(&s, &truth).unwrap();
+                assert!(a >= 0.9, "seed {seed} {:?}: sMIL AUROC {a}", params.kernel);
+            }
+        }
+    }
+
+    #[test]
+    fn sbmil_labels_the_top_of_the_positive_bags() {
+        // positive_count: round half to even, at least one per positive bag, at most all.
+        assert_eq!(positive_count(0.5, 5, 1), 2);
+        assert_eq!(positive_count(0.5, 7, 1), 4);
+        assert_eq!(positive_count(0.0, 30, 6), 6);
+        assert_eq!(positive_count(1.0, 30, 6), 30);
+        // balanced_labels against sorting by hand, with ties at the cut.
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(4);
+        for _ in 0..200 {
+            let n = rng.random_range(1..12);
+            let f: Vec<f64> = (0..n).map(|_| rng.random_range(0..5) as f64).collect();
+            let count = rng.random_range(1..=n);
+            let labels = balanced_labels(&f, count);
+            let chosen = labels.iter().filter(|&&l| l).count();
+            let above = |v: f64| f.iter().filter(|&&w| w > v).count();
+            assert!(chosen >= count);
+            for (v, l) in f.iter().zip(&labels) {
+                // Positive exactly when fewer than `count` values lie strictly above it.
+                assert_eq!(*l, above(*v) < count, "{f:?} {count}");
+            }
+        }
+    }
+
+    #[test]
+    fn sbmil_with_every_instance_positive_is_the_single_instance_svm() {
+        // η = 1 labels every instance of a positive bag positive: the instance SVM is then
+        // the one mi-SVM trains in its first round with the cost C/L on every instance, so
+        // the decision values agree up to the bias each computes its own way.
+        for seed in 0..4 {
+            let (bags, labels) = sparse(30 + seed, 12);
+            let data = dataset(2, &bags, labels, 2);
+            let n = data.n_instances() as f64;
+            for kernel in [InstanceKernel::Linear, InstanceKernel::Rbf] {
+                let sb = Smil::default()
+                    .variant(Variant::Balanced)
+                    .eta(1.0)
+                    .kernel(kernel)
+                    .cost(5.0)
+                    .fit(&data)
+                    .unwrap();
+                assert_eq!(
+                    sb.positives,
+                    (0..data.n_bags())
+                        .filter(|&b| data.labels().unwrap()[b] == 1)
+                        .map(|b| data.bag(b).len())
+                        .sum::<usize>()
+                );
+                let mi = crate::classifier::mi_svm::MiSvm::default()
+                    .kernel(kernel)
+                    .cost(5.0 / n)
+                    .max_iterations(1)
+                    .fit(&data)
+                    .unwrap();
+                for b in 0..data.n_bags() {
+                    let (f, g) = (
+                        sb.instance_decisions(data.bag(b)),
+                        mi.instance_decisions(data.bag(b)),
+                    );
+                    for (a, c) in f.iter().zip(&g) {
+                        assert!(((a - sb.bias) - (c - mi.bias)).abs() < 1e-9, "seed {seed}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fits_do_not_depend_on_the_thread_count() {
+        let (bags, labels) = sparse(5, 16);
+        let data = dataset(2, &bags, labels, 2);
+        for params in both(10.0) {
+            let fit = |threads| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap()
+                    .install(|| params.fit(&data).unwrap())
+            };
+            assert_eq!(fit(1), fit(2));
+        }
+    }
+
+    #[test]
+    fn bad_parameters_data_and_saved_models_are_refused() {
+        let (bags, labels) = sparse(2, 10);
+        let data = dataset(2, &bags, labels, 2);
+        let err = |p: Smil| p.fit(&data).unwrap_err().to_string();
+        assert!(err(Smil::default().cost(0.0)).contains("cost"));
+        assert!(err(Smil::default().gamma(Some(1.0))).contains("gamma"));
+        assert!(err(Smil::default().eta(0.2)).contains("eta"));
+        assert!(err(Smil::default().variant(Variant::Balanced).eta(1.5)).contains("eta"));
+        assert!(err(Smil::default().variant(Variant::Balanced).eta(f64::NAN)).contains("eta"));
+        let three = dataset(
+            1,
+            &[vec![vec![0.0]], vec![vec![1.0]], vec![vec![2.0]]],
+            vec![0, 1, 2],
+            3,
+        );
+        assert!(err_three(&three).contains("binary"));
+
+        let model = Smil::default()
+            .variant(Variant::Balanced)
+            .kernel(InstanceKernel::Rbf)
+            .fit(&data)
+            .unwrap();
+        assert!(model.validate().is_ok());
+        let mut short = model.clone();
+        short.coefficients.pop();
+        assert!(short.validate().is_err());
+        let mut nan = model.clone();
+        nan.bias = f64::NAN;
+        assert!(nan.validate().is_err());
+        let mut linear = model.clone();
+        linear.params.kernel = InstanceKernel::Linear;
+        assert!(linear.validate().is_err());
+        let mut sparse_eta = model.clone();
+        sparse_eta.params.variant = Variant::Sparse;
+        sparse_eta.params.eta = 0.5;
+        assert!(sparse_eta.validate().is_err());
+        let mut wide = model;
+        wide.mean.push(0.0);
+        assert!(wide.validate().is_err());
+    }
+
+    fn err_three(data: &Dataset) -> String {
+        Smil::default().fit(data).unwrap_err().to_string()
     }
 }
