@@ -31,6 +31,8 @@ ESTIMATORS = {
     "MiFV": lambda **kw: miltk.MiFV(n_clusters=2, **kw),
     "MiSVM": lambda **kw: miltk.MiSVM(**kw),
     "MISVM": lambda **kw: miltk.MISVM(kernel="rbf", **kw),
+    "SMIL": lambda **kw: miltk.SMIL(C=10.0, **kw),
+    "SBMIL": lambda **kw: miltk.SBMIL(kernel="rbf", eta=0.3, **kw),
     "PCA": lambda **kw: miltk.PCA(n_components=3, **kw),
     "LDA": lambda **kw: miltk.LDA(n_components=1, **kw),
     "LFDA": lambda **kw: miltk.LFDA(n_components=3, **kw),

@@ -904,7 +904,7 @@ mod tests {
     #[test]
     fn sbmil_with_every_instance_positive_is_the_single_instance_svm() {
         // η = 1 labels every instance of a positive bag positive: the instance SVM is then
-        // the one mi-SVM trains in its first round with the cost C/L on every instance, so
+        // the one mi-SVM trains before relabelling anything, with the cost C/L on each instance, so
         // the decision values agree up to the bias each computes its own way.
         for seed in 0..4 {
             let (bags, labels) = sparse(30 + seed, 12);
