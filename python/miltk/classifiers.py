@@ -928,6 +928,10 @@ class _SparseMIL(_BagClassifier):
     data and parameters."""
 
     _balanced: bool
+    kernel: str
+    gamma: Optional[float]
+    C: float
+    class_weight: ClassWeight
 
     def _spec(self, classes: npt.NDArray[Any], eta: float) -> _native.ClassifierSpec:
         return _native.ClassifierSpec.smil(
