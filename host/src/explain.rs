@@ -21,6 +21,9 @@
 //!   normalised set kernels define no per-instance score and explain nothing.
 //! - mi-SVM and MI-SVM (Andrews et al. 2002): the instance SVM's decision value f(x); the
 //!   bag's score is the largest, so the witness is the instance that decides the label.
+//! - sMIL and sbMIL (Bunescu & Mooney 2007): the decision value f(x) of each instance; an
+//!   sbMIL bag's score is the largest, an sMIL bag's the mean (f is linear in the bag's
+//!   mean in feature space); the witness is the largest either way.
 
 use serde::Serialize;
 
@@ -39,7 +42,8 @@ pub enum InstanceScore {
     /// A share of the decision value: the MI-kernel SVM's additive g(x); miVLAD's and
     /// miFV's w · (the instance's part of the bag vector before its normalisation).
     Contribution,
-    /// The instance SVM's decision value f(x) (mi-SVM, MI-SVM), whose maximum is the bag's.
+    /// The instance SVM's decision value f(x): its maximum is the bag's score (mi-SVM,
+    /// MI-SVM, sbMIL), its mean for sMIL.
     Decision,
 }
 
@@ -48,7 +52,7 @@ mil_core::keywords!(InstanceScore {
     InstanceScore::Probability => "probability": "MILR's instance probability of the predicted class",
     InstanceScore::Margin => "margin": "M3IC's modified margin max_u w_u.x - mean_v w_v.x (eq. 8)",
     InstanceScore::Contribution => "contribution": "the instance's share of the decision value (additive for the MI-kernel SVM; before the bag vector's normalisation for mi-vlad and mi-fv)",
-    InstanceScore::Decision => "decision": "the instance SVM's decision value f(x), whose maximum is the bag's score",
+    InstanceScore::Decision => "decision": "the instance SVM's decision value f(x), whose maximum is the bag's score (its mean for smil)",
 });
 
 /// A training bag that voted for a Citation-kNN prediction.

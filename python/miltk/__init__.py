@@ -3,8 +3,8 @@
 Bags are lists of 2-D arrays (instances x features), labels one per bag. The
 estimators wrap the Rust library ``mil-toolkit``: classifiers (:class:`CitationKNN`,
 :class:`MILR`, :class:`SetKernelSVM`, :class:`SimpleMI`, :class:`MIWrapper`,
-:class:`MiVLAD`, :class:`MiFV`, :class:`MiSVM`, :class:`MISVM`), projections
-(:class:`BMIDA`, :class:`MIALM`, ...) whose ``transform`` returns projected bags for a
+:class:`MiVLAD`, :class:`MiFV`, :class:`MiSVM`, :class:`MISVM`, :class:`SMIL`,
+:class:`SBMIL`), projections (:class:`BMIDA`, :class:`MIALM`, ...) whose ``transform`` returns projected bags for a
 ``Pipeline``, bag clustering (:class:`M3IC`, :class:`BAMIC`), set-kernel Gram matrices,
 the shipped benchmark sets, the folds of ``mil cv``, and export to the ``no_std`` core (:mod:`miltk.deploy`).
 """
@@ -20,6 +20,8 @@ from .classifiers import (
     MiSVM,
     MiVLAD,
     MIWrapper,
+    SBMIL,
+    SMIL,
     SetKernelSVM,
     SimpleMI,
 )
@@ -69,6 +71,8 @@ __all__ = [
     "MMIDA",
     "PCA",
     "ProjectedBags",
+    "SBMIL",
+    "SMIL",
     "SetKernelSVM",
     "SimpleMI",
     "StratifiedBagKFold",

@@ -66,6 +66,15 @@ class ClassifierSpec:
         class_weight: str = "none",
     ) -> ClassifierSpec: ...
     @staticmethod
+    def smil(
+        balanced: bool,
+        kernel: str,
+        gamma: Optional[float],
+        cost: float,
+        eta: float,
+        class_weight: str = "none",
+    ) -> ClassifierSpec: ...
+    @staticmethod
     def svm(
         kernel: str,
         estimator: str,

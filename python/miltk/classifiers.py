@@ -40,6 +40,8 @@ __all__ = [
     "MIWrapper",
     "MiSVM",
     "MISVM",
+    "SMIL",
+    "SBMIL",
     "MiVLAD",
     "MiFV",
 ]
@@ -1039,6 +1041,31 @@ class AutoMIL(_BagClassifier):
 
     def fit(self, X: BagsLike, y: npt.ArrayLike) -> "AutoMIL":
         """Choose a candidate by inner CV on the labelled bags and fit it on all of them.
+class _SparseMIL(_BagClassifier):
+    """sMIL and sbMIL (Bunescu & Mooney 2007): SVMs for positive bags with few positive
+    instances. Features are z-scored on the training instances; the cost C is shared by
+    the points of each kind, as the misvm package does. Binary labels only:
+    ``classes_[1]`` is the positive class. No randomness: a fit is a function of the
+    data and parameters."""
+
+    _balanced: bool
+    kernel: str
+    gamma: Optional[float]
+    C: float
+    class_weight: ClassWeight
+
+    def _spec(self, classes: npt.NDArray[Any], eta: float) -> _native.ClassifierSpec:
+        return _native.ClassifierSpec.smil(
+            self._balanced,
+            self.kernel,
+            None if self.gamma is None else float(self.gamma),
+            float(self.C),
+            eta,
+            _class_weight(self.class_weight, classes),
+        )
+
+    def decision_function(self, X: BagsLike) -> npt.NDArray[np.float64]:
+        """The bag's decision value.
 
         Parameters
         ----------
@@ -1064,3 +1091,128 @@ class AutoMIL(_BagClassifier):
         self.n_features_in_ = bags.dim
         self.projected_input_ = projected
         return self
+
+        Returns
+        -------
+        ndarray of shape (n_bags,)
+            The mean (SMIL) or the largest (SBMIL) of the bag's instance decision values;
+            positive values predict ``classes_[1]``.
+        """
+        scores, _ = self._scores(X)
+        return scores[:, 1].copy()
+
+
+class SMIL(_SparseMIL):
+    """sMIL (Bunescu & Mooney 2007): an SVM over negative instances and positive bags.
+
+    Every instance of a negative bag is a training point with label -1 and margin 1;
+    every positive bag X is one point, the mean of its instances in feature space, with
+    label +1 and the relaxed margin (2 - |X|)/|X|. f is linear in that mean, so a bag's
+    decision value is the mean of its instances' f(x). The bias is misvm's (the mean
+    residual of the support points), so 0 is a weak threshold: rank by
+    ``decision_function`` or tune a threshold.
+
+    Parameters
+    ----------
+    kernel : {"linear", "rbf"}, default="linear"
+        Instance kernel k(x, y) = x.y or exp(-gamma ||x - y||^2), on z-scored features;
+        the kernel between two points is its mean over their instances.
+    gamma : float or None, default=None
+        gamma of the RBF kernel; None is 1 / (non-constant features). Refused with the
+        linear kernel.
+    C : float, default=1.0
+        Misclassification cost: C / (negative instances) on each negative instance,
+        C / (positive bags) on each positive bag.
+    class_weight : None, "balanced" or dict, default=None
+        Multiplies each point's cost by the weight of its bag's class.
+    n_jobs : int or None, default=None
+        Threads of ``fit`` and ``predict``, as :class:`CitationKNN`'s.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The labels; ``classes_[1]`` is the positive class.
+    n_features_in_ : int
+        Features per instance.
+    model_ : object
+        The native fitted model.
+    """
+
+    _balanced = False
+
+    def __init__(
+        self,
+        kernel: str = "linear",
+        gamma: Optional[float] = None,
+        C: float = 1.0,
+        class_weight: ClassWeight = None,
+        n_jobs: Optional[int] = None,
+    ) -> None:
+        self.kernel = kernel
+        self.gamma = gamma
+        self.C = C
+        self.class_weight = class_weight
+        self.n_jobs = n_jobs
+
+    def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
+        return self._spec(classes, 0.0)
+
+
+class SBMIL(_SparseMIL):
+    """sbMIL (Bunescu & Mooney 2007): sMIL labels the positive bags' instances, then an
+    instance SVM.
+
+    sMIL is fitted first; the n instances of the positive bags with the largest sMIL
+    decision values are labelled positive and the others negative, with
+    n = round(eta * (positive-bag instances)), at least the number of positive bags (one
+    cut over all positive bags, as misvm does); an SVM is then trained on every instance.
+    A bag's decision value is the largest f over its instances.
+
+    Parameters
+    ----------
+    kernel : {"linear", "rbf"}, default="linear"
+        Instance kernel k(x, y) = x.y or exp(-gamma ||x - y||^2), on z-scored features.
+    gamma : float or None, default=None
+        gamma of the RBF kernel; None is 1 / (non-constant features). Refused with the
+        linear kernel.
+    C : float, default=1.0
+        Misclassification cost, shared as sMIL's; the instance SVM puts C / (instances)
+        on each instance.
+    eta : float, default=0.0
+        Expected fraction of positive instances in the positive bags, in [0, 1] (misvm's
+        default 0: as many positive instances as positive bags).
+    class_weight : None, "balanced" or dict, default=None
+        Multiplies each point's cost by the weight of its bag's class.
+    n_jobs : int or None, default=None
+        Threads of ``fit`` and ``predict``, as :class:`CitationKNN`'s.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The labels; ``classes_[1]`` is the positive class.
+    n_features_in_ : int
+        Features per instance.
+    model_ : object
+        The native fitted model.
+    """
+
+    _balanced = True
+
+    def __init__(
+        self,
+        kernel: str = "linear",
+        gamma: Optional[float] = None,
+        C: float = 1.0,
+        eta: float = 0.0,
+        class_weight: ClassWeight = None,
+        n_jobs: Optional[int] = None,
+    ) -> None:
+        self.kernel = kernel
+        self.gamma = gamma
+        self.C = C
+        self.eta = eta
+        self.class_weight = class_weight
+        self.n_jobs = n_jobs
+
+    def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
+        return self._spec(classes, float(self.eta))

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use mil_core::keyword::Keyword;
 use mil_toolkit::classifier::citation_knn::{CitationKnn, Scaling};
 use mil_toolkit::classifier::mi_svm::{Heuristic, InstanceKernel, MiSvm};
+use mil_toolkit::classifier::smil::{Smil, Variant};
 use mil_toolkit::classifier::mi_vlad::{BagEncoding, MiVlad};
 use mil_toolkit::classifier::mi_wrapper::{Combine, MiWrapper};
 use mil_toolkit::classifier::milr::{Milr, Optimizer, Pooling};
@@ -137,6 +138,31 @@ impl ClassifierSpec {
             .gamma(gamma)
             .cost(cost)
             .max_iterations(max_iterations)
+            .class_weight(class_weight.parse().map_err(py_err)?);
+        Self::checked(params.into())
+    }
+
+    /// sMIL (`balanced` false) or sbMIL (true, with `eta`).
+    #[staticmethod]
+    #[pyo3(signature = (balanced, kernel, gamma, cost, eta, class_weight="none"))]
+    fn smil(
+        balanced: bool,
+        kernel: &str,
+        gamma: Option<f64>,
+        cost: f64,
+        eta: f64,
+        class_weight: &str,
+    ) -> PyResult<Self> {
+        let params = Smil::default()
+            .variant(if balanced {
+                Variant::Balanced
+            } else {
+                Variant::Sparse
+            })
+            .kernel(keyword::<InstanceKernel>("kernel", kernel)?)
+            .gamma(gamma)
+            .cost(cost)
+            .eta(eta)
             .class_weight(class_weight.parse().map_err(py_err)?);
         Self::checked(params.into())
     }

@@ -32,6 +32,8 @@ ESTIMATORS = {
     "MiSVM": lambda **kw: miltk.MiSVM(**kw),
     "MISVM": lambda **kw: miltk.MISVM(kernel="rbf", **kw),
     "AutoMIL": lambda **kw: miltk.AutoMIL(**kw),
+    "SMIL": lambda **kw: miltk.SMIL(C=10.0, **kw),
+    "SBMIL": lambda **kw: miltk.SBMIL(kernel="rbf", eta=0.3, **kw),
     "PCA": lambda **kw: miltk.PCA(n_components=3, **kw),
     "LDA": lambda **kw: miltk.LDA(n_components=1, **kw),
     "LFDA": lambda **kw: miltk.LFDA(n_components=3, **kw),

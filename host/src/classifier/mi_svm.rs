@@ -162,15 +162,15 @@ pub fn footprint(shape: crate::params::Shape) -> crate::params::Estimate {
     crate::params::Estimate::values(2.0 * n * n + 2.0 * shape.values(), n * n * shape.dim as f64)
 }
 
-/// The kernel on z-scored features.
+/// The kernel on z-scored features (also sMIL's and sbMIL's instance kernel).
 #[derive(Debug, Clone, Copy)]
-struct Kernel {
-    kind: InstanceKernel,
-    gamma: f64,
+pub(super) struct Kernel {
+    pub(super) kind: InstanceKernel,
+    pub(super) gamma: f64,
 }
 
 impl Kernel {
-    fn eval(&self, a: &[f64], b: &[f64]) -> f64 {
+    pub(super) fn eval(&self, a: &[f64], b: &[f64]) -> f64 {
         match self.kind {
             InstanceKernel::Linear => dot(a, b),
             InstanceKernel::Rbf => (-self.gamma * crate::distance::squared_euclidean(a, b)).exp(),
@@ -180,7 +180,7 @@ impl Kernel {
 
 /// The symmetric Gram matrix of the rows of `x` (row-major, `dim` columns); each entry is
 /// computed on its own, so the result does not depend on the thread count.
-fn gram(kernel: Kernel, x: &[f64], dim: usize) -> Vec<f64> {
+pub(super) fn gram(kernel: Kernel, x: &[f64], dim: usize) -> Vec<f64> {
     let n = x.len() / dim;
     let row = |i: usize| &x[i * dim..(i + 1) * dim];
     let mut k = vec![0.0; n * n];
@@ -248,7 +248,7 @@ pub struct MiSvmModel {
 }
 
 /// Feature means and inverse standard deviations over the rows of `x`.
-fn standardisation(x: &[f64], dim: usize) -> (Vec<f64>, Vec<f64>) {
+pub(super) fn standardisation(x: &[f64], dim: usize) -> (Vec<f64>, Vec<f64>) {
     let n = (x.len() / dim) as f64;
     let mut mean = vec![0.0; dim];
     for row in x.chunks_exact(dim) {
@@ -267,7 +267,7 @@ fn standardisation(x: &[f64], dim: usize) -> (Vec<f64>, Vec<f64>) {
     (mean, inv_sd)
 }
 
-fn zscore(row: &[f64], mean: &[f64], inv_sd: &[f64]) -> Vec<f64> {
+pub(super) fn zscore(row: &[f64], mean: &[f64], inv_sd: &[f64]) -> Vec<f64> {
     row.iter()
         .zip(mean)
         .zip(inv_sd)

@@ -13,6 +13,8 @@
 //!   combined per bag (Weka's MIWrapper).
 //! - [`mi_vlad`]: miVLAD and miFV (Wei, Wu & Zhou 2017), logistic regression on one
 //!   codebook encoding per bag.
+//! - [`smil`]: sMIL and sbMIL (Bunescu & Mooney 2007), SVMs for sparse positive bags
+//!   (binary only).
 //!
 //! Multi-class data: Citation-kNN votes per class; MILR fits one model per class
 //! (one-vs-rest). The parameters are gathered in [`ClassifierParams`], the fitted models
@@ -25,6 +27,7 @@ pub mod mi_vlad;
 pub mod mi_wrapper;
 pub mod milr;
 pub mod simple_mi;
+pub mod smil;
 pub mod svm;
 
 use serde::{Deserialize, Serialize};
@@ -41,6 +44,7 @@ use mi_vlad::MiVladModel;
 use mi_wrapper::MiWrapperModel;
 use milr::MilrModel;
 use simple_mi::SimpleMiModel;
+use smil::SmilModel;
 use svm::SvmModel;
 
 /// Per-class scores of a list of bags (higher = more likely), row-major bags × classes.
@@ -248,6 +252,10 @@ pub enum ClassifierKind {
     MiVlad,
     /// miFV.
     MiFv,
+    /// sMIL: an SVM over negative instances and positive bag means with relaxed margins.
+    Smil,
+    /// sbMIL: sMIL labels the positive bags' instances, then an instance SVM.
+    Sbmil,
 }
 
 mil_core::keywords!(ClassifierKind {
@@ -260,6 +268,8 @@ mil_core::keywords!(ClassifierKind {
     ClassifierKind::MiWrapper => "mi-wrapper": "logistic regression on the instances, combined per bag (Weka's MIWrapper)",
     ClassifierKind::MiVlad => "mi-vlad": "logistic regression on each bag's VLAD encoding over k-means centres (Wei et al.'s miVLAD)",
     ClassifierKind::MiFv => "mi-fv": "logistic regression on each bag's Fisher vector under a Gaussian mixture (Wei et al.'s miFV)",
+    ClassifierKind::Smil => "smil": "sMIL (Bunescu & Mooney 2007): SVM over negative instances and positive bag means, margins relaxed for sparse positive bags",
+    ClassifierKind::Sbmil => "sbmil": "sbMIL (Bunescu & Mooney 2007): sMIL labels the top eta of positive-bag instances, then an instance SVM",
 });
 
 /// Any classifier's parameters: one variant per algorithm, each a parameters type with
@@ -280,6 +290,8 @@ pub enum ClassifierParams {
     MiWrapper(mi_wrapper::MiWrapper),
     /// miVLAD or miFV (by its encoding).
     MiVlad(mi_vlad::MiVlad),
+    /// sMIL or sbMIL (by its variant).
+    Smil(smil::Smil),
 }
 
 impl ClassifierParams {
@@ -297,6 +309,10 @@ impl ClassifierParams {
             ClassifierKind::MiWrapper => mi_wrapper::MiWrapper::default().into(),
             ClassifierKind::MiVlad => mi_vlad::MiVlad::vlad().into(),
             ClassifierKind::MiFv => mi_vlad::MiVlad::fisher().into(),
+            ClassifierKind::Smil => smil::Smil::default().into(),
+            ClassifierKind::Sbmil => smil::Smil::default()
+                .variant(smil::Variant::Balanced)
+                .into(),
         }
     }
 
@@ -330,6 +346,14 @@ impl ClassifierParams {
                 ),
                 mi_svm::footprint(shape),
             )),
+            ClassifierParams::Smil(_) => Some((
+                format!(
+                    "{} over {} instances (their Gram matrix)",
+                    self.kind(),
+                    shape.instances
+                ),
+                smil::footprint(shape),
+            )),
             ClassifierParams::Milr(_)
             | ClassifierParams::SimpleMi(_)
             | ClassifierParams::MiWrapper(_) => None,
@@ -352,6 +376,7 @@ impl ClassifierParams {
             ClassifierParams::SimpleMi(s) => all(s.default_grid()),
             ClassifierParams::MiWrapper(m) => all(m.default_grid()),
             ClassifierParams::MiVlad(m) => all(m.default_grid()),
+            ClassifierParams::Smil(s) => all(s.default_grid()),
         }
     }
 
@@ -368,6 +393,7 @@ impl ClassifierParams {
                 mi_vlad::BagEncoding::Vlad => ClassifierKind::MiVlad,
                 mi_vlad::BagEncoding::Fisher => ClassifierKind::MiFv,
             },
+            ClassifierParams::Smil(s) => s.kind(),
         }
     }
 
@@ -381,6 +407,7 @@ impl ClassifierParams {
             ClassifierParams::SimpleMi(s) => s.check(),
             ClassifierParams::MiWrapper(m) => m.check(),
             ClassifierParams::MiVlad(m) => m.check(),
+            ClassifierParams::Smil(s) => s.check(),
         }
     }
 
@@ -407,6 +434,7 @@ impl ClassifierParams {
             ClassifierParams::SimpleMi(s) => s.class_weight,
             ClassifierParams::MiWrapper(m) => m.class_weight,
             ClassifierParams::MiVlad(m) => m.class_weight,
+            ClassifierParams::Smil(s) => s.class_weight,
         }
     }
 
@@ -496,6 +524,7 @@ impl ClassifierParams {
             ClassifierParams::SimpleMi(s) => s.class_weight(w).into(),
             ClassifierParams::MiWrapper(m) => m.class_weight(w).into(),
             ClassifierParams::MiVlad(m) => m.class_weight(w).into(),
+            ClassifierParams::Smil(s) => s.class_weight(w).into(),
         }
     }
 
@@ -521,6 +550,7 @@ impl ClassifierParams {
                     mi_vlad::BagEncoding::Fisher => ClassifierModel::MiFv(model),
                 }
             }
+            ClassifierParams::Smil(s) => ClassifierModel::Smil(s.fit(data.select(train))?),
         })
     }
 }
@@ -578,6 +608,19 @@ impl std::fmt::Display for ClassifierParams {
             ClassifierParams::MiVlad(m) => {
                 write!(f, "{kind} (codebook {}, ridge {})", m.codebook, m.ridge)
             }
+            ClassifierParams::Smil(s) => {
+                let gamma = s.gamma.map(|g| format!(", gamma {g}")).unwrap_or_default();
+                match s.variant {
+                    smil::Variant::Balanced => write!(
+                        f,
+                        "{kind} ({} kernel{gamma}, C {}, eta {})",
+                        s.kernel, s.cost, s.eta
+                    ),
+                    smil::Variant::Sparse => {
+                        write!(f, "{kind} ({} kernel{gamma}, C {})", s.kernel, s.cost)
+                    }
+                }
+            }
         }
     }
 }
@@ -624,6 +667,12 @@ impl From<mi_vlad::MiVlad> for ClassifierParams {
     }
 }
 
+impl From<smil::Smil> for ClassifierParams {
+    fn from(s: smil::Smil) -> Self {
+        ClassifierParams::Smil(s)
+    }
+}
+
 /// A fitted classifier, one variant per algorithm.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -644,6 +693,8 @@ pub enum ClassifierModel {
     MiVlad(MiVladModel),
     /// miFV.
     MiFv(MiVladModel),
+    /// sMIL or sbMIL.
+    Smil(SmilModel),
 }
 
 impl ClassifierModel {
@@ -658,6 +709,7 @@ impl ClassifierModel {
             ClassifierModel::MiWrapper(_) => ClassifierKind::MiWrapper,
             ClassifierModel::MiVlad(_) => ClassifierKind::MiVlad,
             ClassifierModel::MiFv(_) => ClassifierKind::MiFv,
+            ClassifierModel::Smil(m) => m.params.kind(),
         }
     }
 
@@ -669,6 +721,7 @@ impl ClassifierModel {
             ClassifierModel::MiSvm(m) => m.validate(),
             ClassifierModel::SimpleMi(m) => m.validate(),
             ClassifierModel::MiWrapper(m) => m.validate(),
+            ClassifierModel::Smil(m) => m.validate(),
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => {
                 m.validate()?;
                 if ClassifierParams::MiVlad(m.params).kind() != self.kind() {
@@ -694,6 +747,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::SimpleMi(m) => m.n_classes(),
             ClassifierModel::MiWrapper(m) => m.n_classes(),
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.n_classes(),
+            ClassifierModel::Smil(m) => m.n_classes(),
         }
     }
 
@@ -706,6 +760,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::SimpleMi(m) => m.input_dim(),
             ClassifierModel::MiWrapper(m) => m.input_dim(),
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.input_dim(),
+            ClassifierModel::Smil(m) => m.input_dim(),
         }
     }
 
@@ -720,6 +775,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::SimpleMi(m) => m.scores(data.select(bags)),
             ClassifierModel::MiWrapper(m) => m.scores(data.select(bags)),
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.scores(data.select(bags)),
+            ClassifierModel::Smil(m) => m.scores(data.select(bags)),
         }
     }
 
@@ -734,6 +790,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::SimpleMi(m) => m.explain(data.select(bags)),
             ClassifierModel::MiWrapper(m) => m.explain(data.select(bags)),
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.explain(data.select(bags)),
+            ClassifierModel::Smil(m) => m.explain(data.select(bags)),
         }
     }
 }

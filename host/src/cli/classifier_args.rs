@@ -5,6 +5,7 @@ use crate::classifier::mi_svm::{Heuristic, InstanceKernel, MiSvm};
 use crate::classifier::mi_vlad::{BagEncoding, MiVlad};
 use crate::classifier::mi_wrapper::{Combine, MiWrapper};
 use crate::classifier::simple_mi::{SimpleMi, Summary};
+use crate::classifier::smil::{Smil, Variant};
 use mil_core::keyword::Keyword;
 
 /// Classifier choice and its hyper-parameters. Defaults are the library's
@@ -70,8 +71,8 @@ pub struct ClassifierArgs {
     /// [default: 1].
     #[arg(long, value_delimiter = ',')]
     pub codebook: Vec<usize>,
-    /// The kernel. SVM: a set kernel (default kand); mi-svm and mi-svm-bag: the
-    /// instance kernel `linear` (the default) or `rbf` (with --gamma).
+    /// The kernel. SVM: a set kernel (default kand); mi-svm, mi-svm-bag, smil and sbmil:
+    /// the instance kernel `linear` (the default) or `rbf` (with --gamma).
     #[arg(long, value_parser = keyword::<KernelFlag>(), value_delimiter = ',')]
     pub kernel: Vec<KernelFlag>,
     /// SVM: empirical kernel map [default: none].
@@ -79,6 +80,7 @@ pub struct ClassifierArgs {
     pub map: Vec<EmpiricalMap>,
     /// SVM: misclassification cost C; default 10¹⁰ (the GMIL paper's hard margin), or
     /// MISMO's 1 with `--kernel mi-rbf`. mi-svm and mi-svm-bag: C of every instance
+    /// (default 1). smil and sbmil: C shared by the points of each kind, as misvm does
     /// (default 1).
     #[arg(long = "cost", value_delimiter = ',', allow_negative_numbers = true)]
     pub cost: Vec<f64>,
@@ -103,6 +105,10 @@ pub struct ClassifierArgs {
     /// mi-svm and mi-svm-bag: most rounds of relabelling (instances or witnesses).
     #[arg(long, default_value_t = MiSvm::default().max_iterations)]
     pub max_iterations: usize,
+    /// sbmil: the expected fraction η of positive instances in the positive bags, in
+    /// [0, 1] (misvm's default 0: as many positive instances as positive bags).
+    #[arg(long, default_value_t = Smil::default().eta, allow_negative_numbers = true)]
+    pub eta: f64,
     /// Binary decision threshold on the positive score (MILR: the bag probability;
     /// Citation-kNN: the positive share of the votes; SVM: the decision value): `auto`
     /// chooses it on the training bags by an inner CV (--inner-folds) to maximise
@@ -183,35 +189,36 @@ pub(super) fn parse_threshold(text: &str) -> std::result::Result<Threshold, Stri
 pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
     use ClassifierKind::{
         CitationKnn as K, MiFv as F, MiSvm as P, MiSvmBag as B, MiVlad as V, MiWrapper as W,
-        Milr as M, SimpleMi as I, Svm as S,
+        Milr as M, Sbmil as L, SimpleMi as I, Smil as N, Svm as S,
     };
     &[
         ("references", &[K]),
         ("citers", &[K]),
         ("rank", &[K]),
         ("hausdorff", &[K]),
-        ("scaling", &[K, S, P, B]),
+        ("scaling", &[K, S, P, B, N, L]),
         ("ridge", &[M, I, W, V, F]),
         ("beta", &[M]),
         ("pooling", &[M]),
         ("optimizer", &[M]),
         ("codebook", &[V, F]),
-        ("kernel", &[S, P, B]),
+        ("kernel", &[S, P, B, N, L]),
         ("map", &[S]),
-        ("cost", &[S, P, B]),
+        ("cost", &[S, P, B, N, L]),
         ("epsilon", &[S]),
         ("delta", &[S]),
         ("precision", &[S]),
         ("estimator", &[S]),
-        ("gamma", &[S, P, B]),
+        ("gamma", &[S, P, B, N, L]),
         ("rho", &[S]),
         ("max-iterations", &[P, B]),
+        ("eta", &[L]),
     ]
 };
 
 impl ClassifierArgs {
     /// Each flag of [`APPLIES_TO`] with its value, to compare with the defaults.
-    fn flag_values(&self) -> [(&'static str, String); 20] {
+    fn flag_values(&self) -> [(&'static str, String); 21] {
         let k = &self.set_kernel;
         let some = |v: Option<String>| v.unwrap_or_default();
         [
@@ -235,6 +242,7 @@ impl ClassifierArgs {
             ("gamma", list(&self.gamma)),
             ("rho", list(&self.rho)),
             ("max-iterations", self.max_iterations.to_string()),
+            ("eta", self.eta.to_string()),
         ]
     }
 
@@ -415,6 +423,9 @@ impl ClassifierArgs {
             kind @ (ClassifierKind::MiSvm | ClassifierKind::MiSvmBag) => {
                 ClassifierParams::from(self.mi_svm_params(kind)?)
             }
+            kind @ (ClassifierKind::Smil | ClassifierKind::Sbmil) => {
+                ClassifierParams::from(self.smil_params(kind)?)
+            }
         }
         .with_class_weight(args.class_weight))
     }
@@ -433,18 +444,20 @@ impl ClassifierArgs {
         }
     }
 
-    /// mi-SVM (`kind` mi-svm) or MI-SVM (mi-svm-bag) as the flags describe it.
-    fn mi_svm_params(&self, kind: ClassifierKind) -> Result<MiSvm> {
-        let kernel =
-            match self.kernel.first().copied() {
-                None => MiSvm::default().kernel,
-                Some(KernelFlag::Instance(k)) => k,
-                Some(KernelFlag::Set(k)) => return Err(Error::parameter(
+    /// The instance kernel `--kernel` names for `kind` (mi-svm, mi-svm-bag, smil, sbmil),
+    /// whose features are always z-scored (`--scaling` auto or zscore).
+    fn instance_kernel(&self, kind: ClassifierKind) -> Result<InstanceKernel> {
+        let kernel = match self.kernel.first().copied() {
+            None => InstanceKernel::default(),
+            Some(KernelFlag::Instance(k)) => k,
+            Some(KernelFlag::Set(k)) => {
+                return Err(Error::parameter(
                     "--kernel",
                     k,
-                    "is a set kernel; mi-svm and mi-svm-bag take an instance kernel: linear or rbf",
-                )),
-            };
+                    format!("is a set kernel; {kind} takes an instance kernel: linear or rbf"),
+                ))
+            }
+        };
         if !matches!(
             self.scaling,
             ScalingFlag::Knn(Scaling::Auto | Scaling::Zscore)
@@ -452,9 +465,31 @@ impl ClassifierArgs {
             return Err(Error::parameter(
                 "--scaling",
                 self.scaling,
-                "mi-svm and mi-svm-bag always z-score the features on the training instances (auto or zscore)",
+                format!(
+                    "{kind} always z-scores the features on the training instances (auto or zscore)"
+                ),
             ));
         }
+        Ok(kernel)
+    }
+
+    /// sMIL (`kind` smil) or sbMIL (sbmil) as the flags describe it.
+    fn smil_params(&self, kind: ClassifierKind) -> Result<Smil> {
+        let variant = match kind {
+            ClassifierKind::Sbmil => Variant::Balanced,
+            _ => Variant::Sparse,
+        };
+        Ok(Smil::default()
+            .variant(variant)
+            .kernel(self.instance_kernel(kind)?)
+            .gamma(self.gamma.first().copied())
+            .cost(first(&self.cost, Smil::default().cost))
+            .eta(self.eta))
+    }
+
+    /// mi-SVM (`kind` mi-svm) or MI-SVM (mi-svm-bag) as the flags describe it.
+    fn mi_svm_params(&self, kind: ClassifierKind) -> Result<MiSvm> {
+        let kernel = self.instance_kernel(kind)?;
         let heuristic = match kind {
             ClassifierKind::MiSvmBag => Heuristic::Bag,
             _ => Heuristic::Instance,
@@ -692,6 +727,23 @@ impl ClassifierArgs {
                     }
                     _ => format!("{kind} (linear kernel, C {})", values(&args.cost, 1.0)),
                 }
+            }
+            kind @ (ClassifierKind::Smil | ClassifierKind::Sbmil) => {
+                let kernel = match args.kernel.first() {
+                    Some(super::KernelFlag::Instance(InstanceKernel::Rbf)) => {
+                        format!("rbf kernel, gamma {}", values(&args.gamma, "1/features"))
+                    }
+                    _ => "linear kernel".to_string(),
+                };
+                let eta = if kind == ClassifierKind::Sbmil {
+                    format!(", eta {}", args.eta)
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{kind} ({kernel}, C {}{eta})",
+                    values(&args.cost, Smil::default().cost)
+                )
             }
             ClassifierKind::Svm => match args
                 .set_kernel_name()

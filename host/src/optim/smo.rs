@@ -1,8 +1,9 @@
 //! Sequential minimal optimisation for the SVM dual over a precomputed, possibly
 //! indefinite kernel matrix.
 //!
-//! Solves  min_α ½ αᵀQα − eᵀα  subject to 0 ≤ αᵢ ≤ C and yᵀα = 0, with Qᵢⱼ = yᵢyⱼKᵢⱼ,
-//! by the working-set selection that uses second-order information of Fan, Chen & Lin
+//! Solves  min_α ½ αᵀQα + pᵀα  subject to 0 ≤ αᵢ ≤ Cᵢ and yᵀα = 0, with Qᵢⱼ = yᵢyⱼKᵢⱼ —
+//! LIBSVM's form; the usual SVM dual has p = −e ([`solve`], [`solve_bounded`]), sMIL's
+//! relaxed margins another p ([`solve_general`]) — by the working-set selection that uses second-order information of Fan, Chen & Lin
 //! (JMLR 2005, "WSS 2"), as in LIBSVM. For a pair whose curvature aᵢⱼ = Kᵢᵢ + Kⱼⱼ − 2Kᵢⱼ
 //! is not positive (an indefinite kernel), aᵢⱼ is replaced by τ = 10⁻¹² as in Chen, Fan &
 //! Lin (2006), which keeps every step a strict decrease and the method convergent.
@@ -39,7 +40,7 @@ pub struct SmoSolution {
     pub iterations: usize,
     /// Whether the KKT tolerance was reached (false: the iteration cap stopped it).
     pub converged: bool,
-    /// Dual objective ½αᵀQα − eᵀα at the solution.
+    /// Dual objective ½αᵀQα + pᵀα at the solution (p = −e: ½αᵀQα − eᵀα).
     pub objective: f64,
 }
 
@@ -55,12 +56,24 @@ pub fn solve(kernel: &[f64], y: &[f64], params: &SmoParams) -> SmoSolution {
 /// unused): libsvm's class weights, Cᵢ = C·w_{class of i} — the dual of the primal whose
 /// slack of point i costs Cᵢ.
 pub fn solve_bounded(kernel: &[f64], y: &[f64], params: &SmoParams, bounds: &[f64]) -> SmoSolution {
+    solve_general(kernel, y, params, bounds, &vec![-1.0; y.len()])
+}
+
+/// [`solve_bounded`] with the linear term `linear` (p, one per point) in place of −e: the
+/// dual of the primal whose point i must reach the margin −pᵢ, i.e. yᵢf(xᵢ) ≥ −pᵢ − ξᵢ.
+pub fn solve_general(
+    kernel: &[f64],
+    y: &[f64],
+    params: &SmoParams,
+    bounds: &[f64],
+    linear: &[f64],
+) -> SmoSolution {
     let n = y.len();
     let k = |i: usize, j: usize| kernel[i * n + j];
     let c = |t: usize| bounds[t];
     let mut alpha = vec![0.0; n];
-    // Gradient of the dual objective: G = Qα − e; α = 0 gives −e.
-    let mut grad = vec![-1.0; n];
+    // Gradient of the dual objective: G = Qα + p; α = 0 gives p.
+    let mut grad = linear.to_vec();
     let in_up = |t: usize, a: f64, yt: f64| (yt > 0.0 && a < c(t)) || (yt < 0.0 && a > 0.0);
     let in_low = |t: usize, a: f64, yt: f64| (yt > 0.0 && a > 0.0) || (yt < 0.0 && a < c(t));
 
@@ -123,10 +136,12 @@ pub fn solve_bounded(kernel: &[f64], y: &[f64], params: &SmoParams, bounds: &[f6
     }
 
     let bias = bias_from_kkt(&alpha, &grad, y, bounds);
+    // ½αᵀQα + pᵀα = Σ ½αᵢ(Gᵢ + pᵢ).
     let objective = alpha
         .iter()
         .zip(&grad)
-        .map(|(a, g)| 0.5 * a * (g - 1.0))
+        .zip(linear)
+        .map(|((a, g), p)| 0.5 * a * (g + p))
         .sum();
     SmoSolution {
         alpha,
@@ -185,6 +200,11 @@ mod tests {
     }
 
     fn dual_objective(k: &[f64], y: &[f64], alpha: &[f64]) -> f64 {
+        general_objective(k, y, alpha, &vec![-1.0; y.len()])
+    }
+
+    /// ½αᵀQα + pᵀα, computed term by term.
+    fn general_objective(k: &[f64], y: &[f64], alpha: &[f64], p: &[f64]) -> f64 {
         let n = y.len();
         let mut quad = 0.0;
         for i in 0..n {
@@ -192,13 +212,18 @@ mod tests {
                 quad += alpha[i] * alpha[j] * y[i] * y[j] * k[i * n + j];
             }
         }
-        0.5 * quad - alpha.iter().sum::<f64>()
+        0.5 * quad + alpha.iter().zip(p).map(|(a, p)| a * p).sum::<f64>()
     }
 
     /// Exact minimum of the dual by enumerating which αᵢ sit at 0, at C, or are free, and
     /// solving the equality-constrained system for the free ones (a convex QP's optimum is
     /// one of these). Only for tiny n.
     fn brute_force(k: &[f64], y: &[f64], c: &[f64]) -> f64 {
+        brute_force_general(k, y, c, &vec![-1.0; y.len()])
+    }
+
+    /// [`brute_force`] for the linear term `p`.
+    fn brute_force_general(k: &[f64], y: &[f64], c: &[f64], p: &[f64]) -> f64 {
         let n = y.len();
         let mut best = f64::INFINITY;
         for code in 0..3usize.pow(n as u32) {
@@ -214,7 +239,7 @@ mod tests {
                 .zip(c)
                 .map(|(&s, &c)| if s == 1 { c } else { 0.0 })
                 .collect();
-            // KKT system for free variables: Q_FF α_F + y_F ν = e_F − Q_FB α_B, y_Fᵀα_F = −y_Bᵀα_B.
+            // KKT system for free variables: Q_FF α_F + y_F ν = −p_F − Q_FB α_B, y_Fᵀα_F = −y_Bᵀα_B.
             let m = free.len();
             let mut a = nalgebra::DMatrix::<f64>::zeros(m + 1, m + 1);
             let mut rhs = nalgebra::DVector::<f64>::zeros(m + 1);
@@ -224,7 +249,7 @@ mod tests {
                 }
                 a[(r, m)] = y[i];
                 a[(m, r)] = y[i];
-                rhs[r] = 1.0
+                rhs[r] = -p[i]
                     - (0..n)
                         .filter(|t| state[*t] != 2)
                         .map(|t| y[i] * y[t] * k[i * n + t] * alpha[t])
@@ -246,7 +271,7 @@ mod tests {
             }
             let balance: f64 = (0..n).map(|t| y[t] * alpha[t]).sum();
             if feasible && balance.abs() < 1e-7 {
-                best = best.min(dual_objective(k, y, &alpha));
+                best = best.min(general_objective(k, y, &alpha, p));
             }
         }
         best
@@ -383,6 +408,52 @@ mod tests {
                 "case {case}: repeated {} vs {exact}",
                 repeated.objective
             );
+        }
+    }
+
+    #[test]
+    fn a_general_linear_term_matches_brute_force() {
+        // Margins other than 1 (sMIL's (2 − |X|)/|X| for a positive bag, negative for bags
+        // of three or more instances): p = −margin, with per-point bounds.
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(31);
+        let params = SmoParams {
+            tolerance: 1e-10,
+            ..Default::default()
+        };
+        for case in 0..60 {
+            let n = 3 + case % 4;
+            let points: Vec<[f64; 2]> = (0..n)
+                .map(|_| [rng.random_range(-2.0..2.0), rng.random_range(-2.0..2.0)])
+                .collect();
+            let mut y: Vec<f64> = (0..n)
+                .map(|_| if rng.random_bool(0.5) { 1.0 } else { -1.0 })
+                .collect();
+            y[0] = 1.0;
+            y[1] = -1.0;
+            let p: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..0.8)).collect();
+            let bounds: Vec<f64> = (0..n)
+                .map(|_| [0.1, 1.0, 10.0][rng.random_range(0..3)])
+                .collect();
+            let k = gaussian(&points);
+            let sol = solve_general(&k, &y, &params, &bounds, &p);
+            assert!(sol.converged);
+            let exact = brute_force_general(&k, &y, &bounds, &p);
+            assert!(
+                (sol.objective - exact).abs() <= 1e-6 * exact.abs().max(1.0),
+                "case {case}: {} vs brute force {exact}",
+                sol.objective
+            );
+            assert!((general_objective(&k, &y, &sol.alpha, &p) - sol.objective).abs() < 1e-9);
+            // The bias puts every free point on its own margin: yᵢf(xᵢ) = −pᵢ.
+            for i in 0..n {
+                if sol.alpha[i] > 1e-6 && sol.alpha[i] < bounds[i] - 1e-6 {
+                    let f: f64 = (0..n)
+                        .map(|j| sol.alpha[j] * y[j] * k[i * n + j])
+                        .sum::<f64>()
+                        + sol.bias;
+                    assert!((y[i] * f + p[i]).abs() < 1e-6, "case {case} point {i}");
+                }
+            }
         }
     }
 

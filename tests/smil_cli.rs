@@ -1,0 +1,183 @@
+//! `mil train/predict/cv/export` with sMIL and sbMIL: the command line fits the library's
+//! model, `mil cv` predicts each bag with the model of its fold, `--explain` gives every
+//! instance's decision value, and what does not apply is refused.
+
+use mil_suite::{find_key, mil_json, mil_refuses_naming, run_mil, temp_dir, train_unexportable};
+use mil_toolkit::classifier::mi_svm::InstanceKernel;
+use mil_toolkit::classifier::smil::{Smil, Variant};
+use mil_toolkit::classifier::{BagModel, Classifier};
+
+/// The two variants as `mil` flags and as the library's parameters.
+fn cases() -> [(&'static str, Vec<&'static str>, Smil); 2] {
+    [
+        (
+            "smil",
+            vec!["--classifier", "smil", "--cost", "10"],
+            Smil::default().cost(10.0),
+        ),
+        (
+            "sbmil",
+            vec![
+                "--classifier",
+                "sbmil",
+                "--kernel",
+                "rbf",
+                "--gamma",
+                "0.01",
+                "--cost",
+                "100",
+                "--eta",
+                "0.3",
+            ],
+            Smil::default()
+                .variant(Variant::Balanced)
+                .kernel(InstanceKernel::Rbf)
+                .gamma(Some(0.01))
+                .cost(100.0)
+                .eta(0.3),
+        ),
+    ]
+}
+
+#[test]
+fn train_predict_and_cv_give_the_librarys_models() {
+    let dir = temp_dir("smil");
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    for (name, flags, params) in cases() {
+        let model = dir.join(format!("{name}.json"));
+        let model = model.to_str().unwrap();
+        let mut args = vec!["train", "musk1", "-o", model, "--json"];
+        args.extend_from_slice(&flags);
+        mil_json(&args);
+        let p = mil_json(&["predict", model, "musk1", "--explain", "--json"]);
+        let lib = params.fit(&musk1).unwrap();
+        let scores = lib.scores(&musk1).unwrap();
+        let labels = scores.labels();
+        for (b, pred) in p["predictions"].as_array().unwrap().iter().enumerate() {
+            let label: usize = pred["label"].as_str().unwrap().parse().unwrap();
+            assert_eq!(label, labels[b], "{name} bag {b}");
+            let score = pred["score"].as_f64().unwrap();
+            assert!((score - scores.row(b)[1]).abs() < 1e-9, "{name} bag {b}");
+            // Every instance's f(x) as the library computes it; the bag's score is their
+            // mean (sMIL) or largest (sbMIL), and the witness is the largest.
+            let e = &pred["explanation"];
+            assert_eq!(e["score_kind"], "decision");
+            let f: Vec<f64> = e["instance_scores"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect();
+            let want = lib.instance_decisions(musk1.bag(b));
+            assert_eq!(f.len(), want.len());
+            for (a, w) in f.iter().zip(&want) {
+                assert!((a - w).abs() < 1e-9, "{name} bag {b}");
+            }
+            let w = e["witnesses"][0].as_u64().unwrap() as usize;
+            assert!(f.iter().all(|&v| v <= f[w]));
+            let pooled = match params.variant {
+                Variant::Sparse => f.iter().sum::<f64>() / f.len() as f64,
+                Variant::Balanced => f[w],
+            };
+            assert!((pooled - score).abs() < 1e-9, "{name} bag {b}");
+        }
+
+        // `mil cv`: each bag's label is that of the model fitted on its fold's training
+        // bags (the library's folds of the same seed).
+        let mut args = vec!["cv", "musk1", "--folds", "5", "--seed", "1", "--json"];
+        args.extend_from_slice(&flags);
+        let cv = mil_json(&args);
+        let by_id: std::collections::HashMap<String, String> = cv["predictions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["bag"].as_str().unwrap().to_string(),
+                    p["label"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(by_id.len(), musk1.n_bags());
+        for (train, test) in musk1.stratified_folds(5, 1).unwrap() {
+            let fold = params.fit(train).unwrap();
+            let labels = fold.scores(test.clone()).unwrap().labels();
+            for (&b, label) in test.indices().iter().zip(labels) {
+                let id = &musk1.bag_ids()[b];
+                assert_eq!(by_id[id], musk1.class_names()[label], "{name} bag {id}");
+            }
+        }
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
+    for (args, flag) in [
+        (
+            &["cv", "musk1", "--classifier", "smil", "--eta", "0.2"][..],
+            "--eta",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "mi-svm", "--eta", "0.2"][..],
+            "--eta",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "sbmil", "--eta", "1.5"][..],
+            "eta",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "sbmil", "--eta", "-0.1"][..],
+            "eta",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "smil", "--kernel", "kand"][..],
+            "--kernel",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "smil", "--gamma", "0.1"][..],
+            "gamma",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "sbmil", "--cost", "0"][..],
+            "cost",
+        ),
+        (
+            &[
+                "cv",
+                "musk1",
+                "--classifier",
+                "sbmil",
+                "--max-iterations",
+                "3",
+            ][..],
+            "--max-iterations",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "smil", "--scaling", "minmax"][..],
+            "--scaling",
+        ),
+    ] {
+        mil_refuses_naming(args, flag);
+    }
+
+    let dir = temp_dir("smil-bad");
+    for classifier in ["smil", "sbmil"] {
+        let model = train_unexportable(&dir, classifier);
+        // One coefficient dropped: the support instances no longer match their weights.
+        let text = std::fs::read_to_string(model).unwrap();
+        let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let coefficients = find_key(&mut json, "coefficients").expect("the coefficients");
+        coefficients.as_array_mut().unwrap().pop();
+        let damaged = dir.join(format!("{classifier}-damaged.json"));
+        std::fs::write(&damaged, json.to_string()).unwrap();
+        let out = run_mil(&["predict", damaged.to_str().unwrap(), "musk1"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("damaged.json") && err.contains(classifier),
+            "{err}"
+        );
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
