@@ -4,6 +4,8 @@
 //!
 //! - [`citation_knn`]: Citation-kNN (Wang & Zucker 2000), Weka-compatible.
 //! - [`milr`]: multiple-instance logistic regression (Ray & Craven 2005; Weka's MILR).
+//! - [`dd`]: Diverse Density and EM-DD (Maron & Lozano-Pérez 1998; Zhang & Goldman 2001;
+//!   Weka's MIDD and MIEMDD), binary only.
 //! - [`mi_svm`]: mi-SVM and MI-SVM (Andrews et al. 2002), instance SVMs under the
 //!   standard MI assumption (binary only).
 //! - [`svm`]: SVM over bags with a box-counting or normalised set kernel (Tao et al. 2008).
@@ -19,6 +21,7 @@
 //! in [`ClassifierModel`].
 
 pub mod citation_knn;
+pub mod dd;
 pub mod imbalance;
 pub mod mi_svm;
 pub mod mi_vlad;
@@ -36,6 +39,7 @@ use crate::explain::Explanation;
 use crate::progress::Progress;
 use citation_knn::CitationKnnModel;
 use citation_knn::Scaling;
+use dd::DdModel;
 use mi_svm::MiSvmModel;
 use mi_vlad::MiVladModel;
 use mi_wrapper::MiWrapperModel;
@@ -218,6 +222,10 @@ pub enum ClassifierKind {
     MiVlad,
     /// miFV.
     MiFv,
+    /// Diverse Density.
+    Dd,
+    /// EM-DD.
+    EmDd,
 }
 
 mil_core::keywords!(ClassifierKind {
@@ -230,6 +238,8 @@ mil_core::keywords!(ClassifierKind {
     ClassifierKind::MiWrapper => "mi-wrapper": "logistic regression on the instances, combined per bag (Weka's MIWrapper)",
     ClassifierKind::MiVlad => "mi-vlad": "logistic regression on each bag's VLAD encoding over k-means centres (Wei et al.'s miVLAD)",
     ClassifierKind::MiFv => "mi-fv": "logistic regression on each bag's Fisher vector under a Gaussian mixture (Wei et al.'s miFV)",
+    ClassifierKind::Dd => "dd": "Diverse Density (Maron & Lozano-Perez; Weka's MIDD): a target point and feature scales, noisy-or bags",
+    ClassifierKind::EmDd => "em-dd": "EM-DD (Zhang & Goldman; Weka's MIEMDD): Diverse Density by picking one instance per bag, max bags",
 });
 
 /// Any classifier's parameters: one variant per algorithm, each a parameters type with
@@ -250,6 +260,8 @@ pub enum ClassifierParams {
     MiWrapper(mi_wrapper::MiWrapper),
     /// miVLAD or miFV (by its encoding).
     MiVlad(mi_vlad::MiVlad),
+    /// DD or EM-DD (by its algorithm).
+    Dd(dd::Dd),
 }
 
 impl ClassifierParams {
@@ -267,6 +279,8 @@ impl ClassifierParams {
             ClassifierKind::MiWrapper => mi_wrapper::MiWrapper::default().into(),
             ClassifierKind::MiVlad => mi_vlad::MiVlad::vlad().into(),
             ClassifierKind::MiFv => mi_vlad::MiVlad::fisher().into(),
+            ClassifierKind::Dd => dd::Dd::default().into(),
+            ClassifierKind::EmDd => dd::Dd::em_dd().into(),
         }
     }
 
@@ -302,7 +316,8 @@ impl ClassifierParams {
             )),
             ClassifierParams::Milr(_)
             | ClassifierParams::SimpleMi(_)
-            | ClassifierParams::MiWrapper(_) => None,
+            | ClassifierParams::MiWrapper(_)
+            | ClassifierParams::Dd(_) => None,
         }
     }
 
@@ -319,6 +334,7 @@ impl ClassifierParams {
                 mi_vlad::BagEncoding::Vlad => ClassifierKind::MiVlad,
                 mi_vlad::BagEncoding::Fisher => ClassifierKind::MiFv,
             },
+            ClassifierParams::Dd(d) => d.algorithm.kind(),
         }
     }
 
@@ -332,6 +348,7 @@ impl ClassifierParams {
             ClassifierParams::SimpleMi(s) => s.check(),
             ClassifierParams::MiWrapper(m) => m.check(),
             ClassifierParams::MiVlad(m) => m.check(),
+            ClassifierParams::Dd(d) => d.check(),
         }
     }
 
@@ -358,6 +375,7 @@ impl ClassifierParams {
             ClassifierParams::SimpleMi(s) => s.class_weight,
             ClassifierParams::MiWrapper(m) => m.class_weight,
             ClassifierParams::MiVlad(m) => m.class_weight,
+            ClassifierParams::Dd(d) => d.class_weight,
         }
     }
 
@@ -448,6 +466,7 @@ impl ClassifierParams {
             ClassifierParams::SimpleMi(s) => s.class_weight(w).into(),
             ClassifierParams::MiWrapper(m) => m.class_weight(w).into(),
             ClassifierParams::MiVlad(m) => m.class_weight(w).into(),
+            ClassifierParams::Dd(d) => d.class_weight(w).into(),
         }
     }
 
@@ -473,6 +492,7 @@ impl ClassifierParams {
                     mi_vlad::BagEncoding::Fisher => ClassifierModel::MiFv(model),
                 }
             }
+            ClassifierParams::Dd(d) => ClassifierModel::Dd(d.fit(data.select(train))?),
         })
     }
 }
@@ -519,6 +539,12 @@ impl From<mi_vlad::MiVlad> for ClassifierParams {
     }
 }
 
+impl From<dd::Dd> for ClassifierParams {
+    fn from(d: dd::Dd) -> Self {
+        ClassifierParams::Dd(d)
+    }
+}
+
 /// A fitted classifier, one variant per algorithm.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -539,6 +565,8 @@ pub enum ClassifierModel {
     MiVlad(MiVladModel),
     /// miFV.
     MiFv(MiVladModel),
+    /// DD or EM-DD.
+    Dd(DdModel),
 }
 
 impl ClassifierModel {
@@ -553,6 +581,7 @@ impl ClassifierModel {
             ClassifierModel::MiWrapper(_) => ClassifierKind::MiWrapper,
             ClassifierModel::MiVlad(_) => ClassifierKind::MiVlad,
             ClassifierModel::MiFv(_) => ClassifierKind::MiFv,
+            ClassifierModel::Dd(m) => m.params.algorithm.kind(),
         }
     }
 
@@ -575,6 +604,7 @@ impl ClassifierModel {
                 }
                 Ok(())
             }
+            ClassifierModel::Dd(m) => m.validate(),
         }
     }
 }
@@ -589,6 +619,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::SimpleMi(m) => m.n_classes(),
             ClassifierModel::MiWrapper(m) => m.n_classes(),
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.n_classes(),
+            ClassifierModel::Dd(m) => m.n_classes(),
         }
     }
 
@@ -601,6 +632,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::SimpleMi(m) => m.input_dim(),
             ClassifierModel::MiWrapper(m) => m.input_dim(),
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.input_dim(),
+            ClassifierModel::Dd(m) => m.input_dim(),
         }
     }
 
@@ -615,6 +647,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::SimpleMi(m) => m.scores(data.select(bags)),
             ClassifierModel::MiWrapper(m) => m.scores(data.select(bags)),
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.scores(data.select(bags)),
+            ClassifierModel::Dd(m) => m.scores(data.select(bags)),
         }
     }
 
@@ -629,6 +662,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::SimpleMi(m) => m.explain(data.select(bags)),
             ClassifierModel::MiWrapper(m) => m.explain(data.select(bags)),
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.explain(data.select(bags)),
+            ClassifierModel::Dd(m) => m.explain(data.select(bags)),
         }
     }
 }
