@@ -31,6 +31,8 @@ ESTIMATORS = {
     "MiFV": lambda **kw: miltk.MiFV(n_clusters=2, **kw),
     "MiSVM": lambda **kw: miltk.MiSVM(**kw),
     "MISVM": lambda **kw: miltk.MISVM(kernel="rbf", **kw),
+    "DiverseDensity": lambda **kw: miltk.DiverseDensity(max_restarts=5, **kw),
+    "EMDD": lambda **kw: miltk.EMDD(max_restarts=5, max_iter=3, **kw),
     "PCA": lambda **kw: miltk.PCA(n_components=3, **kw),
     "LDA": lambda **kw: miltk.LDA(n_components=1, **kw),
     "LFDA": lambda **kw: miltk.LFDA(n_components=3, **kw),
@@ -44,7 +46,7 @@ ESTIMATORS = {
 }
 # The randomised estimators that still accept the deprecated name seed=.
 SEED_ALIAS = ["SetKernelSVM", "MIALM", "MIDR", "M3IC", "BAMIC"]
-RANDOMISED = SEED_ALIAS + ["MiVLAD", "MiFV"]
+RANDOMISED = SEED_ALIAS + ["MiVLAD", "MiFV", "DiverseDensity", "EMDD"]
 
 
 @pytest.fixture(scope="module")
