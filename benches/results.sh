@@ -24,6 +24,8 @@ mi-vlad               | --classifier mi-vlad
 mi-fv                 | --classifier mi-fv
 mi-svm                | --classifier mi-svm
 mi-svm-bag            | --classifier mi-svm-bag
+dd                    | --classifier dd | musk1=2
+em-dd                 | --classifier em-dd | musk1=2
 svm-kand              | --classifier svm --kernel kand
 svm-kandor            | --classifier svm --kernel kandor
 svm-kmin              | --classifier svm --kernel kmin

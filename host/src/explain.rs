@@ -24,6 +24,9 @@
 //! - sMIL and sbMIL (Bunescu & Mooney 2007): the decision value f(x) of each instance; an
 //!   sbMIL bag's score is the largest, an sMIL bag's the mean (f is linear in the bag's
 //!   mean in feature space); the witness is the largest either way.
+//! - DD and EM-DD (Maron & Lozano-Pérez 1998; Zhang & Goldman 2001): each instance's
+//!   probability of belonging to the concept, exp(−Σ s_k² (x_k − t_k)²); the witness is the
+//!   most probable (EM-DD's bag score, the largest factor of DD's noisy-OR).
 
 use serde::Serialize;
 
@@ -35,7 +38,8 @@ use mil_core::keyword::Keyword;
 pub enum InstanceScore {
     /// The model defines no per-instance score.
     None,
-    /// MILR's instance probability σ(w₀ + w·x) of the predicted class's sub-problem.
+    /// MILR's instance probability σ(w₀ + w·x) of the predicted class's sub-problem; DD's
+    /// and EM-DD's probability that the instance belongs to the concept.
     Probability,
     /// M³IC's modified margin max_u w_u·x − mean_v w_v·x (eq. 8).
     Margin,
@@ -49,7 +53,7 @@ pub enum InstanceScore {
 
 mil_core::keywords!(InstanceScore {
     InstanceScore::None => "none": "the model defines no per-instance score",
-    InstanceScore::Probability => "probability": "MILR's instance probability of the predicted class",
+    InstanceScore::Probability => "probability": "MILR's instance probability of the predicted class; DD's and EM-DD's probability that the instance belongs to the concept",
     InstanceScore::Margin => "margin": "M3IC's modified margin max_u w_u.x - mean_v w_v.x (eq. 8)",
     InstanceScore::Contribution => "contribution": "the instance's share of the decision value (additive for the MI-kernel SVM; before the bag vector's normalisation for mi-vlad and mi-fv)",
     InstanceScore::Decision => "decision": "the instance SVM's decision value f(x), whose maximum is the bag's score (its mean for smil)",

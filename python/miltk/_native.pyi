@@ -75,6 +75,14 @@ class ClassifierSpec:
         class_weight: str = "none",
     ) -> ClassifierSpec: ...
     @staticmethod
+    def dd(
+        em: bool,
+        max_restarts: int,
+        max_iterations: int,
+        seed: int,
+        class_weight: str = "none",
+    ) -> ClassifierSpec: ...
+    @staticmethod
     def svm(
         kernel: str,
         estimator: str,

@@ -1066,6 +1066,31 @@ class _SparseMIL(_BagClassifier):
 
     def decision_function(self, X: BagsLike) -> npt.NDArray[np.float64]:
         """The bag's decision value.
+class _DiverseDensity(_BagClassifier):
+    """DD and EM-DD: a concept (target point t, scale s per feature) fitted by maximising
+    the Diverse Density likelihood; an instance x belongs to it with probability
+    (1 - 1e-8) exp(-sum_k s_k^2 (x_k - t_k)^2). Features are z-scored on the training
+    instances. The starts are every instance of every positive bag, or a subsample of
+    ``max_restarts`` of them drawn with ``random_state``. Binary labels only:
+    ``classes_[1]`` is the positive class."""
+
+    _em: bool
+
+    def _rounds(self) -> int:
+        """EM-DD's most E/M rounds (DD has none; the library's default is passed)."""
+        return 10
+
+    def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
+        return _native.ClassifierSpec.dd(
+            self._em,
+            check_positive_int("max_restarts", self.max_restarts),
+            self._rounds(),
+            estimator_seed(self),
+            _class_weight(self.class_weight, classes),
+        )
+
+    def predict_proba(self, X: BagsLike) -> npt.NDArray[np.float64]:
+        """Bag probabilities.
 
         Parameters
         ----------
@@ -1128,6 +1153,35 @@ class SMIL(_SparseMIL):
     n_jobs : int or None, default=None
         Threads of ``fit`` and ``predict``, as :class:`CitationKNN`'s.
 
+        Returns
+        -------
+        ndarray of shape (n_bags, 2)
+            [1 - p, p] with p the bag's probability of ``classes_[1]``.
+        """
+        scores, _ = self._scores(X)
+        return scores.copy()
+
+
+class DiverseDensity(_DiverseDensity):
+    """Diverse Density (Maron & Lozano-Perez 1998; Weka's MIDD).
+
+    Maximises the noisy-or likelihood prod_pos (1 - prod_j (1 - p_ij)) prod_neg
+    prod_j (1 - p_ij) by L-BFGS from every start (scales 1), keeping the best; a bag's
+    probability is the noisy-or 1 - prod_j (1 - p_j) of its instances.
+
+    Parameters
+    ----------
+    max_restarts : int, default=100
+        Most starting points (positive instances).
+    random_state : int, RandomState, Generator or None, default=1
+        Seed of the subsample of starting points: an int (the ``--seed`` of ``mil``)
+        gives the same model on every fit; None draws a seed from ``numpy.random`` at
+        each fit; a ``RandomState``/``Generator`` gives one draw of its own per fit.
+    class_weight : None, "balanced" or dict, default=None
+        Weight of each class's bags in the likelihood, as :class:`MILR`'s.
+    n_jobs : int or None, default=None
+        Threads of ``fit`` (over the starts) and ``predict``, as :class:`CitationKNN`'s.
+
     Attributes
     ----------
     classes_ : ndarray of shape (2,)
@@ -1185,6 +1239,41 @@ class SBMIL(_SparseMIL):
         Multiplies each point's cost by the weight of its bag's class.
     n_jobs : int or None, default=None
         Threads of ``fit`` and ``predict``, as :class:`CitationKNN`'s.
+    _em = False
+
+    def __init__(
+        self,
+        max_restarts: int = 100,
+        random_state: RandomState = 1,
+        class_weight: ClassWeight = None,
+        n_jobs: Optional[int] = None,
+    ) -> None:
+        self.max_restarts = max_restarts
+        self.random_state = random_state
+        self.class_weight = class_weight
+        self.n_jobs = n_jobs
+
+
+class EMDD(_DiverseDensity):
+    """EM-DD (Zhang & Goldman 2001; Weka's MIEMDD).
+
+    From every start, alternates picking each bag's most probable instance and
+    maximising the likelihood of those picks, until the picks repeat or after
+    ``max_iter`` rounds; the start with the highest noisy-or Diverse Density on the
+    training bags wins. A bag's probability is its most probable instance's.
+
+    Parameters
+    ----------
+    max_restarts : int, default=100
+        Most starting points (positive instances).
+    max_iter : int, default=10
+        Most E/M rounds from one start (Weka's 10).
+    random_state : int, RandomState, Generator or None, default=1
+        Seed of the subsample of starting points, as :class:`DiverseDensity`'s.
+    class_weight : None, "balanced" or dict, default=None
+        Weight of each class's bags in the likelihood, as :class:`MILR`'s.
+    n_jobs : int or None, default=None
+        Threads of ``fit`` (over the starts) and ``predict``, as :class:`CitationKNN`'s.
 
     Attributes
     ----------
@@ -1216,3 +1305,21 @@ class SBMIL(_SparseMIL):
 
     def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
         return self._spec(classes, float(self.eta))
+    _em = True
+
+    def __init__(
+        self,
+        max_restarts: int = 100,
+        max_iter: int = 10,
+        random_state: RandomState = 1,
+        class_weight: ClassWeight = None,
+        n_jobs: Optional[int] = None,
+    ) -> None:
+        self.max_restarts = max_restarts
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.class_weight = class_weight
+        self.n_jobs = n_jobs
+
+    def _rounds(self) -> int:
+        return check_positive_int("max_iter", self.max_iter)

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use mil_core::keyword::Keyword;
 use mil_toolkit::classifier::citation_knn::{CitationKnn, Scaling};
+use mil_toolkit::classifier::dd::{Dd, DdAlgorithm};
 use mil_toolkit::classifier::mi_svm::{Heuristic, InstanceKernel, MiSvm};
 use mil_toolkit::classifier::smil::{Smil, Variant};
 use mil_toolkit::classifier::mi_vlad::{BagEncoding, MiVlad};
@@ -163,6 +164,29 @@ impl ClassifierSpec {
             .gamma(gamma)
             .cost(cost)
             .eta(eta)
+            .class_weight(class_weight.parse().map_err(py_err)?);
+        Self::checked(params.into())
+    }
+
+    /// DD (`em` false) or EM-DD (true).
+    #[staticmethod]
+    #[pyo3(signature = (em, max_restarts, max_iterations, seed, class_weight="none"))]
+    fn dd(
+        em: bool,
+        max_restarts: usize,
+        max_iterations: usize,
+        seed: u64,
+        class_weight: &str,
+    ) -> PyResult<Self> {
+        let params = Dd::default()
+            .algorithm(if em {
+                DdAlgorithm::EmDd
+            } else {
+                DdAlgorithm::Dd
+            })
+            .max_restarts(max_restarts)
+            .max_iterations(max_iterations)
+            .seed(seed)
             .class_weight(class_weight.parse().map_err(py_err)?);
         Self::checked(params.into())
     }

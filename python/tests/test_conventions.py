@@ -34,6 +34,8 @@ ESTIMATORS = {
     "AutoMIL": lambda **kw: miltk.AutoMIL(**kw),
     "SMIL": lambda **kw: miltk.SMIL(C=10.0, **kw),
     "SBMIL": lambda **kw: miltk.SBMIL(kernel="rbf", eta=0.3, **kw),
+    "DiverseDensity": lambda **kw: miltk.DiverseDensity(max_restarts=5, **kw),
+    "EMDD": lambda **kw: miltk.EMDD(max_restarts=5, max_iter=3, **kw),
     "PCA": lambda **kw: miltk.PCA(n_components=3, **kw),
     "LDA": lambda **kw: miltk.LDA(n_components=1, **kw),
     "LFDA": lambda **kw: miltk.LFDA(n_components=3, **kw),
@@ -48,6 +50,7 @@ ESTIMATORS = {
 # The randomised estimators that still accept the deprecated name seed=.
 SEED_ALIAS = ["SetKernelSVM", "MIALM", "MIDR", "M3IC", "BAMIC"]
 RANDOMISED = SEED_ALIAS + ["MiVLAD", "MiFV", "AutoMIL"]
+RANDOMISED = SEED_ALIAS + ["MiVLAD", "MiFV", "DiverseDensity", "EMDD"]
 
 
 @pytest.fixture(scope="module")

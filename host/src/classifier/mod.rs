@@ -4,6 +4,8 @@
 //!
 //! - [`citation_knn`]: Citation-kNN (Wang & Zucker 2000), Weka-compatible.
 //! - [`milr`]: multiple-instance logistic regression (Ray & Craven 2005; Weka's MILR).
+//! - [`dd`]: Diverse Density and EM-DD (Maron & Lozano-Pérez 1998; Zhang & Goldman 2001;
+//!   Weka's MIDD and MIEMDD), binary only.
 //! - [`mi_svm`]: mi-SVM and MI-SVM (Andrews et al. 2002), instance SVMs under the
 //!   standard MI assumption (binary only).
 //! - [`svm`]: SVM over bags with a box-counting or normalised set kernel (Tao et al. 2008).
@@ -21,6 +23,7 @@
 //! in [`ClassifierModel`].
 
 pub mod citation_knn;
+pub mod dd;
 pub mod imbalance;
 pub mod mi_svm;
 pub mod mi_vlad;
@@ -39,6 +42,7 @@ use crate::explain::Explanation;
 use crate::progress::Progress;
 use citation_knn::CitationKnnModel;
 use citation_knn::Scaling;
+use dd::DdModel;
 use mi_svm::MiSvmModel;
 use mi_vlad::MiVladModel;
 use mi_wrapper::MiWrapperModel;
@@ -256,6 +260,10 @@ pub enum ClassifierKind {
     Smil,
     /// sbMIL: sMIL labels the positive bags' instances, then an instance SVM.
     Sbmil,
+    /// Diverse Density.
+    Dd,
+    /// EM-DD.
+    EmDd,
 }
 
 mil_core::keywords!(ClassifierKind {
@@ -270,6 +278,8 @@ mil_core::keywords!(ClassifierKind {
     ClassifierKind::MiFv => "mi-fv": "logistic regression on each bag's Fisher vector under a Gaussian mixture (Wei et al.'s miFV)",
     ClassifierKind::Smil => "smil": "sMIL (Bunescu & Mooney 2007): SVM over negative instances and positive bag means, margins relaxed for sparse positive bags",
     ClassifierKind::Sbmil => "sbmil": "sbMIL (Bunescu & Mooney 2007): sMIL labels the top eta of positive-bag instances, then an instance SVM",
+    ClassifierKind::Dd => "dd": "Diverse Density (Maron & Lozano-Perez; Weka's MIDD): a target point and feature scales, noisy-or bags",
+    ClassifierKind::EmDd => "em-dd": "EM-DD (Zhang & Goldman; Weka's MIEMDD): Diverse Density by picking one instance per bag, max bags",
 });
 
 /// Any classifier's parameters: one variant per algorithm, each a parameters type with
@@ -292,6 +302,8 @@ pub enum ClassifierParams {
     MiVlad(mi_vlad::MiVlad),
     /// sMIL or sbMIL (by its variant).
     Smil(smil::Smil),
+    /// DD or EM-DD (by its algorithm).
+    Dd(dd::Dd),
 }
 
 impl ClassifierParams {
@@ -313,6 +325,8 @@ impl ClassifierParams {
             ClassifierKind::Sbmil => smil::Smil::default()
                 .variant(smil::Variant::Balanced)
                 .into(),
+            ClassifierKind::Dd => dd::Dd::default().into(),
+            ClassifierKind::EmDd => dd::Dd::em_dd().into(),
         }
     }
 
@@ -356,7 +370,8 @@ impl ClassifierParams {
             )),
             ClassifierParams::Milr(_)
             | ClassifierParams::SimpleMi(_)
-            | ClassifierParams::MiWrapper(_) => None,
+            | ClassifierParams::MiWrapper(_)
+            | ClassifierParams::Dd(_) => None,
         }
     }
 
@@ -377,6 +392,7 @@ impl ClassifierParams {
             ClassifierParams::MiWrapper(m) => all(m.default_grid()),
             ClassifierParams::MiVlad(m) => all(m.default_grid()),
             ClassifierParams::Smil(s) => all(s.default_grid()),
+            ClassifierParams::Dd(d) => all(d.default_grid()),
         }
     }
 
@@ -394,6 +410,7 @@ impl ClassifierParams {
                 mi_vlad::BagEncoding::Fisher => ClassifierKind::MiFv,
             },
             ClassifierParams::Smil(s) => s.kind(),
+            ClassifierParams::Dd(d) => d.algorithm.kind(),
         }
     }
 
@@ -408,6 +425,7 @@ impl ClassifierParams {
             ClassifierParams::MiWrapper(m) => m.check(),
             ClassifierParams::MiVlad(m) => m.check(),
             ClassifierParams::Smil(s) => s.check(),
+            ClassifierParams::Dd(d) => d.check(),
         }
     }
 
@@ -435,6 +453,7 @@ impl ClassifierParams {
             ClassifierParams::MiWrapper(m) => m.class_weight,
             ClassifierParams::MiVlad(m) => m.class_weight,
             ClassifierParams::Smil(s) => s.class_weight,
+            ClassifierParams::Dd(d) => d.class_weight,
         }
     }
 
@@ -525,6 +544,7 @@ impl ClassifierParams {
             ClassifierParams::MiWrapper(m) => m.class_weight(w).into(),
             ClassifierParams::MiVlad(m) => m.class_weight(w).into(),
             ClassifierParams::Smil(s) => s.class_weight(w).into(),
+            ClassifierParams::Dd(d) => d.class_weight(w).into(),
         }
     }
 
@@ -551,6 +571,7 @@ impl ClassifierParams {
                 }
             }
             ClassifierParams::Smil(s) => ClassifierModel::Smil(s.fit(data.select(train))?),
+            ClassifierParams::Dd(d) => ClassifierModel::Dd(d.fit(data.select(train))?),
         })
     }
 }
@@ -621,6 +642,14 @@ impl std::fmt::Display for ClassifierParams {
                     }
                 }
             }
+            ClassifierParams::Dd(d) => match d.algorithm {
+                dd::DdAlgorithm::Dd => write!(f, "{kind} (at most {} starts)", d.max_restarts),
+                dd::DdAlgorithm::EmDd => write!(
+                    f,
+                    "{kind} (at most {} starts, {} E/M rounds)",
+                    d.max_restarts, d.max_iterations
+                ),
+            },
         }
     }
 }
@@ -673,6 +702,12 @@ impl From<smil::Smil> for ClassifierParams {
     }
 }
 
+impl From<dd::Dd> for ClassifierParams {
+    fn from(d: dd::Dd) -> Self {
+        ClassifierParams::Dd(d)
+    }
+}
+
 /// A fitted classifier, one variant per algorithm.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -695,6 +730,8 @@ pub enum ClassifierModel {
     MiFv(MiVladModel),
     /// sMIL or sbMIL.
     Smil(SmilModel),
+    /// DD or EM-DD.
+    Dd(DdModel),
 }
 
 impl ClassifierModel {
@@ -710,6 +747,7 @@ impl ClassifierModel {
             ClassifierModel::MiVlad(_) => ClassifierKind::MiVlad,
             ClassifierModel::MiFv(_) => ClassifierKind::MiFv,
             ClassifierModel::Smil(m) => m.params.kind(),
+            ClassifierModel::Dd(m) => m.params.algorithm.kind(),
         }
     }
 
@@ -733,6 +771,7 @@ impl ClassifierModel {
                 }
                 Ok(())
             }
+            ClassifierModel::Dd(m) => m.validate(),
         }
     }
 }
@@ -748,6 +787,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::MiWrapper(m) => m.n_classes(),
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.n_classes(),
             ClassifierModel::Smil(m) => m.n_classes(),
+            ClassifierModel::Dd(m) => m.n_classes(),
         }
     }
 
@@ -761,6 +801,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::MiWrapper(m) => m.input_dim(),
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.input_dim(),
             ClassifierModel::Smil(m) => m.input_dim(),
+            ClassifierModel::Dd(m) => m.input_dim(),
         }
     }
 
@@ -776,6 +817,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::MiWrapper(m) => m.scores(data.select(bags)),
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.scores(data.select(bags)),
             ClassifierModel::Smil(m) => m.scores(data.select(bags)),
+            ClassifierModel::Dd(m) => m.scores(data.select(bags)),
         }
     }
 
@@ -791,6 +833,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::MiWrapper(m) => m.explain(data.select(bags)),
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.explain(data.select(bags)),
             ClassifierModel::Smil(m) => m.explain(data.select(bags)),
+            ClassifierModel::Dd(m) => m.explain(data.select(bags)),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The classifier's flags, shared by `mil cv` and `mil train`, and the parameters they describe.
 
 use super::*;
+use crate::classifier::dd::Dd;
 use crate::classifier::mi_svm::{Heuristic, InstanceKernel, MiSvm};
 use crate::classifier::mi_vlad::{BagEncoding, MiVlad};
 use crate::classifier::mi_wrapper::{Combine, MiWrapper};
@@ -102,13 +103,18 @@ pub struct ClassifierArgs {
     /// citer's vote.
     #[arg(long, value_parser = parse_class_weight, default_value_t = ClassWeight::None)]
     pub class_weight: ClassWeight,
-    /// mi-svm and mi-svm-bag: most rounds of relabelling (instances or witnesses).
-    #[arg(long, default_value_t = MiSvm::default().max_iterations)]
-    pub max_iterations: usize,
+    /// mi-svm and mi-svm-bag: most rounds of relabelling (instances or witnesses)
+    /// [default: 50]; em-dd: most E/M rounds from one start [default: 10].
+    #[arg(long)]
+    pub max_iterations: Option<usize>,
     /// sbmil: the expected fraction η of positive instances in the positive bags, in
     /// [0, 1] (misvm's default 0: as many positive instances as positive bags).
     #[arg(long, default_value_t = Smil::default().eta, allow_negative_numbers = true)]
     pub eta: f64,
+    /// dd, em-dd: most starting points (every instance of a positive bag when there are
+    /// at most this many, else a subsample drawn with --seed).
+    #[arg(long, default_value_t = Dd::default().max_restarts)]
+    pub max_restarts: usize,
     /// Binary decision threshold on the positive score (MILR: the bag probability;
     /// Citation-kNN: the positive share of the votes; SVM: the decision value): `auto`
     /// chooses it on the training bags by an inner CV (--inner-folds) to maximise
@@ -188,8 +194,8 @@ pub(super) fn parse_threshold(text: &str) -> std::result::Result<Threshold, Stri
 /// another value than its default is refused with any other classifier.
 pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
     use ClassifierKind::{
-        CitationKnn as K, MiFv as F, MiSvm as P, MiSvmBag as B, MiVlad as V, MiWrapper as W,
-        Milr as M, Sbmil as L, SimpleMi as I, Smil as N, Svm as S,
+        CitationKnn as K, Dd as D, EmDd as E, MiFv as F, MiSvm as P, MiSvmBag as B, MiVlad as V,
+        MiWrapper as W, Milr as M, Sbmil as L, SimpleMi as I, Smil as N, Svm as S,
     };
     &[
         ("references", &[K]),
@@ -211,14 +217,15 @@ pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
         ("estimator", &[S]),
         ("gamma", &[S, P, B, N, L]),
         ("rho", &[S]),
-        ("max-iterations", &[P, B]),
+        ("max-iterations", &[P, B, E]),
         ("eta", &[L]),
+        ("max-restarts", &[D, E]),
     ]
 };
 
 impl ClassifierArgs {
     /// Each flag of [`APPLIES_TO`] with its value, to compare with the defaults.
-    fn flag_values(&self) -> [(&'static str, String); 21] {
+    fn flag_values(&self) -> [(&'static str, String); 22] {
         let k = &self.set_kernel;
         let some = |v: Option<String>| v.unwrap_or_default();
         [
@@ -241,8 +248,12 @@ impl ClassifierArgs {
             ("estimator", k.estimator.to_string()),
             ("gamma", list(&self.gamma)),
             ("rho", list(&self.rho)),
-            ("max-iterations", self.max_iterations.to_string()),
+            (
+                "max-iterations",
+                some(self.max_iterations.map(|v| v.to_string())),
+            ),
             ("eta", self.eta.to_string()),
+            ("max-restarts", self.max_restarts.to_string()),
         ]
     }
 
@@ -426,6 +437,15 @@ impl ClassifierArgs {
             kind @ (ClassifierKind::Smil | ClassifierKind::Sbmil) => {
                 ClassifierParams::from(self.smil_params(kind)?)
             }
+            ClassifierKind::Dd => Dd::default()
+                .max_restarts(args.max_restarts)
+                .seed(seed)
+                .into(),
+            ClassifierKind::EmDd => Dd::em_dd()
+                .max_restarts(args.max_restarts)
+                .max_iterations(args.max_iterations.unwrap_or(Dd::em_dd().max_iterations))
+                .seed(seed)
+                .into(),
         }
         .with_class_weight(args.class_weight))
     }
@@ -499,7 +519,10 @@ impl ClassifierArgs {
             .kernel(kernel)
             .gamma(self.gamma.first().copied())
             .cost(first(&self.cost, MiSvm::default().cost))
-            .max_iterations(self.max_iterations))
+            .max_iterations(
+                self.max_iterations
+                    .unwrap_or(MiSvm::default().max_iterations),
+            ))
     }
 
     /// The set-kernel SVM the flags describe.
@@ -745,6 +768,12 @@ impl ClassifierArgs {
                     values(&args.cost, Smil::default().cost)
                 )
             }
+            ClassifierKind::Dd => format!("dd (at most {} starts)", args.max_restarts),
+            ClassifierKind::EmDd => format!(
+                "em-dd (at most {} starts, {} E/M rounds)",
+                args.max_restarts,
+                args.max_iterations.unwrap_or(Dd::em_dd().max_iterations)
+            ),
             ClassifierKind::Svm => match args
                 .set_kernel_name()
                 .unwrap_or(crate::classifier::svm::SetKernel::default().name())

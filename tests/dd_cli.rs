@@ -1,0 +1,156 @@
+//! `mil train/predict/cv/export` with DD and EM-DD: the command line fits the library's
+//! model, `mil cv` predicts each bag with the model of its fold, `--explain` gives every
+//! instance's probability of belonging to the concept, and what does not apply is
+//! refused.
+
+use mil_suite::{find_key, mil_json, mil_refuses_naming, run_mil, temp_dir, train_unexportable};
+use mil_toolkit::classifier::dd::Dd;
+use mil_toolkit::classifier::{BagModel, Classifier};
+
+/// The two algorithms as `mil` flags and as the library's parameters (few starts, so
+/// that ten fold fits stay quick). `mil` seeds the classifier with `--seed`.
+fn cases(seed: u64) -> [(&'static str, Vec<&'static str>, Dd); 2] {
+    [
+        (
+            "dd",
+            vec!["--classifier", "dd", "--max-restarts", "4"],
+            Dd::default().max_restarts(4).seed(seed),
+        ),
+        (
+            "em-dd",
+            vec![
+                "--classifier",
+                "em-dd",
+                "--max-restarts",
+                "6",
+                "--max-iterations",
+                "3",
+            ],
+            Dd::em_dd().max_restarts(6).max_iterations(3).seed(seed),
+        ),
+    ]
+}
+
+#[test]
+fn train_predict_and_cv_give_the_librarys_models() {
+    let dir = temp_dir("dd");
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    for (name, flags, params) in cases(5) {
+        let model = dir.join(format!("{name}.json"));
+        let model = model.to_str().unwrap();
+        let mut args = vec!["train", "musk1", "-o", model, "--seed", "5", "--json"];
+        args.extend_from_slice(&flags);
+        mil_json(&args);
+        let p = mil_json(&["predict", model, "musk1", "--explain", "--json"]);
+        let lib = params.fit(&musk1).unwrap();
+        let scores = lib.scores(&musk1).unwrap();
+        let labels = scores.labels();
+        for (b, pred) in p["predictions"].as_array().unwrap().iter().enumerate() {
+            let label: usize = pred["label"].as_str().unwrap().parse().unwrap();
+            assert_eq!(label, labels[b], "{name} bag {b}");
+            let score = pred["score"].as_f64().unwrap();
+            assert!((score - scores.row(b)[1]).abs() < 1e-12, "{name} bag {b}");
+            // Every instance's probability, as the library computes it; the witness is
+            // the most probable.
+            let e = &pred["explanation"];
+            assert_eq!(e["score_kind"], "probability");
+            let p: Vec<f64> = e["instance_scores"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect();
+            let want = lib.instance_probabilities(musk1.bag(b));
+            assert_eq!(p.len(), want.len());
+            for (a, w) in p.iter().zip(&want) {
+                assert!((a - w).abs() < 1e-12, "{name} bag {b}");
+            }
+            let w = e["witnesses"][0].as_u64().unwrap() as usize;
+            assert!(p.iter().all(|&v| v <= p[w]));
+        }
+
+        // `mil cv`: each bag's label is that of the model fitted on its fold's training
+        // bags (the library's folds of the same seed).
+        let mut args = vec!["cv", "musk1", "--folds", "10", "--seed", "1", "--json"];
+        args.extend_from_slice(&flags);
+        let cv = mil_json(&args);
+        let by_id: std::collections::HashMap<String, String> = cv["predictions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["bag"].as_str().unwrap().to_string(),
+                    p["label"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(by_id.len(), musk1.n_bags());
+        let (_, _, params) = cases(1).into_iter().find(|c| c.0 == name).unwrap();
+        for (train, test) in musk1.stratified_folds(10, 1).unwrap() {
+            let fold = params.fit(train).unwrap();
+            let labels = fold.scores(test.clone()).unwrap().labels();
+            for (&b, label) in test.indices().iter().zip(labels) {
+                let id = &musk1.bag_ids()[b];
+                assert_eq!(by_id[id], musk1.class_names()[label], "{name} bag {id}");
+            }
+        }
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
+    for (args, flag) in [
+        (
+            &["cv", "musk1", "--classifier", "dd", "--max-iterations", "3"][..],
+            "--max-iterations",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "milr", "--max-restarts", "3"][..],
+            "--max-restarts",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "em-dd", "--cost", "2"][..],
+            "--cost",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "dd", "--max-restarts", "0"][..],
+            "--max-restarts",
+        ),
+        (
+            &[
+                "cv",
+                "musk1",
+                "--classifier",
+                "em-dd",
+                "--max-iterations",
+                "0",
+            ][..],
+            "--max-iterations",
+        ),
+        (&["cv", "corel3", "--classifier", "dd"][..], "binary"),
+    ] {
+        mil_refuses_naming(args, flag);
+    }
+
+    let dir = temp_dir("dd-bad");
+    for classifier in ["dd", "em-dd"] {
+        let model = train_unexportable(&dir, classifier);
+        // One scale dropped: the concept no longer matches the feature dimension.
+        let text = std::fs::read_to_string(model).unwrap();
+        let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let scale = find_key(&mut json, "scale").expect("the scales");
+        scale.as_array_mut().unwrap().pop();
+        let damaged = dir.join(format!("{classifier}-damaged.json"));
+        std::fs::write(&damaged, json.to_string()).unwrap();
+        let out = run_mil(&["predict", damaged.to_str().unwrap(), "musk1"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("damaged.json") && err.contains(classifier),
+            "{err}"
+        );
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
