@@ -7,7 +7,14 @@ use serde_json::Value;
 #[test]
 fn cv_reports_the_contract_keys_for_both_classifiers() {
     for flags in [
-        &["--classifier", "citation-knn", "--references", "2", "--citers", "4"][..],
+        &[
+            "--classifier",
+            "citation-knn",
+            "--references",
+            "2",
+            "--citers",
+            "4",
+        ][..],
         &["--classifier", "milr"][..],
     ] {
         let classifier = flags[1];

@@ -211,7 +211,7 @@ impl ClassifierGrid {
 
     /// The memory and work that grow beyond the data when the grid is cross-validated
     /// on data of `shape`: the sum over the candidates whose work is held at once (the
-    /// shared Gram matrices and distances of [`Pipeline::shared_scorers`]), candidates
+    /// shared Gram matrices and distances of the inner CV), candidates
     /// that share one counted once; `None` when every candidate is linear in the data.
     pub fn footprint(
         &self,
