@@ -42,6 +42,8 @@ __all__ = [
     "MISVM",
     "SMIL",
     "SBMIL",
+    "DiverseDensity",
+    "EMDD",
     "MiVLAD",
     "MiFV",
 ]
@@ -1041,56 +1043,6 @@ class AutoMIL(_BagClassifier):
 
     def fit(self, X: BagsLike, y: npt.ArrayLike) -> "AutoMIL":
         """Choose a candidate by inner CV on the labelled bags and fit it on all of them.
-class _SparseMIL(_BagClassifier):
-    """sMIL and sbMIL (Bunescu & Mooney 2007): SVMs for positive bags with few positive
-    instances. Features are z-scored on the training instances; the cost C is shared by
-    the points of each kind, as the misvm package does. Binary labels only:
-    ``classes_[1]`` is the positive class. No randomness: a fit is a function of the
-    data and parameters."""
-
-    _balanced: bool
-    kernel: str
-    gamma: Optional[float]
-    C: float
-    class_weight: ClassWeight
-
-    def _spec(self, classes: npt.NDArray[Any], eta: float) -> _native.ClassifierSpec:
-        return _native.ClassifierSpec.smil(
-            self._balanced,
-            self.kernel,
-            None if self.gamma is None else float(self.gamma),
-            float(self.C),
-            eta,
-            _class_weight(self.class_weight, classes),
-        )
-
-    def decision_function(self, X: BagsLike) -> npt.NDArray[np.float64]:
-        """The bag's decision value.
-class _DiverseDensity(_BagClassifier):
-    """DD and EM-DD: a concept (target point t, scale s per feature) fitted by maximising
-    the Diverse Density likelihood; an instance x belongs to it with probability
-    (1 - 1e-8) exp(-sum_k s_k^2 (x_k - t_k)^2). Features are z-scored on the training
-    instances. The starts are every instance of every positive bag, or a subsample of
-    ``max_restarts`` of them drawn with ``random_state``. Binary labels only:
-    ``classes_[1]`` is the positive class."""
-
-    _em: bool
-
-    def _rounds(self) -> int:
-        """EM-DD's most E/M rounds (DD has none; the library's default is passed)."""
-        return 10
-
-    def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
-        return _native.ClassifierSpec.dd(
-            self._em,
-            check_positive_int("max_restarts", self.max_restarts),
-            self._rounds(),
-            estimator_seed(self),
-            _class_weight(self.class_weight, classes),
-        )
-
-    def predict_proba(self, X: BagsLike) -> npt.NDArray[np.float64]:
-        """Bag probabilities.
 
         Parameters
         ----------
@@ -1116,6 +1068,38 @@ class _DiverseDensity(_BagClassifier):
         self.n_features_in_ = bags.dim
         self.projected_input_ = projected
         return self
+
+
+class _SparseMIL(_BagClassifier):
+    """sMIL and sbMIL (Bunescu & Mooney 2007): SVMs for positive bags with few positive
+    instances. Features are z-scored on the training instances; the cost C is shared by
+    the points of each kind, as the misvm package does. Binary labels only:
+    ``classes_[1]`` is the positive class. No randomness: a fit is a function of the
+    data and parameters."""
+
+    _balanced: bool
+    kernel: str
+    gamma: Optional[float]
+    C: float
+    class_weight: ClassWeight
+
+    def _spec(self, classes: npt.NDArray[Any], eta: float) -> _native.ClassifierSpec:
+        return _native.ClassifierSpec.smil(
+            self._balanced,
+            self.kernel,
+            None if self.gamma is None else float(self.gamma),
+            float(self.C),
+            eta,
+            _class_weight(self.class_weight, classes),
+        )
+
+    def decision_function(self, X: BagsLike) -> npt.NDArray[np.float64]:
+        """The bag's decision value.
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
 
         Returns
         -------
@@ -1152,35 +1136,6 @@ class SMIL(_SparseMIL):
         Multiplies each point's cost by the weight of its bag's class.
     n_jobs : int or None, default=None
         Threads of ``fit`` and ``predict``, as :class:`CitationKNN`'s.
-
-        Returns
-        -------
-        ndarray of shape (n_bags, 2)
-            [1 - p, p] with p the bag's probability of ``classes_[1]``.
-        """
-        scores, _ = self._scores(X)
-        return scores.copy()
-
-
-class DiverseDensity(_DiverseDensity):
-    """Diverse Density (Maron & Lozano-Perez 1998; Weka's MIDD).
-
-    Maximises the noisy-or likelihood prod_pos (1 - prod_j (1 - p_ij)) prod_neg
-    prod_j (1 - p_ij) by L-BFGS from every start (scales 1), keeping the best; a bag's
-    probability is the noisy-or 1 - prod_j (1 - p_j) of its instances.
-
-    Parameters
-    ----------
-    max_restarts : int, default=100
-        Most starting points (positive instances).
-    random_state : int, RandomState, Generator or None, default=1
-        Seed of the subsample of starting points: an int (the ``--seed`` of ``mil``)
-        gives the same model on every fit; None draws a seed from ``numpy.random`` at
-        each fit; a ``RandomState``/``Generator`` gives one draw of its own per fit.
-    class_weight : None, "balanced" or dict, default=None
-        Weight of each class's bags in the likelihood, as :class:`MILR`'s.
-    n_jobs : int or None, default=None
-        Threads of ``fit`` (over the starts) and ``predict``, as :class:`CitationKNN`'s.
 
     Attributes
     ----------
@@ -1239,6 +1194,109 @@ class SBMIL(_SparseMIL):
         Multiplies each point's cost by the weight of its bag's class.
     n_jobs : int or None, default=None
         Threads of ``fit`` and ``predict``, as :class:`CitationKNN`'s.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The labels; ``classes_[1]`` is the positive class.
+    n_features_in_ : int
+        Features per instance.
+    model_ : object
+        The native fitted model.
+    """
+
+    _balanced = True
+
+    def __init__(
+        self,
+        kernel: str = "linear",
+        gamma: Optional[float] = None,
+        C: float = 1.0,
+        eta: float = 0.0,
+        class_weight: ClassWeight = None,
+        n_jobs: Optional[int] = None,
+    ) -> None:
+        self.kernel = kernel
+        self.gamma = gamma
+        self.C = C
+        self.eta = eta
+        self.class_weight = class_weight
+        self.n_jobs = n_jobs
+
+    def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
+        return self._spec(classes, float(self.eta))
+
+
+class _DiverseDensity(_BagClassifier):
+    """DD and EM-DD: a concept (target point t, scale s per feature) fitted by maximising
+    the Diverse Density likelihood; an instance x belongs to it with probability
+    (1 - 1e-8) exp(-sum_k s_k^2 (x_k - t_k)^2). Features are z-scored on the training
+    instances. The starts are every instance of every positive bag, or a subsample of
+    ``max_restarts`` of them drawn with ``random_state``. Binary labels only:
+    ``classes_[1]`` is the positive class."""
+
+    _em: bool
+
+    def _rounds(self) -> int:
+        """EM-DD's most E/M rounds (DD has none; the library's default is passed)."""
+        return 10
+
+    def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
+        return _native.ClassifierSpec.dd(
+            self._em,
+            check_positive_int("max_restarts", self.max_restarts),
+            self._rounds(),
+            estimator_seed(self),
+            _class_weight(self.class_weight, classes),
+        )
+
+    def predict_proba(self, X: BagsLike) -> npt.NDArray[np.float64]:
+        """Bag probabilities.
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+
+        Returns
+        -------
+        ndarray of shape (n_bags, 2)
+            [1 - p, p] with p the bag's probability of ``classes_[1]``.
+        """
+        scores, _ = self._scores(X)
+        return scores.copy()
+
+
+class DiverseDensity(_DiverseDensity):
+    """Diverse Density (Maron & Lozano-Perez 1998; Weka's MIDD).
+
+    Maximises the noisy-or likelihood prod_pos (1 - prod_j (1 - p_ij)) prod_neg
+    prod_j (1 - p_ij) by L-BFGS from every start (scales 1), keeping the best; a bag's
+    probability is the noisy-or 1 - prod_j (1 - p_j) of its instances.
+
+    Parameters
+    ----------
+    max_restarts : int, default=100
+        Most starting points (positive instances).
+    random_state : int, RandomState, Generator or None, default=1
+        Seed of the subsample of starting points: an int (the ``--seed`` of ``mil``)
+        gives the same model on every fit; None draws a seed from ``numpy.random`` at
+        each fit; a ``RandomState``/``Generator`` gives one draw of its own per fit.
+    class_weight : None, "balanced" or dict, default=None
+        Weight of each class's bags in the likelihood, as :class:`MILR`'s.
+    n_jobs : int or None, default=None
+        Threads of ``fit`` (over the starts) and ``predict``, as :class:`CitationKNN`'s.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The labels; ``classes_[1]`` is the positive class.
+    n_features_in_ : int
+        Features per instance.
+    model_ : object
+        The native fitted model.
+    """
+
     _em = False
 
     def __init__(
@@ -1285,26 +1343,6 @@ class EMDD(_DiverseDensity):
         The native fitted model.
     """
 
-    _balanced = True
-
-    def __init__(
-        self,
-        kernel: str = "linear",
-        gamma: Optional[float] = None,
-        C: float = 1.0,
-        eta: float = 0.0,
-        class_weight: ClassWeight = None,
-        n_jobs: Optional[int] = None,
-    ) -> None:
-        self.kernel = kernel
-        self.gamma = gamma
-        self.C = C
-        self.eta = eta
-        self.class_weight = class_weight
-        self.n_jobs = n_jobs
-
-    def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
-        return self._spec(classes, float(self.eta))
     _em = True
 
     def __init__(

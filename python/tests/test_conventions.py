@@ -49,8 +49,7 @@ ESTIMATORS = {
 }
 # The randomised estimators that still accept the deprecated name seed=.
 SEED_ALIAS = ["SetKernelSVM", "MIALM", "MIDR", "M3IC", "BAMIC"]
-RANDOMISED = SEED_ALIAS + ["MiVLAD", "MiFV", "AutoMIL"]
-RANDOMISED = SEED_ALIAS + ["MiVLAD", "MiFV", "DiverseDensity", "EMDD"]
+RANDOMISED = SEED_ALIAS + ["MiVLAD", "MiFV", "DiverseDensity", "EMDD", "AutoMIL"]
 
 
 @pytest.fixture(scope="module")
