@@ -72,7 +72,7 @@ def test_ctrl_c_returns_control_within_a_second(call):
     code = (
         "import os, signal, threading, time\n"
         # A child of a background job starts with SIGINT ignored, and Python then installs
-        # no handler: give it Python's own, as an interactive session has.
+        # no handler: give it Python's own, as a terminal gives it.
         "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "import miltk\n"
         "bags, y = miltk.load_musk2(return_X_y=True)\n"
