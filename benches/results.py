@@ -10,6 +10,7 @@ see the same ones.
 """
 
 import argparse
+import collections
 import csv
 import datetime
 import io
@@ -198,7 +199,20 @@ def run_cell(mil, method, data, repeats, folds_dir, stamp):
     entry["auroc"] = report["auroc"]
     entry["per_repeat"] = per_repeat
     entry["message"] = report.get("collapsed") and f"every prediction is class {report['collapsed']}"
+    families = [family(c["classifier"]) for c in report.get("chosen") or []
+                if c and c.get("classifier")]
+    if families:
+        entry["chosen_families"] = dict(collections.Counter(families).most_common())
     return entry
+
+
+def family(description):
+    """The classifier family of a chosen candidate's description: its name, and the
+    kernel for the SVM ("svm (kand kernel, rho 0.02, …)" → "svm kand")."""
+    name, _, rest = description.partition(" (")
+    if name == "svm" and " kernel" in rest:
+        return f"svm {rest.split(' kernel')[0]}"
+    return name
 
 
 def pct(x):
@@ -274,6 +288,18 @@ def render(results, methods, repeats):
             acc = f"{pct(e['accuracy'])} ± {pct(e['accuracy_sd_folds'])}"
             w(f"| {meth['name']} | {cell(e, acc)} | {sd_rep} | {pct(e['balanced_accuracy'])} "
               f"| {auroc} | {cpu(e['cpu_seconds'])} | {e['peak_rss_mib']:.0f} |\n")
+        w("\n")
+
+    chose = [(meth, d, entries[(meth["name"], d)]) for meth in methods for d in DATA
+             if entries.get((meth["name"], d), {}).get("chosen_families")]
+    if chose:
+        w("### What the inner CV chose\n\n")
+        w("The classifier family each outer fold's inner CV chose (folds of all repetitions):\n\n")
+        w("| method | data | chosen in how many outer folds |\n|---|---|---|\n")
+        for meth, d, e in chose:
+            total = sum(e["chosen_families"].values())
+            counts = ", ".join(f"{f} {n}/{total}" for f, n in e["chosen_families"].items())
+            w(f"| {meth['name']} | {d} | {counts} |\n")
         w("\n")
 
     w("### Methods\n\n| name | `mil cv DATA` arguments |\n|---|---|\n")

@@ -173,3 +173,109 @@ fn trained_svm_exports_for_the_core_and_inspects() {
     assert_eq!(inspected["bytes"], report["bytes"]);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// 58 bags (26 positive) of 3–7 instances with 700 standard-normal features (a
+/// xorshift generator with Box–Muller), written as CSV: with this many features the box
+/// counts of two different bags differ by hundreds of orders of magnitude.
+fn wide_set(dir: &std::path::Path) -> String {
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut uniform = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut text = String::new();
+    for b in 0..58 {
+        let label = usize::from(b < 26);
+        for _ in 0..3 + b % 5 {
+            text.push_str(&format!("{label},b{b}"));
+            for _ in 0..700 {
+                let (u, v) = (uniform().max(1e-12), uniform());
+                let z = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
+                text.push_str(&format!(",{z:.3}"));
+            }
+            text.push('\n');
+        }
+    }
+    let path = dir.join("wide.csv");
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn a_gram_matrix_that_is_the_identity_is_named_with_the_rho_that_fixes_it() {
+    let dir = temp_dir("svm-identity");
+    let wide = wide_set(&dir);
+    let cv = run_mil(&[
+        "cv",
+        &wide,
+        "--classifier",
+        "svm",
+        "--folds",
+        "5",
+        "--quiet",
+    ]);
+    assert!(cv.status.success());
+    let warning = String::from_utf8_lossy(&cv.stderr).to_string();
+    assert!(
+        warning.contains("every out-of-fold prediction is class 0")
+            && warning.contains("numerically the identity"),
+        "{warning}"
+    );
+    // The classes are 26/32: the warning must not blame an imbalance.
+    assert!(!warning.contains("imbalanced"), "{warning}");
+    let rho = warning
+        .split("use rho ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("a suggested rho");
+    let suggested: f64 = rho.parse().expect("a number");
+    assert!(suggested > 0.0 && suggested < 0.02, "{suggested}");
+    // At the suggested ρ the kernel is no longer the identity, in training or CV.
+    let model = dir.join("m.json");
+    for args in [
+        vec![
+            "cv",
+            &wide,
+            "--classifier",
+            "svm",
+            "--folds",
+            "5",
+            "--quiet",
+            "--rho",
+            rho,
+        ],
+        vec![
+            "train",
+            &wide,
+            "--classifier",
+            "svm",
+            "--rho",
+            rho,
+            "-o",
+            model.to_str().unwrap(),
+        ],
+    ] {
+        let out = run_mil(&args);
+        assert!(out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("numerically the identity"),
+            "{args:?}: {stderr}"
+        );
+    }
+    // `mil train` at the default ρ says so too, before anyone predicts with the model.
+    let out = run_mil(&[
+        "train",
+        &wide,
+        "--classifier",
+        "svm",
+        "-o",
+        model.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("numerically the identity: no two training bags"));
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -132,6 +132,9 @@ class _BagClassifier(NativeStateMixin, ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         self.n_features_in_ = bags.dim
         self.projected_input_ = projected
+        degenerate = self.model_.gram_diagnosis()
+        if degenerate is not None:
+            warnings.warn(degenerate, RuntimeWarning, stacklevel=2)
         return self
 
     def _scores(self, X: BagsLike) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.intp]]:

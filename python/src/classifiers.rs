@@ -350,6 +350,18 @@ impl FittedClassifier {
         self.model.kind().name()
     }
 
+    /// A set-kernel SVM's degenerate Gram matrix (numerically the identity or a
+    /// constant) with the setting that fixes it; `None` otherwise.
+    fn gram_diagnosis(&self) -> PyResult<Option<String>> {
+        let ClassifierModel::Svm(svm) = self.model.as_ref() else {
+            return Ok(None);
+        };
+        Ok(svm
+            .gram_diagnosis()
+            .map_err(py_err)?
+            .map(|(diagnosis, remedy)| format!("{diagnosis}: {remedy}")))
+    }
+
     /// The library's saved-model JSON (a `mil-host-model` without projection).
     fn to_json(&self) -> PyResult<String> {
         serde_json::to_string(&host_model(None, (*self.model).clone()))

@@ -1,5 +1,7 @@
 """Bad input raises ValueError/TypeError naming the bag, instance and feature."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.exceptions import NotFittedError
@@ -220,3 +222,18 @@ def test_work_over_the_memory_limit_raises_memory_error_before_it_starts():
     for bad in (0, -1.0, float("nan"), float("inf"), "8"):
         with pytest.raises(ValueError, match="gib"):
             miltk.set_max_memory_gib(bad)  # type: ignore[arg-type]
+
+
+def test_a_gram_matrix_that_is_the_identity_warns_with_its_remedy():
+    # 700 features: box counts of different bags differ by hundreds of orders of
+    # magnitude, and at rho = 1/50 the normalised kernel is the identity.
+    rng = np.random.default_rng(7)
+    bags = [rng.normal(size=(3 + b % 4, 700)) for b in range(20)]
+    y = np.array([b % 2 for b in range(20)])
+    with pytest.warns(RuntimeWarning, match="numerically the identity.*use rho"):
+        miltk.SetKernelSVM(kernel="kand").fit(bags, y)
+    # A spread of similarities says nothing.
+    small = [b[:, :2] for b in bags]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        miltk.SetKernelSVM(kernel="kand").fit(small, y)

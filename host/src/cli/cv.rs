@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::{ClassifierArgs, CvArgs, InnerCvArgs, ProjectionArgs, Report};
 use super::{CvMerge, CvMergeArgs};
+use crate::classifier::ClassifierParams;
 use crate::data;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -15,7 +16,7 @@ use crate::pipeline::{
     check_outcomes, read_folds_file, run_folds, summarize, CvReport, FoldOutcome, Folds, Pipeline,
     ProjectionGrid, Selection,
 };
-use crate::progress::Progress;
+use crate::progress::{Progress, Silent};
 use crate::projection::ProjectionParams;
 use crate::shard::{Fingerprint, Shard};
 use serde::{Deserialize, Serialize};
@@ -195,7 +196,11 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
         let outcomes = run_folds(&pipeline, &d, &folds, 0..jobs, progress)?;
         let r = summarize(&d, &assignments, &outcomes)?;
         let seconds = start.elapsed().as_secs_f64();
-        let mut report = report(&d, &description, chooses, &r, seconds);
+        let cause = match r.collapsed_class() {
+            Some(_) => degenerate_gram(&pipeline, &d)?,
+            None => None,
+        };
+        let mut report = report(&d, &description, chooses, &r, seconds, cause);
         if let Some(plot) = &args.plot {
             super::roc::add_plot(&mut report, &d, &assignments, &outcomes, plot)?;
         }
@@ -331,7 +336,7 @@ fn merge(args: &CvMergeArgs) -> Result<Report> {
         .map_err(|problem| Error::data(&args.parts[0], problem))?;
     let r = summarize(&d, &first.assignments, &outcomes)?;
     let seconds = parts.iter().map(|p| p.seconds).sum();
-    let mut report = report(&d, &first.description, first.chooses, &r, seconds);
+    let mut report = report(&d, &first.description, first.chooses, &r, seconds, None);
     if let Some(plot) = &args.plot {
         super::output::refuse_input_as_output("--plot", plot, &[&first.data])?;
         super::roc::add_plot(&mut report, &d, &first.assignments, &outcomes, plot)?;
@@ -339,8 +344,53 @@ fn merge(args: &CvMergeArgs) -> Result<Report> {
     Ok(report)
 }
 
-/// The report of a cross-validation run.
-fn report(d: &Dataset, description: &str, chooses: bool, r: &CvReport, seconds: f64) -> Report {
+/// Why a single set-kernel SVM without projection predicted one class for every bag,
+/// when its Gram matrix over all bags is degenerate: the diagnosis and its remedy.
+fn degenerate_gram(pipeline: &Pipeline, d: &Dataset) -> Result<Option<String>> {
+    let (None, Some(ClassifierParams::Svm(svm))) =
+        (&pipeline.projection, pipeline.classifier.single())
+    else {
+        return Ok(None);
+    };
+    let log_gram = svm.full_log_gram(d, &Silent)?;
+    let all: Vec<usize> = (0..d.n_bags()).collect();
+    Ok(svm
+        .diagnose(&log_gram, d.n_bags(), &all)?
+        .map(|(diagnosis, remedy)| format!("{diagnosis}: {remedy}")))
+}
+
+/// The warning for a run whose every out-of-fold prediction is class `class`: the
+/// degenerate kernel when `cause` names one, class imbalance only when the classes are
+/// imbalanced.
+fn collapse_warning(d: &Dataset, class: usize, cause: Option<&str>) -> String {
+    let name = &d.class_names()[class];
+    let head = format!("warning: every out-of-fold prediction is class {name}");
+    if let Some(cause) = cause {
+        return format!("{head}: {cause}");
+    }
+    let counts = d.bags_per_class();
+    let largest = counts.iter().copied().max().unwrap_or(0) as f64;
+    let total = counts.iter().sum::<usize>().max(1) as f64;
+    if largest / total > IMBALANCED_SHARE {
+        format!("{head}: the classifier ignores the other class(es) (imbalanced classes: weight them or move the decision threshold)")
+    } else {
+        format!("{head}, although the classes are about balanced: the classifier's scores do not separate them at these settings (try other settings, or --classifier auto)")
+    }
+}
+
+/// The share of the largest class above which a one-class prediction is blamed on the
+/// imbalance.
+const IMBALANCED_SHARE: f64 = 0.6;
+
+/// The report of a cross-validation run; `cause` explains a one-class prediction.
+fn report(
+    d: &Dataset,
+    description: &str,
+    chooses: bool,
+    r: &CvReport,
+    seconds: f64,
+    cause: Option<String>,
+) -> Report {
     let mut human = format!(
         "{}: {} — {} × {}-fold CV\naccuracy {:.4}",
         d.name(),
@@ -370,10 +420,7 @@ fn report(d: &Dataset, description: &str, chooses: bool, r: &CvReport, seconds: 
         ));
     }
     if let Some(c) = r.collapsed_class() {
-        let warning = format!(
-            "warning: every out-of-fold prediction is class {}: the classifier ignores the other class(es) (imbalanced classes: weight them or move the decision threshold)",
-            d.class_names()[c]
-        );
+        let warning = collapse_warning(d, c, cause.as_deref());
         super::output::warn(&warning);
         human.push_str(&format!("\n{warning}"));
     }

@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::cv::pipeline;
 use super::{Report, TrainArgs};
+use crate::classifier::ClassifierModel;
 use crate::data;
 use crate::error::Result;
 use crate::progress::Progress;
@@ -35,6 +36,15 @@ pub fn run(args: &TrainArgs, progress: &dyn Progress) -> Result<Report> {
     progress.start("training", 1);
     let mut model = pipeline.fit(&d)?;
     progress.finish();
+    let degenerate = match &model.classifier {
+        ClassifierModel::Svm(svm) => svm
+            .gram_diagnosis()?
+            .map(|(diagnosis, remedy)| format!("warning: {diagnosis}: {remedy}")),
+        _ => None,
+    };
+    if let Some(w) = &degenerate {
+        super::output::warn(w);
+    }
     let chosen = model.chosen.clone();
     // A path is recorded absolute, so `mil export` run from another directory reads the
     // same file; the fingerprint lets it refuse a file whose content has changed.
@@ -59,6 +69,9 @@ pub fn run(args: &TrainArgs, progress: &dyn Progress) -> Result<Report> {
     if let Some(t) = model.threshold {
         human.push_str(&format!("\ndecision threshold {t}"));
     }
+    if let Some(w) = &degenerate {
+        human.push_str(&format!("\n{w}"));
+    }
     human.push_str(&format!("\n{seconds:.2} s"));
     let json = json!({
         "model": args.output,
@@ -66,6 +79,7 @@ pub fn run(args: &TrainArgs, progress: &dyn Progress) -> Result<Report> {
         "bags": d.n_bags(),
         "chosen": chosen,
         "threshold": model.threshold,
+        "warning": degenerate,
         "seconds": seconds,
     });
     Ok(Report { human, json })

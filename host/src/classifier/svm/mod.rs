@@ -47,6 +47,9 @@ pub use preprocessing::*;
 mod kernel;
 pub use kernel::*;
 
+mod diagnosis;
+pub use diagnosis::*;
+
 /// The set kernel of the SVM.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "family", rename_all = "kebab-case")]
@@ -244,6 +247,39 @@ impl SetKernelSvm {
             _ => settings,
         };
         Ok((k, scale, smo))
+    }
+
+    /// Whether the kernel the SVM sees on the bags `train` of `log_gram` (ln k over `n`
+    /// bags, before any empirical map) is degenerate — numerically the identity or a constant — with the setting
+    /// that fixes it; `None` when it is not.
+    ///
+    /// ```
+    /// use mil_toolkit::classifier::svm::{GramDiagnosis, SetKernelSvm};
+    ///
+    /// // Three bags whose box counts differ by 10^300 from pair to pair: at ρ = 1/50 the
+    /// // normalised kernel is the identity.
+    /// let log_gram = [700.0, 10.0, 10.0, 10.0, 700.0, 10.0, 10.0, 10.0, 700.0];
+    /// let (diagnosis, remedy) = SetKernelSvm::default()
+    ///     .diagnose(&log_gram, 3, &[0, 1, 2])?
+    ///     .expect("degenerate");
+    /// assert!(matches!(diagnosis, GramDiagnosis::Identity { .. }));
+    /// assert!(remedy.starts_with("use rho 4.342e-3"), "{remedy}");
+    /// # Ok::<(), mil_toolkit::error::Error>(())
+    /// ```
+    pub fn diagnose(
+        &self,
+        log_gram: &[f64],
+        n: usize,
+        train: &[usize],
+    ) -> Result<Option<(GramDiagnosis, String)>> {
+        // The empirical map of an identity (or constant) kernel is one too, so φ(k)
+        // alone decides, in O(n²) where the map costs O(n³).
+        let settings = self.effective_settings().map(EmpiricalMap::None);
+        let (k, _) = svm_kernel(log_gram, n, train, &settings)?;
+        Ok(GramDiagnosis::of(&k, n, train).map(|d| {
+            let remedy = d.remedy(&self.kernel, &settings, log_gram, n, train);
+            (d, remedy)
+        }))
     }
 
     /// Whether cross-validation may share one Gram matrix over all bags: not when a
@@ -572,6 +608,18 @@ impl SvmModel {
 }
 
 impl SvmModel {
+    /// [`SetKernelSvm::diagnose`] on the training bags' Gram matrix as the model was
+    /// trained on it.
+    pub fn gram_diagnosis(&self) -> Result<Option<(GramDiagnosis, String)>> {
+        let m = self.train_starts.len().saturating_sub(1);
+        let svm = SetKernelSvm {
+            kernel: self.kernel,
+            settings: self.svm.settings,
+            ..SetKernelSvm::default()
+        };
+        svm.diagnose(&self.train_log_gram, m, &(0..m).collect::<Vec<_>>())
+    }
+
     /// The trained machines: `svm`, then the other one-vs-rest machines.
     pub fn machines(&self) -> impl Iterator<Item = &BagSvm> {
         std::iter::once(&self.svm).chain(&self.rest)
