@@ -184,6 +184,53 @@ fn auto_and_lists_refuse_what_does_not_apply() {
         &["cv", "musk1", "--classifier", "milr", "--gamma", "0.1,1"],
         "--gamma",
     );
+    // So is a scalar flag at its default value, read from `mil cv --help`.
+    let help = run_mil(&["cv", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout).to_string();
+    let default_of = |flag: &str| -> String {
+        let lines: Vec<&str> = help.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with(&format!("{flag} ")))
+            .unwrap_or_else(|| panic!("{flag} in `mil cv --help`"));
+        lines[at + 1..]
+            .iter()
+            .take_while(|l| !l.trim_start().starts_with("--"))
+            .find_map(|l| l.trim().strip_prefix("[default: "))
+            .and_then(|d| d.strip_suffix(']'))
+            .unwrap_or_else(|| panic!("{flag} has a default"))
+            .to_string()
+    };
+    for (classifier, flag) in [
+        ("svm", "--rank"),
+        ("milr", "--hausdorff"),
+        ("citation-knn", "--beta"),
+        ("citation-knn", "--epsilon"),
+        ("svm", "--eta"),
+        ("milr", "--max-restarts"),
+    ] {
+        let default = default_of(flag);
+        mil_refuses_naming(
+            &["cv", "musk1", "--classifier", classifier, flag, &default],
+            flag,
+        );
+    }
+    // Where the flag applies, its default value is accepted.
+    let out = run_mil(&[
+        "cv",
+        "musk1",
+        "--classifier",
+        "citation-knn",
+        "--rank",
+        "1",
+        "--folds",
+        "2",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // An empty or malformed list is refused by the parser.
     let out = run_mil(&["cv", "musk1", "--classifier", "svm", "--cost", "1,x"]);
     assert_eq!(out.status.code(), Some(2));

@@ -190,8 +190,8 @@ pub(super) fn parse_threshold(text: &str) -> std::result::Result<Threshold, Stri
 }
 
 /// The classifiers each classifier flag applies to (the flags not listed —
-/// `--class-weight`, `--threshold`, `--threshold-metric` — apply to all): a flag set to
-/// another value than its default is refused with any other classifier.
+/// `--class-weight`, `--threshold`, `--threshold-metric` — apply to all): a flag given on
+/// the command line (even at its default value) is refused with any other classifier.
 pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
     use ClassifierKind::{
         CitationKnn as K, Dd as D, EmDd as E, MiFv as F, MiSvm as P, MiSvmBag as B, MiVlad as V,
@@ -270,12 +270,14 @@ impl ClassifierArgs {
             .args
             .flag_values();
         for ((flag, value), (_, default)) in self.flag_values().iter().zip(&defaults) {
+            // Given on the command line, or (arguments built without it) not the default.
+            let set = super::given_on_command_line(flag).unwrap_or(value != default);
             let applies = APPLIES_TO
                 .iter()
                 .find(|(f, _)| f == flag)
                 .map_or(&[][..], |(_, kinds)| *kinds);
             let Some(kind) = kind else {
-                if value != default {
+                if set {
                     return Err(Error::parameter(
                         &format!("--{flag}"),
                         value,
@@ -284,7 +286,7 @@ impl ClassifierArgs {
                 }
                 continue;
             };
-            if value != default && !applies.contains(&kind) {
+            if set && !applies.contains(&kind) {
                 let to: Vec<String> = applies
                     .iter()
                     .map(|k| format!("--classifier {}", mil_core::keyword::Keyword::name(*k)))

@@ -406,6 +406,31 @@ pub fn command() -> clap::Command {
     negative_values(Cli::command())
 }
 
+/// The options of the command (the innermost subcommand) given on the command line, by
+/// clap id (`max_iterations` for `--max-iterations`), as opposed to left at their
+/// defaults; set once by [`main`].
+static GIVEN: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+fn record_given(matches: &clap::ArgMatches) {
+    let mut m = matches;
+    while let Some((_, sub)) = m.subcommand() {
+        m = sub;
+    }
+    let given = m
+        .ids()
+        .filter(|id| m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|id| id.as_str().to_string())
+        .collect();
+    let _ = GIVEN.set(given);
+}
+
+/// Whether the option `--flag` was given on the command line; `None` when the command
+/// line was not parsed by [`main`] (a library caller of the argument types).
+pub(super) fn given_on_command_line(flag: &str) -> Option<bool> {
+    let id = flag.trim_start_matches('-').replace('-', "_");
+    GIVEN.get().map(|given| given.contains(&id))
+}
+
 /// The `mil` program: parses the command line, runs it, prints the report (JSON with
 /// `--json`) or the error, and returns the exit code. Standard output is checked: a
 /// failed write exits 1 naming stdout, while a closed pipe (`| head`) ends quietly with
@@ -414,9 +439,10 @@ pub fn main() -> std::process::ExitCode {
     use clap::FromArgMatches;
     use std::process::ExitCode;
     signals::install();
-    let parsed = command()
-        .try_get_matches()
-        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let parsed = command().try_get_matches().and_then(|matches| {
+        record_given(&matches);
+        Cli::from_arg_matches(&matches)
+    });
     let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
