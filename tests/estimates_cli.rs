@@ -219,3 +219,57 @@ fn citation_knn_estimate_is_within_twice_the_measured_peak() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn box_kernel_cpu_time_is_estimated_before_work_and_refused_over_the_limit() {
+    // sival6's k∧ Gram matrix takes minutes: timing a sample of its entries says so in
+    // about a second, before any fold runs.
+    let out = run_mil(&[
+        "cv",
+        "sival6",
+        "--classifier",
+        "svm",
+        "--max-cpu-minutes",
+        "0.5",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--max-cpu-minutes")
+            && stderr.contains("box-kernel Gram matrices of 360 bags are estimated at")
+            && stderr.contains("entries timed"),
+        "{stderr}"
+    );
+    let seconds: f64 = stderr
+        .split("estimated at ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("the estimate in seconds");
+    assert!(seconds > 30.0, "{stderr}");
+    // Kernels that are not box kernels are not timed; a non-positive limit is refused.
+    let out = run_mil(&[
+        "cv",
+        "musk1",
+        "--classifier",
+        "milr",
+        "--max-cpu-minutes",
+        "0.01",
+        "--folds",
+        "2",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run_mil(&[
+        "cv",
+        "musk1",
+        "--classifier",
+        "svm",
+        "--max-cpu-minutes",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -178,3 +178,21 @@ impl Shape {
         self.instances as f64 * self.dim as f64
     }
 }
+
+/// CPU seconds the calling thread has run (`/proc/thread-self/schedstat`, in
+/// nanoseconds), to measure a sample of work for an estimate; where that file cannot be
+/// read, wall-clock seconds since the first call, which overstate CPU time on a busy
+/// machine.
+pub(crate) fn thread_cpu_seconds() -> f64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .map(|ns| ns as f64 * 1e-9)
+        .unwrap_or_else(|| {
+            START
+                .get_or_init(std::time::Instant::now)
+                .elapsed()
+                .as_secs_f64()
+        })
+}

@@ -41,6 +41,10 @@ pub trait Progress: Sync {
     }
     /// The current stage is over.
     fn finish(&self) {}
+    /// A line worth reading before long work starts, such as its estimated CPU time.
+    fn note(&self, text: &str) {
+        let _ = text;
+    }
 }
 
 /// Reports nothing.

@@ -192,6 +192,25 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
     let description = args.classifier.describe(&args.projection);
     let chooses = pipeline.n_candidates() > 1;
     let jobs: usize = assignments.iter().map(|(_, f)| f.len()).sum();
+    // The fits of the run, in full-data Gram matrices: each outer fold's training bags,
+    // and the inner CV's when there is a choice.
+    let k = assignments.first().map_or(1, |(_, f)| f.len()).max(1) as f64;
+    let outer = ((k - 1.0) / k).powi(2);
+    let inner = match pipeline.n_candidates() > 1 {
+        true => {
+            let ki = args.inner.inner_folds.max(1) as f64;
+            ki * outer * ((ki - 1.0) / ki).powi(2)
+        }
+        false => 0.0,
+    };
+    super::estimate::check_box_cpu(
+        &pipeline.classifier,
+        pipeline.projection.is_some(),
+        &d,
+        jobs as f64 * (outer + inner),
+        args.cpu.max_cpu_minutes,
+        progress,
+    )?;
     let Some(shard) = shard else {
         let outcomes = run_folds(&pipeline, &d, &folds, 0..jobs, progress)?;
         let r = summarize(&d, &assignments, &outcomes)?;

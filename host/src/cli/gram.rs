@@ -96,15 +96,22 @@ pub fn run(args: &GramArgs, progress: &dyn Progress) -> Result<Report> {
         SetKernelName::Box(kernel) => {
             grid = GridData::fit(&data, args.set_kernel.precision)?;
             precision = Some(grid.precision());
-            TileKernel::Box(
-                &grid,
-                BoxGramSpec {
-                    kernel,
-                    method,
-                    accuracy,
-                    seed: args.seed,
-                },
-            )
+            let spec = BoxGramSpec {
+                kernel,
+                method,
+                accuracy,
+                seed: args.seed,
+            };
+            if shard.is_none() {
+                let cost = crate::kernel::boxes::box_gram_cost(&grid, spec)?;
+                if cost.cpu_seconds > 10.0 {
+                    progress.note(&format!(
+                        "mil: the Gram matrix is estimated at {:.0} CPU s ({} of {} entries timed)",
+                        cost.cpu_seconds, cost.measured, cost.entries
+                    ));
+                }
+            }
+            TileKernel::Box(&grid, spec)
         }
         SetKernelName::MiRbf => {
             return Err(Error::parameter(

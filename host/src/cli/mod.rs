@@ -224,6 +224,16 @@ pub struct MemoryLimit {
     pub max_memory_gib: Option<f64>,
 }
 
+/// The CPU time `mil cv` and `mil train` may plan to spend on box-kernel Gram matrices.
+#[derive(Args, Debug, Clone)]
+pub struct CpuLimit {
+    /// Refuse to start when the box-kernel Gram matrices of the run are estimated (by
+    /// timing a sample of their entries) to take more CPU time than this (minutes;
+    /// default: no limit; the estimate is printed when above 10 s)
+    #[arg(long, value_parser = output::parse_cpu_limit)]
+    pub max_cpu_minutes: Option<f64>,
+}
+
 impl MemoryLimit {
     /// The limit in GiB: the flag's, or half the machine's memory.
     pub fn gib(&self) -> f64 {
@@ -282,6 +292,8 @@ pub struct CvArgs {
     pub plot: Option<String>,
     #[command(flatten)]
     pub memory: MemoryLimit,
+    #[command(flatten)]
+    pub cpu: CpuLimit,
 }
 
 /// `mil cv merge`.
@@ -321,6 +333,8 @@ pub struct TrainArgs {
     pub inner: InnerCvArgs,
     #[command(flatten)]
     pub memory: MemoryLimit,
+    #[command(flatten)]
+    pub cpu: CpuLimit,
 }
 
 /// The inner CV of `mil cv` and `mil train`.

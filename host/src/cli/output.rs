@@ -235,3 +235,12 @@ pub fn warn(line: &str) {
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "{line}");
 }
+
+/// `--max-cpu-minutes`: a positive, finite number.
+pub fn parse_cpu_limit(text: &str) -> std::result::Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(_) => Err("give a positive, finite number of minutes".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}

@@ -56,6 +56,13 @@ impl Progress for Bars {
     fn finish(&self) {
         self.bar().finish_and_clear();
     }
+
+    /// On stderr, above any bar, with or without a terminal; nothing with `--quiet`.
+    fn note(&self, text: &str) {
+        if !self.quiet {
+            self.bar().suspend(|| super::output::warn(text));
+        }
+    }
 }
 
 impl Drop for Bars {

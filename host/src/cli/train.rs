@@ -33,6 +33,21 @@ pub fn run(args: &TrainArgs, progress: &dyn Progress) -> Result<Report> {
         &d,
         args.memory.gib(),
     )?;
+    let inner = match pipeline.n_candidates() > 1 {
+        true => {
+            let ki = args.inner.inner_folds.max(1) as f64;
+            ki * ((ki - 1.0) / ki).powi(2)
+        }
+        false => 0.0,
+    };
+    super::estimate::check_box_cpu(
+        &pipeline.classifier,
+        pipeline.projection.is_some(),
+        &d,
+        1.0 + inner,
+        args.cpu.max_cpu_minutes,
+        progress,
+    )?;
     progress.start("training", 1);
     let mut model = pipeline.fit(&d)?;
     progress.finish();

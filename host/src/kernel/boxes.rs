@@ -28,7 +28,7 @@
 
 use mil_core::box_kernel::seeds::pair_seed;
 use mil_core::box_kernel::{
-    discretize, estimate, scratch_len, Accuracy, BoxKernel, Grid, Method, Scratch,
+    discretize, estimate, scratch_len, Accuracy, BoxKernel, Grid, Method, Scratch, ScratchLen,
 };
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -172,6 +172,124 @@ pub fn box_gram(data: &GridData, spec: BoxGramSpec, progress: &dyn Progress) -> 
     Ok(LogGram { n, ln, samples })
 }
 
+/// The CPU time a box-kernel Gram matrix will take, measured on a sample of its entries
+/// before the work ([`box_gram_cost`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GramCost {
+    /// Entries of the whole matrix (its upper triangle with the diagonal).
+    pub entries: usize,
+    /// Entries computed to measure.
+    pub measured: usize,
+    /// Estimated CPU seconds of the whole matrix.
+    pub cpu_seconds: f64,
+}
+
+/// Entries measured at most, and the CPU seconds after which measuring stops.
+const PILOT_ENTRIES: usize = 400;
+const PILOT_SECONDS: f64 = 0.5;
+
+/// Estimates the CPU time of [`box_gram`] on `data`: computes entries drawn at random
+/// (seeded by `spec.seed`, so the estimate is reproducible up to timing) one after
+/// another on this thread until [`PILOT_SECONDS`] of CPU or [`PILOT_ENTRIES`] entries,
+/// and scales their CPU time by the number of entries. An entry's cost is its sample
+/// count times the bags' sizes, which vary from pair to pair: a random sample of a few
+/// dozen entries estimates the mean within a small factor.
+///
+/// ```
+/// use mil_core::box_kernel::{BoxKernel, Method};
+/// use mil_toolkit::kernel::boxes::box_gram_cost;
+/// use mil_toolkit::kernel::{accuracy, BoxGramSpec, GridData};
+///
+/// let data = mil_toolkit::data::load("musk1")?;
+/// let spec = BoxGramSpec {
+///     kernel: BoxKernel::And,
+///     method: Method::Fast,
+///     accuracy: accuracy(0.1, 0.01)?,
+///     seed: 1,
+/// };
+/// let cost = box_gram_cost(&GridData::fit(&data, None)?, spec)?;
+/// assert_eq!(cost.entries, 92 * 93 / 2);
+/// assert!(cost.measured > 0 && cost.cpu_seconds > 0.0);
+/// # Ok::<(), mil_toolkit::error::Error>(())
+/// ```
+pub fn box_gram_cost(data: &GridData, spec: BoxGramSpec) -> Result<GramCost> {
+    use rand::seq::SliceRandom;
+    let mut pairs = upper_pairs(data.n_bags());
+    let entries = pairs.len();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(spec.seed ^ 0x5EED_C057);
+    pairs.shuffle(&mut rng);
+    let start = crate::params::thread_cpu_seconds();
+    let mut measured = 0;
+    for pair in pairs.iter().take(PILOT_ENTRIES) {
+        // One entry at a time on this thread: the process's CPU time is this work.
+        box_entries_serial(data, spec, std::slice::from_ref(pair))?;
+        measured += 1;
+        if crate::params::thread_cpu_seconds() - start >= PILOT_SECONDS {
+            break;
+        }
+    }
+    let spent = (crate::params::thread_cpu_seconds() - start).max(0.0);
+    Ok(GramCost {
+        entries,
+        measured,
+        cpu_seconds: spent * entries as f64 / measured.max(1) as f64,
+    })
+}
+
+/// [`box_entries`] on the calling thread.
+fn box_entries_serial(
+    data: &GridData,
+    spec: BoxGramSpec,
+    pairs: &[(usize, usize)],
+) -> Result<Vec<(f64, u64)>> {
+    let need = entry_scratch(data, spec)?;
+    let (mut floats, mut ints) = (vec![0.0f64; need.floats], vec![0u32; need.ints]);
+    pairs
+        .iter()
+        .map(|&pair| box_entry(data, spec, pair, &mut floats, &mut ints))
+        .collect()
+}
+
+/// The scratch space of an entry between the largest bags of `data`.
+fn entry_scratch(data: &GridData, spec: BoxGramSpec) -> Result<ScratchLen> {
+    let largest = (0..data.n_bags())
+        .map(|b| data.bag_len(b))
+        .max()
+        .unwrap_or(0);
+    scratch_len(
+        spec.kernel,
+        spec.method,
+        largest,
+        largest,
+        data.grid().dim(),
+    )
+    .ok_or_else(|| Error::data("gram", "bags too large to address"))
+}
+
+/// ln k(bag i, bag j) and the samples it drew, from its own generator seeded by
+/// (seed, i, j).
+fn box_entry(
+    data: &GridData,
+    spec: BoxGramSpec,
+    (i, j): (usize, usize),
+    floats: &mut [f64],
+    ints: &mut [u32],
+) -> Result<(f64, u64)> {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(pair_seed(spec.seed, i as u64, j as u64));
+    let mut scratch = Scratch { floats, ints };
+    let est = estimate(
+        spec.kernel,
+        spec.method,
+        &data.grid(),
+        data.bag(i),
+        data.bag(j),
+        spec.accuracy,
+        &mut rng,
+        &mut scratch,
+    )?;
+    Ok((est.ln_value, est.samples))
+}
+
 /// ln k and the samples drawn for each of the entries `pairs`, in parallel. Entry (i, j)
 /// draws from its own generator seeded by (seed, i, j), so its value does not depend on
 /// which other entries are computed with it, nor on the thread count.
@@ -181,32 +299,16 @@ pub fn box_entries(
     pairs: &[(usize, usize)],
     progress: &dyn Progress,
 ) -> Result<Vec<(f64, u64)>> {
-    let n = data.n_bags();
-    let grid = data.grid();
-    let largest = (0..n).map(|b| data.bag_len(b)).max().unwrap_or(0);
-    let need = scratch_len(spec.kernel, spec.method, largest, largest, grid.dim())
-        .ok_or_else(|| Error::data("gram", "bags too large to address"))?;
+    let need = entry_scratch(data, spec)?;
     progress.set_total(pairs.len() as u64);
     pairs
         .par_iter()
         .map_init(
             || (vec![0.0f64; need.floats], vec![0u32; need.ints]),
-            |(floats, ints), &(i, j)| {
-                let mut rng =
-                    Xoshiro256PlusPlus::seed_from_u64(pair_seed(spec.seed, i as u64, j as u64));
-                let mut scratch = Scratch { floats, ints };
-                let est = estimate(
-                    spec.kernel,
-                    spec.method,
-                    &grid,
-                    data.bag(i),
-                    data.bag(j),
-                    spec.accuracy,
-                    &mut rng,
-                    &mut scratch,
-                )?;
+            |(floats, ints), &pair| {
+                let entry = box_entry(data, spec, pair, floats, ints)?;
                 progress.advance(1);
-                Ok((est.ln_value, est.samples))
+                Ok(entry)
             },
         )
         .collect()

@@ -282,6 +282,19 @@ impl SetKernelSvm {
         }))
     }
 
+    /// The measured estimate of the CPU time of this kernel's Gram matrix over all bags
+    /// of `data` ([`crate::kernel::boxes::box_gram_cost`]), for the box kernels; `None`
+    /// for the NSK and the MI kernel, whose cost the memory estimate's operation count
+    /// states ([`footprint`]).
+    pub fn gram_cost(&self, data: &Dataset) -> Result<Option<crate::kernel::boxes::GramCost>> {
+        match FittedKernel::fit(&self.kernel, data, self.seed)? {
+            FittedKernel::Box { grid, spec } => {
+                Ok(Some(crate::kernel::boxes::box_gram_cost(&grid, spec)?))
+            }
+            FittedKernel::Nsk { .. } | FittedKernel::MiRbf { .. } => Ok(None),
+        }
+    }
+
     /// Whether cross-validation may share one Gram matrix over all bags: not when a
     /// pre-processing is fitted on the training bags (it would see the test bags).
     pub fn shares_gram(&self) -> bool {
