@@ -190,7 +190,7 @@ const PILOT_SECONDS: f64 = 0.5;
 
 /// Estimates the CPU time of [`box_gram`] on `data`: computes entries drawn at random
 /// (seeded by `spec.seed`, so the estimate is reproducible up to timing) one after
-/// another on this thread until [`PILOT_SECONDS`] of CPU or [`PILOT_ENTRIES`] entries,
+/// another on this thread until 0.5 s of CPU or 400 entries,
 /// and scales their CPU time by the number of entries. An entry's cost is its sample
 /// count times the bags' sizes, which vary from pair to pair: a random sample of a few
 /// dozen entries estimates the mean within a small factor.
