@@ -191,12 +191,15 @@ def cell(mil, tmp, method, test, dims, seed, files):
 
 def render(results, methods):
     m = results["machine"]
+    cells = results["cells"].values()
+    commits = ", ".join(f"`{c}`" for c in sorted({e["commit"] for e in cells}))
+    dates = sorted({e["date"] for e in cells})
     lines = [
         f"Test AUROC, mean ± sd over seeds {', '.join(map(str, SEEDS))}; {BAGS} training and "
         f"{BAGS} test bags (half positive); **bold**: mean ≥ {PASS}. "
-        f"Machine: {m['cpu']} ({m['cores']} cores); commit {results['commit']}; "
-        f"{results['date']}. CPU: {results['cpu_seconds']:.0f} s for the table "
-        f"(`mil train` + `mil predict`).",
+        f"Machine: {m['cpu']} ({m['cores']} cores); commit {commits}; "
+        f"{' to '.join(dict.fromkeys([dates[0], dates[-1]]))}. "
+        f"CPU: {results['cpu_seconds']:.0f} s for the table (`mil train` + `mil predict`).",
         "",
     ]
     head = "| method | " + " | ".join(f"{t} D={d}" for t in TESTS for d in DIMS) + " |"
@@ -242,42 +245,45 @@ def main():
         chosen = [m for m in methods if m["name"] in wanted]
 
     stamp = commit()  # before the run: edits made while it runs do not count
+    today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     results = {"cells": {}, "cpu_seconds": 0.0}
     if RESULTS.exists():
         results = json.loads(RESULTS.read_text())
+    results["machine"] = machine()
+    results["seeds"], results["dims"], results["bags"] = SEEDS, DIMS, BAGS
     with tempfile.TemporaryDirectory() as tmp:
         files = {(t, d, s): synth(args.mil, tmp, t, d, s)
                  for t in TESTS for d in DIMS for s in SEEDS}
-        jobs = [(m, t, d, s) for m in chosen for t in TESTS for d in DIMS for s in SEEDS]
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            outcomes = list(pool.map(lambda j: cell(args.mil, tmp, *j, files), jobs))
-    by_cell = {}
-    for (m, t, d, _), outcome in zip(jobs, outcomes):
-        by_cell.setdefault((m["name"], t, d), []).append(outcome)
-    for (name, t, d), runs in by_cell.items():
-        key = f"{name}|{t}|{d}"
-        old = results["cells"].get(key, {}).get("cpu_seconds", 0.0)
-        messages = [msg for _, _, msg in runs if msg]
-        aurocs = [a for a, _, msg in runs if not msg]
-        cpu = sum(c for _, c, _ in runs)
-        results["cpu_seconds"] += cpu - old
-        results["cells"][key] = {
-            "aurocs": aurocs,
-            "mean": statistics.mean(aurocs) if aurocs else None,
-            "sd": statistics.stdev(aurocs) if len(aurocs) > 1 else 0.0,
-            "message": messages[0] if messages else None,
-            "cpu_seconds": round(cpu, 2),
-        }
-        status = messages[0] if messages else f"{statistics.mean(aurocs):.3f}"
-        print(f"{name:24} {t:20} D={d:<3} {status}  ({cpu:.1f} CPU s)", file=sys.stderr)
-    results["machine"] = machine()
-    results["commit"] = stamp
-    results["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    results["seeds"], results["dims"], results["bags"] = SEEDS, DIMS, BAGS
-    atomic_write(RESULTS, json.dumps(results, indent=1, sort_keys=True) + "\n")
-    write_page(render(results, methods))
+        # One method at a time, saved as it finishes: a stopped run keeps what it did.
+        for m in chosen:
+            jobs = [(t, d, s) for t in TESTS for d in DIMS for s in SEEDS]
+            with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+                outcomes = list(pool.map(lambda j: cell(args.mil, tmp, m, *j, files), jobs))
+            by_cell = {}
+            for (t, d, _), outcome in zip(jobs, outcomes):
+                by_cell.setdefault((t, d), []).append(outcome)
+            for (t, d), runs in by_cell.items():
+                key = f"{m['name']}|{t}|{d}"
+                old = results["cells"].get(key, {}).get("cpu_seconds", 0.0)
+                messages = [msg for _, _, msg in runs if msg]
+                aurocs = [a for a, _, msg in runs if not msg]
+                cpu = sum(c for _, c, _ in runs)
+                results["cpu_seconds"] += cpu - old
+                results["cells"][key] = {
+                    "aurocs": aurocs,
+                    "mean": statistics.mean(aurocs) if aurocs else None,
+                    "sd": statistics.stdev(aurocs) if len(aurocs) > 1 else 0.0,
+                    "message": messages[0] if messages else None,
+                    "cpu_seconds": round(cpu, 2),
+                    "commit": stamp,
+                    "date": today,
+                }
+                status = messages[0] if messages else f"{statistics.mean(aurocs):.3f}"
+                print(f"{m['name']:24} {t:20} D={d:<3} {status}  ({cpu:.1f} CPU s)",
+                      file=sys.stderr)
+            atomic_write(RESULTS, json.dumps(results, indent=1, sort_keys=True) + "\n")
+            write_page(render(results, methods))
     print(f"wrote {RESULTS.relative_to(ROOT)} and {PAGE.relative_to(ROOT)}", file=sys.stderr)
-
 
 if __name__ == "__main__":
     main()
