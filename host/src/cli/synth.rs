@@ -64,7 +64,7 @@ pub fn run(args: &SynthArgs) -> Result<Report> {
                     return Err(Error::parameter(
                         flag,
                         v,
-                        "applies to mialm-ii only; the MIDA sets have 32 dimensions, 2 relevant",
+                        "does not apply to the MIDA sets: they have 32 dimensions, 2 relevant",
                     ));
                 }
             }
