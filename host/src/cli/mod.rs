@@ -16,7 +16,7 @@ use crate::classifier::svm::{Preprocessing, SetKernel, SetKernelSvm, MI_RBF_COST
 use crate::classifier::{ClassifierKind, ClassifierParams};
 use crate::cluster::m3ic::{BalanceMode, M3ic};
 use crate::cluster::ClusterMethod;
-use crate::data::synth::SyntheticSet;
+use crate::data::synth::{Split, SyntheticSet};
 use crate::distance::Hausdorff;
 use crate::error::{Error, Result};
 use crate::export::rounding::Rounding;
@@ -158,15 +158,19 @@ pub struct SynthArgs {
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Dimension D (mialm-ii only; default 100 = `synth::DEFAULT_DIMS`).
+    /// Dimension D (mialm-ii: default 100; term-counts: 6000; rh-*: 8).
     #[arg(long)]
     pub dims: Option<usize>,
     /// Relevant dimensions d (mialm-ii, term-counts; default 20).
     #[arg(long)]
     pub relevant: Option<usize>,
-    /// Number of bags (term-counts only; default 80).
+    /// Number of bags (term-counts: default 80; rh-*: 100, half of them positive).
     #[arg(long)]
     pub bags: Option<usize>,
+    /// rh-*: which half of the test to write; the two halves of one seed are independent
+    /// draws.
+    #[arg(long, value_parser = keyword::<Split>())]
+    pub split: Option<Split>,
     /// Negative bags per positive bag, e.g. 20 for 1:20 (term-counts only; default 1).
     #[arg(long)]
     pub imbalance: Option<f64>,

@@ -3,10 +3,11 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use mil_core::keyword::Keyword;
 use serde_json::json;
 
 use super::{Report, SynthArgs};
-use crate::data::synth::{self, Synthetic, SyntheticSet, DEFAULT_DIMS, DEFAULT_RELEVANT};
+use crate::data::synth::{self, Split, Synthetic, SyntheticSet, DEFAULT_DIMS, DEFAULT_RELEVANT};
 use crate::data::{arff, csv};
 use crate::error::{Error, Result};
 
@@ -15,10 +16,25 @@ pub fn run(args: &SynthArgs) -> Result<Report> {
     let mut outputs = vec![("--output", args.output.as_str())];
     outputs.extend(args.truth.as_deref().map(|t| ("--truth", t)));
     super::output::check_outputs(&outputs, &[])?;
-    if args.name != SyntheticSet::TermCounts {
-        if let Some(v) = args.bags {
-            return Err(Error::parameter("--bags", v, "applies to term-counts only"));
+    let raff_holt = matches!(
+        args.name,
+        SyntheticSet::RhSingle | SyntheticSet::RhMulti | SyntheticSet::RhFalseFrequency
+    );
+    if !raff_holt {
+        if let Some(v) = args.split {
+            return Err(Error::parameter("--split", v, "applies to rh-* only"));
         }
+    }
+    if args.name != SyntheticSet::TermCounts && !raff_holt {
+        if let Some(v) = args.bags {
+            return Err(Error::parameter(
+                "--bags",
+                v,
+                "applies to term-counts and rh-* only",
+            ));
+        }
+    }
+    if args.name != SyntheticSet::TermCounts {
         if let Some(v) = args.imbalance {
             return Err(Error::parameter(
                 "--imbalance",
@@ -48,7 +64,7 @@ pub fn run(args: &SynthArgs) -> Result<Report> {
                     return Err(Error::parameter(
                         flag,
                         v,
-                        "applies to mialm-ii only; the MIDA sets have 32 dimensions, 2 relevant",
+                        "does not apply to the MIDA sets: they have 32 dimensions, 2 relevant",
                     ));
                 }
             }
@@ -57,6 +73,29 @@ pub fn run(args: &SynthArgs) -> Result<Report> {
             } else {
                 synth::mida_two(args.seed)
             }
+        }
+        SyntheticSet::RhSingle | SyntheticSet::RhMulti | SyntheticSet::RhFalseFrequency => {
+            if let Some(v) = args.relevant {
+                return Err(Error::parameter(
+                    "--relevant",
+                    v,
+                    "does not apply to rh-*: every feature is relevant",
+                ));
+            }
+            let dims = args.dims.unwrap_or(synth::raff_holt::RH_DEFAULT_DIMS);
+            let bags = args.bags.unwrap_or(synth::raff_holt::RH_DEFAULT_BAGS);
+            super::estimate::check_synth(
+                bags.saturating_mul(synth::raff_holt::RH_MAX_BAG),
+                dims,
+                args.memory.gib(),
+            )?;
+            let split = args.split.unwrap_or(Split::Train);
+            let generate = match args.name {
+                SyntheticSet::RhSingle => synth::rh_single,
+                SyntheticSet::RhMulti => synth::rh_multi,
+                _ => synth::rh_false_frequency,
+            };
+            generate(dims, bags, split, args.seed)?
         }
         SyntheticSet::MialmIi => synth::mialm_ii(
             args.dims.unwrap_or(DEFAULT_DIMS),
@@ -111,6 +150,7 @@ pub fn run(args: &SynthArgs) -> Result<Report> {
         "positive_instances": positives,
         "relevant_features": relevant,
         "truth": args.truth,
+        "split": raff_holt.then(|| args.split.unwrap_or(Split::Train).name()),
     });
     Ok(Report { human, json })
 }

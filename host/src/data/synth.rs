@@ -4,6 +4,9 @@
 //! - [`mida_two`]: MIDA §5.1 data set two, three classes.
 //! - [`mialm_ii`]: MI-ALM (Zhu et al. 2018) §3.1 data set II, binary, D dimensions of
 //!   which d are relevant.
+//! - [`rh_single`], [`rh_multi`], [`rh_false_frequency`]: Raff & Holt's (2023)
+//!   algorithmic unit tests of the MIL assumption, each a training and a test [`Split`]
+//!   (module [`raff_holt`]).
 //!
 //! Each returns the data set together with the ground truth the papers' experiments
 //! need: which instances were drawn from a positive distribution (MIDA Table 1 counts the
@@ -21,6 +24,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::dataset::Dataset;
 use crate::error::{Error, Result};
+
+pub mod raff_holt;
+pub use raff_holt::{rh_false_frequency, rh_multi, rh_single, Split};
 
 /// Reads the ground truth `mil synth --truth` writes (`bag_id,instance,positive` per line,
 /// instances numbered from 1 within each bag) for the instances of `data`: one flag per
@@ -146,12 +152,25 @@ impl Builder {
     ) {
         let mut kinds = vec![true; n_pos];
         kinds.resize(n_pos + n_neg, false);
+        self.bag_of(id, label, kinds, |rng, &p, row| draw(rng, p, row), |&p| p);
+    }
+
+    /// Appends a bag of instances of the given kinds in random order; `draw(rng, kind,
+    /// row)` fills one instance and `positive(kind)` is its truth flag.
+    fn bag_of<K>(
+        &mut self,
+        id: String,
+        label: usize,
+        mut kinds: Vec<K>,
+        mut draw: impl FnMut(&mut Xoshiro256PlusPlus, &K, &mut [f64]),
+        positive: impl Fn(&K) -> bool,
+    ) {
         kinds.shuffle(&mut self.rng);
-        for is_positive in kinds {
+        for kind in &kinds {
             let start = self.features.len();
             self.features.resize(start + self.dim, 0.0);
-            draw(&mut self.rng, is_positive, &mut self.features[start..]);
-            self.positive.push(is_positive);
+            draw(&mut self.rng, kind, &mut self.features[start..]);
+            self.positive.push(positive(kind));
         }
         self.bag_starts.push(self.positive.len());
         self.bag_ids.push(id);
@@ -211,6 +230,12 @@ pub enum SyntheticSet {
     /// High-dimensional sparse term counts, few informative features, optionally
     /// imbalanced ([`term_counts`]).
     TermCounts,
+    /// Raff & Holt's single-concept test ([`rh_single`]).
+    RhSingle,
+    /// Raff & Holt's two-concept (threshold) test ([`rh_multi`]).
+    RhMulti,
+    /// Raff & Holt's false-frequency test ([`rh_false_frequency`]).
+    RhFalseFrequency,
 }
 
 mil_core::keywords!(SyntheticSet {
@@ -218,6 +243,9 @@ mil_core::keywords!(SyntheticSet {
     SyntheticSet::MidaTwo => "mida-two": "MIDA §5.1 data set two (three classes)",
     SyntheticSet::MialmIi => "mialm-ii": "MI-ALM §3.1 data set II (dims D, relevant d)",
     SyntheticSet::TermCounts => "term-counts": "sparse non-negative term counts: dims D (default 6000), relevant d, bags, imbalance",
+    SyntheticSet::RhSingle => "rh-single": "Raff & Holt's single-concept MIL test: poison in negative training bags and positive test bags (dims, bags, split)",
+    SyntheticSet::RhMulti => "rh-multi": "Raff & Holt's two-concept threshold MIL test, poisoned like rh-single (dims, bags, split)",
+    SyntheticSet::RhFalseFrequency => "rh-false-frequency": "Raff & Holt's false-frequency test: negative test bags repeat one concept 35-44 times (dims, bags, split)",
 });
 
 /// D of MI-ALM's data set II unless given.
