@@ -34,7 +34,8 @@
 //! MI-Wrapper, miVLAD/miFV), [`kernel`] (the
 //! box-counting Gram matrices, NSK), [`cluster`] (M³IC, BAMIC); [`pipeline`] for
 //! projection → classifier pipelines and nested cross-validation; [`export`] for the
-//! core's compact models; [`progress`] for reports of long work. The `cli` feature
+//! core's compact models; [`explain`] and [`instances`] for the instances behind a bag's
+//! label; [`progress`] for reports of long work. The `cli` feature
 //! (default) adds the `mil` program, `datasets` (default) the shipped data sets.
 
 #![deny(unsafe_code)]
@@ -52,6 +53,7 @@ pub mod explain;
 pub mod export;
 #[allow(unsafe_code)]
 mod fast;
+pub mod instances;
 pub mod kernel;
 pub mod model;
 pub(crate) mod numerics;

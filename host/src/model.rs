@@ -174,6 +174,38 @@ impl HostModel {
         }
     }
 
+    /// The instance scores of the bags `bags` of raw data
+    /// ([`ClassifierModel::predict_instances`]): instances are those of the raw bags, scored
+    /// after the model's projection when it has one, as [`HostModel::explain`] scores them.
+    /// Refused ([`Error::Unsupported`]) for a classifier that defines no instance score.
+    pub fn predict_instances<'a>(
+        &self,
+        bags: impl Into<Bags<'a>>,
+    ) -> Result<crate::instances::InstancePredictions> {
+        self.classifier.check_instance_scores()?;
+        let bags = bags.into();
+        let predictions = crate::instances::InstancePredictions::new(
+            self.classifier.instance_score_kind(),
+            self.classifier.instance_threshold(),
+            self.explain(bags.clone())?,
+        )?;
+        // A model read from a file can hold finite numbers whose products overflow.
+        if let Some(b) = predictions
+            .scores
+            .iter()
+            .position(|s| s.iter().any(|v| !v.is_finite()))
+        {
+            return Err(Error::data(
+                "model",
+                format!(
+                    "gives an instance of bag {} a non-finite score: its numbers overflow; the model file is corrupt",
+                    bags.dataset().bag_id(bags.indices()[b])
+                ),
+            ));
+        }
+        Ok(predictions)
+    }
+
     /// The scores of every bag of `data`, as [`HostModel::scores`], reporting progress. A
     /// set-kernel SVM estimates its kernel against every stored bag for each bag, and
     /// each bag's estimates depend on that bag alone, so it is scored in chunks with

@@ -7,7 +7,9 @@ estimators wrap the Rust library ``mil-toolkit``: classifiers (:class:`CitationK
 :class:`SBMIL`, :class:`DiverseDensity`, :class:`EMDD`, :class:`AutoMIL`), projections
 (:class:`BMIDA`, :class:`MIALM`, ...) whose ``transform`` returns projected bags for a
 ``Pipeline``, bag clustering (:class:`M3IC`, :class:`BAMIC`), set-kernel Gram matrices,
-the shipped benchmark sets, the folds of ``mil cv``, and export to the ``no_std`` core (:mod:`miltk.deploy`).
+the shipped benchmark sets, the folds of ``mil cv``, instance scores
+(``predict_instances``) with their key-instance metrics (:func:`instance_auroc`,
+:func:`witness_precision`), and export to the ``no_std`` core (:mod:`miltk.deploy`).
 """
 
 from ._bags import ProjectedBags, bags_from_instances, check_bags
@@ -41,6 +43,7 @@ from .datasets import (
     load_tiger,
 )
 from .deploy import CoreModel, export
+from .instances import instance_auroc, witness_precision
 from .kernels import gram_matrix
 from .model_selection import (
     StratifiedBagKFold,
@@ -87,6 +90,7 @@ __all__ = [
     "cross_validate_native",
     "export",
     "gram_matrix",
+    "instance_auroc",
     "get_max_memory_gib",
     "get_num_threads",
     "library_cross_validate",
@@ -102,4 +106,5 @@ __all__ = [
     "set_max_memory_gib",
     "set_num_threads",
     "stratified_bag_folds",
+    "witness_precision",
 ]

@@ -159,6 +159,62 @@ class _BagClassifier(NativeStateMixin, ClassifierMixin, BaseEstimator):
         _, labels = self._scores(X)
         return self.classes_[labels]
 
+    def predict_instances(self, X: BagsLike) -> list[npt.NDArray[np.float64]]:
+        """Score every instance of every bag, as the model itself defines the score.
+
+        The scores are those ``mil predict --explain`` and ``mil predict --instances``
+        report (``instance_score_kind_`` says what they measure):
+
+        - ``"probability"``: :class:`MILR` and :class:`MIWrapper` (each instance's
+          probability under the logistic model; with more than two classes, of the
+          predicted class against the rest), :class:`DiverseDensity` and :class:`EMDD`
+          (the probability that the instance belongs to the concept);
+        - ``"decision"``: :class:`MiSVM`, :class:`MISVM`, :class:`SMIL`, :class:`SBMIL`
+          (the instance SVM's decision value f(x); the bag's score is the largest, the
+          mean for sMIL);
+        - ``"contribution"``: :class:`SetKernelSVM` with ``kernel="mi-rbf"`` (each
+          instance's additive share of the decision value), :class:`MiVLAD` and
+          :class:`MiFV` (its share before the bag vector's normalisation).
+
+        An instance is labelled positive when its score is above ``instance_threshold_``
+        (0 for decisions, 0.5 for probabilities on two classes; ``None``: no label).
+        The witness of a bag is its first highest-scoring instance (``np.argmax``).
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+
+        Returns
+        -------
+        list of ndarray
+            One 1-D array per bag, one score per instance in the bag's order.
+
+        Raises
+        ------
+        ValueError
+            For a model that defines no instance score: :class:`CitationKNN`,
+            :class:`SimpleMI`, :class:`SetKernelSVM` with a box-counting or NSK kernel.
+        """
+        fitted(self)
+        bags, _ = native_bags(X, n_features=self.n_features_in_, what="X")
+        return self.model_.predict_instances(bags, n_threads(self.n_jobs))
+
+    @property
+    def instance_score_kind_(self) -> str:
+        """What :meth:`predict_instances` returns: ``"probability"``, ``"decision"``,
+        ``"contribution"``, or ``"none"`` for a model that scores no instance."""
+        fitted(self)
+        return self.model_.instance_score_kind
+
+    @property
+    def instance_threshold_(self) -> Optional[float]:
+        """The score above which an instance is labelled positive, or ``None`` when the
+        method defines no instance label (contributions; probabilities on more than two
+        classes)."""
+        fitted(self)
+        return self.model_.instance_threshold
+
     def score(
         self, X: BagsLike, y: npt.ArrayLike, sample_weight: Optional[npt.ArrayLike] = None
     ) -> float:

@@ -20,7 +20,7 @@ use mil_toolkit::kernel::SetKernelName;
 use mil_toolkit::model::{ClassifierModel, HostModel};
 use mil_toolkit::params::Shape;
 use mil_toolkit::projection::LinearProjection;
-use numpy::PyArray2;
+use numpy::{PyArray1, PyArray2};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -330,6 +330,41 @@ impl FittedClassifier {
     ) -> PyResult<(Bound<'py, PyArray2<f64>>, Vec<usize>)> {
         let model = Arc::clone(&self.model);
         score_bags(py, bags, n_threads, move |d| model.scores(d))
+    }
+
+    /// Per bag, its instances' scores as the model defines them
+    /// ([`ClassifierModel::predict_instances`]), on `n_threads` threads (0: the default of
+    /// `set_num_threads`); a `ValueError` for a model that defines none.
+    #[pyo3(signature = (bags, n_threads=0))]
+    fn predict_instances<'py>(
+        &self,
+        py: Python<'py>,
+        bags: &Bags,
+        n_threads: usize,
+    ) -> PyResult<Vec<Bound<'py, PyArray1<f64>>>> {
+        let model = Arc::clone(&self.model);
+        let data = Arc::clone(&bags.data);
+        let got = run(py, n_threads, move || {
+            model.predict_instances(data.as_ref())
+        })?
+        .map_err(py_err)?;
+        Ok(got
+            .scores
+            .into_iter()
+            .map(|s| PyArray1::from_vec(py, s))
+            .collect())
+    }
+
+    /// What the instance scores measure ("none": the model defines none).
+    #[getter]
+    fn instance_score_kind(&self) -> &'static str {
+        self.model.instance_score_kind().name()
+    }
+
+    /// The score above which an instance is labelled positive, if the method defines one.
+    #[getter]
+    fn instance_threshold(&self) -> Option<f64> {
+        self.model.instance_threshold()
     }
 
     /// Number of classes.

@@ -10,6 +10,7 @@ mod cluster;
 mod datasets;
 mod deploy;
 mod errors;
+mod instances;
 mod kernels;
 mod memory;
 mod model_selection;
@@ -24,6 +25,7 @@ use cluster::{bamic_fit, m3ic_fit, FittedCluster};
 use datasets::load_dataset;
 use deploy::{export_model, CoreModel};
 use errors::keywords;
+use instances::{instance_auroc, witness_precision};
 use kernels::log_gram;
 use memory::{get_max_memory_gib, set_max_memory_gib};
 use model_selection::{clustering_accuracy, cross_validate, stratified_folds, GridSpec};
@@ -54,5 +56,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_max_memory_gib, m)?)?;
     m.add_function(wrap_pyfunction!(get_max_memory_gib, m)?)?;
     m.add_function(wrap_pyfunction!(keywords, m)?)?;
+    m.add_function(wrap_pyfunction!(instance_auroc, m)?)?;
+    m.add_function(wrap_pyfunction!(witness_precision, m)?)?;
     Ok(())
 }

@@ -365,6 +365,22 @@ pub struct PredictArgs {
     /// pair of each distance; M3IC: per-instance margins).
     #[arg(long)]
     pub explain: bool,
+    /// Write every instance's score instead of the bag labels, as CSV
+    /// `bag_id,instance,score,label,kind` (instances numbered from 1 within each bag;
+    /// label 1/0 where the method defines one, else empty) to stdout or --output; with
+    /// --json, the same rows as JSON. For models that score instances (not Citation-kNN,
+    /// SimpleMI or a box/NSK set-kernel SVM).
+    #[arg(long)]
+    pub instances: bool,
+    /// With --instances: write the CSV to this file (atomically) instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<String>,
+    /// With --instances, binary models: the instance labels `mil synth --truth` wrote
+    /// (`bag_id,instance,positive`); reports the instance AUROC and the witness precision
+    /// (of the bags predicted positive, the fraction whose highest-scoring instance is
+    /// truly positive).
+    #[arg(long, value_name = "FILE")]
+    pub truth: Option<String>,
 }
 
 /// `mil project`.
@@ -585,7 +601,7 @@ pub fn run(cli: &Cli) -> Result<Report> {
         Command::Synth(args) => synth::run(args),
         Command::Cv(args) => cv::run(args, &progress),
         Command::Train(args) => train::run(args, &progress),
-        Command::Predict(args) => predict::run(args, &progress),
+        Command::Predict(args) => predict::run(args, cli.json, &progress),
         Command::Project(args) => project::run(args),
         Command::Gram(args) => gram::run(args, &progress),
         Command::Cluster(args) => cluster::run(args),

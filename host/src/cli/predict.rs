@@ -8,13 +8,14 @@ use serde_json::json;
 use super::{PredictArgs, Report};
 use crate::cluster::ClusterModel;
 use crate::data;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::explain::{Explanation, Neighbour};
+use crate::instances::{instance_auroc, split_by_bag, witness_precision};
 use crate::model::HostModel;
 use crate::progress::Progress;
 
-/// Runs `mil predict`.
-pub fn run(args: &PredictArgs, progress: &dyn Progress) -> Result<Report> {
+/// Runs `mil predict`; `json`: the report is printed as JSON (`--json`).
+pub fn run(args: &PredictArgs, json: bool, progress: &dyn Progress) -> Result<Report> {
     let start = Instant::now();
     if is_compact_model(&args.model) {
         return Err(crate::error::Error::data(
@@ -22,10 +23,21 @@ pub fn run(args: &PredictArgs, progress: &dyn Progress) -> Result<Report> {
             "is a compact model for the device (written by `mil export`); `mil predict` takes a model saved by `mil train` or `mil cluster -o` (`mil inspect` describes compact models)",
         ));
     }
+    check_instance_flags(args)?;
     if super::output::is_cluster_model(Path::new(&args.model)) {
+        if args.instances {
+            return Err(Error::parameter(
+                "--instances",
+                &args.model,
+                "takes a classifier saved by `mil train`; a clustering model's per-instance margins are in --explain",
+            ));
+        }
         return assign_clusters(args, start);
     }
     let model = HostModel::load(Path::new(&args.model))?;
+    if args.instances {
+        return predict_instances(args, &model, json, start);
+    }
     let d = data::load(&args.data)?;
     let scores = model.scores_with_progress(&d, progress)?;
     let labels = scores.labels();
@@ -80,6 +92,147 @@ pub fn run(args: &PredictArgs, progress: &dyn Progress) -> Result<Report> {
         "seconds": seconds,
     });
     Ok(Report { human, json })
+}
+
+/// Refuses, before any work, flags that need --instances or clash with it, and an
+/// --output that is one of the inputs.
+fn check_instance_flags(args: &PredictArgs) -> Result<()> {
+    if !args.instances {
+        if let Some(path) = &args.output {
+            return Err(Error::parameter("--output", path, "applies to --instances"));
+        }
+        if let Some(path) = &args.truth {
+            return Err(Error::parameter("--truth", path, "applies to --instances"));
+        }
+        return Ok(());
+    }
+    if args.explain {
+        return Err(Error::parameter(
+            "--explain",
+            "true",
+            "give --explain or --instances, not both",
+        ));
+    }
+    let mut inputs = vec![args.model.as_str(), args.data.as_str()];
+    inputs.extend(args.truth.as_deref());
+    if let Some(out) = &args.output {
+        super::output::check_outputs(&[("--output", out)], &inputs)?;
+    }
+    Ok(())
+}
+
+/// `mil predict --instances`: every instance's score, label and the bag's witness as CSV
+/// (stdout or --output) and JSON, with the key-instance metrics when --truth is given.
+fn predict_instances(
+    args: &PredictArgs,
+    model: &HostModel,
+    json_report: bool,
+    start: Instant,
+) -> Result<Report> {
+    // Refuse what cannot work before reading the data.
+    model.classifier.check_instance_scores()?;
+    if args.truth.is_some() && model.class_names.len() != 2 {
+        return Err(Error::parameter(
+            "--truth",
+            args.truth.as_deref().unwrap_or_default(),
+            format!(
+                "key-instance metrics need a binary model; this one has {} classes",
+                model.class_names.len()
+            ),
+        ));
+    }
+    let d = data::load(&args.data)?;
+    let truth = match &args.truth {
+        Some(path) => Some(split_by_bag(
+            &d,
+            &data::synth::read_truth(Path::new(path), &d)?,
+        )?),
+        None => None,
+    };
+    let predictions = model.predict_instances(&d)?;
+    let labels = predictions.labels();
+    let label = |b: usize, k: usize| labels.as_ref().map(|l| u8::from(l[b][k]));
+    let kind = predictions.kind.to_string();
+    let mut csv = String::from("bag_id,instance,score,label,kind\n");
+    let mut rows = Vec::new();
+    for (b, scores) in predictions.scores.iter().enumerate() {
+        for (k, &score) in scores.iter().enumerate() {
+            let l = label(b, k);
+            csv.push_str(&format!(
+                "{},{},{score},{},{kind}\n",
+                csv_field(d.bag_id(b)),
+                k + 1,
+                l.map_or(String::new(), |l| l.to_string())
+            ));
+            rows.push(json!({"bag": d.bag_id(b), "instance": k + 1, "score": score, "label": l}));
+        }
+    }
+    let witnesses: Vec<serde_json::Value> = predictions
+        .witnesses
+        .iter()
+        .enumerate()
+        .map(|(b, &w)| json!({"bag": d.bag_id(b), "instance": w + 1}))
+        .collect();
+    let rule = predictions
+        .threshold
+        .map_or("no instance label".to_string(), |t| {
+            format!("label 1 when the score is above {t}")
+        });
+    let mut human = format!(
+        "{} instances of {} bags of {} with {}: {kind} scores ({})",
+        d.n_instances(),
+        d.n_bags(),
+        d.name(),
+        args.model,
+        model.classifier.kind()
+    );
+    human.push_str(&format!("; {rule}"));
+    let mut json = json!({
+        "score_kind": kind,
+        "label_threshold": predictions.threshold,
+        "instances": rows,
+        "witnesses": witnesses,
+        "output": args.output,
+    });
+    if let Some(truth) = &truth {
+        let bag_labels = model.scores(&d)?.labels();
+        let positive: Vec<bool> = bag_labels.iter().map(|&l| l == 1).collect();
+        let auroc = instance_auroc(&predictions.scores, truth)?;
+        let precision = witness_precision(&predictions.scores, truth, &positive)?;
+        let n_positive = positive.iter().filter(|&&p| p).count();
+        let show = |v: Option<f64>| v.map_or("undefined".to_string(), |v| format!("{v:.4}"));
+        human.push_str(&format!(
+            "\ninstance AUROC {} (against {}), witness precision {} ({n_positive} bags labelled {})",
+            show(auroc),
+            args.truth.as_deref().unwrap_or_default(),
+            show(precision),
+            model.class_names[1],
+        ));
+        json["metrics"] = json!({
+            "instance_auroc": auroc,
+            "witness_precision": precision,
+            "bags_predicted_positive": n_positive,
+        });
+    }
+    // Without --output the CSV goes to stdout, unless --json prints the rows there.
+    let target = args.output.as_deref().or((!json_report).then_some("-"));
+    if let Some(path) = target {
+        super::output::write_output(path, csv.as_bytes())?;
+        if path != "-" {
+            human.push_str(&format!("\nwrote {path}"));
+        }
+    }
+    json["seconds"] = json!(start.elapsed().as_secs_f64());
+    Ok(Report { human, json })
+}
+
+/// A CSV field, quoted (RFC 4180) when it holds a comma, a quote or a line break.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
 }
 
 /// One explanation as JSON: `witnesses`, `score_kind`, `instance_scores`, and for

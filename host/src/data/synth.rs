@@ -30,49 +30,75 @@ pub use raff_holt::{rh_false_frequency, rh_multi, rh_single, Split};
 
 /// Reads the ground truth `mil synth --truth` writes (`bag_id,instance,positive` per line,
 /// instances numbered from 1 within each bag) for the instances of `data`: one flag per
-/// global instance index. Every instance of `data` must have a line.
+/// global instance index. Every instance of `data` must have exactly one line, and every
+/// line must name a bag of `data` and one of its instances; an error names the file, line
+/// and field.
 pub fn read_truth(path: &std::path::Path, data: &Dataset) -> Result<Vec<bool>> {
     let text = super::read_text(path)?;
     let file = path.display().to_string();
-    let mut truth = std::collections::HashMap::new();
+    let bags: std::collections::HashMap<&str, usize> =
+        (0..data.n_bags()).map(|b| (data.bag_id(b), b)).collect();
+    // Per global instance: (positive, line it came from).
+    let mut truth: Vec<Option<(bool, usize)>> = vec![None; data.n_instances()];
     for (n, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let bad = |field: &str, problem: &str| Error::Parse {
+        let bad = |field: &str, problem: String| Error::Parse {
             file: file.clone(),
             line: n + 1,
             field: field.into(),
-            problem: problem.into(),
+            problem,
         };
         let parts: Vec<&str> = line.split(',').map(str::trim).collect();
         let [bag, instance, positive] = parts[..] else {
-            return Err(bad("line", "expected bag_id,instance,positive"));
+            return Err(bad("line", "expected bag_id,instance,positive".into()));
         };
-        let instance: usize = instance
+        let Some(&b) = bags.get(bag) else {
+            return Err(bad(
+                "bag_id",
+                format!("{bag:?} is not a bag of {}", data.name()),
+            ));
+        };
+        let k: usize = instance
             .parse()
-            .map_err(|_| bad("instance", "not a whole number"))?;
+            .map_err(|_| bad("instance", "not a whole number".into()))?;
+        let len = data.bag(b).len();
+        if k == 0 || k > len {
+            return Err(bad(
+                "instance",
+                format!("bag {bag} has instances 1 to {len}, not {k}"),
+            ));
+        }
         let positive = match positive {
             "1" => true,
             "0" => false,
-            _ => return Err(bad("positive", "expected 0 or 1")),
+            _ => return Err(bad("positive", "expected 0 or 1".into())),
         };
-        truth.insert((bag.to_string(), instance), positive);
+        let slot = &mut truth[data.bag_range(b).start + k - 1];
+        if let Some((_, first)) = slot {
+            return Err(bad(
+                "instance",
+                format!("bag {bag} instance {k} is also on line {first}"),
+            ));
+        }
+        *slot = Some((positive, n + 1));
     }
     let mut out = Vec::with_capacity(data.n_instances());
     for b in 0..data.n_bags() {
-        for k in 1..=data.bag(b).len() {
-            let flag = truth.get(&(data.bag_id(b).to_string(), k)).ok_or_else(|| {
+        for (k, i) in data.bag_range(b).enumerate() {
+            let (flag, _) = truth[i].ok_or_else(|| {
                 Error::data(
                     &file,
                     format!(
-                        "no line for bag {} instance {k} of {}",
+                        "no line for bag {} instance {} of {}",
                         data.bag_id(b),
+                        k + 1,
                         data.name()
                     ),
                 )
             })?;
-            out.push(*flag);
+            out.push(flag);
         }
     }
     Ok(out)
