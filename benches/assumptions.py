@@ -26,6 +26,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from benchlib import atomic_write, commit, machine
+
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ["rh-single", "rh-multi", "rh-false-frequency"]
 DIMS = [8, 32]
@@ -89,47 +91,6 @@ def parse_methods(text):
             fail(f"METHODS line {n}: `{name}` appears twice")
         methods.append({"name": name, "arguments": arguments.split()})
     return methods
-
-
-def atomic_write(path, text):
-    """Writes the file whole or not at all (temporary file, fsync, rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
-def machine():
-    model = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu": model, "cores": os.cpu_count()}
-
-
-def commit():
-    def git(*args):
-        return subprocess.run(
-            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=False
-        ).stdout.strip()
-
-    head = git("rev-parse", "--short=12", "HEAD") or "unknown"
-    # Generated outputs do not count: a rerun of part of the table is still at HEAD.
-    dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".",
-                ":!docs/guide/assumptions.md", ":!benches/results/assumptions.json")
-    return head + ("-dirty" if dirty else "")
 
 
 def auroc(scores, labels):
@@ -244,7 +205,8 @@ def main():
             fail(f"--only: unknown method(s) {', '.join(unknown)}; known: {', '.join(names)}")
         chosen = [m for m in methods if m["name"] in wanted]
 
-    stamp = commit()  # before the run: edits made while it runs do not count
+    # Before the run: edits made while it runs do not count.
+    stamp = commit(["docs/guide/assumptions.md", "benches/results/assumptions.json"])
     today = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     results = {"cells": {}, "cpu_seconds": 0.0}
     if RESULTS.exists():

@@ -24,6 +24,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from benchlib import atomic_write, commit, machine
+
 ROOT = Path(__file__).resolve().parent.parent
 # Table (and run) order: the binary sets, then the multi-class ones.
 DATA = ["musk1", "musk2", "elephant", "fox", "tiger", "corel_dogs", "corel3", "sival6"]
@@ -87,50 +89,6 @@ def parse_methods(text):
     if not methods:
         fail("METHODS is empty")
     return methods
-
-
-def atomic_write(path, text):
-    """Writes the file whole or not at all (temporary file, fsync, rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
-def machine():
-    model = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu": model, "cores": os.cpu_count()}
-
-
-def commit():
-    def git(*args):
-        return subprocess.run(
-            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=False
-        ).stdout.strip()
-
-    head = git("rev-parse", "--short=12", "HEAD") or "unknown"
-    # Generated outputs do not count: a rerun of part of the table is still at HEAD.
-    dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".",
-                ":!docs/results.md", ":!benches/results")
-    return head + ("-dirty" if dirty else "")
-
-
-FOLDS_LOCK = threading.Lock()
 
 
 def keep_folds(written, kept):
@@ -379,7 +337,7 @@ def main():
             results = old
     results["machine"] = machine()
     results["methods"] = methods
-    stamp = {"commit": commit()}
+    stamp = {"commit": commit(["docs/results.md", "benches/results"])}
 
     todo = [(m, d) for d in DATA for m in methods
             if (not only or m["name"] in only) and (not data or d in data)]
