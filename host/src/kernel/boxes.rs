@@ -184,16 +184,19 @@ pub struct GramCost {
     pub cpu_seconds: f64,
 }
 
-/// Entries measured at most, and the CPU seconds after which measuring stops.
+/// Entries measured at most; the CPU seconds after which measuring stops once
+/// [`PILOT_LEAST`] entries are measured, and at the latest.
 const PILOT_ENTRIES: usize = 400;
+const PILOT_LEAST: usize = 10;
 const PILOT_SECONDS: f64 = 0.5;
+const PILOT_MOST_SECONDS: f64 = 5.0;
 
 /// Estimates the CPU time of [`box_gram`] on `data`: computes entries drawn at random
 /// (seeded by `spec.seed`, so the estimate is reproducible up to timing) one after
-/// another on this thread until 0.5 s of CPU or 400 entries,
-/// and scales their CPU time by the number of entries. An entry's cost is its sample
-/// count times the bags' sizes, which vary from pair to pair: a random sample of a few
-/// dozen entries estimates the mean within a small factor.
+/// another on this thread until 0.5 s of CPU once ten entries are done (5 s at most) or
+/// 400 entries, and scales their CPU time by the number of entries. An entry's cost is
+/// its sample count times the bags' sizes, which vary from pair to pair: a random sample
+/// of ten or more entries estimates the mean within a small factor.
 ///
 /// ```
 /// use mil_core::box_kernel::{BoxKernel, Method};
@@ -221,10 +224,11 @@ pub fn box_gram_cost(data: &GridData, spec: BoxGramSpec) -> Result<GramCost> {
     let start = crate::params::thread_cpu_seconds();
     let mut measured = 0;
     for pair in pairs.iter().take(PILOT_ENTRIES) {
-        // One entry at a time on this thread: the process's CPU time is this work.
+        // One entry at a time on this thread, whose CPU time is this work.
         box_entries_serial(data, spec, std::slice::from_ref(pair))?;
         measured += 1;
-        if crate::params::thread_cpu_seconds() - start >= PILOT_SECONDS {
+        let spent = crate::params::thread_cpu_seconds() - start;
+        if (spent >= PILOT_SECONDS && measured >= PILOT_LEAST) || spent >= PILOT_MOST_SECONDS {
             break;
         }
     }
