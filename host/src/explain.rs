@@ -38,8 +38,9 @@ use mil_core::keyword::Keyword;
 pub enum InstanceScore {
     /// The model defines no per-instance score.
     None,
-    /// MILR's instance probability σ(w₀ + w·x) of the predicted class's sub-problem; DD's
-    /// and EM-DD's probability that the instance belongs to the concept.
+    /// MILR's instance probability σ(w₀ + w·x) of the predicted class's sub-problem;
+    /// MI-Wrapper's instance probability; DD's and EM-DD's probability that the instance
+    /// belongs to the concept.
     Probability,
     /// M³IC's modified margin max_u w_u·x − mean_v w_v·x (eq. 8).
     Margin,
@@ -53,7 +54,7 @@ pub enum InstanceScore {
 
 mil_core::keywords!(InstanceScore {
     InstanceScore::None => "none": "the model defines no per-instance score",
-    InstanceScore::Probability => "probability": "MILR's instance probability of the predicted class; DD's and EM-DD's probability that the instance belongs to the concept",
+    InstanceScore::Probability => "probability": "MILR's and MI-Wrapper's instance probability of the predicted class; DD's and EM-DD's probability that the instance belongs to the concept",
     InstanceScore::Margin => "margin": "M3IC's modified margin max_u w_u.x - mean_v w_v.x (eq. 8)",
     InstanceScore::Contribution => "contribution": "the instance's share of the decision value (additive for the MI-kernel SVM; before the bag vector's normalisation for mi-vlad and mi-fv)",
     InstanceScore::Decision => "decision": "the instance SVM's decision value f(x), whose maximum is the bag's score (its mean for smil)",

@@ -361,8 +361,10 @@ pub struct PredictArgs {
     /// A .csv or .arff path, or a built-in data set name (a file of that name wins).
     pub data: String,
     /// Add per bag the witness instance(s) and the per-instance scores the model defines
-    /// (MILR: instance probabilities; Citation-kNN: references, citers and the instance
-    /// pair of each distance; M3IC: per-instance margins).
+    /// (MILR, MI-Wrapper, DD, EM-DD: instance probabilities; mi-SVM, MI-SVM, sMIL, sbMIL:
+    /// instance decision values; the MI-kernel SVM, miVLAD, miFV: instance contributions;
+    /// Citation-kNN: references, citers and the instance pair of each distance; M3IC:
+    /// per-instance margins).
     #[arg(long)]
     pub explain: bool,
     /// Write every instance's score instead of the bag labels, as CSV
