@@ -171,6 +171,15 @@ fn generate(
     b.finish(&name, 2, (0..dims).collect())
 }
 
+/// The poison of a bag: in negative training bags, in positive test bags.
+fn poison(split: Split, positive: bool) -> Vec<Kind> {
+    if positive == (split == Split::Test) {
+        vec![Kind::Poison]
+    } else {
+        Vec::new()
+    }
+}
+
 /// `n` background instances followed by `kinds`.
 fn with_background(n: usize, mut kinds: Vec<Kind>) -> Vec<Kind> {
     kinds.resize(kinds.len() + n, Kind::Background);
@@ -184,7 +193,6 @@ fn with_background(n: usize, mut kinds: Vec<Kind>) -> Vec<Kind> {
 /// split.
 pub fn rh_single(dims: usize, bags: usize, split: Split, seed: u64) -> Result<Synthetic> {
     let draw = Draw::new([(0.0, 3.0), (1.0, 1.0)]);
-    let poison = |yes: bool| if yes { vec![Kind::Poison] } else { Vec::new() };
     generate(
         "rh-single",
         dims,
@@ -193,8 +201,7 @@ pub fn rh_single(dims: usize, bags: usize, split: Split, seed: u64) -> Result<Sy
         seed,
         &draw,
         |rng, positive| {
-            // The poison: in negative training bags, in positive test bags.
-            let mut kinds = poison(positive == (split == Split::Test));
+            let mut kinds = poison(split, positive);
             if positive {
                 for _ in 0..rng.random_range(1..=3) {
                     kinds.push(Kind::Concept(rng.random_range(0..2)));
@@ -211,7 +218,6 @@ pub fn rh_single(dims: usize, bags: usize, split: Split, seed: u64) -> Result<Sy
 /// equal odds and U{1, …, 9} background instances. The poison as in [`rh_single`].
 pub fn rh_multi(dims: usize, bags: usize, split: Split, seed: u64) -> Result<Synthetic> {
     let draw = Draw::new([(2.0, 0.1), (3.0, 0.1)]);
-    let poison = |yes: bool| if yes { vec![Kind::Poison] } else { Vec::new() };
     generate(
         "rh-multi",
         dims,
@@ -220,7 +226,7 @@ pub fn rh_multi(dims: usize, bags: usize, split: Split, seed: u64) -> Result<Syn
         seed,
         &draw,
         |rng, positive| {
-            let mut kinds = poison(positive == (split == Split::Test));
+            let mut kinds = poison(split, positive);
             if positive {
                 let k = rng.random_range(1..=3);
                 kinds.extend((0..2 * k).map(|i| Kind::Concept(i % 2)));
