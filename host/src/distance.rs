@@ -422,6 +422,7 @@ impl<'s, 'a> Table<'s, 'a> {
         let per_group: Vec<Vec<f64>> = groups
             .par_iter()
             .map(|g| {
+                crate::cancel::checkpoint();
                 let first = if upper {
                     cols.partition_point(|&c| c <= rows[g.start])
                 } else {

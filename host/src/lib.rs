@@ -41,6 +41,7 @@
 #![deny(unsafe_code)]
 
 pub mod atomic_write;
+pub mod cancel;
 pub mod classifier;
 #[cfg(feature = "cli")]
 pub mod cli;

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
+use mil_toolkit::cancel::CancelFlag;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -35,15 +36,18 @@ fn check_threads(parameter: &str, n: usize) -> PyResult<()> {
     Ok(())
 }
 
-/// A pool of `n_threads` threads (0: the default of [`set_num_threads`]).
-fn pool(n_threads: usize) -> PyResult<rayon::ThreadPool> {
+/// A pool of `n_threads` threads (0: the default of [`set_num_threads`]) whose work stops
+/// at its next checkpoint when `flag` is raised.
+fn pool(n_threads: usize, flag: &CancelFlag) -> PyResult<rayon::ThreadPool> {
     check_threads("n_jobs", n_threads)?;
     let n = match n_threads {
         0 => DEFAULT_THREADS.load(Ordering::Relaxed),
         n => n,
     };
+    let flag = flag.clone();
     rayon::ThreadPoolBuilder::new()
         .num_threads(n)
+        .start_handler(move |_| flag.enter())
         .build()
         .map_err(|e| PyRuntimeError::new_err(format!("cannot start {n} threads: {e}")))
 }
@@ -54,21 +58,27 @@ const SIGNAL_POLL: Duration = Duration::from_millis(100);
 /// Runs `work` on a rayon pool of `n_threads` threads built for it (0: the default of
 /// [`set_num_threads`]), on a thread of its own, while this thread waits without the GIL
 /// and checks for signals every [`SIGNAL_POLL`]. A signal whose handler raises (Ctrl-C's
-/// `KeyboardInterrupt`) returns control to Python at once; the abandoned work then runs to
-/// its end on its own threads and its result is dropped (it owns what it reads, hence
-/// `'static`). A panic in the work is a `RuntimeError`.
+/// `KeyboardInterrupt`) returns control to Python at once and raises the work's
+/// [`CancelFlag`]: the work stops at the library's next checkpoint (a Gram row, a fold,
+/// an optimiser iteration) on its own threads, and what it computed is dropped (it owns
+/// what it reads, hence `'static`). A panic in the work is a `RuntimeError`.
 pub(crate) fn run<T: Send + 'static>(
     py: Python<'_>,
     n_threads: usize,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> PyResult<T> {
-    let pool = pool(n_threads)?;
+    let flag = CancelFlag::new();
+    let pool = pool(n_threads, &flag)?;
     let (done, result) = mpsc::channel();
+    let for_work = flag.clone();
     std::thread::Builder::new()
         .name("miltk-call".into())
         .spawn(move || {
-            // The receiver is gone when the caller was interrupted: nothing to report.
-            let _ = done.send(pool.install(work));
+            // Cancelled (`None`) only after the caller was interrupted, when the receiver
+            // is gone: nothing to report.
+            if let Some(value) = for_work.run(|| pool.install(work)) {
+                let _ = done.send(value);
+            }
         })
         .map_err(|e| PyRuntimeError::new_err(format!("cannot start a thread: {e}")))?;
     let mut result = result;
@@ -82,7 +92,12 @@ pub(crate) fn run<T: Send + 'static>(
         result = back;
         match received {
             Ok(value) => return Ok(value),
-            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(RecvTimeoutError::Timeout) => {
+                if let Err(interrupted) = py.check_signals() {
+                    flag.cancel();
+                    return Err(interrupted);
+                }
+            }
             Err(RecvTimeoutError::Disconnected) => {
                 return Err(PyRuntimeError::new_err(
                     "the native computation panicked (a bug: please report it with the inputs)",
@@ -107,7 +122,7 @@ pub(crate) fn set_num_threads(n: usize) -> PyResult<()> {
 /// Threads of the calls that do not name their own.
 #[pyfunction]
 pub(crate) fn num_threads() -> PyResult<usize> {
-    Ok(pool(0)?.current_num_threads())
+    Ok(pool(0, &CancelFlag::new())?.current_num_threads())
 }
 
 /// Logical cores of the machine (what `n_jobs=-1` uses).

@@ -68,7 +68,7 @@ LONG_CALLS = {
 
 
 @pytest.mark.parametrize("call", sorted(LONG_CALLS))
-def test_ctrl_c_returns_control_within_a_second(call):
+def test_ctrl_c_returns_control_within_a_second_and_stops_the_work(call):
     code = (
         "import os, signal, threading, time\n"
         # A child of a background job starts with SIGINT ignored, and Python then installs
@@ -87,6 +87,12 @@ def test_ctrl_c_returns_control_within_a_second(call):
         "    print('finished')\n"
         "except KeyboardInterrupt:\n"
         "    print(f'interrupted after {time.monotonic() - sent[0]:.3f} s')\n"
+        # The abandoned work stops at its next checkpoint: half a second on, the process
+        # burns no more CPU (without the stop, every worker thread would keep computing).
+        "    time.sleep(0.5)\n"
+        "    cpu, wall = time.process_time(), time.monotonic()\n"
+        "    time.sleep(1.5)\n"
+        "    print(f'then {time.process_time() - cpu:.3f} CPU s in {time.monotonic() - wall:.3f} s')\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
@@ -95,3 +101,5 @@ def test_ctrl_c_returns_control_within_a_second(call):
     words = out.stdout.split()
     assert words[:2] == ["interrupted", "after"], out.stdout
     assert float(words[2]) < 1.0, out.stdout
+    assert words[4] == "then", out.stdout
+    assert float(words[5]) < 0.1, out.stdout

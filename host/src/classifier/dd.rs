@@ -417,7 +417,10 @@ impl Classifier for Dd {
         let starts = self.starting_points(&problem);
         let fits: Vec<(f64, Vec<f64>)> = starts
             .par_iter()
-            .map(|&s| self.fit_from(&problem, s))
+            .map(|&s| {
+                crate::cancel::checkpoint();
+                self.fit_from(&problem, s)
+            })
             .collect::<Result<_>>()?;
         // Start order, the first best on ties.
         let mut best = 0;

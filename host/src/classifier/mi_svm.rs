@@ -344,6 +344,7 @@ impl Classifier for MiSvm {
                 let mut round = 0;
                 loop {
                     round += 1;
+                    crate::cancel::checkpoint();
                     let (coef, bias) = train_svm(&k, n, &points, &y, &bounds);
                     let mut changed = false;
                     for &b in &positive {
@@ -384,6 +385,7 @@ impl Classifier for MiSvm {
                 let mut round = 0;
                 loop {
                     round += 1;
+                    crate::cancel::checkpoint();
                     let points: Vec<usize> = negatives.iter().chain(&witness).copied().collect();
                     let (coef, bias) = train_svm(&k, n, &points, &y, &bounds);
                     let new: Vec<usize> = positive

@@ -181,6 +181,7 @@ pub fn assign(dist: &[f64], n: usize, medoids: &[usize]) -> (Vec<usize>, f64) {
 /// One start: alternate assignment and medoid update until the medoids are stable.
 fn alternate(dist: &[f64], n: usize, mut medoids: Vec<usize>) -> KMedoids {
     loop {
+        crate::cancel::checkpoint();
         let (assignments, cost) = assign(dist, n, &medoids);
         let mut changed = false;
         for (c, medoid) in medoids.iter_mut().enumerate() {

@@ -586,6 +586,7 @@ impl<'a> Problem<'a> {
         let mut dual: Vec<f64> = vec![0.0; n_pairs];
         let mut s = vec![0.0; self.k];
         loop {
+            crate::cancel::checkpoint();
             // Rule (16): c_i = 1 when the linearised margin w̃·∂f_i is at most 1.
             let k = self.k as f64;
             let mut sums = vec![0.0; self.k * self.dim];

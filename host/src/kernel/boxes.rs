@@ -310,6 +310,7 @@ pub fn box_entries(
         .map_init(
             || (vec![0.0f64; need.floats], vec![0u32; need.ints]),
             |(floats, ints), &pair| {
+                crate::cancel::checkpoint();
                 let entry = box_entry(data, spec, pair, floats, ints)?;
                 progress.advance(1);
                 Ok(entry)

@@ -149,7 +149,10 @@ pub fn log_set_kernels(rows: &Dataset, cols: &Dataset, runs: &[Run], gamma: f64)
     let groups = run_groups(rows, runs);
     let parts: Vec<Vec<f64>> = groups
         .par_iter()
-        .map(|g| blocks.reduce(&runs[g.clone()]))
+        .map(|g| {
+            crate::cancel::checkpoint();
+            blocks.reduce(&runs[g.clone()])
+        })
         .collect();
     parts.concat()
 }

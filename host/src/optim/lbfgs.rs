@@ -66,6 +66,7 @@ impl Lbfgs {
         let mut iterations = 0;
         let mut converged = false;
         while iterations < self.max_iterations {
+            crate::cancel::checkpoint();
             if g.iter().fold(0.0, |m: f64, v| m.max(v.abs()))
                 <= self.gradient_tolerance * fx.abs().max(1.0)
             {

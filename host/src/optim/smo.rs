@@ -80,6 +80,7 @@ pub fn solve_general(
     let mut iterations = 0;
     let mut converged = false;
     while iterations < params.max_iterations {
+        crate::cancel::checkpoint();
         // i: the maximal violating index in I_up.
         let mut i = usize::MAX;
         let mut g_max = f64::NEG_INFINITY;

@@ -267,6 +267,7 @@ where
     G: FnMut(&[f64], &mut [f64]),
 {
     fn eval(&mut self, x: &[f64]) -> Result<f64> {
+        crate::cancel::checkpoint();
         let f = (self.value)(x);
         if f.is_nan() {
             return Err(failure("objective value is NaN"));

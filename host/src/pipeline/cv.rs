@@ -197,6 +197,7 @@ pub fn run_folds(
     let outcomes = mine
         .par_iter()
         .map(|&(repeat, f)| {
+            crate::cancel::checkpoint();
             let (seed, test_sets) = &assignments[repeat];
             let test = &test_sets[f];
             let mut sorted = test.clone();

@@ -382,6 +382,7 @@ impl MiAlm {
         let mut xi_norm = f64::INFINITY;
         let mut iterations = 0;
         while iterations < self.max_inner {
+            crate::cancel::checkpoint();
             iterations += 1;
             // A-step (2.9): ∇_A Hₖ = Λ̄/ρ + A − B has modulus 1; project the inertial
             // gradient point onto the Stiefel manifold.

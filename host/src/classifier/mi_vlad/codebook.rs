@@ -99,6 +99,7 @@ pub fn kmeans(
     }
     let mut assigned = vec![usize::MAX; n];
     for iteration in 1..=max_iter {
+        crate::cancel::checkpoint();
         let next: Vec<usize> = x
             .par_chunks_exact(dim)
             .map(|xi| nearest(&centres, dim, xi))
@@ -231,6 +232,7 @@ impl Gmm {
         let n = x.len() / dim;
         let mut previous = f64::NEG_INFINITY;
         for iteration in 1..=max_iter {
+            crate::cancel::checkpoint();
             let gmm = &self;
             let posteriors: Vec<(Vec<f64>, f64)> = x
                 .par_chunks_exact(dim)

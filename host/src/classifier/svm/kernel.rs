@@ -83,6 +83,7 @@ impl FittedKernel {
                     .map_init(
                         || (vec![0.0f64; need.floats], vec![0u32; need.ints]),
                         |(floats, ints), b| {
+                            crate::cancel::checkpoint();
                             let r = data.bag_range(b);
                             let bag = &points[r.start * d..r.end * d];
                             let hash = bag_hash(bag);
