@@ -193,31 +193,77 @@ fn measure(args: &[&str]) -> Measured {
     }
 }
 
-#[test]
-fn citation_knn_estimate_is_within_twice_the_measured_peak() {
-    let dir = temp_dir("estimate-peak");
-    for bags in [2000, 3500, 5000] {
+/// Trains (or clusters) on bags of `size` instances at three sizes and checks that the
+/// estimate is within a factor of two of the peak resident memory the run reaches.
+fn estimate_is_within_twice_the_peak(
+    name: &str,
+    sizes: [usize; 3],
+    size: usize,
+    command: &[&str],
+    estimate: impl Fn(Shape) -> f64,
+) {
+    let dir = temp_dir(&format!("estimate-peak-{name}"));
+    for bags in sizes {
         let data = dir.join(format!("d{bags}.csv"));
-        let shape = write_bags(&data, bags, 2);
-        let model = path_str(&dir.join("m.json"));
-        let run = measure(&[
-            "train",
-            &path_str(&data),
-            "--classifier",
-            "citation-knn",
-            "-o",
-            &model,
-        ]);
-        assert_eq!(run.code, Some(0), "{}", run.stderr);
-        let peak = run.peak;
-        let estimate = mil_toolkit::classifier::citation_knn::footprint(shape).bytes;
+        let shape = write_bags(&data, bags, size);
+        let out = path_str(&dir.join("out.json"));
+        let mut args = vec![command[0], data.to_str().unwrap()];
+        args.extend(&command[1..]);
+        args.extend(["-o", &out]);
+        let run = measure(&args);
+        assert_eq!(run.code, Some(0), "{args:?}: {}", run.stderr);
+        let (estimate, peak) = (estimate(shape), run.peak);
         let ratio = estimate / peak;
         assert!(
             (0.5..=2.0).contains(&ratio),
-            "{bags} bags: estimate {estimate:.3e} B, peak {peak:.3e} B"
+            "{name}, {bags} bags of {size}: estimate {estimate:.3e} B, peak {peak:.3e} B"
         );
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn citation_knn_estimate_is_within_twice_the_measured_peak() {
+    estimate_is_within_twice_the_peak(
+        "citation-knn",
+        [2000, 3500, 5000],
+        2,
+        &["train", "--classifier", "citation-knn"],
+        |shape| mil_toolkit::classifier::citation_knn::footprint(shape).bytes,
+    );
+}
+
+#[test]
+fn set_kernel_svm_estimate_is_within_twice_the_measured_peak() {
+    estimate_is_within_twice_the_peak(
+        "nsk",
+        [1200, 1800, 2400],
+        2,
+        &["train", "--classifier", "svm", "--kernel", "nsk"],
+        |shape| mil_toolkit::classifier::svm::footprint(shape).bytes,
+    );
+}
+
+#[test]
+fn instance_svm_estimate_is_within_twice_the_measured_peak() {
+    estimate_is_within_twice_the_peak(
+        "mi-svm",
+        [300, 450, 600],
+        4,
+        &["train", "--classifier", "mi-svm-bag"],
+        |shape| mil_toolkit::classifier::mi_svm::footprint(shape).bytes,
+    );
+}
+
+#[test]
+fn bamic_estimate_is_within_twice_the_measured_peak() {
+    estimate_is_within_twice_the_peak(
+        "bamic",
+        [2000, 3500, 5000],
+        2,
+        &["cluster", "--method", "bamic-min", "--k", "2"],
+        |shape| mil_toolkit::cluster::bamic::footprint(shape).bytes,
+    );
 }
 
 #[test]

@@ -63,6 +63,15 @@ impl std::fmt::Display for Chosen {
     }
 }
 
+/// The fields of a saved model's JSON checked before the model is read; serde skips the
+/// others without building them.
+#[derive(Deserialize)]
+struct Envelope {
+    format: Option<serde_json::Value>,
+    version: Option<serde_json::Value>,
+    checksum: Option<serde_json::Value>,
+}
+
 /// A complete saved model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostModel {
@@ -247,11 +256,7 @@ impl HostModel {
     /// Writes the model as JSON, with a checksum of its content that [`HostModel::load`]
     /// verifies.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let text = with_checksum(self)?;
-        crate::atomic_write::write_atomic(path, text.as_bytes()).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })
+        save_with_checksum(self, path)
     }
 
     /// Reads and validates a model written by [`HostModel::save`].
@@ -268,9 +273,12 @@ impl HostModel {
             field: field.to_string(),
             problem,
         };
-        let value: serde_json::Value = serde_json::from_str(text)
+        // The envelope first, skipping the rest unbuilt; then the model straight from the
+        // text (a JSON tree of a model holding a Gram matrix would take several times the
+        // file's size).
+        let envelope: Envelope = serde_json::from_str(text)
             .map_err(|e| bad(e.line(), "json", format!("not a JSON model: {e}")))?;
-        match value.get("format").and_then(|f| f.as_str()) {
+        match envelope.format.as_ref().and_then(|f| f.as_str()) {
             Some(FORMAT) => {}
             other => {
                 return Err(bad(
@@ -280,7 +288,7 @@ impl HostModel {
                 ))
             }
         }
-        match value.get("version").and_then(|v| v.as_u64()) {
+        match envelope.version.as_ref().and_then(|v| v.as_u64()) {
             Some(v) if v == VERSION as u64 => {}
             other => {
                 return Err(bad(
@@ -290,10 +298,9 @@ impl HostModel {
                 ))
             }
         }
-        let (value, checksum) = without_checksum(value);
-        let model: HostModel = serde_json::from_value(value)
+        let model: HostModel = serde_json::from_str(text)
             .map_err(|e| bad(1, "model", format!("malformed model: {e}")))?;
-        check_checksum(&model, checksum).map_err(|p| bad(1, "checksum", p))?;
+        check_checksum(&model, envelope.checksum).map_err(|p| bad(1, "checksum", p))?;
         model
             .validate()
             .map_err(|e| bad(1, "model", e.to_string()))?;
@@ -350,16 +357,68 @@ impl HostModel {
 /// of the model itself. JSON numbers round-trip exactly, so a model read back hashes to
 /// the same value unless a field was edited, added or deleted.
 pub(crate) fn with_checksum<T: Serialize>(model: &T) -> Result<String> {
-    let serialise = |e: serde_json::Error| Error::Numerical {
+    let mut text = Vec::new();
+    write_with_checksum(model, &mut text).map_err(|e| Error::Numerical {
         method: "model serialisation",
         reason: e.to_string(),
-    };
-    let checksum = crate::shard::content_checksum(model)?;
-    let mut value = serde_json::to_value(model).map_err(serialise)?;
-    if let Some(object) = value.as_object_mut() {
-        object.insert("checksum".into(), checksum.into());
+    })?;
+    // serde_json writes UTF-8.
+    Ok(String::from_utf8(text).expect("JSON is UTF-8"))
+}
+
+/// Writes [`with_checksum`]'s JSON to `path` atomically, as it is serialised: a model
+/// that holds a Gram matrix has JSON several times its own size, which is never held in
+/// memory.
+pub(crate) fn save_with_checksum<T: Serialize>(model: &T, path: &Path) -> Result<()> {
+    crate::atomic_write::write_atomic_with(path, |w| write_with_checksum(model, w)).map_err(
+        |source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+    )
+}
+
+/// `{"checksum":"…",` followed by the model's own JSON object after its `{`.
+fn write_with_checksum<T: Serialize>(
+    model: &T,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<()> {
+    let checksum =
+        crate::shard::content_checksum(model).map_err(|e| std::io::Error::other(e.to_string()))?;
+    write!(out, "{{\"checksum\":\"{checksum}\",")?;
+    let mut body = AfterOpeningBrace { out, opened: false };
+    serde_json::to_writer(&mut body, model).map_err(std::io::Error::other)
+}
+
+/// Passes on a JSON object's text without its opening `{` (a model is a non-empty
+/// object, so what follows it is a field).
+struct AfterOpeningBrace<'w, W> {
+    out: &'w mut W,
+    opened: bool,
+}
+
+impl<W: std::io::Write> std::io::Write for AfterOpeningBrace<'_, W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let mut rest = bytes;
+        if !self.opened {
+            match rest.split_first() {
+                Some((b'{', after)) => {
+                    self.opened = true;
+                    rest = after;
+                }
+                Some(_) => {
+                    return Err(std::io::Error::other("a model serialises to a JSON object"))
+                }
+                None => return Ok(0),
+            }
+        }
+        self.out.write_all(rest)?;
+        Ok(bytes.len())
     }
-    serde_json::to_string(&value).map_err(serialise)
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// Splits the `checksum` field off a saved model's JSON.

@@ -197,11 +197,24 @@ pub fn check_complete(shares: &[(usize, usize)], names: &[String]) -> Result<()>
 /// field left empty. JSON numbers round-trip exactly, so a share read back hashes to the
 /// value it was written with unless its content was damaged or edited.
 pub fn content_checksum<T: serde::Serialize>(value: &T) -> Result<String> {
-    let text = serde_json::to_vec(value).map_err(|e| Error::Numerical {
+    // Hashed as it is written: a model's JSON can be hundreds of megabytes.
+    let mut hash = Fingerprint::default();
+    serde_json::to_writer(&mut hash, value).map_err(|e| Error::Numerical {
         method: "share serialisation",
         reason: e.to_string(),
     })?;
-    Ok(Fingerprint::default().bytes(&text).hex())
+    Ok(hash.hex())
+}
+
+impl std::io::Write for Fingerprint {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        *self = self.bytes(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A 64-bit FNV-1a hash, for fingerprints of data and settings (not for security).

@@ -206,11 +206,7 @@ impl ClusterModel {
     /// Writes the model as JSON, with a checksum of its content that
     /// [`ClusterModel::load`] verifies.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let text = self.to_text()?;
-        crate::atomic_write::write_atomic(path, text.as_bytes()).map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })
+        crate::model::save_with_checksum(self, path)
     }
 
     /// The JSON text [`ClusterModel::save`] writes.
