@@ -2,7 +2,7 @@
 //! one instance per line, the instances of a bag contiguous. A label of `?` marks an
 //! unlabelled bag (all bags of a file must then be unlabelled).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -10,39 +10,78 @@ use super::dataset::Dataset;
 use super::{normalize_text, show};
 use crate::error::{Error, Result};
 
-/// Reads a CSV data set from a file; errors name the file, line and field.
+/// Reads a CSV data set from a file; errors name the file, line and field. The file is
+/// read line by line: the memory held is the data set being built and one line.
 pub fn read_csv_file(path: &Path) -> Result<Dataset> {
-    let text = super::read_text(path)?;
-    parse_csv(&super::show_all(&path.display().to_string()), &text)
+    let name = super::show_all(&path.display().to_string());
+    let mut rows = Rows::new(&name);
+    super::for_each_line(path, |line_no, line| rows.add(line_no, line))?;
+    rows.finish()
 }
 
 /// Parses CSV text; `name` is used in error messages and as the data set's name. A
 /// leading byte-order mark is skipped, and CRLF and CR-only line endings read as LF.
 pub fn parse_csv(name: &str, text: &str) -> Result<Dataset> {
     let text = &*normalize_text(text);
-    let err = |line: usize, field: String, problem: String| Error::Parse {
-        file: name.to_string(),
-        line,
-        field,
-        problem,
-    };
-    let mut dim = None;
-    let mut features = Vec::new();
-    let mut bag_starts = vec![0usize];
-    let mut bag_ids: Vec<String> = Vec::new();
-    let mut raw_labels: Vec<String> = Vec::new();
-    let mut seen_ids: HashSet<String> = HashSet::new();
-    let mut n_instances = 0usize;
+    let mut rows = Rows::new(name);
+    for (index, line) in text.lines().enumerate() {
+        rows.add(index + 1, line)?;
+    }
+    rows.finish()
+}
 
-    for (index, raw) in text.lines().enumerate() {
-        let line_no = index + 1;
+/// A data set built from CSV lines as they come. Per bag it keeps only what the data set
+/// keeps (its id and start) and a class-name index; ids are checked for reappearance by
+/// their hashes.
+struct Rows<'a> {
+    name: &'a str,
+    dim: Option<usize>,
+    features: Vec<f64>,
+    bag_starts: Vec<usize>,
+    bag_ids: Vec<String>,
+    /// Each bag's label as an index into `label_texts`, the distinct label strings.
+    bag_labels: Vec<usize>,
+    label_texts: Vec<String>,
+    label_index: HashMap<String, usize>,
+    /// Hashes of the ids seen; a hit is confirmed against `bag_ids`.
+    seen_ids: HashSet<u64>,
+    n_instances: usize,
+}
+
+impl<'a> Rows<'a> {
+    fn new(name: &'a str) -> Self {
+        Rows {
+            name,
+            dim: None,
+            features: Vec::new(),
+            bag_starts: vec![0],
+            bag_ids: Vec::new(),
+            bag_labels: Vec::new(),
+            label_texts: Vec::new(),
+            label_index: HashMap::new(),
+            seen_ids: HashSet::new(),
+            n_instances: 0,
+        }
+    }
+
+    fn err(&self, line: usize, field: String, problem: String) -> Error {
+        Error::Parse {
+            file: self.name.to_string(),
+            line,
+            field,
+            problem,
+        }
+    }
+
+    /// Adds line `line_no` (1-based); blank lines are skipped.
+    fn add(&mut self, line_no: usize, raw: &str) -> Result<()> {
         let line = raw.trim();
         if line.is_empty() {
-            continue;
+            return Ok(());
         }
         let fields: Vec<&str> = line.split(',').map(str::trim).collect();
         if fields.len() < 3 {
-            return Err(err(
+            return Err(self.err(
                 line_no,
                 "row".into(),
                 format!(
@@ -52,10 +91,10 @@ pub fn parse_csv(name: &str, text: &str) -> Result<Dataset> {
             ));
         }
         let d = fields.len() - 2;
-        match dim {
-            None => dim = Some(d),
+        match self.dim {
+            None => self.dim = Some(d),
             Some(expected) if expected != d => {
-                return Err(err(
+                return Err(self.err(
                     line_no,
                     "row".into(),
                     format!("{} features where earlier rows have {expected}", d),
@@ -65,7 +104,7 @@ pub fn parse_csv(name: &str, text: &str) -> Result<Dataset> {
         }
         let label = fields[0];
         if label.is_empty() || (label != "?" && label.parse::<i64>().is_err()) {
-            return Err(err(
+            return Err(self.err(
                 line_no,
                 "column 1 (label)".into(),
                 format!("`{}` is not an integer class label or `?`", show(label)),
@@ -73,15 +112,16 @@ pub fn parse_csv(name: &str, text: &str) -> Result<Dataset> {
         }
         let bag_id = fields[1];
         if bag_id.is_empty() {
-            return Err(err(
-                line_no,
-                "column 2 (bag_id)".into(),
-                "empty bag id".into(),
-            ));
+            return Err(self.err(line_no, "column 2 (bag_id)".into(), "empty bag id".into()));
         }
-        if bag_ids.last().map(String::as_str) != Some(bag_id) {
-            if !seen_ids.insert(bag_id.to_string()) {
-                return Err(err(
+        if self.bag_ids.last().map(String::as_str) != Some(bag_id) {
+            let hash = {
+                use std::hash::{BuildHasher, BuildHasherDefault};
+                BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+                    .hash_one(bag_id)
+            };
+            if !self.seen_ids.insert(hash) && self.bag_ids.iter().any(|id| id == bag_id) {
+                return Err(self.err(
                     line_no,
                     "column 2 (bag_id)".into(),
                     format!(
@@ -90,65 +130,86 @@ pub fn parse_csv(name: &str, text: &str) -> Result<Dataset> {
                     ),
                 ));
             }
-            if !bag_ids.is_empty() {
-                bag_starts.push(n_instances);
+            if !self.bag_ids.is_empty() {
+                self.bag_starts.push(self.n_instances);
             }
-            bag_ids.push(bag_id.to_string());
-            raw_labels.push(label.to_string());
-        } else if raw_labels.last().map(String::as_str) != Some(label) {
-            return Err(err(
-                line_no,
-                "column 1 (label)".into(),
-                format!(
-                    "bag `{}` has label `{}` here but `{}` on its earlier instances",
-                    show(bag_id),
-                    show(label),
-                    show(raw_labels.last().map(String::as_str).unwrap_or(""))
-                ),
-            ));
+            self.bag_ids.push(bag_id.to_string());
+            let index = match self.label_index.get(label) {
+                Some(&i) => i,
+                None => {
+                    self.label_texts.push(label.to_string());
+                    self.label_index
+                        .insert(label.to_string(), self.label_texts.len() - 1);
+                    self.label_texts.len() - 1
+                }
+            };
+            self.bag_labels.push(index);
+        } else {
+            let earlier = &self.label_texts[self.bag_labels[self.bag_labels.len() - 1]];
+            if earlier != label {
+                return Err(self.err(
+                    line_no,
+                    "column 1 (label)".into(),
+                    format!(
+                        "bag `{}` has label `{}` here but `{}` on its earlier instances",
+                        show(bag_id),
+                        show(label),
+                        show(earlier)
+                    ),
+                ));
+            }
         }
         for (j, value) in fields[2..].iter().enumerate() {
             let v: f64 = value.parse().map_err(|_| {
-                err(
+                self.err(
                     line_no,
                     format!("column {} (feature {})", j + 3, j + 1),
                     format!("`{}` is not a number", show(value)),
                 )
             })?;
             if !v.is_finite() {
-                return Err(err(
+                return Err(self.err(
                     line_no,
                     format!("column {} (feature {})", j + 3, j + 1),
                     format!("`{}` is not finite", show(value)),
                 ));
             }
-            features.push(v);
+            self.features.push(v);
         }
-        n_instances += 1;
+        self.n_instances += 1;
+        Ok(())
     }
-    let Some(dim) = dim else {
-        return Err(Error::data(name, "no instances (the file is empty)"));
-    };
-    bag_starts.push(n_instances);
-    let (labels, class_names) = index_labels(name, &raw_labels)?;
-    Dataset::new(
-        name,
-        dim,
-        features,
-        bag_starts,
-        bag_ids,
-        labels,
-        class_names,
-    )
+
+    fn finish(mut self) -> Result<Dataset> {
+        let Some(dim) = self.dim else {
+            return Err(Error::data(self.name, "no instances (the file is empty)"));
+        };
+        self.bag_starts.push(self.n_instances);
+        let raw_labels: Vec<&str> = self
+            .bag_labels
+            .iter()
+            .map(|&i| self.label_texts[i].as_str())
+            .collect();
+        let (labels, class_names) = index_labels(self.name, &raw_labels)?;
+        Dataset::new(
+            self.name,
+            dim,
+            self.features,
+            self.bag_starts,
+            self.bag_ids,
+            labels,
+            class_names,
+        )
+    }
 }
 
 /// Turns per-bag label strings into class indices, classes sorted numerically.
 /// All `?` gives an unlabelled set; a mixture is an error.
-pub(crate) fn index_labels(
+pub(crate) fn index_labels<S: AsRef<str>>(
     name: &str,
-    raw: &[String],
+    raw: &[S],
 ) -> Result<(Option<Vec<usize>>, Vec<String>)> {
-    let unlabelled = raw.iter().filter(|l| l.as_str() == "?").count();
+    let unlabelled = raw.iter().filter(|l| l.as_ref() == "?").count();
     if unlabelled == raw.len() {
         return Ok((None, Vec::new()));
     }
@@ -164,6 +225,7 @@ pub(crate) fn index_labels(
     let values = raw
         .iter()
         .map(|l| {
+            let l = l.as_ref();
             l.parse::<i64>()
                 .map_err(|_| Error::data(name, format!("label `{}` is not an integer", show(l))))
         })
@@ -171,7 +233,7 @@ pub(crate) fn index_labels(
     // Keyed by value, so `1`, `01` and `+1` are one class (named as first written).
     let mut classes: BTreeMap<i64, String> = BTreeMap::new();
     for (&v, l) in values.iter().zip(raw) {
-        classes.entry(v).or_insert_with(|| l.clone());
+        classes.entry(v).or_insert_with(|| l.as_ref().to_string());
     }
     let index: BTreeMap<i64, usize> = classes.keys().enumerate().map(|(i, &v)| (v, i)).collect();
     let labels = values

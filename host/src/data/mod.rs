@@ -135,11 +135,29 @@ pub fn read_json_text(path: &Path, what: &str) -> Result<String> {
 /// [`Error::Io`].
 fn read_limited(
     path: &Path,
-    (limit, limit_name): (u64, &str),
+    limit: (u64, &str),
     expected: &str,
     kind: &str,
     mut check: impl FnMut(&[u8]) -> Result<()>,
 ) -> Result<Vec<u8>> {
+    let mut bytes: Vec<u8> = Vec::new();
+    read_chunks(path, limit, expected, kind, &mut bytes, |bytes, chunk| {
+        bytes.extend_from_slice(chunk);
+        check(bytes)
+    })?;
+    Ok(bytes)
+}
+
+/// [`read_limited`]'s checks and reading, each piece given to `each` with `state` (into
+/// which a regular file's size is reserved when `state` is a `Vec<u8>`, as a hint).
+fn read_chunks<S: ReserveHint>(
+    path: &Path,
+    (limit, limit_name): (u64, &str),
+    expected: &str,
+    kind: &str,
+    state: &mut S,
+    mut each: impl FnMut(&mut S, &[u8]) -> Result<()>,
+) -> Result<()> {
     let file_name = show_all(&path.display().to_string());
     let io = |source| Error::Io {
         path: path.to_path_buf(),
@@ -166,11 +184,11 @@ fn read_limited(
     if meta.is_file() && meta.len() > limit {
         return Err(too_large(bytes_text(meta.len())));
     }
-    let mut bytes: Vec<u8> = Vec::new();
     if meta.is_file() {
-        bytes.reserve_exact(meta.len() as usize + 1);
+        state.reserve_hint(meta.len() as usize + 1);
     }
     let mut chunk = vec![0u8; 1 << 16];
+    let mut read = 0u64;
     loop {
         let n = match std::io::Read::read(&mut file, &mut chunk) {
             Ok(0) => break,
@@ -178,14 +196,174 @@ fn read_limited(
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(io(e)),
         };
-        if bytes.len() as u64 + n as u64 > limit {
+        read += n as u64;
+        if read > limit {
             // Grew while read, or not a regular file (a pipe, a device).
             return Err(too_large(format!("more than {}", bytes_text(limit))));
         }
-        bytes.extend_from_slice(&chunk[..n]);
-        check(&bytes)?;
+        each(state, &chunk[..n])?;
     }
-    Ok(bytes)
+    Ok(())
+}
+
+/// Room for a whole file, where the reader keeps one.
+trait ReserveHint {
+    fn reserve_hint(&mut self, _bytes: usize) {}
+}
+
+impl ReserveHint for Vec<u8> {
+    fn reserve_hint(&mut self, bytes: usize) {
+        self.reserve_exact(bytes);
+    }
+}
+
+/// Calls `each` with every line of the data file at `path` (its 1-based number and its
+/// text), as the file is read: with [`read_text`]'s limits and checks and
+/// [`normalize_text`]'s line endings and byte-order mark, but holding one line at a time
+/// rather than the file, so that a reader's memory is the data set it builds.
+pub(crate) fn for_each_line(
+    path: &Path,
+    mut each: impl FnMut(usize, &str) -> Result<()>,
+) -> Result<()> {
+    let file = show_all(&path.display().to_string());
+    let mut lines = LineSplitter::default();
+    read_chunks(
+        path,
+        (MAX_FILE_BYTES, "MAX_FILE_BYTES"),
+        "a .csv or .arff data file",
+        "data",
+        &mut lines,
+        |lines, chunk| lines.feed(chunk, &file, &mut each),
+    )?;
+    lines.finish(&file, &mut each)
+}
+
+/// Splits bytes read piece by piece into lines ended by LF, CRLF or CR.
+#[derive(Default)]
+struct LineSplitter {
+    /// The start of a line not yet ended.
+    carry: Vec<u8>,
+    /// Offset in the file of `carry[0]`.
+    offset: usize,
+    /// Lines already given.
+    lines: usize,
+    /// The last line ended with a CR at the end of a piece: a LF starting the next piece
+    /// belongs to it.
+    after_cr: bool,
+}
+
+impl ReserveHint for LineSplitter {}
+
+impl LineSplitter {
+    fn feed(
+        &mut self,
+        mut chunk: &[u8],
+        file: &str,
+        each: &mut impl FnMut(usize, &str) -> Result<()>,
+    ) -> Result<()> {
+        if std::mem::take(&mut self.after_cr) {
+            if let Some((b'\n', rest)) = chunk.split_first() {
+                chunk = rest;
+                self.offset += 1;
+            }
+        }
+        self.carry.extend_from_slice(chunk);
+        let mut start = 0;
+        let mut i = 0;
+        while let Some(found) = self.carry[i..]
+            .iter()
+            .position(|&b| b == b'\n' || b == b'\r')
+        {
+            let end = i + found;
+            let mut next = end + 1;
+            if self.carry[end] == b'\r' {
+                match self.carry.get(next) {
+                    Some(b'\n') => next += 1,
+                    Some(_) => {}
+                    None => self.after_cr = true,
+                }
+            }
+            self.give(start, end, file, each)?;
+            start = next;
+            i = next;
+        }
+        self.carry.drain(..start);
+        self.offset += start;
+        if self.carry.len() > MAX_LINE_BYTES {
+            return Err(line_too_long(file, self.lines + 1));
+        }
+        Ok(())
+    }
+
+    fn finish(
+        mut self,
+        file: &str,
+        each: &mut impl FnMut(usize, &str) -> Result<()>,
+    ) -> Result<()> {
+        if !self.carry.is_empty() {
+            self.give(0, self.carry.len(), file, each)?;
+        }
+        Ok(())
+    }
+
+    /// Gives `carry[start..end]` as the next line.
+    fn give(
+        &mut self,
+        start: usize,
+        end: usize,
+        file: &str,
+        each: &mut impl FnMut(usize, &str) -> Result<()>,
+    ) -> Result<()> {
+        self.lines += 1;
+        let bytes = &self.carry[start..end];
+        if bytes.len() > MAX_LINE_BYTES {
+            return Err(line_too_long(file, self.lines));
+        }
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            let at = e.valid_up_to();
+            not_utf8_at(
+                file,
+                self.lines,
+                at + 1,
+                self.offset + start + at,
+                bytes[at],
+            )
+        })?;
+        let text = if self.offset + start == 0 {
+            text.strip_prefix('\u{feff}').unwrap_or(text)
+        } else {
+            text
+        };
+        each(self.lines, text)
+    }
+}
+
+/// The error for line `line` (1-based) longer than [`MAX_LINE_BYTES`].
+fn line_too_long(file: &str, line: usize) -> Error {
+    Error::Parse {
+        file: file.to_string(),
+        line,
+        field: "line".into(),
+        problem: format!(
+            "longer than {} without a line break (mil_toolkit::data::MAX_LINE_BYTES); \
+             is this a data file?",
+            bytes_text(MAX_LINE_BYTES as u64)
+        ),
+    }
+}
+
+/// The error for a byte `byte` that is not UTF-8, at 1-based `column` of line `line`
+/// and at `offset` in the file.
+fn not_utf8_at(file: &str, line: usize, column: usize, offset: usize, byte: u8) -> Error {
+    Error::Parse {
+        file: file.to_string(),
+        line,
+        field: format!("byte {column}"),
+        problem: format!(
+            "0x{byte:02x} (at offset {offset} of the file) is not UTF-8 text; \
+             save the file as UTF-8"
+        ),
+    }
 }
 
 /// Incremental checks over the bytes read so far: line numbers (LF, CRLF and CR
@@ -206,16 +384,7 @@ struct TextScan {
 
 impl TextScan {
     fn advance(&mut self, bytes: &[u8], file: &str) -> Result<()> {
-        let too_long = |line: usize| Error::Parse {
-            file: file.to_string(),
-            line: line + 1,
-            field: "line".into(),
-            problem: format!(
-                "longer than {} without a line break (mil_toolkit::data::MAX_LINE_BYTES); \
-                 is this a data file?",
-                bytes_text(MAX_LINE_BYTES as u64)
-            ),
-        };
+        let too_long = |line: usize| line_too_long(file, line + 1);
         for (i, &b) in bytes.iter().enumerate().skip(self.done) {
             if b == b'\r' || b == b'\n' {
                 if i - self.line_start > MAX_LINE_BYTES {
@@ -265,16 +434,7 @@ impl TextScan {
                 line_start = i + 1;
             }
         }
-        Error::Parse {
-            file: file.to_string(),
-            line,
-            field: format!("byte {}", at - line_start + 1),
-            problem: format!(
-                "0x{:02x} (at offset {at} of the file) is not UTF-8 text; \
-                 save the file as UTF-8",
-                bytes[at]
-            ),
-        }
+        not_utf8_at(file, line, at - line_start + 1, at, bytes[at])
     }
 }
 
@@ -376,6 +536,72 @@ mod tests {
         assert_eq!(normalize_text("a\u{feff}"), "a\u{feff}");
     }
 
+    /// Lines as [`for_each_line`] gives them, or its error's message.
+    fn streamed(path: &Path) -> std::result::Result<Vec<(usize, String)>, String> {
+        let mut lines = Vec::new();
+        for_each_line(path, |n, l| {
+            lines.push((n, l.to_string()));
+            Ok(())
+        })
+        .map_err(message)?;
+        Ok(lines)
+    }
+
+    /// Lines of the whole text as [`read_text`] and [`normalize_text`] give them.
+    fn whole(path: &Path) -> std::result::Result<Vec<(usize, String)>, String> {
+        let text = read_text(path).map_err(message)?;
+        Ok(normalize_text(&text)
+            .lines()
+            .enumerate()
+            .map(|(i, l)| (i + 1, l.to_string()))
+            .collect())
+    }
+
+    #[test]
+    fn lines_read_piece_by_piece_equal_the_whole_texts_lines() {
+        use rand::{RngExt, SeedableRng};
+        let dir = scratch("lines");
+        let f = dir.join("t.csv");
+        // Pieces are 64 KiB: lines of every ending, multi-byte characters and bad bytes
+        // fall on piece boundaries in some of these texts.
+        let atoms: [&[u8]; 9] = [
+            b"1,a,2.5",
+            b"\n",
+            b"\r",
+            b"\r\n",
+            "\u{e4}".as_bytes(),
+            "\u{feff}".as_bytes(),
+            b",",
+            b"x",
+            b"\xe9",
+        ];
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+        for case in 0..60 {
+            let mut bytes = Vec::new();
+            if case % 3 == 0 {
+                bytes.extend_from_slice("\u{feff}".as_bytes());
+            }
+            let target = rng.random_range(0..200_000);
+            while bytes.len() < target {
+                let atom = atoms[rng.random_range(0..atoms.len())];
+                // Bad bytes rarely, so that most texts are valid.
+                if atom == b"\xe9" && rng.random_range(0..2000) != 0 {
+                    continue;
+                }
+                bytes.extend_from_slice(atom);
+            }
+            std::fs::write(&f, &bytes).unwrap();
+            assert_eq!(streamed(&f), whole(&f), "case {case}");
+        }
+        // A CR at the very end of a piece, its LF at the start of the next.
+        let mut bytes = vec![b'7'; (1 << 16) - 1];
+        bytes.extend_from_slice(b"\r\n8\r\n");
+        std::fs::write(&f, &bytes).unwrap();
+        assert_eq!(streamed(&f), whole(&f));
+        assert_eq!(streamed(&f).unwrap().len(), 2);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
     #[test]
     fn escapes_control_characters() {
         assert_eq!(show("a\x07b\rc\u{1b}[31m"), "a\\x07b\\rc\\x1b[31m");
@@ -445,6 +671,7 @@ mod tests {
             Error::Parse { line, field, .. } => assert_eq!((line, field.as_str()), (3, "line")),
             e => panic!("{e:?}"),
         }
+        assert_eq!(streamed(&f), whole(&f));
         std::fs::remove_dir_all(dir).unwrap();
     }
 
