@@ -813,3 +813,37 @@ impl ClassifierArgs {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::APPLIES_TO;
+
+    /// The guide's table of which classifier each flag applies to
+    /// (`docs/guide/limits.md`) is the one [`APPLIES_TO`] enforces: flags with the same
+    /// classifiers share a row, rows in the order of their first flag.
+    #[test]
+    fn the_guide_lists_the_classifiers_of_every_flag() {
+        let mut rows: Vec<(Vec<String>, String)> = Vec::new();
+        for (flag, kinds) in APPLIES_TO {
+            let to = kinds
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            match rows.iter_mut().find(|(_, t)| *t == to) {
+                Some((flags, _)) => flags.push(format!("`--{flag}`")),
+                None => rows.push((vec![format!("`--{flag}`")], to)),
+            }
+        }
+        let mut table = String::from("| flags | classifiers |\n|---|---|\n");
+        for (flags, to) in &rows {
+            table.push_str(&format!("| {} | {to} |\n", flags.join(", ")));
+        }
+        table.push_str("| `--class-weight`, `--threshold`, `--threshold-metric` | all |\n");
+        let guide = include_str!("../../../docs/guide/limits.md");
+        assert!(
+            guide.contains(&table),
+            "docs/guide/limits.md should hold this table:\n{table}"
+        );
+    }
+}
