@@ -537,3 +537,351 @@ impl BagModel for MilesModel {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{RngExt, SeedableRng};
+
+    fn dataset(dim: usize, bags: &[Vec<Vec<f64>>], labels: Vec<usize>) -> Dataset {
+        let mut starts = vec![0];
+        let mut features = Vec::new();
+        for bag in bags {
+            for x in bag {
+                features.extend_from_slice(x);
+            }
+            starts.push(starts.last().unwrap() + bag.len());
+        }
+        Dataset::new(
+            "toy",
+            dim,
+            features,
+            starts,
+            (0..bags.len()).map(|b| b.to_string()).collect(),
+            Some(labels),
+            vec!["0".into(), "1".into()],
+        )
+        .unwrap()
+    }
+
+    /// Bags of 1–6 instances in 3-D from [−1, 1]³; a positive bag has one instance moved
+    /// near the concept (3, 3, 3), within 0.2 of it in each feature (the standard MI
+    /// assumption, separable by that instance).
+    fn bags(seed: u64, n_bags: usize) -> (Vec<Vec<Vec<f64>>>, Vec<usize>) {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let mut bags = Vec::new();
+        let mut labels = Vec::new();
+        for b in 0..n_bags {
+            let positive = b % 2 == 0;
+            let len = rng.random_range(1..7);
+            let mut bag: Vec<Vec<f64>> = (0..len)
+                .map(|_| (0..3).map(|_| rng.random_range(-1.0..1.0)).collect())
+                .collect();
+            if positive {
+                let at = rng.random_range(0..len);
+                bag[at] = (0..3).map(|_| rng.random_range(2.8..3.2)).collect();
+            }
+            bags.push(bag);
+            labels.push(usize::from(positive));
+        }
+        (bags, labels)
+    }
+
+    #[test]
+    fn the_embedding_is_the_largest_similarity_to_each_training_instance() {
+        for seed in 0..4 {
+            let (bags, labels) = bags(seed, 9);
+            let data = dataset(3, &bags, labels);
+            let gamma = 0.3 + 0.2 * seed as f64;
+            let e = Miles::default()
+                .gamma(Some(gamma))
+                .embedding(&data)
+                .unwrap();
+            // z-score by hand (population standard deviation), then every pair.
+            let all: Vec<&Vec<f64>> = bags.iter().flatten().collect();
+            let n = all.len() as f64;
+            let mean: Vec<f64> = (0..3)
+                .map(|j| all.iter().map(|x| x[j]).sum::<f64>() / n)
+                .collect();
+            let sd: Vec<f64> = (0..3)
+                .map(|j| (all.iter().map(|x| (x[j] - mean[j]).powi(2)).sum::<f64>() / n).sqrt())
+                .collect();
+            let z = |x: &[f64]| -> Vec<f64> { (0..3).map(|j| (x[j] - mean[j]) / sd[j]).collect() };
+            let m = e.transform(&data).unwrap();
+            assert_eq!(e.len(), all.len());
+            for (b, bag) in bags.iter().enumerate() {
+                for (k, proto) in all.iter().enumerate() {
+                    let want = bag
+                        .iter()
+                        .map(|x| {
+                            let d2: f64 = z(x)
+                                .iter()
+                                .zip(z(proto))
+                                .map(|(a, c)| (a - c).powi(2))
+                                .sum();
+                            (-gamma * d2).exp()
+                        })
+                        .fold(0.0, f64::max);
+                    let got = m[b * all.len() + k];
+                    assert!(
+                        (got - want).abs() < 1e-12,
+                        "seed {seed} bag {b} prototype {k}: {got} vs {want}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn two_bags_reach_the_closed_form_optimum() {
+        // One instance per bag in 1-D: z-scored, they sit at ±1, so m(B₊) = (1, e) and
+        // m(B₋) = (e, 1) with e = exp(−4γ). Margins of 1 on both need
+        // ‖w‖₁ ≥ 2/(1 − e); w = 0 leaves an error of 2 on the cheaper side,
+        // 2C·min(μ, 1 − μ). The LP's optimum is the smaller of the two.
+        for (gamma, cost, mu) in [
+            (0.5, 10.0, 0.5),
+            (0.1, 1.0, 0.5),
+            (0.1, 20.0, 0.3),
+            (1.0, 0.5, 0.8),
+            (2.0, 3.0, 0.2),
+        ] {
+            let data = dataset(1, &[vec![vec![2.0]], vec![vec![-5.0]]], vec![1, 0]);
+            let params = Miles::default().gamma(Some(gamma)).cost(cost).mu(mu);
+            let model = params.fit(&data).unwrap();
+            let e = (-4.0 * gamma as f64).exp();
+            let want = (2.0 / (1.0 - e)).min(2.0 * cost * mu.min(1.0 - mu));
+            let scores = model.scores(&data).unwrap();
+            let slack = |b: usize, y: f64| (1.0 - y * scores.row(b)[1]).max(0.0);
+            let got = model.weights.iter().map(|w| w.abs()).sum::<f64>()
+                + cost * (mu * slack(0, 1.0) + (1.0 - mu) * slack(1, -1.0));
+            assert!(
+                (got - want).abs() <= 1e-6 * want,
+                "γ {gamma} C {cost} μ {mu}: {got} vs {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_lp_solution_is_optimal() {
+        // Primal feasibility, dual feasibility (Aᵀz + c = 0, z ≥ 0) and equal objectives
+        // (cᵀx = −rhsᵀz): the optimality conditions of the LP, checked on its own terms.
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+        for case in 0..10 {
+            let (bags, n) = (rng.random_range(2..12), rng.random_range(1..15));
+            let m: Vec<f64> = (0..bags * n).map(|_| rng.random_range(0.0..1.0)).collect();
+            let y: Vec<f64> = (0..bags)
+                .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+                .collect();
+            let costs: Vec<f64> = (0..bags).map(|_| rng.random_range(0.1..10.0)).collect();
+            let lp = Lp::new(&m, n, &y, &costs);
+            let (x, z) = lp.solve().unwrap();
+            let (u, v, b, xi) = (&x[..n], &x[n..2 * n], x[2 * n], &x[2 * n + 1..]);
+            let tol = 1e-7;
+            for i in 0..bags {
+                let f: f64 = (0..n).map(|k| (u[k] - v[k]) * m[i * n + k]).sum::<f64>() + b;
+                assert!(y[i] * f + xi[i] >= 1.0 - tol, "case {case} bag {i}");
+            }
+            assert!(x.iter().enumerate().all(|(j, &v)| j == 2 * n || v >= -tol));
+            // Aᵀz + c from the CSC columns.
+            let a = &lp.a;
+            for j in 0..x.len() {
+                let col: f64 = (a.colptr[j]..a.colptr[j + 1])
+                    .map(|p| a.nzval[p] * z[a.rowval[p]])
+                    .sum();
+                assert!((col + lp.c[j]).abs() < 1e-6, "case {case} variable {j}");
+            }
+            assert!(z.iter().all(|&v| v >= -tol));
+            let primal: f64 = lp.c.iter().zip(&x).map(|(c, x)| c * x).sum();
+            let dual: f64 = -lp.rhs.iter().zip(&z).map(|(r, z)| r * z).sum::<f64>();
+            assert!(
+                (primal - dual).abs() <= 1e-6 * primal.abs().max(1.0),
+                "case {case}: {primal} vs {dual}"
+            );
+        }
+    }
+
+    #[test]
+    fn separable_bags_are_all_classified_on_held_out_bags() {
+        for seed in 0..5 {
+            let (train, train_labels) = bags(10 + seed, 30);
+            let (test, test_labels) = bags(100 + seed, 30);
+            let model = Miles::default()
+                .fit(&dataset(3, &train, train_labels))
+                .unwrap();
+            let labels = model
+                .scores(&dataset(3, &test, test_labels.clone()))
+                .unwrap()
+                .labels();
+            assert_eq!(labels, test_labels, "seed {seed}");
+            assert!(
+                model.weights.len() < model.candidates,
+                "seed {seed}: no selection"
+            );
+        }
+    }
+
+    #[test]
+    fn selected_prototypes_are_exactly_the_non_zero_weights() {
+        for seed in 0..4 {
+            let (bags, labels) = bags(20 + seed, 16);
+            let data = dataset(3, &bags, labels.clone());
+            let params = Miles::default().cost(3.0);
+            let model = params.fit(&data).unwrap();
+            // The same LP solved here keeps the same candidates with the same weights.
+            let e = params.embedding(&data).unwrap();
+            let n = e.len();
+            let y: Vec<f64> = labels
+                .iter()
+                .map(|&l| if l == 1 { 1.0 } else { -1.0 })
+                .collect();
+            let costs: Vec<f64> = y.iter().map(|_| 3.0 * 0.5).collect();
+            let (x, _) = Lp::new(&e.transform(&data).unwrap(), n, &y, &costs)
+                .solve()
+                .unwrap();
+            let w: Vec<f64> = (0..n).map(|k| x[k] - x[n + k]).collect();
+            let largest = w.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+            let kept: Vec<usize> = (0..n)
+                .filter(|&k| w[k].abs() > WEIGHT_TOLERANCE * largest)
+                .collect();
+            assert_eq!(
+                model.weights,
+                kept.iter().map(|&k| w[k]).collect::<Vec<_>>()
+            );
+            let protos: Vec<f64> = kept
+                .iter()
+                .flat_map(|&k| e.prototypes[k * 3..(k + 1) * 3].to_vec())
+                .collect();
+            assert_eq!(model.embedding.prototypes, protos);
+            // The dropped weights change no score beyond their round-off.
+            let m = e.transform(&data).unwrap();
+            let scores = model.scores(&data).unwrap();
+            for b in 0..data.n_bags() {
+                let full: f64 = (0..n).map(|k| w[k] * m[b * n + k]).sum::<f64>() + model.bias;
+                assert!(
+                    (scores.row(b)[1] - full).abs() < 1e-6 * largest.max(1.0),
+                    "seed {seed}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn scores_ignore_order_and_instance_scores_sum_to_the_decision() {
+        for seed in 0..4 {
+            let (bags, labels) = bags(40 + seed, 14);
+            let data = dataset(3, &bags, labels);
+            let model = Miles::default().fit(&data).unwrap();
+            let scores = model.scores(&data).unwrap();
+            let explained = model.explain(&data).unwrap();
+            let reversed: Vec<usize> = (0..data.n_bags()).rev().collect();
+            let back = model.scores(data.select(&reversed)).unwrap();
+            for (b, e) in explained.iter().enumerate() {
+                assert_eq!(back.row(data.n_bags() - 1 - b), scores.row(b));
+                // Instances nearest a prototype carry its term: with the bias's share each,
+                // they sum to f(B); the rest score the bias's share alone.
+                let nearest = model.embedding.nearest(data.bag(b));
+                let holders: std::collections::BTreeSet<usize> =
+                    nearest.iter().map(|p| p.0).collect();
+                let j = if holders.is_empty() {
+                    bags[b].len()
+                } else {
+                    holders.len()
+                };
+                let share = model.bias / j as f64;
+                let sum: f64 = holders.iter().map(|&i| e.instance_scores[i]).sum::<f64>();
+                let f = scores.row(b)[1];
+                if !holders.is_empty() {
+                    assert!(
+                        (sum - f).abs() < 1e-9 * f.abs().max(1.0),
+                        "seed {seed} bag {b}"
+                    );
+                }
+                for (i, s) in e.instance_scores.iter().enumerate() {
+                    if !holders.contains(&i) {
+                        assert_eq!(*s, share);
+                    }
+                }
+                // Reversed instances and a duplicated one: the same bag score.
+                let flipped: Vec<Vec<f64>> = bags[b].iter().rev().cloned().collect();
+                let mut doubled = flipped.clone();
+                doubled.push(flipped[0].clone());
+                let again = model
+                    .scores(&dataset(3, &[flipped, doubled], vec![0, 0]))
+                    .unwrap();
+                assert!((again.row(0)[1] - f).abs() < 1e-12 * f.abs().max(1.0));
+                assert!((again.row(1)[1] - f).abs() < 1e-12 * f.abs().max(1.0));
+            }
+        }
+    }
+
+    #[test]
+    fn fits_do_not_depend_on_the_thread_count() {
+        let (bags, labels) = bags(5, 20);
+        let data = dataset(3, &bags, labels);
+        for params in [
+            Miles::default(),
+            Miles::default().max_prototypes(10).seed(4),
+        ] {
+            let fit = |threads| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap()
+                    .install(|| {
+                        let model = params.fit(&data).unwrap();
+                        let scores = model.scores(&data).unwrap();
+                        (model, scores)
+                    })
+            };
+            assert_eq!(fit(1), fit(2));
+        }
+    }
+
+    #[test]
+    fn bad_parameters_data_and_saved_models_are_refused() {
+        let (bags, labels) = bags(2, 10);
+        let data = dataset(3, &bags, labels);
+        let err = |p: Miles| p.fit(&data).unwrap_err().to_string();
+        assert!(err(Miles::default().cost(0.0)).contains("cost"));
+        assert!(err(Miles::default().gamma(Some(-1.0))).contains("gamma"));
+        assert!(err(Miles::default().mu(1.0)).contains("mu"));
+        assert!(err(Miles::default().mu(f64::NAN)).contains("mu"));
+        assert!(err(Miles::default().max_prototypes(0)).contains("max_prototypes"));
+        let three = Dataset::new(
+            "three",
+            1,
+            vec![0.0, 1.0, 2.0],
+            vec![0, 1, 2, 3],
+            vec!["a".into(), "b".into(), "c".into()],
+            Some(vec![0, 1, 2]),
+            vec!["0".into(), "1".into(), "2".into()],
+        )
+        .unwrap();
+        assert!(Miles::default()
+            .fit(&three)
+            .unwrap_err()
+            .to_string()
+            .contains("binary"));
+
+        let model = Miles::default().fit(&data).unwrap();
+        assert!(model.validate().is_ok());
+        let mut short = model.clone();
+        short.weights.pop();
+        assert!(short.validate().is_err());
+        let mut zero = model.clone();
+        zero.weights[0] = 0.0;
+        assert!(zero.validate().is_err());
+        let mut nan = model.clone();
+        nan.bias = f64::NAN;
+        assert!(nan.validate().is_err());
+        let mut gamma = model.clone();
+        gamma.embedding.gamma = 0.0;
+        assert!(gamma.validate().is_err());
+        let mut mu = model.clone();
+        mu.params.mu = 0.0;
+        assert!(mu.validate().is_err());
+        let mut wide = model;
+        wide.embedding.mean.push(0.0);
+        assert!(wide.validate().is_err());
+    }
+}
