@@ -648,7 +648,7 @@ mod tests {
             let data = dataset(1, &[vec![vec![2.0]], vec![vec![-5.0]]], vec![1, 0]);
             let params = Miles::default().gamma(Some(gamma)).cost(cost).mu(mu);
             let model = params.fit(&data).unwrap();
-            let e = (-4.0 * gamma as f64).exp();
+            let e = (-4.0 * gamma).exp();
             let want = (2.0 / (1.0 - e)).min(2.0 * cost * mu.min(1.0 - mu));
             let scores = model.scores(&data).unwrap();
             let slack = |b: usize, y: f64| (1.0 - y * scores.row(b)[1]).max(0.0);
