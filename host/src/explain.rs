@@ -27,6 +27,10 @@
 //! - DD and EM-DD (Maron & Lozano-Pérez 1998; Zhang & Goldman 2001): each instance's
 //!   probability of belonging to the concept, exp(−Σ s_k² (x_k − t_k)²); the witness is the
 //!   most probable (EM-DD's bag score, the largest factor of DD's noisy-OR).
+//! - MILES (Chen, Bi & Wang 2006): each selected prototype's term w_k s(x_k, B) goes to the
+//!   bag's instance nearest x_k; an instance's score is the sum of its terms g(x) less the
+//!   paper's threshold −b/|J| (J: the instances holding a term), so the scores of J sum to
+//!   the bag's decision value; the witness is the largest.
 
 use serde::Serialize;
 

@@ -16,7 +16,9 @@
 //!   "positive";
 //! - [`InstanceScore::Contribution`] (the MI-kernel SVM, miVLAD, miFV): no label. A share
 //!   of the decision value has no threshold of its own: the bag's decision is a sum of them
-//!   (plus a bias, or after a normalisation).
+//!   (plus a bias, or after a normalisation). MILES is the exception: its paper labels an
+//!   instance positive when its contribution g(x) exceeds −b/|J| (J: the bag's instances
+//!   nearest a selected prototype); its score is g(x) + b/|J|, positive above 0.
 //!
 //! A saved model's decision threshold ([`crate::model::HostModel::threshold`]) labels bags,
 //! not instances: the instance labels above are the method's own rule.
@@ -31,7 +33,7 @@
 use serde::Serialize;
 
 use crate::classifier::svm::SetKernel;
-use crate::classifier::{BagModel, ClassifierModel};
+use crate::classifier::{BagModel, ClassifierKind, ClassifierModel};
 use crate::data::Bags;
 use crate::error::{Error, Result};
 use crate::explain::{Explanation, InstanceScore};
@@ -103,7 +105,9 @@ impl ClassifierModel {
                 SetKernel::Box { .. } | SetKernel::Nsk { .. } => InstanceScore::None,
             },
             ClassifierModel::MiSvm(_) | ClassifierModel::Smil(_) => InstanceScore::Decision,
-            ClassifierModel::MiVlad(_) | ClassifierModel::MiFv(_) => InstanceScore::Contribution,
+            ClassifierModel::MiVlad(_) | ClassifierModel::MiFv(_) | ClassifierModel::Miles(_) => {
+                InstanceScore::Contribution
+            }
         }
     }
 
@@ -112,6 +116,8 @@ impl ClassifierModel {
     pub fn instance_threshold(&self) -> Option<f64> {
         match self.instance_score_kind() {
             InstanceScore::Decision => Some(0.0),
+            // MILES reports g(x) − θ, the paper's contribution less its threshold.
+            InstanceScore::Contribution if self.kind() == ClassifierKind::Miles => Some(0.0),
             InstanceScore::Probability if self.n_classes() == 2 => Some(0.5),
             _ => None,
         }

@@ -4,7 +4,8 @@ Bags are lists of 2-D arrays (instances x features), labels one per bag. The
 estimators wrap the Rust library ``mil-toolkit``: classifiers (:class:`CitationKNN`,
 :class:`MILR`, :class:`SetKernelSVM`, :class:`SimpleMI`, :class:`MIWrapper`,
 :class:`MiVLAD`, :class:`MiFV`, :class:`MiSVM`, :class:`MISVM`, :class:`SMIL`,
-:class:`SBMIL`, :class:`DiverseDensity`, :class:`EMDD`, :class:`AutoMIL`), projections
+:class:`SBMIL`, :class:`DiverseDensity`, :class:`EMDD`, :class:`MILES` with its
+embedding :class:`MILESEmbedding`, :class:`AutoMIL`), projections
 (:class:`BMIDA`, :class:`MIALM`, ...) whose ``transform`` returns projected bags for a
 ``Pipeline``, bag clustering (:class:`M3IC`, :class:`BAMIC`), set-kernel Gram matrices,
 the shipped benchmark sets, the folds of ``mil cv``, instance scores
@@ -16,11 +17,13 @@ from ._bags import ProjectedBags, bags_from_instances, check_bags
 from ._parallel import get_max_memory_gib, get_num_threads, set_max_memory_gib, set_num_threads
 from .classifiers import (
     EMDD,
+    MILES,
     MILR,
     MISVM,
     AutoMIL,
     CitationKNN,
     DiverseDensity,
+    MILESEmbedding,
     MiFV,
     MiSVM,
     MiVLAD,
@@ -70,6 +73,8 @@ __all__ = [
     "M3IC",
     "MIALM",
     "MIDR",
+    "MILES",
+    "MILESEmbedding",
     "MILR",
     "MISVM",
     "MIWrapper",

@@ -75,6 +75,15 @@ class ClassifierSpec:
         class_weight: str = "none",
     ) -> ClassifierSpec: ...
     @staticmethod
+    def miles(
+        gamma: Optional[float],
+        cost: float,
+        mu: float,
+        max_prototypes: int,
+        seed: int,
+        class_weight: str = "none",
+    ) -> ClassifierSpec: ...
+    @staticmethod
     def dd(
         em: bool,
         max_restarts: int,
@@ -245,3 +254,14 @@ def instance_auroc(scores: list[list[float]], truth: list[list[bool]]) -> Option
 def witness_precision(
     scores: list[list[float]], truth: list[list[bool]], predicted_positive: list[bool]
 ) -> Optional[float]: ...
+def miles_embedding(
+    bags: Bags, gamma: Optional[float], max_prototypes: int, seed: int, n_threads: int = 0
+) -> tuple[_Matrix, list[float], list[float], float]: ...
+def miles_transform(
+    bags: Bags,
+    prototypes: _Matrix,
+    mean: list[float],
+    inv_sd: list[float],
+    gamma: float,
+    n_threads: int = 0,
+) -> _Matrix: ...

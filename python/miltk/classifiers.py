@@ -1,5 +1,6 @@
 """Bag classifiers with the scikit-learn interface: Citation-kNN, MILR, the set-kernel
-SVM, SimpleMI, MI-Wrapper, mi-SVM, MI-SVM, miVLAD and miFV, and AutoMIL, which chooses
+SVM, SimpleMI, MI-Wrapper, mi-SVM, MI-SVM, miVLAD and miFV, sMIL and sbMIL, DD and
+EM-DD, MILES (with its embedding as a transformer, MILESEmbedding), and AutoMIL, which chooses
 among them by inner cross-validation. Each wraps the library's parameters type; ``fit`` runs the library's
 fit with the GIL released."""
 
@@ -10,7 +11,7 @@ from typing import Any, Mapping, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 import numpy.typing as npt
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.metrics import accuracy_score
 
 from . import _native
@@ -44,6 +45,8 @@ __all__ = [
     "SBMIL",
     "DiverseDensity",
     "EMDD",
+    "MILES",
+    "MILESEmbedding",
     "MiVLAD",
     "MiFV",
 ]
@@ -1420,3 +1423,186 @@ class EMDD(_DiverseDensity):
 
     def _rounds(self) -> int:
         return check_positive_int("max_iter", self.max_iter)
+
+
+class MILES(_BagClassifier):
+    """MILES (Chen, Bi & Wang 2006): a 1-norm SVM on each bag's similarities to the
+    training instances.
+
+    A bag B becomes m(B) = [s(x^1, B), ..., s(x^N, B)] with
+    s(x^k, B) = max_j exp(-gamma ||x_j - x^k||^2) over the N training instances x^k
+    (z-scored on the training instances); the linear program
+    min sum_k |w_k| + C (mu sum_pos xi_i + (1 - mu) sum_neg xi_i) subject to
+    y_i (w . m(B_i) + b) >= 1 - xi_i selects the few instances with w_k != 0 (the
+    prototypes, the only ones the model keeps). A bag's decision value is
+    w . m(B) + b. Binary labels only: ``classes_[1]`` is the positive class.
+    :class:`MILESEmbedding` is the embedding alone, for any scikit-learn classifier.
+
+    Parameters
+    ----------
+    gamma : float or None, default=None
+        gamma = 1 / sigma^2 of the similarity; None is 1 / (non-constant features).
+    C : float, default=10.0
+        Cost of the bags' errors against the 1-norm of w (C = 1 / lambda of the paper).
+    mu : float, default=0.5
+        Share of C on positive bags' errors (1 - mu on negative bags'), in (0, 1).
+    max_prototypes : int, default=10000
+        Most candidate prototypes; more training instances are subsampled with
+        ``random_state``.
+    random_state : int, RandomState, Generator or None, default=1
+        Seed of that subsample, as :class:`DiverseDensity`'s.
+    class_weight : None, "balanced" or dict, default=None
+        Multiplies each bag's cost by the weight of its class.
+    n_jobs : int or None, default=None
+        Threads of ``fit`` and ``predict``, as :class:`CitationKNN`'s.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The labels; ``classes_[1]`` is the positive class.
+    n_features_in_ : int
+        Features per instance.
+    model_ : object
+        The native fitted model.
+    """
+
+    def __init__(
+        self,
+        gamma: Optional[float] = None,
+        C: float = 10.0,
+        mu: float = 0.5,
+        max_prototypes: int = 10000,
+        random_state: RandomState = 1,
+        class_weight: ClassWeight = None,
+        n_jobs: Optional[int] = None,
+    ) -> None:
+        self.gamma = gamma
+        self.C = C
+        self.mu = mu
+        self.max_prototypes = max_prototypes
+        self.random_state = random_state
+        self.class_weight = class_weight
+        self.n_jobs = n_jobs
+
+    def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
+        return _native.ClassifierSpec.miles(
+            None if self.gamma is None else float(self.gamma),
+            float(self.C),
+            float(self.mu),
+            check_positive_int("max_prototypes", self.max_prototypes),
+            estimator_seed(self),
+            _class_weight(self.class_weight, classes),
+        )
+
+    def decision_function(self, X: BagsLike) -> npt.NDArray[np.float64]:
+        """The bag's decision value.
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+
+        Returns
+        -------
+        ndarray of shape (n_bags,)
+            w . m(B) + b; positive values predict ``classes_[1]``.
+        """
+        scores, _ = self._scores(X)
+        return scores[:, 1].copy()
+
+
+class MILESEmbedding(TransformerMixin, BaseEstimator):
+    """MILES's bag embedding as a transformer: each bag becomes one row of its
+    similarities to the training instances, for any scikit-learn estimator on top.
+
+    ``fit`` z-scores the instances of the bags it is given and keeps them (or a
+    subsample of ``max_prototypes`` drawn with ``random_state``) as prototypes;
+    ``transform`` gives, for each bag B and prototype x^k,
+    max_j exp(-gamma ||x_j - x^k||^2) on z-scored features.
+
+    Parameters
+    ----------
+    gamma : float or None, default=None
+        gamma = 1 / sigma^2; None is 1 / (non-constant features).
+    max_prototypes : int, default=10000
+        Most prototypes.
+    random_state : int, RandomState, Generator or None, default=1
+        Seed of the subsample of prototypes.
+    n_jobs : int or None, default=None
+        Threads of ``fit`` and ``transform``.
+
+    Attributes
+    ----------
+    prototypes_ : ndarray of shape (n_prototypes, n_features_in_)
+        The prototypes, z-scored.
+    mean_, inv_scale_ : list of float
+        The z-scoring: (x - mean_) * inv_scale_ (0 for a constant feature).
+    gamma_ : float
+        gamma as used.
+    n_features_in_ : int
+        Features per instance.
+    """
+
+    def __init__(
+        self,
+        gamma: Optional[float] = None,
+        max_prototypes: int = 10000,
+        random_state: RandomState = 1,
+        n_jobs: Optional[int] = None,
+    ) -> None:
+        self.gamma = gamma
+        self.max_prototypes = max_prototypes
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def fit(self, X: BagsLike, y: Optional[npt.ArrayLike] = None) -> "MILESEmbedding":
+        """Choose the prototypes among the instances of ``X`` (labels are not used).
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        bags, _ = native_bags(X, what="X")
+        prototypes, mean, inv_sd, gamma = _native.miles_embedding(
+            bags,
+            None if self.gamma is None else float(self.gamma),
+            check_positive_int("max_prototypes", self.max_prototypes),
+            estimator_seed(self),
+            n_threads(self.n_jobs),
+        )
+        self.prototypes_ = prototypes
+        self.mean_ = mean
+        self.inv_scale_ = inv_sd
+        self.gamma_ = gamma
+        self.n_features_in_ = bags.dim
+        return self
+
+    def transform(self, X: BagsLike) -> npt.NDArray[np.float64]:
+        """Embed every bag.
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+
+        Returns
+        -------
+        ndarray of shape (n_bags, n_prototypes)
+            Row i is m(B_i).
+        """
+        fitted(self, "prototypes_")
+        bags, _ = native_bags(X, n_features=self.n_features_in_, what="X")
+        return _native.miles_transform(
+            bags,
+            self.prototypes_,
+            self.mean_,
+            self.inv_scale_,
+            self.gamma_,
+            n_threads(self.n_jobs),
+        )

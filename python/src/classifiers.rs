@@ -10,6 +10,7 @@ use mil_toolkit::classifier::mi_vlad::{BagEncoding, MiVlad};
 use mil_toolkit::classifier::mi_wrapper::{Combine, MiWrapper};
 use mil_toolkit::classifier::milr::{Milr, Optimizer, Pooling};
 use mil_toolkit::classifier::simple_mi::{SimpleMi, Summary};
+use mil_toolkit::classifier::miles::{Miles, MilesEmbedding};
 use mil_toolkit::classifier::smil::{Smil, Variant};
 use mil_toolkit::classifier::svm::bags::{BagSvmSettings, EmpiricalMap};
 use mil_toolkit::classifier::svm::{Preprocessing, SetKernel, SetKernelSvm};
@@ -20,7 +21,7 @@ use mil_toolkit::kernel::SetKernelName;
 use mil_toolkit::model::{ClassifierModel, HostModel};
 use mil_toolkit::params::Shape;
 use mil_toolkit::projection::LinearProjection;
-use numpy::{PyArray1, PyArray2};
+use numpy::{PyArray1, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -164,6 +165,27 @@ impl ClassifierSpec {
             .gamma(gamma)
             .cost(cost)
             .eta(eta)
+            .class_weight(class_weight.parse().map_err(py_err)?);
+        Self::checked(params.into())
+    }
+
+    /// MILES.
+    #[staticmethod]
+    #[pyo3(signature = (gamma, cost, mu, max_prototypes, seed, class_weight="none"))]
+    fn miles(
+        gamma: Option<f64>,
+        cost: f64,
+        mu: f64,
+        max_prototypes: usize,
+        seed: u64,
+        class_weight: &str,
+    ) -> PyResult<Self> {
+        let params = Miles::default()
+            .gamma(gamma)
+            .cost(cost)
+            .mu(mu)
+            .max_prototypes(max_prototypes)
+            .seed(seed)
             .class_weight(class_weight.parse().map_err(py_err)?);
         Self::checked(params.into())
     }
@@ -426,4 +448,58 @@ impl FittedClassifier {
             train: train.map(|b| Arc::clone(&b.data)),
         })
     }
+}
+
+/// A fitted MILES embedding as Python receives it: (prototypes z-scored, prototypes ×
+/// features; mean; 1 / standard deviation; γ).
+type EmbeddingParts<'py> = (Bound<'py, PyArray2<f64>>, Vec<f64>, Vec<f64>, f64);
+
+/// MILES's embedding fitted on `bags` (the library's [`Miles::embedding`]).
+#[pyfunction]
+#[pyo3(signature = (bags, gamma, max_prototypes, seed, n_threads=0))]
+pub(crate) fn miles_embedding<'py>(
+    py: Python<'py>,
+    bags: &Bags,
+    gamma: Option<f64>,
+    max_prototypes: usize,
+    seed: u64,
+    n_threads: usize,
+) -> PyResult<EmbeddingParts<'py>> {
+    let params = Miles::default()
+        .gamma(gamma)
+        .max_prototypes(max_prototypes)
+        .seed(seed);
+    let data = Arc::clone(&bags.data);
+    let e = run(py, n_threads, move || params.embedding(data.as_ref()))?.map_err(py_err)?;
+    let n = e.len();
+    Ok((matrix(py, n, e.dim, e.prototypes), e.mean, e.inv_sd, e.gamma))
+}
+
+/// m(B) of every bag of `bags` (bags × prototypes) under the embedding given by its
+/// parts, checked as a saved model is.
+#[pyfunction]
+#[pyo3(signature = (bags, prototypes, mean, inv_sd, gamma, n_threads=0))]
+pub(crate) fn miles_transform<'py>(
+    py: Python<'py>,
+    bags: &Bags,
+    prototypes: PyReadonlyArray2<'_, f64>,
+    mean: Vec<f64>,
+    inv_sd: Vec<f64>,
+    gamma: f64,
+    n_threads: usize,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    let dim = prototypes.shape()[1];
+    let e = MilesEmbedding {
+        dim,
+        mean,
+        inv_sd,
+        gamma,
+        prototypes: prototypes.as_array().iter().copied().collect(),
+    };
+    e.validate().map_err(py_err)?;
+    let n = e.len();
+    let data = Arc::clone(&bags.data);
+    let rows = data.n_bags();
+    let m = run(py, n_threads, move || e.transform(data.as_ref()))?.map_err(py_err)?;
+    Ok(matrix(py, rows, n, m))
 }

@@ -20,7 +20,7 @@ mod projections;
 use pyo3::prelude::*;
 
 use bags::Bags;
-use classifiers::{ClassifierSpec, FittedClassifier};
+use classifiers::{miles_embedding, miles_transform, ClassifierSpec, FittedClassifier};
 use cluster::{bamic_fit, m3ic_fit, FittedCluster};
 use datasets::load_dataset;
 use deploy::{export_model, CoreModel};
@@ -58,5 +58,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(keywords, m)?)?;
     m.add_function(wrap_pyfunction!(instance_auroc, m)?)?;
     m.add_function(wrap_pyfunction!(witness_precision, m)?)?;
+    m.add_function(wrap_pyfunction!(miles_embedding, m)?)?;
+    m.add_function(wrap_pyfunction!(miles_transform, m)?)?;
     Ok(())
 }

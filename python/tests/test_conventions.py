@@ -36,6 +36,8 @@ ESTIMATORS = {
     "SBMIL": lambda **kw: miltk.SBMIL(kernel="rbf", eta=0.3, **kw),
     "DiverseDensity": lambda **kw: miltk.DiverseDensity(max_restarts=5, **kw),
     "EMDD": lambda **kw: miltk.EMDD(max_restarts=5, max_iter=3, **kw),
+    "MILES": lambda **kw: miltk.MILES(max_prototypes=50, **kw),
+    "MILESEmbedding": lambda **kw: miltk.MILESEmbedding(max_prototypes=50, **kw),
     "PCA": lambda **kw: miltk.PCA(n_components=3, **kw),
     "LDA": lambda **kw: miltk.LDA(n_components=1, **kw),
     "LFDA": lambda **kw: miltk.LFDA(n_components=3, **kw),
@@ -49,7 +51,15 @@ ESTIMATORS = {
 }
 # The randomised estimators that still accept the deprecated name seed=.
 SEED_ALIAS = ["SetKernelSVM", "MIALM", "MIDR", "M3IC", "BAMIC"]
-RANDOMISED = SEED_ALIAS + ["MiVLAD", "MiFV", "DiverseDensity", "EMDD", "AutoMIL"]
+RANDOMISED = SEED_ALIAS + [
+    "MiVLAD",
+    "MiFV",
+    "DiverseDensity",
+    "EMDD",
+    "AutoMIL",
+    "MILES",
+    "MILESEmbedding",
+]
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,8 @@
 //!   codebook encoding per bag.
 //! - [`smil`]: sMIL and sbMIL (Bunescu & Mooney 2007), SVMs for sparse positive bags
 //!   (binary only).
+//! - [`miles`]: MILES (Chen, Bi & Wang 2006), a 1-norm SVM on each bag's similarities to
+//!   the training instances, which selects a few of them (binary only).
 //!
 //! Multi-class data: Citation-kNN votes per class; MILR fits one model per class
 //! (one-vs-rest). The parameters are gathered in [`ClassifierParams`], the fitted models
@@ -28,6 +30,7 @@ pub mod imbalance;
 pub mod mi_svm;
 pub mod mi_vlad;
 pub mod mi_wrapper;
+pub mod miles;
 pub mod milr;
 pub mod simple_mi;
 pub mod smil;
@@ -46,6 +49,7 @@ use dd::DdModel;
 use mi_svm::MiSvmModel;
 use mi_vlad::MiVladModel;
 use mi_wrapper::MiWrapperModel;
+use miles::MilesModel;
 use milr::MilrModel;
 use simple_mi::SimpleMiModel;
 use smil::SmilModel;
@@ -264,6 +268,8 @@ pub enum ClassifierKind {
     Dd,
     /// EM-DD.
     EmDd,
+    /// MILES: a 1-norm SVM on the bags' similarities to the training instances.
+    Miles,
 }
 
 mil_core::keywords!(ClassifierKind {
@@ -280,6 +286,7 @@ mil_core::keywords!(ClassifierKind {
     ClassifierKind::Sbmil => "sbmil": "sbMIL (Bunescu & Mooney 2007): sMIL labels the top eta of positive-bag instances, then an instance SVM",
     ClassifierKind::Dd => "dd": "Diverse Density (Maron & Lozano-Perez; Weka's MIDD): a target point and feature scales, noisy-or bags",
     ClassifierKind::EmDd => "em-dd": "EM-DD (Zhang & Goldman; Weka's MIEMDD): Diverse Density by picking one instance per bag, max bags",
+    ClassifierKind::Miles => "miles": "MILES (Chen, Bi & Wang 2006): a 1-norm SVM on each bag's similarities to the training instances, selecting a few",
 });
 
 /// Any classifier's parameters: one variant per algorithm, each a parameters type with
@@ -304,6 +311,8 @@ pub enum ClassifierParams {
     Smil(smil::Smil),
     /// DD or EM-DD (by its algorithm).
     Dd(dd::Dd),
+    /// MILES.
+    Miles(miles::Miles),
 }
 
 impl ClassifierParams {
@@ -327,6 +336,7 @@ impl ClassifierParams {
                 .into(),
             ClassifierKind::Dd => dd::Dd::default().into(),
             ClassifierKind::EmDd => dd::Dd::em_dd().into(),
+            ClassifierKind::Miles => miles::Miles::default().into(),
         }
     }
 
@@ -368,6 +378,13 @@ impl ClassifierParams {
                 ),
                 smil::footprint(shape),
             )),
+            ClassifierParams::Miles(m) => Some((
+                format!(
+                    "MILES over {n} bags and up to {} prototypes (the embedded bags)",
+                    shape.instances.min(m.max_prototypes)
+                ),
+                miles::footprint(shape, m.max_prototypes),
+            )),
             ClassifierParams::Milr(_)
             | ClassifierParams::SimpleMi(_)
             | ClassifierParams::MiWrapper(_)
@@ -393,6 +410,7 @@ impl ClassifierParams {
             ClassifierParams::MiVlad(m) => all(m.default_grid()),
             ClassifierParams::Smil(s) => all(s.default_grid()),
             ClassifierParams::Dd(d) => all(d.default_grid()),
+            ClassifierParams::Miles(m) => all(m.default_grid()),
         }
     }
 
@@ -411,6 +429,7 @@ impl ClassifierParams {
             },
             ClassifierParams::Smil(s) => s.kind(),
             ClassifierParams::Dd(d) => d.algorithm.kind(),
+            ClassifierParams::Miles(_) => ClassifierKind::Miles,
         }
     }
 
@@ -426,6 +445,7 @@ impl ClassifierParams {
             ClassifierParams::MiVlad(m) => m.check(),
             ClassifierParams::Smil(s) => s.check(),
             ClassifierParams::Dd(d) => d.check(),
+            ClassifierParams::Miles(m) => m.check(),
         }
     }
 
@@ -454,6 +474,7 @@ impl ClassifierParams {
             ClassifierParams::MiVlad(m) => m.class_weight,
             ClassifierParams::Smil(s) => s.class_weight,
             ClassifierParams::Dd(d) => d.class_weight,
+            ClassifierParams::Miles(m) => m.class_weight,
         }
     }
 
@@ -545,6 +566,7 @@ impl ClassifierParams {
             ClassifierParams::MiVlad(m) => m.class_weight(w).into(),
             ClassifierParams::Smil(s) => s.class_weight(w).into(),
             ClassifierParams::Dd(d) => d.class_weight(w).into(),
+            ClassifierParams::Miles(m) => m.class_weight(w).into(),
         }
     }
 
@@ -572,6 +594,7 @@ impl ClassifierParams {
             }
             ClassifierParams::Smil(s) => ClassifierModel::Smil(s.fit(data.select(train))?),
             ClassifierParams::Dd(d) => ClassifierModel::Dd(d.fit(data.select(train))?),
+            ClassifierParams::Miles(m) => ClassifierModel::Miles(m.fit(data.select(train))?),
         })
     }
 }
@@ -650,6 +673,10 @@ impl std::fmt::Display for ClassifierParams {
                     d.max_restarts, d.max_iterations
                 ),
             },
+            ClassifierParams::Miles(m) => match m.gamma {
+                Some(g) => write!(f, "{kind} (gamma {g}, C {}, mu {})", m.cost, m.mu),
+                None => write!(f, "{kind} (C {}, mu {})", m.cost, m.mu),
+            },
         }
     }
 }
@@ -708,6 +735,12 @@ impl From<dd::Dd> for ClassifierParams {
     }
 }
 
+impl From<miles::Miles> for ClassifierParams {
+    fn from(m: miles::Miles) -> Self {
+        ClassifierParams::Miles(m)
+    }
+}
+
 /// A fitted classifier, one variant per algorithm.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -732,6 +765,8 @@ pub enum ClassifierModel {
     Smil(SmilModel),
     /// DD or EM-DD.
     Dd(DdModel),
+    /// MILES.
+    Miles(MilesModel),
 }
 
 impl ClassifierModel {
@@ -748,6 +783,7 @@ impl ClassifierModel {
             ClassifierModel::MiFv(_) => ClassifierKind::MiFv,
             ClassifierModel::Smil(m) => m.params.kind(),
             ClassifierModel::Dd(m) => m.params.algorithm.kind(),
+            ClassifierModel::Miles(_) => ClassifierKind::Miles,
         }
     }
 
@@ -772,6 +808,7 @@ impl ClassifierModel {
                 Ok(())
             }
             ClassifierModel::Dd(m) => m.validate(),
+            ClassifierModel::Miles(m) => m.validate(),
         }
     }
 }
@@ -788,6 +825,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.n_classes(),
             ClassifierModel::Smil(m) => m.n_classes(),
             ClassifierModel::Dd(m) => m.n_classes(),
+            ClassifierModel::Miles(m) => m.n_classes(),
         }
     }
 
@@ -802,6 +840,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.input_dim(),
             ClassifierModel::Smil(m) => m.input_dim(),
             ClassifierModel::Dd(m) => m.input_dim(),
+            ClassifierModel::Miles(m) => m.input_dim(),
         }
     }
 
@@ -818,6 +857,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.scores(data.select(bags)),
             ClassifierModel::Smil(m) => m.scores(data.select(bags)),
             ClassifierModel::Dd(m) => m.scores(data.select(bags)),
+            ClassifierModel::Miles(m) => m.scores(data.select(bags)),
         }
     }
 
@@ -834,6 +874,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => m.explain(data.select(bags)),
             ClassifierModel::Smil(m) => m.explain(data.select(bags)),
             ClassifierModel::Dd(m) => m.explain(data.select(bags)),
+            ClassifierModel::Miles(m) => m.explain(data.select(bags)),
         }
     }
 }

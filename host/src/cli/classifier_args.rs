@@ -5,6 +5,7 @@ use crate::classifier::dd::Dd;
 use crate::classifier::mi_svm::{Heuristic, InstanceKernel, MiSvm};
 use crate::classifier::mi_vlad::{BagEncoding, MiVlad};
 use crate::classifier::mi_wrapper::{Combine, MiWrapper};
+use crate::classifier::miles::Miles;
 use crate::classifier::simple_mi::{SimpleMi, Summary};
 use crate::classifier::smil::{Smil, Variant};
 use mil_core::keyword::Keyword;
@@ -82,15 +83,25 @@ pub struct ClassifierArgs {
     /// SVM: misclassification cost C; default 10¹⁰ (the GMIL paper's hard margin), or
     /// MISMO's 1 with `--kernel mi-rbf`. mi-svm and mi-svm-bag: C of every instance
     /// (default 1). smil and sbmil: C shared by the points of each kind, as misvm does
-    /// (default 1).
+    /// (default 1). miles: C = 1/λ, the cost of the bags' errors against the 1-norm of the
+    /// weights (default 10).
     #[arg(long = "cost", value_delimiter = ',', allow_negative_numbers = true)]
     pub cost: Vec<f64>,
     /// SVM with nsk: γ of the instance kernel exp(−γ‖x − y‖²) on z-scored features
     /// (default 1 / the number of non-constant features); with mi-rbf: the MI kernel's γ
     /// (default 0.01, MISMO's); mi-svm and mi-svm-bag with the rbf kernel: γ (default
-    /// 1 / the number of features).
+    /// 1 / the number of features); miles: γ = 1/σ² of the similarity exp(−γ‖x − y‖²) on
+    /// z-scored features (default 1 / the number of non-constant features).
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
     pub gamma: Vec<f64>,
+    /// miles: the share μ ∈ (0, 1) of --cost on positive bags' errors, 1 − μ on negative
+    /// bags' [default: 0.5, the paper's].
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    pub mu: Vec<f64>,
+    /// miles: most candidate prototypes; more training instances are subsampled with
+    /// --seed [default: 10000].
+    #[arg(long)]
+    pub max_prototypes: Option<usize>,
     /// SVM with a box kernel: ρ of the subpolynomial map φ(k) = k^ρ before the SVM [default:
     /// 0.02, the paper's 1/50].
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
@@ -195,7 +206,7 @@ pub(super) fn parse_threshold(text: &str) -> std::result::Result<Threshold, Stri
 pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
     use ClassifierKind::{
         CitationKnn as K, Dd as D, EmDd as E, MiFv as F, MiSvm as P, MiSvmBag as B, MiVlad as V,
-        MiWrapper as W, Milr as M, Sbmil as L, SimpleMi as I, Smil as N, Svm as S,
+        MiWrapper as W, Miles as X, Milr as M, Sbmil as L, SimpleMi as I, Smil as N, Svm as S,
     };
     &[
         ("references", &[K]),
@@ -210,12 +221,14 @@ pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
         ("codebook", &[V, F]),
         ("kernel", &[S, P, B, N, L]),
         ("map", &[S]),
-        ("cost", &[S, P, B, N, L]),
+        ("cost", &[S, P, B, N, L, X]),
         ("epsilon", &[S]),
         ("delta", &[S]),
         ("precision", &[S]),
         ("estimator", &[S]),
-        ("gamma", &[S, P, B, N, L]),
+        ("gamma", &[S, P, B, N, L, X]),
+        ("mu", &[X]),
+        ("max-prototypes", &[X]),
         ("rho", &[S]),
         ("max-iterations", &[P, B, E]),
         ("eta", &[L]),
@@ -225,7 +238,7 @@ pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
 
 impl ClassifierArgs {
     /// Each flag of [`APPLIES_TO`] with its value, to compare with the defaults.
-    fn flag_values(&self) -> [(&'static str, String); 22] {
+    fn flag_values(&self) -> [(&'static str, String); 24] {
         let k = &self.set_kernel;
         let some = |v: Option<String>| v.unwrap_or_default();
         [
@@ -247,6 +260,11 @@ impl ClassifierArgs {
             ("precision", some(k.precision.map(|v| v.to_string()))),
             ("estimator", k.estimator.to_string()),
             ("gamma", list(&self.gamma)),
+            ("mu", list(&self.mu)),
+            (
+                "max-prototypes",
+                some(self.max_prototypes.map(|v| v.to_string())),
+            ),
             ("rho", list(&self.rho)),
             (
                 "max-iterations",
@@ -369,6 +387,7 @@ impl ClassifierArgs {
         all = expand(all, |a| &mut a.map);
         all = expand(all, |a| &mut a.gamma);
         all = expand(all, |a| &mut a.rho);
+        all = expand(all, |a| &mut a.mu);
         expand(all, |a| &mut a.cost)
     }
 
@@ -446,6 +465,16 @@ impl ClassifierArgs {
             ClassifierKind::EmDd => Dd::em_dd()
                 .max_restarts(args.max_restarts)
                 .max_iterations(args.max_iterations.unwrap_or(Dd::em_dd().max_iterations))
+                .seed(seed)
+                .into(),
+            ClassifierKind::Miles => Miles::default()
+                .gamma(args.gamma.first().copied())
+                .cost(first(&args.cost, Miles::default().cost))
+                .mu(first(&args.mu, Miles::default().mu))
+                .max_prototypes(
+                    args.max_prototypes
+                        .unwrap_or(Miles::default().max_prototypes),
+                )
                 .seed(seed)
                 .into(),
         }
@@ -771,6 +800,12 @@ impl ClassifierArgs {
                 )
             }
             ClassifierKind::Dd => format!("dd (at most {} starts)", args.max_restarts),
+            ClassifierKind::Miles => format!(
+                "miles (gamma {}, C {}, mu {})",
+                values(&args.gamma, "1/features"),
+                values(&args.cost, Miles::default().cost),
+                values(&args.mu, Miles::default().mu)
+            ),
             ClassifierKind::EmDd => format!(
                 "em-dd (at most {} starts, {} E/M rounds)",
                 args.max_restarts,
