@@ -16,7 +16,8 @@
 //! model records which ([`Stop`]). A bag's score is max over its instances of f(x), so the
 //! predicted label is its sign. The SVM is the project's SMO (`optim::smo`) on
 //! the Gram matrix of the training instances (and, for MI-SVM, the positive bags' means),
-//! computed once; features are z-scored on the training instances.
+//! computed once; features are z-scored on the training instances (or scaled to [0, 1],
+//! [`InstanceScaling::MinMax`], as Weka 3.6's `MISVM` does).
 //!
 //! Binary data only: class 1 is the positive class.
 
@@ -58,6 +59,23 @@ mil_core::keywords!(InstanceKernel {
     InstanceKernel::Rbf => "rbf": "mi-SVM/MI-SVM: the Gaussian instance kernel exp(-gamma |x - y|^2)",
 });
 
+/// How the features are scaled on the training instances before the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InstanceScaling {
+    /// (x − mean) / standard deviation.
+    #[default]
+    Zscore,
+    /// (x − min) / (max − min), to [0, 1]: Weka's `Normalize` filter, MISVM's default.
+    #[serde(rename = "minmax")]
+    MinMax,
+}
+
+mil_core::keywords!(InstanceScaling {
+    InstanceScaling::Zscore => "zscore": "mi-SVM/MI-SVM: each feature z-scored on the training instances",
+    InstanceScaling::MinMax => "minmax": "mi-SVM/MI-SVM: each feature scaled to [0, 1] on the training instances (Weka's MISVM)",
+});
+
 /// Why the alternation stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -88,10 +106,13 @@ pub struct MiSvm {
     pub heuristic: Heuristic,
     /// The instance kernel.
     pub kernel: InstanceKernel,
-    /// γ of the RBF kernel on z-scored features; `None`: 1 / (number of features).
+    /// γ of the RBF kernel on the scaled features; `None`: 1 / (number of features).
     pub gamma: Option<f64>,
     /// Misclassification cost C of every training point.
     pub cost: f64,
+    /// The features' scaling, fitted on the training instances.
+    #[serde(default)]
+    pub scaling: InstanceScaling,
     /// Most rounds of the alternation.
     pub max_iterations: usize,
     /// Each point's cost C is multiplied by the weight of its bag's class.
@@ -106,6 +127,7 @@ impl Default for MiSvm {
             kernel: InstanceKernel::Linear,
             gamma: None,
             cost: 1.0,
+            scaling: InstanceScaling::Zscore,
             max_iterations: 50,
             class_weight: ClassWeight::None,
         }
@@ -117,6 +139,7 @@ crate::params::setters!(MiSvm {
     kernel: InstanceKernel,
     gamma: Option<f64>,
     cost: f64,
+    scaling: InstanceScaling,
     max_iterations: usize,
     class_weight: ClassWeight,
 });
@@ -222,20 +245,22 @@ fn decision_at(k: &[f64], n: usize, points: &[usize], coef: &[f64], bias: f64, t
         + bias
 }
 
-/// A fitted mi-SVM or MI-SVM: the SVM's support vectors (z-scored), their αᵢyᵢ and b.
+/// A fitted mi-SVM or MI-SVM: the SVM's support vectors (scaled), their αᵢyᵢ and b.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MiSvmModel {
     /// Hyper-parameters.
     pub params: MiSvm,
     /// Feature dimension.
     pub dim: usize,
-    /// Mean of each feature over the training instances.
+    /// Offset of each feature: its mean (z-score) or minimum (min-max) over the training
+    /// instances.
     pub mean: Vec<f64>,
-    /// 1 / standard deviation of each feature (0 for a constant feature, which is dropped).
+    /// Factor of each feature after the offset: 1 / standard deviation (z-score) or
+    /// 1 / range (min-max); 0 for a constant feature, which is dropped.
     pub inv_sd: Vec<f64>,
     /// γ of the RBF kernel as used (0 for the linear kernel).
     pub gamma: f64,
-    /// Support vectors, row-major, z-scored.
+    /// Support vectors, row-major, scaled.
     pub support: Vec<f64>,
     /// αᵢyᵢ of each support vector.
     pub coefficients: Vec<f64>,
@@ -265,6 +290,24 @@ pub(super) fn standardisation(x: &[f64], dim: usize) -> (Vec<f64>, Vec<f64>) {
         .map(|&v| if v > 0.0 { 1.0 / v.sqrt() } else { 0.0 })
         .collect();
     (mean, inv_sd)
+}
+
+/// Feature minima and inverse ranges over the rows of `x` (0 for a constant feature).
+fn min_max(x: &[f64], dim: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut lo = vec![f64::INFINITY; dim];
+    let mut hi = vec![f64::NEG_INFINITY; dim];
+    for row in x.chunks_exact(dim) {
+        for j in 0..dim {
+            lo[j] = lo[j].min(row[j]);
+            hi[j] = hi[j].max(row[j]);
+        }
+    }
+    let inv = lo
+        .iter()
+        .zip(&hi)
+        .map(|(l, h)| if h > l { 1.0 / (h - l) } else { 0.0 })
+        .collect();
+    (lo, inv)
 }
 
 pub(super) fn zscore(row: &[f64], mean: &[f64], inv_sd: &[f64]) -> Vec<f64> {
@@ -297,8 +340,11 @@ impl Classifier for MiSvm {
 
         let dim = data.dim();
         let picked = data.copy_bags(train);
-        let (mean, inv_sd) = standardisation(picked.features(), dim);
-        // Points: the z-scored instances, then (MI-SVM) each positive bag's mean.
+        let (mean, inv_sd) = match self.scaling {
+            InstanceScaling::Zscore => standardisation(picked.features(), dim),
+            InstanceScaling::MinMax => min_max(picked.features(), dim),
+        };
+        // Points: the scaled instances, then (MI-SVM) each positive bag's mean.
         let mut x: Vec<f64> = picked
             .features()
             .chunks_exact(dim)
@@ -606,6 +652,52 @@ mod tests {
             base.heuristic(Heuristic::Bag),
             base.heuristic(Heuristic::Bag).kernel(InstanceKernel::Rbf),
         ]
+    }
+
+    #[test]
+    fn min_max_scaling_ignores_each_features_units() {
+        // x' = a_k x + b_k (a_k > 0) per feature maps every training instance to the same
+        // point of [0, 1]^d (to rounding), so the SVMs see the same points and give the
+        // same bag labels; their decision values agree only to the solver's tolerance.
+        let (a, b) = ([3.0, 0.01, 250.0], [-7.0, 4.0, 1e3]);
+        for seed in 0..8 {
+            let data = separable(seed);
+            let moved: Vec<f64> = data
+                .features()
+                .chunks_exact(3)
+                .flat_map(|x| (0..3).map(move |k| a[k] * x[k] + b[k]))
+                .collect();
+            let other = Dataset::new(
+                "moved",
+                3,
+                moved,
+                data.bag_starts().to_vec(),
+                data.bag_ids().to_vec(),
+                Some(data.labels().unwrap().to_vec()),
+                vec!["0".into(), "1".into()],
+            )
+            .unwrap();
+            for params in all_four() {
+                let params = params.scaling(InstanceScaling::MinMax);
+                let (m, n) = (params.fit(&data).unwrap(), params.fit(&other).unwrap());
+                for (x, y) in data
+                    .features()
+                    .chunks_exact(3)
+                    .zip(other.features().chunks_exact(3))
+                {
+                    let (u, v) = (zscore(x, &m.mean, &m.inv_sd), zscore(y, &n.mean, &n.inv_sd));
+                    assert!(u.iter().all(|u| (0.0..=1.0).contains(u)), "{u:?}");
+                    for (u, v) in u.iter().zip(&v) {
+                        assert!((u - v).abs() < 1e-12, "seed {seed}: {u} vs {v}");
+                    }
+                }
+                assert_eq!(
+                    m.scores(&data).unwrap().labels(),
+                    n.scores(&other).unwrap().labels(),
+                    "seed {seed}"
+                );
+            }
+        }
     }
 
     #[test]

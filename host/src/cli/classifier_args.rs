@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::classifier::dd::Dd;
-use crate::classifier::mi_svm::{Heuristic, InstanceKernel, MiSvm};
+use crate::classifier::mi_svm::{Heuristic, InstanceKernel, InstanceScaling, MiSvm};
 use crate::classifier::mi_vlad::{BagEncoding, MiVlad};
 use crate::classifier::mi_wrapper::{Combine, MiWrapper};
 use crate::classifier::miles::Miles;
@@ -37,7 +37,8 @@ pub struct ClassifierArgs {
     /// every attribute to [0, 1] on the training bags (Weka MISMO's default), `weka` is
     /// what MISMO computes (minmax, the third attribute left out of the MI kernel; its
     /// predictions bag for bag), `none` keeps them, `auto` is minmax for `--kernel mi-rbf`
-    /// and none otherwise.
+    /// and none otherwise. mi-SVM/MI-SVM: `auto`/`zscore` z-score the instances, `minmax`
+    /// scales them to [0, 1] (Weka's MISVM); sMIL/sbMIL: z-score only.
     #[arg(long, value_parser = keyword::<ScalingFlag>(), default_value_t = ScalingFlag::Knn(CitationKnn::default().scaling))]
     pub scaling: ScalingFlag,
     /// Citation-kNN: rank H of the Hausdorff distance (1 = minimal Hausdorff distance).
@@ -496,7 +497,8 @@ impl ClassifierArgs {
     }
 
     /// The instance kernel `--kernel` names for `kind` (mi-svm, mi-svm-bag, smil, sbmil),
-    /// whose features are always z-scored (`--scaling` auto or zscore).
+    /// whose features are z-scored (`--scaling` auto or zscore; mi-svm and mi-svm-bag
+    /// also take minmax, see [`ClassifierArgs::mi_svm_params`]).
     fn instance_kernel(&self, kind: ClassifierKind) -> Result<InstanceKernel> {
         let kernel = match self.kernel.first().copied() {
             None => InstanceKernel::default(),
@@ -509,15 +511,24 @@ impl ClassifierArgs {
                 ))
             }
         };
-        if !matches!(
-            self.scaling,
-            ScalingFlag::Knn(Scaling::Auto | Scaling::Zscore)
-        ) {
+        let minmax_ok = matches!(kind, ClassifierKind::MiSvm | ClassifierKind::MiSvmBag)
+            && self.scaling == ScalingFlag::Svm(Preprocessing::MinMax);
+        if !minmax_ok
+            && !matches!(
+                self.scaling,
+                ScalingFlag::Knn(Scaling::Auto | Scaling::Zscore)
+            )
+        {
             return Err(Error::parameter(
                 "--scaling",
                 self.scaling,
                 format!(
-                    "{kind} always z-scores the features on the training instances (auto or zscore)"
+                    "{kind} scales the features on the training instances: auto or zscore{}",
+                    if matches!(kind, ClassifierKind::MiSvm | ClassifierKind::MiSvmBag) {
+                        ", or minmax (Weka's MISVM)"
+                    } else {
+                        ""
+                    }
                 ),
             ));
         }
@@ -545,9 +556,14 @@ impl ClassifierArgs {
             ClassifierKind::MiSvmBag => Heuristic::Bag,
             _ => Heuristic::Instance,
         };
+        let scaling = match self.scaling {
+            ScalingFlag::Svm(Preprocessing::MinMax) => InstanceScaling::MinMax,
+            _ => InstanceScaling::Zscore,
+        };
         Ok(MiSvm::default()
             .heuristic(heuristic)
             .kernel(kernel)
+            .scaling(scaling)
             .gamma(self.gamma.first().copied())
             .cost(first(&self.cost, MiSvm::default().cost))
             .max_iterations(
