@@ -253,7 +253,10 @@ fn embed(
     row: impl Fn(crate::data::Bag<'_>) -> Vec<f64> + Sync,
 ) -> Vec<f64> {
     bags.par_iter()
-        .map(|&b| row(data.bag(b)))
+        .map(|&b| {
+            crate::cancel::checkpoint();
+            row(data.bag(b))
+        })
         .collect::<Vec<_>>()
         .concat()
 }
