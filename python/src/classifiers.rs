@@ -8,9 +8,9 @@ use mil_toolkit::classifier::dd::{Dd, DdAlgorithm};
 use mil_toolkit::classifier::mi_svm::{Heuristic, InstanceKernel, MiSvm};
 use mil_toolkit::classifier::mi_vlad::{BagEncoding, MiVlad};
 use mil_toolkit::classifier::mi_wrapper::{Combine, MiWrapper};
+use mil_toolkit::classifier::miles::{Miles, MilesEmbedding};
 use mil_toolkit::classifier::milr::{Milr, Optimizer, Pooling};
 use mil_toolkit::classifier::simple_mi::{SimpleMi, Summary};
-use mil_toolkit::classifier::miles::{Miles, MilesEmbedding};
 use mil_toolkit::classifier::smil::{Smil, Variant};
 use mil_toolkit::classifier::svm::bags::{BagSvmSettings, EmpiricalMap};
 use mil_toolkit::classifier::svm::{Preprocessing, SetKernel, SetKernelSvm};
@@ -472,7 +472,12 @@ pub(crate) fn miles_embedding<'py>(
     let data = Arc::clone(&bags.data);
     let e = run(py, n_threads, move || params.embedding(data.as_ref()))?.map_err(py_err)?;
     let n = e.len();
-    Ok((matrix(py, n, e.dim, e.prototypes), e.mean, e.inv_sd, e.gamma))
+    Ok((
+        matrix(py, n, e.dim, e.prototypes),
+        e.mean,
+        e.inv_sd,
+        e.gamma,
+    ))
 }
 
 /// m(B) of every bag of `bags` (bags × prototypes) under the embedding given by its
