@@ -140,7 +140,7 @@ fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
                 "--classifier",
                 "mi-svm",
                 "--scaling",
-                "minmax",
+                "weka",
             ][..],
             "--scaling",
         ),
