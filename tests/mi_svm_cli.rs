@@ -134,14 +134,7 @@ fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
             "cost",
         ),
         (
-            &[
-                "cv",
-                "musk1",
-                "--classifier",
-                "mi-svm",
-                "--scaling",
-                "weka",
-            ][..],
+            &["cv", "musk1", "--classifier", "mi-svm", "--scaling", "weka"][..],
             "--scaling",
         ),
     ] {
