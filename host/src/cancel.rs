@@ -100,6 +100,64 @@ pub fn checkpoint() {
     }
 }
 
+/// A random generator that calls [`checkpoint`] every [`CheckpointRng::EVERY`] draws, for
+/// work that draws its samples in code without checkpoints of its own: a box-kernel
+/// entry, which `mil_core::box_kernel::estimate` computes, can take seconds. It gives
+/// exactly the inner generator's numbers.
+///
+/// ```
+/// use mil_toolkit::cancel::CheckpointRng;
+/// use rand_core::{Rng, SeedableRng};
+/// use rand_xoshiro::Xoshiro256PlusPlus;
+///
+/// let mut plain = Xoshiro256PlusPlus::seed_from_u64(3);
+/// let mut checked = CheckpointRng::new(Xoshiro256PlusPlus::seed_from_u64(3));
+/// assert_eq!(plain.next_u64(), checked.next_u64());
+/// ```
+#[derive(Debug, Clone)]
+pub struct CheckpointRng<R> {
+    inner: R,
+    draws: u32,
+}
+
+impl<R> CheckpointRng<R> {
+    /// Draws between checkpoints: a few milliseconds of sampling.
+    pub const EVERY: u32 = 1 << 16;
+
+    /// Wraps `inner`.
+    pub fn new(inner: R) -> Self {
+        CheckpointRng { inner, draws: 0 }
+    }
+
+    fn count(&mut self) {
+        self.draws += 1;
+        if self.draws == Self::EVERY {
+            self.draws = 0;
+            checkpoint();
+        }
+    }
+}
+
+impl<R: rand_core::Rng> rand_core::TryRng for CheckpointRng<R> {
+    type Error = std::convert::Infallible;
+
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        self.count();
+        Ok(self.inner.next_u32())
+    }
+
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        self.count();
+        Ok(self.inner.next_u64())
+    }
+
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+        self.count();
+        self.inner.fill_bytes(dst);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,5 +220,22 @@ mod tests {
             done < total / 2,
             "{done} of {total} steps ran after the stop"
         );
+    }
+
+    #[test]
+    fn a_generator_stops_at_its_next_checkpoint() {
+        use rand_core::{Rng, SeedableRng};
+        let flag = CancelFlag::new();
+        flag.cancel();
+        let mut draws = 0u64;
+        let outcome = flag.run(|| {
+            let mut rng = CheckpointRng::new(rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(1));
+            loop {
+                rng.next_u64();
+                draws += 1;
+            }
+        });
+        assert_eq!(outcome, None::<()>);
+        assert_eq!(draws, u64::from(CheckpointRng::<()>::EVERY) - 1);
     }
 }

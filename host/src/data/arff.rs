@@ -28,10 +28,14 @@ use super::dataset::Dataset;
 use super::{normalize_text, show};
 use crate::error::{Error, Result};
 
-/// Reads a multi-instance ARFF file; errors name the file, line and field.
+/// Reads a multi-instance ARFF file; errors name the file, line and field. The file is
+/// read line by line: the memory held is the data set being built, the header and one
+/// record (one bag's row).
 pub fn read_arff_file(path: &Path) -> Result<Dataset> {
-    let text = super::read_text(path)?;
-    parse_arff(&super::show_all(&path.display().to_string()), &text)
+    let name = super::show_all(&path.display().to_string());
+    let mut reader = Reader::new(&name);
+    super::for_each_line(path, |line_no, line| reader.line(line_no, line))?;
+    reader.finish()
 }
 
 /// Parses multi-instance ARFF text; `name` is used in error messages and as the data
@@ -39,40 +43,174 @@ pub fn read_arff_file(path: &Path) -> Result<Dataset> {
 /// read as LF.
 pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
     let text = &*normalize_text(text);
-    let err = |line: usize, field: &str, problem: String| Error::Parse {
-        file: name.to_string(),
+    let mut reader = Reader::new(name);
+    for (index, line) in text.split('\n').enumerate() {
+        reader.line(index + 1, line)?;
+    }
+    reader.finish()
+}
+
+/// A data set built from ARFF lines as they come: lines are joined into records, the
+/// header's records are kept until `@data`, and each data record becomes a bag.
+struct Reader<'a> {
+    name: &'a str,
+    records: RecordSplitter,
+    /// The header's records (line, text) until `@data` is read.
+    header: Vec<(usize, String)>,
+    rows: Option<Rows>,
+}
+
+impl<'a> Reader<'a> {
+    fn new(name: &'a str) -> Self {
+        Reader {
+            name,
+            records: RecordSplitter::default(),
+            header: Vec::new(),
+            rows: None,
+        }
+    }
+
+    fn err(&self, line: usize, field: &str, problem: String) -> Error {
+        parse_error(self.name, line, field, problem)
+    }
+
+    /// Adds line `line_no` (1-based).
+    fn line(&mut self, line_no: usize, line: &str) -> Result<()> {
+        let Some(record) = self.records.line(line_no, line) else {
+            return Ok(());
+        };
+        let text = record.text.trim();
+        if text.is_empty() {
+            return Ok(());
+        }
+        let record = Record {
+            line: record.line,
+            text,
+        };
+        if let Some(rows) = &mut self.rows {
+            return rows
+                .add(&record)
+                .map_err(|(l, f, p)| parse_error(self.name, l, &f, p));
+        }
+        let keyword = text.split(char::is_whitespace).next().unwrap_or("");
+        self.header.push((record.line, text.to_string()));
+        if keyword.eq_ignore_ascii_case("@data") {
+            let layout = self.layout()?.expect("the header ends at @data");
+            self.rows = Some(Rows::new(layout));
+        }
+        Ok(())
+    }
+
+    /// The layout the header declares; `None` when the file has no records.
+    fn layout(&mut self) -> Result<Option<Layout>> {
+        let header = std::mem::take(&mut self.header);
+        let mut records = header
+            .iter()
+            .map(|(line, text)| Record { line: *line, text });
+        let parsed = parse_header(&mut records);
+        let Some((attributes, data_line)) = parsed.map_err(|(l, f, p)| self.err(l, &f, p))? else {
+            return Ok(None);
+        };
+        Layout::from_header(attributes, data_line)
+            .map(Some)
+            .map_err(|(l, f, p)| self.err(l, &f, p))
+    }
+
+    fn finish(mut self) -> Result<Dataset> {
+        if let Some((q, opened)) = self.records.quote {
+            return Err(self.err(
+                opened,
+                "text",
+                format!("quote {} opened here is never closed", q as char),
+            ));
+        }
+        let rows = match self.rows.take() {
+            Some(rows) => rows,
+            None => match self.layout()? {
+                Some(_) => unreachable!("a header that parses ends at @data"),
+                None => {
+                    return Err(Error::data(
+                        self.name,
+                        "no @relation header (the file is empty)",
+                    ))
+                }
+            },
+        };
+        if rows.bag_ids.is_empty() {
+            return Err(Error::data(self.name, "no bags after @data"));
+        }
+        let raw_labels: Vec<&str> = rows
+            .bag_labels
+            .iter()
+            .map(|&i| rows.label_texts[i].as_str())
+            .collect();
+        let (labels, class_names) = index_labels(self.name, &raw_labels)?;
+        Dataset::new(
+            self.name,
+            rows.layout.dim,
+            rows.features,
+            rows.bag_starts,
+            rows.bag_ids,
+            labels,
+            class_names,
+        )
+    }
+}
+
+fn parse_error(file: &str, line: usize, field: &str, problem: String) -> Error {
+    Error::Parse {
+        file: file.to_string(),
         line,
         field: field.to_string(),
         problem,
-    };
-    let records = split_records(text).map_err(|(line, problem)| err(line, "text", problem))?;
-    let mut records = records.into_iter();
-    let header =
-        parse_header(&mut records).map_err(|(line, field, problem)| err(line, &field, problem))?;
-    let Some((attributes, data_line)) = header else {
-        return Err(Error::data(name, "no @relation header (the file is empty)"));
-    };
-    let layout = Layout::from_header(attributes, data_line).map_err(|(l, f, p)| err(l, &f, p))?;
+    }
+}
 
-    let dim = layout.dim;
-    let mut features = Vec::new();
-    let mut bag_starts = vec![0usize];
-    let mut bag_ids: Vec<String> = Vec::new();
-    let mut raw_labels: Vec<String> = Vec::new();
-    let mut first_line: HashMap<String, usize> = HashMap::new();
-    for record in records {
+/// The bags read after `@data`.
+struct Rows {
+    layout: Layout,
+    features: Vec<f64>,
+    bag_starts: Vec<usize>,
+    bag_ids: Vec<String>,
+    /// The line of each bag's row.
+    bag_lines: Vec<usize>,
+    /// Each bag's label as an index into `label_texts`, the distinct label strings.
+    bag_labels: Vec<usize>,
+    label_texts: Vec<String>,
+    label_index: HashMap<String, usize>,
+    /// Hashes of the ids seen; a hit is confirmed against `bag_ids`.
+    seen_ids: HashSet<u64>,
+}
+
+impl Rows {
+    fn new(layout: Layout) -> Self {
+        Rows {
+            layout,
+            features: Vec::new(),
+            bag_starts: vec![0],
+            bag_ids: Vec::new(),
+            bag_lines: Vec::new(),
+            bag_labels: Vec::new(),
+            label_texts: Vec::new(),
+            label_index: HashMap::new(),
+            seen_ids: HashSet::new(),
+        }
+    }
+
+    /// Reads one data record as a bag.
+    fn add(&mut self, record: &Record) -> std::result::Result<(), HeaderError> {
         let line = record.line;
+        let err = |field: &str, problem: String| (line, field.to_string(), problem);
+        let layout = &self.layout;
         if record.text.starts_with('{') {
             return Err(err(
-                line,
                 "row",
                 "sparse rows ({index value, …}) are not supported".into(),
             ));
         }
-        let fields = split_fields(record.text).map_err(|p| err(line, "row", p))?;
+        let fields = split_fields(record.text).map_err(|p| err("row", p))?;
         if fields.len() != layout.n_fields() {
             return Err(err(
-                line,
                 "row",
                 format!(
                     "{} fields; the header declares {} (bag id, bag{})",
@@ -89,15 +227,14 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
         let id_field = format!("field 1 ({})", show(&layout.id_name));
         let id = &fields[0];
         if id.is_missing() {
-            return Err(err(line, &id_field, "missing bag id `?`".into()));
+            return Err(err(&id_field, "missing bag id `?`".into()));
         }
         if id.text.is_empty() {
-            return Err(err(line, &id_field, "empty bag id".into()));
+            return Err(err(&id_field, "empty bag id".into()));
         }
         if let Some(values) = &layout.id_values {
             if !values.contains(&id.text) {
                 return Err(err(
-                    line,
                     &id_field,
                     format!(
                         "bag id `{}` is not among the declared values",
@@ -106,13 +243,22 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
                 ));
             }
         }
-        if let Some(first) = first_line.insert(id.text.clone(), line) {
+        let hash = {
+            use std::hash::{BuildHasher, BuildHasherDefault};
+            BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+                .hash_one(&id.text)
+        };
+        let first = match self.seen_ids.insert(hash) {
+            true => None,
+            false => self.bag_ids.iter().position(|b| *b == id.text),
+        };
+        if let Some(first) = first {
             return Err(err(
-                line,
                 &id_field,
                 format!(
-                    "bag `{}` appears again (first on line {first}); one row per bag",
-                    show(&id.text)
+                    "bag `{}` appears again (first on line {}); one row per bag",
+                    show(&id.text),
+                    self.bag_lines[first]
                 ),
             ));
         }
@@ -121,34 +267,31 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
         let bag = &fields[1];
         if bag.is_missing() {
             return Err(err(
-                line,
                 &bag_field,
                 "missing bag `?`: missing values are not supported".into(),
             ));
         }
-        let before = features.len();
-        read_bag(&bag.text, dim, &mut features)
-            .map_err(|(at, problem)| err(line, &format!("{bag_field}{at}"), problem))?;
-        if features.len() == before {
+        let before = self.features.len();
+        read_bag(&bag.text, layout.dim, &mut self.features)
+            .map_err(|(at, problem)| err(&format!("{bag_field}{at}"), problem))?;
+        if self.features.len() == before {
             return Err(err(
-                line,
                 &bag_field,
                 format!("bag `{}` has no instances", show(&id.text)),
             ));
         }
 
         let label = match &layout.class {
-            None => "?".to_string(),
+            None => "?",
             Some((class_name, values)) => {
                 let class = &fields[2];
                 let field = format!("field 3 ({})", show(class_name));
                 if class.is_missing() {
-                    "?".to_string()
+                    "?"
                 } else if values.contains(&class.text) {
-                    class.text.clone()
+                    class.text.as_str()
                 } else {
                     return Err(err(
-                        line,
                         &field,
                         format!(
                             "class `{}` is not among the declared values",
@@ -158,23 +301,21 @@ pub fn parse_arff(name: &str, text: &str) -> Result<Dataset> {
                 }
             }
         };
-        bag_ids.push(id.text.clone());
-        raw_labels.push(label);
-        bag_starts.push(features.len() / dim);
+        let label = match self.label_index.get(label) {
+            Some(&index) => index,
+            None => {
+                self.label_texts.push(label.to_string());
+                self.label_index
+                    .insert(label.to_string(), self.label_texts.len() - 1);
+                self.label_texts.len() - 1
+            }
+        };
+        self.bag_ids.push(id.text.clone());
+        self.bag_lines.push(line);
+        self.bag_labels.push(label);
+        self.bag_starts.push(self.features.len() / layout.dim);
+        Ok(())
     }
-    if bag_ids.is_empty() {
-        return Err(Error::data(name, "no bags after @data"));
-    }
-    let (labels, class_names) = index_labels(name, &raw_labels)?;
-    Dataset::new(
-        name,
-        dim,
-        features,
-        bag_starts,
-        bag_ids,
-        labels,
-        class_names,
-    )
 }
 
 /// Appends the instances of one relational value (instances separated by line breaks,
@@ -302,65 +443,68 @@ fn quote(s: &str) -> String {
 struct Record<'a> {
     /// 1-based line where the record starts.
     line: usize,
-    /// The record's text, trimmed.
+    /// The record's text.
     text: &'a str,
 }
 
-/// Splits the text into records at line breaks outside quotes, dropping `%` comments and
-/// blank lines. An unterminated quote is an error at the line where it opened. Scans
-/// bytes: every delimiter is ASCII, which never occurs inside a multi-byte UTF-8 character.
-fn split_records(text: &str) -> std::result::Result<Vec<Record<'_>>, (usize, String)> {
-    let bytes = text.as_bytes();
-    let mut records = Vec::new();
-    let mut push = |from: usize, to: usize, line: usize| {
-        let piece = text[from..to].trim();
-        if !piece.is_empty() {
-            records.push(Record { line, text: piece });
+/// Joins lines into records: a record ends at a line break outside quotes, `%` starts a
+/// comment outside quotes, and a quoted value may span lines (a line break escaped by a
+/// backslash stays in the value as written). Scans bytes: every delimiter is ASCII,
+/// which never occurs inside a multi-byte UTF-8 character.
+#[derive(Default)]
+struct RecordSplitter {
+    /// The record read so far, when a quote continues it past a line break.
+    text: String,
+    /// The line where the record started.
+    line: usize,
+    /// The open quote character and the line where it opened.
+    quote: Option<(u8, usize)>,
+}
+
+impl RecordSplitter {
+    /// Adds line `line_no`; gives the record it completes, if any (untrimmed, possibly
+    /// blank).
+    fn line(&mut self, line_no: usize, line: &str) -> Option<Record<'_>> {
+        if self.quote.is_some() {
+            self.text.push('\n');
+        } else {
+            self.text.clear();
+            self.line = line_no;
         }
-    };
-    let (mut line, mut start_line, mut start) = (1, 1, 0);
-    // Where a `%` comment cut the current record short.
-    let mut cut: Option<usize> = None;
-    let mut quote: Option<(u8, usize)> = None;
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if b == b'\n' {
-            line += 1;
-        }
-        match quote {
-            Some((q, _)) => {
-                if b == b'\\' {
-                    if bytes.get(i + 1) == Some(&b'\n') {
-                        line += 1;
+        let bytes = line.as_bytes();
+        let mut end = bytes.len();
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            match self.quote {
+                Some((q, _)) => {
+                    if b == b'\\' {
+                        // The escaped character; at the line's end it is the line break.
+                        i += 1;
+                    } else if b == q {
+                        self.quote = None;
                     }
-                    i += 1;
-                } else if b == q {
-                    quote = None;
                 }
+                None => match b {
+                    b'%' => {
+                        end = i;
+                        break;
+                    }
+                    b'\'' | b'"' => self.quote = Some((b, line_no)),
+                    _ => {}
+                },
             }
-            None if cut.is_some() && b != b'\n' => {}
-            None => match b {
-                b'\n' => {
-                    push(start, cut.take().unwrap_or(i), start_line);
-                    start = i + 1;
-                    start_line = line;
-                }
-                b'%' => cut = Some(i),
-                b'\'' | b'"' => quote = Some((b, line)),
-                _ => {}
-            },
+            i += 1;
         }
-        i += 1;
+        self.text.push_str(&line[..end]);
+        if self.quote.is_some() {
+            return None;
+        }
+        Some(Record {
+            line: self.line,
+            text: &self.text,
+        })
     }
-    if let Some((q, opened)) = quote {
-        return Err((
-            opened,
-            format!("quote {} opened here is never closed", q as char),
-        ));
-    }
-    push(start, cut.unwrap_or(bytes.len()), start_line);
-    Ok(records)
 }
 
 /// A field of a comma-separated list.
@@ -846,6 +990,45 @@ mod tests {
             assert_eq!(back, d);
             assert_eq!(back.n_classes(), d.n_classes());
         }
+    }
+
+    /// The file reader (lines read piece by piece) and the text parser agree on every
+    /// prefix of a file: the same data set or the same error.
+    #[test]
+    fn reading_a_file_equals_parsing_its_text() {
+        use rand::{RngExt, SeedableRng};
+        let dir = std::env::temp_dir().join(format!("mil-arff-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("t.arff");
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(5);
+        let musk1 = to_arff(&parse_csv("musk1", builtin::find("musk1").unwrap().csv).unwrap());
+        // Weka's escaped instance breaks as real ones in some bags, CRLF endings and
+        // comments, so that records span lines and pieces of 64 KiB.
+        let text = musk1
+            .replacen("\\n", "\n", 400)
+            .replace("\n@data", "\n% the rows\n@data")
+            .replace('\n', "\r\n");
+        let read = |bytes: &[u8]| {
+            std::fs::write(&f, bytes).unwrap();
+            let file = read_arff_file(&f).map_err(|e| e.to_string());
+            let name = crate::data::show_all(&f.display().to_string());
+            let parsed = std::str::from_utf8(bytes)
+                .map_err(|e| e.to_string())
+                .and_then(|t| parse_arff(&name, t).map_err(|e| e.to_string()));
+            (file, parsed)
+        };
+        let (file, parsed) = read(text.as_bytes());
+        assert_eq!(file.as_ref().unwrap().n_bags(), 92);
+        assert_eq!(file, parsed);
+        for _ in 0..40 {
+            let cut = rng.random_range(0..text.len());
+            if !text.is_char_boundary(cut) {
+                continue;
+            }
+            let (file, parsed) = read(&text.as_bytes()[..cut]);
+            assert_eq!(file, parsed, "the file cut at byte {cut}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -50,8 +50,10 @@ pub fn recorded_spec(spec: &str) -> String {
     }
 }
 
-/// The largest data file the readers accept (2 GiB): the whole file is held in memory,
-/// and the parsed set takes several times its size again.
+/// The largest data file the readers accept (2 GiB). The CSV and ARFF readers hold one
+/// line (an ARFF record) at a time besides the data set they build: 8 bytes per value,
+/// which is less than twice the file unless values are written in fewer than 4
+/// characters each.
 pub const MAX_FILE_BYTES: u64 = 2 << 30;
 
 /// The longest line the readers accept (16 MiB). An ARFF row holds a whole bag, so its

@@ -32,6 +32,8 @@ use mil_core::box_kernel::{
 };
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
+
+use crate::cancel::CheckpointRng;
 use rayon::prelude::*;
 
 use super::LogGram;
@@ -279,7 +281,10 @@ fn box_entry(
     floats: &mut [f64],
     ints: &mut [u32],
 ) -> Result<(f64, u64)> {
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(pair_seed(spec.seed, i as u64, j as u64));
+    // Checkpoints inside the entry: at a small ε one entry draws for seconds.
+    let mut rng = CheckpointRng::new(Xoshiro256PlusPlus::seed_from_u64(pair_seed(
+        spec.seed, i as u64, j as u64,
+    )));
     let mut scratch = Scratch { floats, ints };
     let est = estimate(
         spec.kernel,

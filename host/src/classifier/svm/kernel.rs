@@ -89,11 +89,13 @@ impl FittedKernel {
                             let hash = bag_hash(bag);
                             cols.iter()
                                 .map(|&t| {
-                                    let mut rng = Xoshiro256PlusPlus::seed_from_u64(pair_seed(
-                                        spec.seed,
-                                        hash,
-                                        train_hashes[t],
-                                    ));
+                                    let mut rng = crate::cancel::CheckpointRng::new(
+                                        Xoshiro256PlusPlus::seed_from_u64(pair_seed(
+                                            spec.seed,
+                                            hash,
+                                            train_hashes[t],
+                                        )),
+                                    );
                                     let mut scratch = Scratch { floats, ints };
                                     estimate(
                                         spec.kernel,
