@@ -227,15 +227,15 @@ mod tests {
         use rand_core::{Rng, SeedableRng};
         let flag = CancelFlag::new();
         flag.cancel();
-        let mut draws = 0u64;
+        let draws = std::cell::Cell::new(0u64);
         let outcome = flag.run(|| {
             let mut rng = CheckpointRng::new(rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(1));
             loop {
                 rng.next_u64();
-                draws += 1;
+                draws.set(draws.get() + 1);
             }
         });
         assert_eq!(outcome, None::<()>);
-        assert_eq!(draws, u64::from(CheckpointRng::<()>::EVERY) - 1);
+        assert_eq!(draws.get(), u64::from(CheckpointRng::<()>::EVERY) - 1);
     }
 }
