@@ -8,6 +8,7 @@ use mil_core::container::layout::{self, entry, entry_at, header, model_checksum}
 use mil_core::container::{tag, MAGIC, VERSION};
 use mil_core::score::{bag_score_bound, Pooling};
 use mil_core::{Encoding, Error, Instances, Model};
+use mil_toolkit::classifier::miles::{Miles, MilesEmbedding, MilesModel};
 use mil_toolkit::classifier::svm::SvmDeployment;
 use mil_toolkit::export::{
     core_classify, core_svm_decide, export, export_with, Affine, Compact, CoreBag, ExportOptions,
@@ -750,6 +751,31 @@ fn seed_models() -> Vec<Vec<u8>> {
         };
         out.push(export(&compact, encoding, &data).unwrap());
     }
+    // MILES: three prototypes on four z-scored features (one constant).
+    let miles = Compact {
+        stage: None,
+        head: Head::Miles {
+            model: Box::new(MilesModel {
+                params: Miles::default(),
+                candidates: 5,
+                embedding: MilesEmbedding {
+                    dim: 4,
+                    mean: vec![1.0, -2.0, 0.0, 3.0],
+                    inv_sd: vec![0.5, 2.0, 0.0, 0.25],
+                    gamma: 0.3,
+                    prototypes: vec![
+                        0.5, -1.0, 0.0, 2.0, -0.25, 0.75, 0.0, 1.5, 1.0, 0.0, 0.0, -3.0,
+                    ],
+                },
+                weights: vec![1.5, -0.75, 0.25],
+                bias: -0.1,
+            }),
+            shift: 0.0,
+        },
+    };
+    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+        out.push(export(&miles, encoding, &data).unwrap());
+    }
     out
 }
 
@@ -785,6 +811,9 @@ fn exercise(bytes: &[u8], rng: &mut Xoshiro256PlusPlus) -> bool {
         let _ = model.project(Instances::I16(&q[..dim]), &mut y);
         let mut out = vec![0i16; dim];
         let _ = model.quantize_instance(&f[..dim], &mut out);
+        if model.miles().is_some() {
+            let _ = core_svm_decide(&model, dataset_bag(&f, dim, n).bag(0));
+        }
         if let Some(svm) = model.svm() {
             // A mutated ε can ask for arbitrarily many samples: the decision is run only
             // at the seeds' accuracy, to bound the test's time (parsing is always run).
@@ -903,7 +932,7 @@ fn exported_bytes_are_pinned() {
     // exporter wrote them when these values were taken: a change to the writer or the
     // layout that moves a single byte fails here. Update only with a format change (last:
     // format 2, Q7 projection rows stored by pairs; every model's version field changed).
-    let pinned: [(usize, u64); 21] = [
+    let pinned: [(usize, u64); 24] = [
         (292, 0xef63ac5aad8ee153),
         (304, 0x6cf562efff10bd4a),
         (304, 0xb6bdd7549234fd2f),
@@ -925,6 +954,9 @@ fn exported_bytes_are_pinned() {
         (472, 0x982e74b98e2b139e),
         (404, 0x72e9290efb47cd5e),
         (404, 0x6d7fac2039a6266d),
+        (236, 0x5d09e101745a418c),
+        (260, 0x888e30c75c8ccdb3),
+        (248, 0xeb7b6148c624c1d3),
     ];
     let got: Vec<(usize, u64)> = seed_models()
         .iter()

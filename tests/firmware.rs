@@ -4,7 +4,7 @@
 //! the host's. Needs `qemu-system-arm` (`.ci/run` installs it); fails, never skips,
 //! without it. The other runs put every model kind in every encoding on the same target
 //! (a projection alone, Citation-kNN, the default M³IC clustering with its unit-length
-//! instances, both SVMs), each printing its `firmware: kind=… encoding=…` line.
+//! instances, both SVMs, MILES), each printing its `firmware: kind=… encoding=…` line.
 
 #[allow(dead_code)] // each test binary uses part of the shared helpers
 mod deploy;
@@ -290,7 +290,7 @@ fn the_firmware_links_without_a_panic_path() {
     // classifying, and (`svm`) in the set-kernel SVM's decision with all its box-kernel
     // estimators (fast and the paper's; k∧, k∨, k_min), which the firmware links
     // whatever the model, since the model's bytes choose among them, and in the
-    // MI-kernel SVM's decision. Fat LTO folds the embedded model's kind and encoding, so
+    // MI-kernel SVM's and MILES's decisions. Fat LTO folds the embedded model's kind and encoding, so
     // a path the model cannot take may not be linked at all: the check embeds a model of
     // every kind in every encoding.
     use mil_toolkit::classifier::citation_knn::Scaling;
@@ -323,6 +323,8 @@ fn the_firmware_links_without_a_panic_path() {
     let svm = Compact::from_host(&svm).unwrap().0;
     let mi = deploy::train(&musk1, None, ClassifierParams::Svm(SetKernelSvm::mismo()));
     let mi = Compact::from_host(&mi).unwrap().0;
+    let miles = deploy::train(&musk1, None, ClassifierParams::Miles(Default::default()));
+    let miles = Compact::from_host(&miles).unwrap().0;
     let mut builds = 0;
     for (compact, data, features) in [
         (&linear, &musk1, &["panic-check"][..]),
@@ -331,6 +333,7 @@ fn the_firmware_links_without_a_panic_path() {
         (&m3ic, &corel, &["panic-check"][..]),
         (&svm, &musk1, &["panic-check", "svm"][..]),
         (&mi, &musk1, &["panic-check", "svm"][..]),
+        (&miles, &musk1, &["panic-check", "svm"][..]),
     ] {
         for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
             let model = export(compact, encoding, data).unwrap();
@@ -346,7 +349,7 @@ fn the_firmware_links_without_a_panic_path() {
             builds += 1;
         }
     }
-    assert_eq!(builds, 18);
+    assert_eq!(builds, 21);
 }
 
 #[test]
@@ -498,7 +501,7 @@ fn set_kernel_svm_estimates_its_kernel_on_an_emulated_cortex_m4() {
     let musk1 = mil_toolkit::data::load("musk1").unwrap();
     let model = deploy::train(&musk1, None, deploy::svm(EmpiricalMap::None));
     for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
-        run_svm_on_device(&model, encoding, &musk1, "svm");
+        run_svm_on_device(&model, encoding, &musk1, &smallest(&musk1, 4), "svm");
     }
 }
 
@@ -512,38 +515,69 @@ fn mi_kernel_svm_runs_on_an_emulated_cortex_m4() {
     let musk1 = mil_toolkit::data::load("musk1").unwrap();
     let model = deploy::train(&musk1, None, ClassifierParams::Svm(SetKernelSvm::mismo()));
     for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
-        run_svm_on_device(&model, encoding, &musk1, "mi-kernel svm");
+        run_svm_on_device(
+            &model,
+            encoding,
+            &musk1,
+            &smallest(&musk1, 4),
+            "mi-kernel svm",
+        );
     }
 }
 
-/// Runs an SVM over stored bags (`host`, exported in `encoding`) on the four smallest
-/// bags of `data` (enough to time a decision; the emulated run stays short): each
-/// label and decision value equals the host-side core's on the same bytes (the same
-/// IEEE f64 arithmetic and seeds), each label the host model's, each value within the
-/// core's stated bound of the host's; prints the per-bag instructions (prefixed `what`)
-/// and the summary line.
+#[test]
+fn miles_runs_on_an_emulated_cortex_m4() {
+    // MILES at the host's defaults on musk1 (its 40 selected prototypes) in every
+    // encoding, on all 92 bags: one pass over a bag's instances against the prototypes,
+    // then one expf per prototype. Labels equal the host model's on every bag.
+    use mil_toolkit::classifier::miles::Miles;
+    use mil_toolkit::classifier::ClassifierParams;
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    let model = deploy::train(&musk1, None, ClassifierParams::Miles(Miles::default()));
+    let all: Vec<usize> = (0..musk1.n_bags()).collect();
+    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+        let bytes = run_svm_on_device(&model, encoding, &musk1, &all, "miles");
+        let core = Model::parse(&bytes).unwrap();
+        println!(
+            "firmware: miles {}: {} prototypes, the host model's label on {} of {} bags",
+            encoding.name(),
+            core.miles().unwrap().n_prototypes(),
+            all.len(),
+            all.len()
+        );
+    }
+}
+
+/// The `n` smallest bags of `data` (fewest instances, then first): enough to time a
+/// decision of an SVM over stored bags while the emulated run stays short.
+fn smallest(data: &mil_toolkit::Dataset, n: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..data.n_bags()).collect();
+    order.sort_by_key(|&b| (data.bag(b).len(), b));
+    order.truncate(n);
+    order
+}
+
+/// Runs an SVM over stored bags or MILES (`host`, exported in `encoding`) on the bags
+/// `chosen` of `data`: each label and decision value equals the host-side core's on the
+/// same bytes (the same IEEE f64 arithmetic and seeds), each label the host model's, each
+/// value within the core's stated bound of the host's; prints the per-bag instructions
+/// (prefixed `what`) and the summary line. Returns the model's bytes.
 fn run_svm_on_device(
     host_model: &mil_toolkit::model::HostModel,
     encoding: Encoding,
     data: &mil_toolkit::Dataset,
+    chosen: &[usize],
     what: &str,
-) {
+) -> Vec<u8> {
     let (compact, _) = Compact::from_host(host_model).unwrap();
     let bytes = export(&compact, encoding, data).unwrap();
     let core = Model::parse(&bytes).unwrap();
-    let mut order: Vec<usize> = (0..data.n_bags()).collect();
-    order.sort_by_key(|&b| (data.bag(b).len(), b));
-    let chosen: Vec<usize> = order[..4].to_vec();
-    let host = host_model.scores(data.select(&chosen)).unwrap();
-    let stdout = run_firmware(
-        &bytes,
-        &deploy::bags_bin(&data.copy_bags(&chosen)),
-        &["svm"],
-    );
+    let host = host_model.scores(data.select(chosen)).unwrap();
+    let stdout = run_firmware(&bytes, &deploy::bags_bin(&data.copy_bags(chosen)), &["svm"]);
     let lines = bag_lines(&stdout);
     assert_eq!(lines.len(), chosen.len(), "{stdout}");
     let per_tick = instructions_per_tick(&stdout);
-    for (i, (line, &b)) in lines.iter().zip(&chosen).enumerate() {
+    for (i, (line, &b)) in lines.iter().zip(chosen).enumerate() {
         let d = core_svm_decide(&core, data.bag(b)).unwrap();
         // The device prints f as an f32.
         assert_eq!(line.label, d.label, "{what} {encoding:?} bag {b}");
@@ -576,6 +610,7 @@ fn run_svm_on_device(
         "{}",
         stdout.lines().find(|l| l.starts_with("stack ")).unwrap()
     );
+    bytes
 }
 
 /// Runs `host` exported in `encoding` on every bag of `data` on the device; checks each

@@ -838,3 +838,125 @@ fn mi_kernel_decisions_stay_within_their_bound_across_scales_and_gammas() {
     }
     assert_eq!(checked, 5 * 3 * 2 * 3 * 10);
 }
+
+#[test]
+fn miles_on_its_prototypes() {
+    // MILES at the host's defaults on musk1 and elephant: the core's decision values within
+    // its stated bound of the host's in every encoding; labels identical wherever |f|
+    // exceeds the bound (and, in f32, on every bag); the witness the host's explanation
+    // names unless another instance's contribution lies within twice the bound of it.
+    use mil_toolkit::classifier::miles::Miles;
+    use mil_toolkit::classifier::ClassifierParams;
+    let [musk1, elephant] = datasets();
+    for data in [&musk1, &elephant] {
+        let model = deploy::train(data, None, ClassifierParams::Miles(Miles::default()));
+        let host = model.scores(data).unwrap();
+        let explained = model.explain(data).unwrap();
+        let (compact, _) = Compact::from_host(&model).unwrap();
+        for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+            let bytes = export(&compact, encoding, data).unwrap();
+            let core = Model::parse(&bytes).unwrap();
+            assert_eq!(core.kind(), mil_core::ModelKind::Miles);
+            let (mut agree, mut witnesses, mut worst) = (0, 0, 0.0f64);
+            for (b, e) in explained.iter().enumerate() {
+                let d = mil_toolkit::export::core_miles_decide(&core, data.bag(b)).unwrap();
+                let f = host.row(b)[1];
+                let err = (d.value - f).abs();
+                let what = format!("{} {encoding:?} bag {b}", data.name());
+                assert!(
+                    err <= d.bound,
+                    "{what}: {} vs {f}, bound {}",
+                    d.value,
+                    d.bound
+                );
+                worst = worst.max(err / f.abs().max(1.0));
+                agree += usize::from(d.label == host.label(b));
+                if f.abs() > d.bound {
+                    assert_eq!(d.label, host.label(b), "{what}");
+                }
+                let (got, want) = (d.witness.unwrap(), e.witnesses[0]);
+                witnesses += usize::from(got == want);
+                if got != want {
+                    let g = &e.instance_scores;
+                    assert!(g[want] - g[got] <= 2.0 * d.bound, "{what}: witness");
+                }
+            }
+            println!(
+                "{} miles {encoding:?}: {} bytes, {} prototypes, labels agree on {agree}/{}, witnesses {witnesses}, largest relative error {worst:.1e}",
+                data.name(),
+                bytes.len(),
+                core.miles().unwrap().n_prototypes(),
+                data.n_bags()
+            );
+            if encoding == Encoding::F32 {
+                assert_eq!(agree, data.n_bags(), "{}", data.name());
+            }
+        }
+    }
+}
+
+#[test]
+fn miles_decisions_stay_within_their_bound_across_seeds_scales_and_gammas() {
+    // Random MILES models away from musk1's regime: bags with features over ±300, a
+    // positive bag holding one instance near a concept point, queries over ±600 (beyond
+    // the z-score's training range), widths around the core's eight running sums, γ from
+    // 10⁻³ to 3 (at 3, e^(−γd²) amplifies every distance error), several seeds each.
+    // Every decision value within the stated bound of the host's f64 one in every
+    // encoding, and the label the host's wherever |f| exceeds the bound.
+    use mil_toolkit::classifier::miles::Miles;
+    use mil_toolkit::classifier::ClassifierParams;
+    use rand_core::{Rng, SeedableRng};
+    let mut checked = 0;
+    for seed in 0..4u64 {
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(100 + seed);
+        for dim in [1usize, 7, 8, 9, 30] {
+            for gamma in [1e-3, 0.1, 3.0] {
+                let mut bags = |n_bags: usize, spread: f64| -> Dataset {
+                    let mut u = || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+                    let bags: Vec<Vec<Vec<f64>>> = (0..n_bags)
+                        .map(|b| {
+                            let mut bag: Vec<Vec<f64>> = (0..1 + b % 4)
+                                .map(|_| (0..dim).map(|_| spread * (2.0 * u() - 1.0)).collect())
+                                .collect();
+                            if b % 2 == 1 {
+                                bag[0] = (0..dim).map(|_| 250.0 + 10.0 * u()).collect();
+                            }
+                            bag
+                        })
+                        .collect();
+                    let labels: Vec<usize> = (0..n_bags).map(|b| b % 2).collect();
+                    deploy::dataset(dim, &bags, &labels)
+                };
+                let (train, queries) = (bags(12, 300.0), bags(12, 600.0));
+                let params = Miles::default().gamma(Some(gamma));
+                let model = deploy::train(&train, None, ClassifierParams::Miles(params));
+                let (compact, _) = Compact::from_host(&model).unwrap();
+                for data in [&train, &queries] {
+                    let host = model.scores(data).unwrap();
+                    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+                        let bytes = export(&compact, encoding, &train).unwrap();
+                        let core = Model::parse(&bytes).unwrap();
+                        for b in 0..data.n_bags() {
+                            let d =
+                                mil_toolkit::export::core_miles_decide(&core, data.bag(b)).unwrap();
+                            let f = host.row(b)[1];
+                            let what =
+                                format!("seed {seed} D {dim} γ {gamma} {encoding:?} bag {b}");
+                            assert!(
+                                (d.value - f).abs() <= d.bound,
+                                "{what}: {} vs {f}, bound {}",
+                                d.value,
+                                d.bound
+                            );
+                            if f.abs() > d.bound {
+                                assert_eq!(d.label, host.label(b), "{what}");
+                            }
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(checked, 4 * 5 * 3 * 2 * 3 * 12);
+}

@@ -95,6 +95,7 @@ keywords!(crate::ModelKind {
     crate::ModelKind::M3ic => "m3ic": "projection, M³IC cluster assignment",
     crate::ModelKind::SetKernelSvm => "set-kernel-svm": "SVM over stored bags with a box-counting set kernel",
     crate::ModelKind::MiKernelSvm => "mi-kernel-svm": "SVM over stored bags with the MI kernel (sum of RBF over instance pairs)",
+    crate::ModelKind::Miles => "miles": "MILES: a linear score on the bag's largest RBF similarity to each stored prototype",
 });
 
 keywords!(crate::box_kernel::BoxKernel {

@@ -7,8 +7,9 @@
 //! A trained model is one byte string ([`container`]) that [`Model::parse`] reads in
 //! place; [`Model::classify`] then sends a bag through the projection stage
 //! ([`project`]) and the model's head: pooled linear scores ([`score`]), Citation-kNN
-//! ([`citation`]), M³IC clusters ([`cluster`]), or a set-kernel SVM ([`svm`], on the
-//! box-counting kernels of [`box_kernel`]).
+//! ([`citation`]), M³IC clusters ([`cluster`]), a set-kernel SVM ([`svm`], on the
+//! box-counting kernels of [`box_kernel`]), the MI-kernel SVM ([`mi_svm`]) or MILES
+//! ([`miles`]).
 //!
 //! ```
 //! use mil_core::{Instances, Model};
@@ -38,6 +39,7 @@ pub mod error;
 pub mod fixed;
 pub mod keyword;
 pub mod mi_svm;
+pub mod miles;
 pub mod model;
 pub mod project;
 pub mod sample;

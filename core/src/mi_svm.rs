@@ -52,20 +52,20 @@ fn bad(what: &'static str) -> Error {
 }
 
 /// 2⁻²⁴: the relative rounding of an f32.
-const U24: f64 = 1.0 / 16_777_216.0;
+pub(crate) const U24: f64 = 1.0 / 16_777_216.0;
 
 /// c = 1/2 + 2⁻⁷ of ‖Δy‖ ≤ c‖t‖ + 6u‖y‖ for quantised stored instances (t: the steps).
 const STEP_SLACK: f64 = 0.5 + 1.0 / 128.0;
 
 /// Rounds a short chain of `f32` operations on non-negative values up: (1 + 2⁻²⁴)³⁰ <
 /// 1 + 2⁻¹⁶.
-const ROUND_UP: f32 = 1.0 + 1.0 / 65_536.0;
+pub(crate) const ROUND_UP: f32 = 1.0 + 1.0 / 65_536.0;
 
 /// `expf`'s error, two ulps, relative: 2⁻²².
-const EXPF_ULPS: f32 = 1.0 / 4_194_304.0;
+pub(crate) const EXPF_ULPS: f32 = 1.0 / 4_194_304.0;
 
 /// An absolute 2⁻¹²⁰ for what rounds below `f32`'s normal range.
-const TINY: f32 = 7.523_164e-37;
+pub(crate) const TINY: f32 = 7.523_164e-37;
 
 /// Running sums of a squared distance: feature j goes to sum j mod 8, and the eight are
 /// added pairwise, so each term is rounded at most ⌈D/8⌉ + 4 times (its difference, its
@@ -114,8 +114,109 @@ fn add_squares(sums: &mut [f32; LANES], x: &[f32], y: impl Iterator<Item = f32>)
     }
 }
 
+/// ‖x − y_t‖² summed in `f32` against stored instance t of `instances` (its row decoded
+/// as it is read: floats, or integers times their feature's step in `scale`), over
+/// [`LANES`] running sums that eight features at a time keep in registers.
+pub(crate) fn sq_dist(
+    instances: &Section<'_>,
+    scale: Option<Section<'_>>,
+    t: usize,
+    x: &[f32],
+) -> f32 {
+    let row = instances.row_bytes(t);
+    let mut sums = [0.0f32; LANES];
+    match (scale, instances.elem) {
+        (None, _) => {
+            let (x8, x_rest) = blocks::<_, LANES>(x);
+            let (row8, rest) = blocks::<_, { 4 * LANES }>(row);
+            let float = |w: &[u8; 4]| f32::from_le_bytes(*w);
+            for (z, r) in x8.zip(row8) {
+                add_squares(&mut sums, z, blocks::<_, 4>(r).0.map(float));
+            }
+            add_squares(&mut sums, x_rest, rest.chunks_exact(4).map(le_f32));
+        }
+        (Some(steps), Elem::I16) => {
+            add_scaled_row::<2, { 2 * LANES }>(&mut sums, x, row, steps.bytes, |q| {
+                f32::from(i16::from_le_bytes(*q))
+            })
+        }
+        (Some(steps), _) => {
+            add_scaled_row::<1, LANES>(&mut sums, x, row, steps.bytes, |&[q]| f32::from(q as i8))
+        }
+    }
+    let [a, b, c, d, e, f, g, h] = sums;
+    ((a + b) + (c + d)) + ((e + f) + (g + h))
+}
+
+/// The per-model constants of the bound on one squared distance (module documentation):
+/// how far the device's ‖x̂ − ŷ‖² (`f32`, [`sq_dist`]) can be from the host's `f64`
+/// ‖x − y‖² of the unrounded values.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DistanceBound {
+    /// γ_m of the `f32` sum.
+    g_sum: f32,
+    /// 1/(1 − γ_m): S ≤ d̂ / (1 − γ_m).
+    sum_inflation: f32,
+    /// 2(D + 2)·2⁻⁵³: the host's own `f64` distance.
+    host_rounding: f32,
+    /// c‖t‖ of quantised stored coordinates (0 in `f32`).
+    dy_fixed: f32,
+    /// The relative error of a stored coordinate.
+    dy_rel: f32,
+}
+
+impl DistanceBound {
+    /// The constants for D features stored as `scale` says (`None`: `f32`).
+    pub(crate) fn new(d: usize, scale: Option<Section<'_>>) -> Self {
+        const U53: f64 = f64::EPSILON / 2.0;
+        let rounds = d.div_ceil(LANES) as f64 + 4.0;
+        let g_sum = if rounds * U24 < 0.5 {
+            (rounds * U24 / (1.0 - rounds * U24)) as f32
+        } else {
+            f32::INFINITY
+        };
+        let (dy_fixed, dy_rel) = match scale {
+            None => (0.0, U24 as f32),
+            Some(steps) => {
+                let norm = libm::sqrt(
+                    steps
+                        .f32s()
+                        .iter()
+                        .map(|t| f64::from(t) * f64::from(t))
+                        .sum(),
+                );
+                ((STEP_SLACK * norm) as f32, 6.0 * U24 as f32)
+            }
+        };
+        DistanceBound {
+            g_sum,
+            sum_inflation: 1.0 / (1.0 - g_sum),
+            host_rounding: (2.0 * (d as f64 + 2.0) * U53) as f32,
+            dy_fixed,
+            dy_rel,
+        }
+    }
+
+    /// The bound on |d̂ − d²_host| for the device's `d2` = d̂ against a query of norm
+    /// `x_norm` (‖x‖ of the scaled query before its rounding to `f32`), before the final
+    /// rounding up by [`ROUND_UP`].
+    #[inline(always)]
+    pub(crate) fn error(&self, d2: f32, x_norm: f32) -> f32 {
+        let u = U24 as f32;
+        // ‖x̂‖ ≤ (1 + u)‖x‖, and the query's share of ε.
+        let (x_hat_norm, x_eps) = (x_norm * (1.0 + u), u * x_norm);
+        let s = d2 * self.sum_inflation;
+        let root = libm::sqrtf(s);
+        let y_norm = x_hat_norm + root;
+        let eps = x_eps + self.dy_fixed + self.dy_rel * y_norm;
+        self.g_sum * s
+            + eps * (2.0 * root + eps)
+            + self.host_rounding * (x_norm * x_norm + (y_norm + eps) * (y_norm + eps))
+    }
+}
+
 /// Largest γ and |b| a model may state.
-const MAX_PARAM: f64 = 1e6;
+pub(crate) const MAX_PARAM: f64 = 1e6;
 
 /// A parsed MI-kernel SVM (model kind [`crate::ModelKind::MiKernelSvm`]).
 #[derive(Debug, Clone, Copy)]
@@ -235,35 +336,9 @@ impl<'a> MiKernelSvm<'a> {
         self.gamma
     }
 
-    /// ‖x − y_t‖² summed in `f32` against stored instance t (its row decoded as it is
-    /// read: floats, or integers times their feature's step), over [`LANES`] running sums
-    /// that eight features at a time keep in registers.
+    /// ‖x − y_t‖² against stored instance t ([`sq_dist`]).
     fn sq_dist(&self, t: usize, x: &[f32]) -> f32 {
-        let row = self.instances.row_bytes(t);
-        let mut sums = [0.0f32; LANES];
-        match (self.instance_scale, self.instances.elem) {
-            (None, _) => {
-                let (x8, x_rest) = blocks::<_, LANES>(x);
-                let (row8, rest) = blocks::<_, { 4 * LANES }>(row);
-                let float = |w: &[u8; 4]| f32::from_le_bytes(*w);
-                for (z, r) in x8.zip(row8) {
-                    add_squares(&mut sums, z, blocks::<_, 4>(r).0.map(float));
-                }
-                add_squares(&mut sums, x_rest, rest.chunks_exact(4).map(le_f32));
-            }
-            (Some(steps), Elem::I16) => {
-                add_scaled_row::<2, { 2 * LANES }>(&mut sums, x, row, steps.bytes, |q| {
-                    f32::from(i16::from_le_bytes(*q))
-                })
-            }
-            (Some(steps), _) => {
-                add_scaled_row::<1, LANES>(&mut sums, x, row, steps.bytes, |&[q]| {
-                    f32::from(q as i8)
-                })
-            }
-        }
-        let [a, b, c, d, e, f, g, h] = sums;
-        ((a + b) + (c + d)) + ((e + f) + (g + h))
+        sq_dist(&self.instances, self.instance_scale, t, x)
     }
 
     /// ω_r and the bound on its storage error |Δω_r|.
@@ -301,30 +376,7 @@ impl<'a> MiKernelSvm<'a> {
         let x = scratch
             .get_mut(..d)
             .ok_or(Error::BufferTooSmall { needed: d, got })?;
-        const U53: f64 = f64::EPSILON / 2.0;
-        // The bound's per-model constants (module documentation).
-        let rounds = d.div_ceil(LANES) as f64 + 4.0;
-        let g_sum = if rounds * U24 < 0.5 {
-            (rounds * U24 / (1.0 - rounds * U24)) as f32
-        } else {
-            f32::INFINITY
-        };
-        // S ≤ d̂ / (1 − γ_m).
-        let sum_inflation = 1.0 / (1.0 - g_sum);
-        let host_rounding = (2.0 * (d as f64 + 2.0) * U53) as f32;
-        let (dy_fixed, dy_rel) = match self.instance_scale {
-            None => (0.0, U24 as f32),
-            Some(steps) => {
-                let norm = libm::sqrt(
-                    steps
-                        .f32s()
-                        .iter()
-                        .map(|t| f64::from(t) * f64::from(t))
-                        .sum(),
-                );
-                ((STEP_SLACK * norm) as f32, 6.0 * U24 as f32)
-            }
-        };
+        let bound = DistanceBound::new(d, self.instance_scale);
         let (gamma, u) = (self.gamma, U24 as f32);
         let (mut value, mut error, mut magnitude) = (self.bias, 0.0, libm::fabs(self.bias));
         let mut witness = (0, f64::NEG_INFINITY);
@@ -337,8 +389,6 @@ impl<'a> MiKernelSvm<'a> {
                 *z = scaled as f32;
             }
             let x_norm = libm::sqrt(x_norm_sq) as f32;
-            // ‖x̂‖ ≤ (1 + u)‖x‖, and the query's share of ε.
-            let (x_hat_norm, x_eps) = (x_norm * (1.0 + u), u * x_norm);
             let mut g = 0.0;
             for r in 0..self.n_bags() {
                 let (a, b) = (
@@ -351,13 +401,7 @@ impl<'a> MiKernelSvm<'a> {
                     let exponent = (gamma * f64::from(d2)) as f32;
                     let e = libm::expf(-exponent);
                     // The exponent's error A (module documentation), in f32 rounded up.
-                    let s = d2 * sum_inflation;
-                    let root = libm::sqrtf(s);
-                    let y_norm = x_hat_norm + root;
-                    let eps = x_eps + dy_fixed + dy_rel * y_norm;
-                    let distance = g_sum * s
-                        + eps * (2.0 * root + eps)
-                        + host_rounding * (x_norm * x_norm + (y_norm + eps) * (y_norm + eps));
+                    let distance = bound.error(d2, x_norm);
                     let a = ((gamma * f64::from(distance)) as f32 + 2.0 * u * exponent) * ROUND_UP
                         + TINY;
                     // e^A − 1 ≤ A(1 + A) for A ≤ 1.

@@ -32,6 +32,7 @@ use crate::container::{self, tag, Elem, Section, Sections, MAX_INPUT_EXP};
 use crate::error::Error;
 use crate::fixed;
 use crate::mi_svm::MiKernelSvm;
+use crate::miles::Miles;
 use crate::project::{Projection, Stage};
 use crate::score::{LinearMil, LinearScorer};
 use crate::svm::SetKernelSvm;
@@ -54,6 +55,8 @@ pub enum Head<'a> {
     SetKernelSvm(SetKernelSvm<'a>),
     /// An MI-kernel SVM over stored bags (its own entry point: [`MiKernelSvm::decide`]).
     MiKernelSvm(MiKernelSvm<'a>),
+    /// MILES over stored prototypes (its own entry point: [`Miles::decide`]).
+    Miles(Miles<'a>),
 }
 
 impl<'a> Head<'a> {
@@ -126,6 +129,15 @@ impl<'a> Head<'a> {
                 }
                 Head::MiKernelSvm(MiKernelSvm::from_sections(sections, enc, header.input_dim)?)
             }
+            ModelKind::Miles => {
+                if projected {
+                    return Err(Error::BadModel("a MILES model has no projection stage"));
+                }
+                if header.output_dim != 2 {
+                    return Err(Error::BadModel("a MILES model has two classes"));
+                }
+                Head::Miles(Miles::from_sections(sections, enc, header.input_dim)?)
+            }
         })
     }
 }
@@ -160,11 +172,12 @@ impl<'a> Model<'a> {
         let (header, sections) = container::parse(bytes)?;
         let enc = header.encoding;
         let d_in = header.input_dim;
-        // The SVMs take raw features; their encoding applies to what they store only.
+        // The SVMs and MILES take raw features; their encoding applies to what they store
+        // only.
         let input_exp = if enc != Encoding::F32
             && !matches!(
                 header.kind,
-                ModelKind::SetKernelSvm | ModelKind::MiKernelSvm
+                ModelKind::SetKernelSvm | ModelKind::MiKernelSvm | ModelKind::Miles
             ) {
             let s = sections.require(tag::INPUT_EXP)?;
             s.expect(Elem::I8, 1, d_in)?;
@@ -290,6 +303,16 @@ impl<'a> Model<'a> {
     pub fn mi_svm(&self) -> Option<&MiKernelSvm<'a>> {
         match &self.head {
             Head::MiKernelSvm(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The MILES model of a [`ModelKind::Miles`] model, with its own entry point
+    /// [`Miles::decide`] (raw `f64` features, [`Miles::scratch_len`] values of scratch and
+    /// K indices).
+    pub fn miles(&self) -> Option<&Miles<'a>> {
+        match &self.head {
+            Head::Miles(m) => Some(m),
             _ => None,
         }
     }
@@ -422,7 +445,7 @@ impl<'a> Model<'a> {
             Head::LinearMil(_) => d + 3 * self.header.output_dim,
             Head::CitationKnn(c) => c.scratch_len(max_instances, d),
             Head::M3ic(_) => d + self.header.output_dim,
-            Head::SetKernelSvm(_) | Head::MiKernelSvm(_) => 0,
+            Head::SetKernelSvm(_) | Head::MiKernelSvm(_) | Head::Miles(_) => 0,
         }
     }
 
@@ -442,8 +465,9 @@ impl<'a> Model<'a> {
         crate::bag::instance_count(bag.len(), self.header.input_dim)
     }
 
-    /// Classifies (or, for M³IC, assigns to a cluster) one bag; a set-kernel SVM answers
-    /// [`Error::WrongModelKind`] here (use [`Model::svm`] or [`Model::mi_svm`]). `scratch` needs
+    /// Classifies (or, for M³IC, assigns to a cluster) one bag; a set-kernel SVM or MILES
+    /// answers [`Error::WrongModelKind`] here (use [`Model::svm`], [`Model::mi_svm`] or
+    /// [`Model::miles`]). `scratch` needs
     /// [`Model::scratch_len`] elements; `scores` receives one value per class or cluster
     /// and must hold [`Model::output_dim`] elements.
     pub fn classify(
@@ -468,7 +492,7 @@ impl<'a> Model<'a> {
         })?;
         let stage = &self.stage;
         match &self.head {
-            Head::Projection | Head::SetKernelSvm(_) | Head::MiKernelSvm(_) => {
+            Head::Projection | Head::SetKernelSvm(_) | Head::MiKernelSvm(_) | Head::Miles(_) => {
                 Err(Error::WrongModelKind)
             }
             Head::LinearMil(s) => s.score_bag(stage, bag, n, scratch, scores),
@@ -503,8 +527,8 @@ impl<'m, 'a> TryFrom<&'m Model<'a>> for LinearMil<'m, 'a> {
 ///
 /// It reads the header and the section table only — no checksum or validation, which
 /// [`Model::parse`] still does at run time — and answers 0 for bytes that are not a model
-/// of a known kind and for the SVM kinds, which take their own buffers
-/// ([`crate::svm::SetKernelSvm`], [`crate::mi_svm::MiKernelSvm`]). For every model
+/// of a known kind and for the SVM kinds and MILES, which take their own buffers
+/// ([`crate::svm::SetKernelSvm`], [`crate::mi_svm::MiKernelSvm`], [`crate::miles::Miles`]). For every model
 /// [`Model::parse`] accepts, it equals [`Model::scratch_len`] (tested on every kind and
 /// encoding the exporter writes).
 pub const fn scratch_bound(model: &[u8], max_instances: usize) -> usize {

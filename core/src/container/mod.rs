@@ -61,6 +61,9 @@ pub enum ModelKind {
     /// SVM over stored bags with the MI kernel (Gärtner et al. 2002): see
     /// [`crate::mi_svm`].
     MiKernelSvm = 6,
+    /// MILES (Chen, Bi & Wang 2006): a linear score on the bag's similarities to stored
+    /// prototypes: see [`crate::miles`].
+    Miles = 7,
 }
 
 impl ModelKind {
@@ -73,6 +76,7 @@ impl ModelKind {
             4 => Some(ModelKind::M3ic),
             5 => Some(ModelKind::SetKernelSvm),
             6 => Some(ModelKind::MiKernelSvm),
+            7 => Some(ModelKind::Miles),
             _ => None,
         }
     }
@@ -200,7 +204,9 @@ pub mod tag {
     pub const CITER_RADII: u16 = 14;
     /// Smallest rounded training value per feature of a box-kernel grid, 1 × D, `f64`
     /// (integers below 2⁵³, exact). For an MI-kernel SVM, its min–max map: 2 × D, `f64`,
-    /// row 0 the minima, row 1 the ranges ([`crate::mi_svm`]).
+    /// row 0 the minima, row 1 the ranges ([`crate::mi_svm`]). For MILES, its z-score:
+    /// 2 × D, `f64`, row 0 the means, row 1 the inverse standard deviations
+    /// ([`crate::miles`]).
     pub const GRID_MIN: u16 = 15;
     /// Grid size sᵢ per feature of a box-kernel grid, 1 × D, `u32`.
     pub const GRID_SIZE: u16 = 16;
@@ -210,7 +216,7 @@ pub mod tag {
     /// (two's complement), seed low and high words (see [`crate::svm`]).
     pub const KERNEL_CONFIG: u16 = 18;
     /// Real settings of a set kernel SVM, 1 × 5, `f64`: ε, δ, ρ, log offset T, bias b
-    /// (an MI-kernel SVM: 1 × 2, γ and b).
+    /// (an MI-kernel SVM and MILES: 1 × 2, γ and b).
     pub const KERNEL_PARAMS: u16 = 19;
     /// Per-feature affine map z_j = a_j·v_j + c_j of an M³IC model whose instances are
     /// scaled to unit length: 2 × D, `f32`, row 0 the a_j, row 1 the c_j, where v_j is

@@ -106,6 +106,17 @@ pub fn run(args: &InspectArgs) -> Result<Report> {
                 details.insert("gamma".into(), json!(svm.gamma()));
             }
         }
+        ModelKind::Miles => {
+            if let Some(m) = model.miles() {
+                human.push_str(&format!(
+                    "\nMILES over {} prototypes, similarity exp(−γ‖x − p‖²) with γ = {} on z-scored features",
+                    m.n_prototypes(),
+                    m.gamma()
+                ));
+                details.insert("prototypes".into(), json!(m.n_prototypes()));
+                details.insert("gamma".into(), json!(m.gamma()));
+            }
+        }
     }
     let mut json = json!({
         "model": args.model,

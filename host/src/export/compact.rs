@@ -224,9 +224,20 @@ impl Compact {
                     None,
                 ))
             }
+            ClassifierModel::Miles(m) => Ok((
+                Compact {
+                    stage: projection,
+                    head: Head::Miles {
+                        model: Box::new(m.clone()),
+                        // A chosen threshold t moves the decision f > t into the bias.
+                        shift: model.threshold.unwrap_or(0.0),
+                    },
+                },
+                None,
+            )),
             // Every other classifier: the core has no head for it.
             other => Err(Error::Unsupported(format!(
-                "exporting a {} model (the core has no head for it); export milr, citation-knn or a set-kernel svm",
+                "exporting a {} model (the core has no head for it); export milr, citation-knn, a set-kernel svm or miles",
                 other.kind()
             ))),
         }
@@ -235,11 +246,11 @@ impl Compact {
 
 /// The host model's scores of one bag (`row`, from [`HostModel::scores`]) in the form
 /// its compact model computes them ([`Compact::from_host`]): a thresholded binary MILR
-/// scores [t, P], a thresholded SVM [0, f − t]; otherwise the row itself.
+/// scores [t, P], a thresholded SVM or MILES [0, f − t]; otherwise the row itself.
 pub fn host_scores_as_compact(model: &HostModel, row: &[f64]) -> Vec<f64> {
     match (model.threshold, &model.classifier, row) {
         (Some(t), ClassifierModel::Milr(_), [_, p]) => vec![t, *p],
-        (Some(t), ClassifierModel::Svm(_), [z, f]) => vec![*z, f - t],
+        (Some(t), ClassifierModel::Svm(_) | ClassifierModel::Miles(_), [z, f]) => vec![*z, f - t],
         _ => row.to_vec(),
     }
 }

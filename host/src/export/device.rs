@@ -96,9 +96,9 @@ pub fn m3ic_score_bound(model: &Model<'_>, bag: &[i16]) -> Result<f64> {
 pub fn core_classify(model: &Model<'_>, bag: Bag<'_>) -> Result<(mil_core::Decision, Vec<f32>)> {
     if matches!(
         model.kind(),
-        ModelKind::SetKernelSvm | ModelKind::MiKernelSvm
+        ModelKind::SetKernelSvm | ModelKind::MiKernelSvm | ModelKind::Miles
     ) {
-        // Scores as the host's SVM gives them: (0, f) per bag.
+        // Scores as the host's SVM and MILES give them: (0, f) per bag.
         let d = core_svm_decide(model, bag)?;
         let decision = mil_core::Decision {
             label: d.label,

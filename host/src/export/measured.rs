@@ -163,7 +163,7 @@ impl HostModel {
         }
         let bytes = export_with(&compact, options.encoding, train, options.options())?;
         let core = Model::parse(&bytes)?;
-        if core.svm().is_some() || core.mi_svm().is_some() {
+        if core.svm().is_some() || core.mi_svm().is_some() || core.miles().is_some() {
             let host = self.scores_with_progress(train, progress)?;
             return svm_measure(bytes, options, train, &host, self.threshold, progress);
         }
@@ -233,9 +233,10 @@ impl M3icModel {
     }
 }
 
-/// An exported set-kernel SVM (box-counting or MI kernel): one core decision per training
-/// bag (each evaluates the kernel against every stored bag), its deviation from the
-/// host's decision value and the bound the core states for it.
+/// An exported set-kernel SVM (box-counting or MI kernel) or MILES model: one core
+/// decision per training bag (each evaluates the kernel against every stored bag, or the
+/// similarities to every prototype), its deviation from the host's decision value and
+/// the bound the core states for it.
 fn svm_measure(
     bytes: Vec<u8>,
     options: Export,

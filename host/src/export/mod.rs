@@ -2,7 +2,10 @@
 //! ([`mil_core::container`] documents the layout), in f32, Q15 or Q7, and the check that
 //! core inference on the exported bytes matches the host model.
 //!
-//! Every model is a *projection stage* (standardisation folded in: G'_kj = G_jk/σ_j,
+//! The SVMs over stored bags and MILES have no projection stage: they store what they
+//! compare bags with (instances, prototypes) and take raw features.
+//!
+//! Every other model is a *projection stage* (standardisation folded in: G'_kj = G_jk/σ_j,
 //! b_k = −Σ_j G'_kj μ_j) followed by a *head*: a linear scorer with pooling, Citation-kNN
 //! reference bags, or M³IC cluster weights. Quantised models also fold the input
 //! quantisation step s_j (a power of two: at least 2·max|x_j|/32767 over the training
@@ -17,6 +20,7 @@ use mil_core::container::Encoding;
 use mil_core::score::Pooling;
 use mil_core::Model;
 
+use crate::classifier::miles::MilesModel;
 use crate::classifier::svm::{MiSvmDeployment, SvmDeployment};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -25,6 +29,7 @@ use crate::projection::LinearProjection;
 mod compact;
 mod device;
 mod measured;
+mod miles;
 pub mod rounding;
 mod staged;
 mod steps;
@@ -34,6 +39,7 @@ mod writer;
 pub use compact::host_scores_as_compact;
 pub use device::{core_classify, m3ic_score_bound, max_abs_error, CoreBag};
 pub use measured::{Export, Exported};
+pub use miles::core_miles_decide;
 pub use svm::{core_mi_svm_decide, core_svm_decide};
 use svm::{export_mi_svm, export_svm};
 use writer::Writer;
@@ -121,6 +127,14 @@ pub enum Head {
     /// An MI-kernel SVM over stored bags, on raw features with its min–max map (no
     /// projection stage; f32 only).
     MiKernelSvm(Box<MiSvmDeployment>),
+    /// MILES over its selected prototypes, on raw features with its z-score (no
+    /// projection stage); the bias shifted by a decision threshold (f − t > 0 ⇔ f > t).
+    Miles {
+        /// The fitted model.
+        model: Box<MilesModel>,
+        /// The decision threshold t subtracted from the bias (0 without one).
+        shift: f64,
+    },
 }
 
 /// A host model in the shape the container stores.
@@ -330,6 +344,10 @@ pub fn export_with(
         Head::MiKernelSvm(svm) => {
             unstaged("an MI-kernel SVM")?;
             export_mi_svm(svm, encoding, dim_in, Writer::new())
+        }
+        Head::Miles { model, shift } => {
+            unstaged("a MILES model")?;
+            miles::export_miles(model, *shift, encoding, dim_in, Writer::new())
         }
         _ => staged::export_staged(model, encoding, train, options),
     }

@@ -232,9 +232,9 @@ fn write_head(
             }
             (ModelKind::M3ic, k)
         }
-        Head::SetKernelSvm(_) | Head::MiKernelSvm(_) => {
+        Head::SetKernelSvm(_) | Head::MiKernelSvm(_) | Head::Miles { .. } => {
             return Err(Error::Unsupported(
-                "an SVM head after a projection stage".into(),
+                "an SVM or MILES head after a projection stage".into(),
             ))
         }
     })

@@ -90,11 +90,14 @@ pub fn core_mi_svm_decide(model: &Model<'_>, bag: Bag<'_>) -> Result<mil_core::s
     Ok(svm.decide(bag.as_slice(), &mut scratch)?)
 }
 
-/// The decision of a set-kernel SVM model (box-counting or MI kernel) on one host bag, in
-/// buffers sized for it.
+/// The decision of a set-kernel SVM model (box-counting or MI kernel) or a MILES model on
+/// one host bag, in buffers sized for it.
 pub fn core_svm_decide(model: &Model<'_>, bag: Bag<'_>) -> Result<mil_core::svm::SvmDecision> {
     if model.mi_svm().is_some() {
         return core_mi_svm_decide(model, bag);
+    }
+    if model.miles().is_some() {
+        return super::core_miles_decide(model, bag);
     }
     let svm = model.svm().ok_or(mil_core::Error::WrongModelKind)?;
     let len = svm

@@ -1,6 +1,7 @@
 //! Runs `mil-core` inference on a Cortex-M4 (QEMU `mps2-an386`): parses the embedded model
 //! (any kind: a projection alone, pooled linear, Citation-kNN, M³IC, a set-kernel SVM
-//! estimating its box kernel on the device, or an MI-kernel SVM), classifies every embedded bag and prints, per bag, the label, the scores and the
+//! estimating its box kernel on the device, an MI-kernel SVM, or MILES), classifies every
+//! embedded bag and prints, per bag, the label, the scores and the
 //! instructions it took; then the stack high-water mark of inference. The host test
 //! `tests/firmware.rs` writes the data, builds this crate, runs it and checks the output.
 //!
@@ -23,6 +24,8 @@ use mil_core::container::Aligned;
 use mil_core::keyword::Keyword;
 #[cfg(feature = "svm")]
 use mil_core::mi_svm::MiKernelSvm;
+#[cfg(feature = "svm")]
+use mil_core::miles::Miles;
 #[cfg(feature = "svm")]
 use mil_core::svm::{SetKernelSvm, SvmScratch};
 use mil_core::{Decision, Encoding, Error, Instances, Model, ModelKind};
@@ -401,6 +404,12 @@ fn infer(
     if let Some(svm) = model.mi_svm() {
         return mi_svm_decide(svm, fb, &mut svm_buffers.x, scratch, scores);
     }
+    #[cfg(feature = "svm")]
+    if let Some(miles) = model.miles() {
+        // The estimator's integers are free here: they hold the nearest instances.
+        let SvmBuffers { x, ints, .. } = svm_buffers;
+        return miles_decide(miles, fb, x, scratch, ints, scores);
+    }
     let bag = if model.encoding() == Encoding::F32 {
         Instances::F32(fb)
     } else {
@@ -516,6 +525,21 @@ fn mi_svm_decide(
     scores: &mut [f32],
 ) -> Result<Decision, Error> {
     Ok(report(svm.decide(widen(bag, wide), query)?, scores))
+}
+
+#[cfg(feature = "svm")]
+/// MILES's decision on one bag (raw features widened into `wide`; the z-scored instance
+/// and the running minima in `scratch`, the nearest instances in `nearest`), reported
+/// like a two-class score vector (0, f).
+fn miles_decide(
+    miles: &Miles<'_>,
+    bag: &[f32],
+    wide: &mut [f64],
+    scratch: &mut [f32],
+    nearest: &mut [u32],
+    scores: &mut [f32],
+) -> Result<Decision, Error> {
+    Ok(report(miles.decide(widen(bag, wide), scratch, nearest)?, scores))
 }
 
 #[cfg(feature = "svm")]

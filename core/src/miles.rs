@@ -1,0 +1,293 @@
+//! MILES (Chen, Bi & Wang, *MILES: Multiple-Instance Learning via Embedded Instance
+//! Selection*, TPAMI 2006) on the device: a bag B is embedded by its similarity to each
+//! selected prototype p_k, s_k(B) = max_j exp(−γ‖x_j − p_k‖²) (γ = 1/σ²), and scored
+//! f(B) = Σ_k w_k s_k(B) + b, on features z-scored with the training instances' means and
+//! standard deviations (the host's `--classifier miles`). Model kind
+//! [`crate::ModelKind::Miles`].
+//!
+//! exp is decreasing, so s_k(B) = exp(−γ m_k) with m_k = min_j ‖x_j − p_k‖²: one pass
+//! over the bag's instances keeps K running minima (and where each was reached), and
+//! the exponential is taken K times per bag, not n·K. The witness is the host
+//! explanation's: each prototype's term w_k s_k(B) belongs to the bag's instance nearest
+//! p_k (the first at the least distance), an instance's contribution g(x_j) is the sum of
+//! the terms it holds, and the witness is the first instance of largest g (an instance
+//! holding no term has g = 0).
+//!
+//! Sections: `KERNEL_PARAMS` (`f64`, 1 × 2: γ, b), `GRID_MIN` (`f64`, 2 × D: the mean and
+//! the inverse standard deviation of each feature, 0 for a constant feature, as on the
+//! host), `REF_INSTANCES` (the K prototypes, already z-scored: `f32`, or in Q15/Q7
+//! `i16`/`i8` with one scale per feature in `REF_SCALE`) and `SCORE_WEIGHTS` (w, 1 × K:
+//! `f32`, or Q15 with one scale in `SCORE_SCALE` in both quantised encodings, as the
+//! MI-kernel SVM stores its weights). The query stays `f64`.
+//!
+//! Arithmetic: the z-scored query is computed in `f64` exactly as on the host and rounded
+//! to `f32`; each squared distance is the MI-kernel SVM's ([`crate::mi_svm`]: `f32` over
+//! typed rows, eight running sums); e^(−γm̂_k) is `libm::expf` of the `f64` product γm̂_k
+//! rounded to `f32`; the weighted sum is `f64`.
+//!
+//! Error bound ([`SvmDecision::bound`]): each squared distance d̂ the device computes is
+//! within E(d̂, ‖x‖) of the host's `f64` value, the per-pair bound the MI-kernel SVM
+//! derives (stored coordinates' rounding or quantisation step, the query's rounding to
+//! `f32`, the `f32` sum, the host's own ‖x‖² + ‖y‖² − 2x·y; rounded up by 1 + 2⁻¹⁶). So the
+//! host's minimum m_k lies in [L_k, U_k] with L_k = max(0, min_j(d̂_j − E_j)) and
+//! U_k = min_j(d̂_j + E_j), both kept in the pass beside m̂_k = min_j d̂_j (each rounded
+//! outwards by a factor 1 ∓ 2⁻²⁰, which covers the `f32` subtraction or addition and
+//! the product), and |m̂_k − m_k| ≤ Δ_k = max(m̂_k − L_k, U_k − m̂_k). The exponent's
+//! error is A_k = γΔ_k + 2u·γm̂_k (u = 2⁻²⁴, its rounding to `f32`), so the term moves by
+//! at most e^(−γm̂_k)(e^(A_k) − 1), plus two ulps of `expf` (2⁻²² relative, 2⁻¹²⁰
+//! absolute). w_k moves by |w_k|·2⁻²⁴ (f32) or half its step (Q15); the K-term sum (and
+//! the host's own) adds (K + 16)·2⁻⁵² times |b| + Σ|w_k|s_k. A query coordinate beyond
+//! `f32`'s range makes the bound infinite (the decision is still computed).
+
+use crate::bag::instance_count;
+use crate::container::{tag, Elem, Encoding, Section, Sections};
+use crate::error::Error;
+use crate::mi_svm::{sq_dist, DistanceBound, EXPF_ULPS, MAX_PARAM, ROUND_UP, TINY, U24};
+use crate::svm::SvmDecision;
+
+fn bad(what: &'static str) -> Error {
+    Error::BadModel(what)
+}
+
+/// 1 − 2⁻²⁰ and 1 + 2⁻²⁰: round a running bound on a minimum outwards past one `f32`
+/// addition and one product, (1 ± 2⁻²⁴)² ≷ 1 ∓ 2⁻²⁰.
+const DOWN: f32 = 1.0 - 1.0 / 1_048_576.0;
+const UP: f32 = 1.0 + 1.0 / 1_048_576.0;
+
+/// A parsed MILES model (model kind [`crate::ModelKind::Miles`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Miles<'a> {
+    gamma: f64,
+    bias: f64,
+    zscore: Section<'a>,
+    prototypes: Section<'a>,
+    /// Per-feature step of quantised prototypes.
+    prototype_scale: Option<Section<'a>>,
+    weights: Section<'a>,
+    /// Step of quantised weights.
+    weight_scale: Option<f64>,
+}
+
+impl<'a> Miles<'a> {
+    pub(crate) fn from_sections(
+        sections: &Sections<'a>,
+        encoding: Encoding,
+        dim: usize,
+    ) -> Result<Self, Error> {
+        let params = sections.require(tag::KERNEL_PARAMS)?;
+        params.expect(Elem::F64, 1, 2)?;
+        let (gamma, bias) = (params.f64_at(0), params.f64_at(1));
+        if !(gamma > 0.0 && gamma <= MAX_PARAM && bias.abs() <= MAX_PARAM) {
+            return Err(bad("γ not in (0, 1e6] or bias not finite and moderate"));
+        }
+        let zscore = sections.require(tag::GRID_MIN)?;
+        zscore.expect(Elem::F64, 2, dim)?;
+        if (0..2 * dim).any(|i| !zscore.f64_at(i).is_finite())
+            || (0..dim).any(|j| zscore.f64_at(dim + j) < 0.0)
+        {
+            return Err(bad("z-score not finite or with a negative scale"));
+        }
+        let prototypes = sections.require(tag::REF_INSTANCES)?;
+        if prototypes.elem != encoding.elem() || prototypes.cols != dim || prototypes.rows == 0 {
+            return Err(bad("prototypes missing, or of the wrong type or width"));
+        }
+        let k = prototypes.rows;
+        let prototype_scale = match encoding {
+            Encoding::F32 => {
+                prototypes.expect_finite()?;
+                None
+            }
+            _ => {
+                if (0..prototypes.len()).any(|i| prototypes.i32_at(i).abs() > encoding.q_max()) {
+                    return Err(bad("quantised value outside the symmetric range"));
+                }
+                let s = sections.f32_vec(tag::REF_SCALE, dim)?;
+                if (0..dim).any(|j| s.f32_at(j) < 0.0) {
+                    return Err(bad("negative quantisation scale"));
+                }
+                Some(s)
+            }
+        };
+        let weights = sections.require(tag::SCORE_WEIGHTS)?;
+        let weight_scale = match encoding {
+            Encoding::F32 => {
+                weights.expect(Elem::F32, 1, k)?;
+                weights.expect_finite()?;
+                if sections.get(tag::SCORE_SCALE).is_some() {
+                    return Err(bad("f32 weights with a quantisation scale"));
+                }
+                None
+            }
+            _ => {
+                weights.expect(Elem::I16, 1, k)?;
+                if (0..k).any(|r| weights.i32_at(r).abs() > Encoding::Q15.q_max()) {
+                    return Err(bad("quantised value outside the symmetric range"));
+                }
+                let s = sections.f32_vec(tag::SCORE_SCALE, 1)?.f64_at(0);
+                if s <= 0.0 {
+                    return Err(bad("quantisation scale not positive"));
+                }
+                Some(s)
+            }
+        };
+        Ok(Miles {
+            gamma,
+            bias,
+            zscore,
+            prototypes,
+            prototype_scale,
+            weights,
+            weight_scale,
+        })
+    }
+
+    /// Input dimension D.
+    pub fn dim(&self) -> usize {
+        self.zscore.cols
+    }
+
+    /// Number of prototypes K.
+    pub fn n_prototypes(&self) -> usize {
+        self.prototypes.rows
+    }
+
+    /// γ = 1/σ² of the similarity.
+    pub fn gamma(&self) -> f64 {
+        self.gamma
+    }
+
+    /// `f32` scratch [`Miles::decide`] needs: D + 3K (the z-scored instance, and per
+    /// prototype the running minimum and its lower and upper bounds).
+    pub fn scratch_len(&self) -> usize {
+        self.dim() + 3 * self.n_prototypes()
+    }
+
+    /// w_k and the bound on its storage error |Δw_k|.
+    fn weight(&self, k: usize) -> (f64, f64) {
+        match self.weight_scale {
+            None => {
+                let w = f64::from(self.weights.f32_at(k));
+                (w, libm::fabs(w) * U24)
+            }
+            Some(s) => (f64::from(self.weights.i32_at(k)) * s, s / 2.0),
+        }
+    }
+
+    /// The decision on one bag of raw features (row-major, `n × D`, `n ≥ 1`, finite), with
+    /// the witness (module documentation). `scratch` holds at least
+    /// [`Miles::scratch_len`] values, `nearest` at least K: the instance nearest each
+    /// prototype. Nothing else is needed.
+    pub fn decide(
+        &self,
+        bag: &[f64],
+        scratch: &mut [f32],
+        nearest: &mut [u32],
+    ) -> Result<SvmDecision, Error> {
+        let (d, k) = (self.dim(), self.n_prototypes());
+        let n = instance_count(bag.len(), d)?;
+        if !bag.iter().all(|v| v.is_finite()) {
+            return Err(Error::InvalidParameter("a feature value is not finite"));
+        }
+        let (needed, got) = (self.scratch_len(), scratch.len());
+        let small = Error::BufferTooSmall { needed, got };
+        let scratch = scratch.get_mut(..needed).ok_or(small)?;
+        let (x, rest) = scratch.split_at_mut_checked(d).ok_or(small)?;
+        let (mins, rest) = rest.split_at_mut_checked(k).ok_or(small)?;
+        let (lows, highs) = rest.split_at_mut_checked(k).ok_or(small)?;
+        let got = nearest.len();
+        let nearest = nearest
+            .get_mut(..k)
+            .ok_or(Error::BufferTooSmall { needed: k, got })?;
+        mins.fill(f32::INFINITY);
+        lows.fill(f32::INFINITY);
+        highs.fill(f32::INFINITY);
+        nearest.fill(0);
+        let bound = DistanceBound::new(d, self.prototype_scale);
+        for i in 0..n {
+            let row = bag.get(i * d..(i + 1) * d).ok_or(Error::Empty)?;
+            let mut x_norm_sq = 0.0;
+            for (j, (z, &v)) in x.iter_mut().zip(row).enumerate() {
+                let scaled = (v - self.zscore.f64_at(j)) * self.zscore.f64_at(d + j);
+                x_norm_sq += scaled * scaled;
+                *z = scaled as f32;
+            }
+            let x_norm = libm::sqrt(x_norm_sq) as f32;
+            for (p, (((m, lo), hi), at)) in mins
+                .iter_mut()
+                .zip(lows.iter_mut())
+                .zip(highs.iter_mut())
+                .zip(nearest.iter_mut())
+                .enumerate()
+            {
+                let d2 = sq_dist(&self.prototypes, self.prototype_scale, p, x);
+                let e = bound.error(d2, x_norm) * ROUND_UP + TINY;
+                if d2 < *m {
+                    (*m, *at) = (d2, i as u32);
+                }
+                let below = d2 - e;
+                *lo = lo.min(if below > 0.0 { below * DOWN } else { 0.0 });
+                *hi = hi.min((d2 + e) * UP);
+            }
+        }
+        let gamma = self.gamma;
+        let (mut value, mut error, mut magnitude) = (self.bias, 0.0, libm::fabs(self.bias));
+        for (p, ((m, lo), hi)) in mins
+            .iter()
+            .zip(lows.iter_mut())
+            .zip(highs.iter())
+            .enumerate()
+        {
+            let exponent = (gamma * f64::from(*m)) as f32;
+            let s = f64::from(libm::expf(-exponent));
+            let spread = f64::from((*m - *lo).max(*hi - *m));
+            let a = (gamma * spread + 2.0 * U24 * f64::from(exponent)) * f64::from(ROUND_UP);
+            let grown = libm::expm1(a) * f64::from(ROUND_UP);
+            let tiny = f64::from(TINY);
+            let s_err = (s + tiny) * (grown + f64::from(EXPF_ULPS)) + tiny;
+            let (w, dw) = self.weight(p);
+            value += w * s;
+            error += libm::fabs(w) * s_err + dw * (s + s_err);
+            magnitude += libm::fabs(w) * s;
+            // The lower bound is spent: the slot keeps the term for the witness.
+            *lo = (w * s) as f32;
+        }
+        let bound = error + (k as f64 + 16.0) * f64::EPSILON * magnitude;
+        // ∞ · 0 (a zero weight on an unbounded term) is no bound at all.
+        let bound = if bound.is_nan() { f64::INFINITY } else { bound };
+        Ok(SvmDecision {
+            label: usize::from(value > 0.0),
+            value,
+            bound,
+            witness: Some(witness(nearest, lows, n)),
+        })
+    }
+}
+
+/// The first instance of largest contribution g: the sum of the `terms` of the
+/// prototypes it is nearest to (`nearest`), 0 for an instance nearest to none.
+fn witness(nearest: &[u32], terms: &[f32], n: usize) -> usize {
+    let mut best = (usize::MAX, f64::NEG_INFINITY);
+    let mut consider = |j: usize, g: f64| {
+        if g > best.1 || (g == best.1 && j < best.0) {
+            best = (j, g);
+        }
+    };
+    for (p, &j) in nearest.iter().enumerate() {
+        if nearest.get(..p).is_some_and(|before| before.contains(&j)) {
+            continue; // counted with its first prototype
+        }
+        let g = nearest
+            .iter()
+            .zip(terms)
+            .skip(p)
+            .filter(|(&at, _)| at == j)
+            .map(|(_, &t)| f64::from(t))
+            .sum();
+        consider(j as usize, g);
+    }
+    // The first instance that holds no term.
+    if let Some(j) = (0..n).find(|&j| !nearest.contains(&(j as u32))) {
+        consider(j, 0.0);
+    }
+    best.0.min(n.saturating_sub(1))
+}
