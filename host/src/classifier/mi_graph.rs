@@ -497,3 +497,338 @@ impl BagModel for MiGraphModel {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{RngExt, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    fn dataset(dim: usize, bags: &[Vec<Vec<f64>>], labels: Vec<usize>) -> Dataset {
+        let mut starts = vec![0];
+        let mut features = Vec::new();
+        for bag in bags {
+            for x in bag {
+                features.extend_from_slice(x);
+            }
+            starts.push(starts.last().unwrap() + bag.len());
+        }
+        let classes = labels.iter().max().map_or(2, |&m| m + 1).max(2);
+        Dataset::new(
+            "toy",
+            dim,
+            features,
+            starts,
+            (0..bags.len()).map(|b| b.to_string()).collect(),
+            Some(labels),
+            (0..classes).map(|c| c.to_string()).collect(),
+        )
+        .unwrap()
+    }
+
+    /// Bags of 1–6 instances in 3-D from [−1, 1]³; a positive bag has one instance moved
+    /// near the concept (3, 3, 3) (the standard MI assumption).
+    fn bags(seed: u64, n_bags: usize) -> (Vec<Vec<Vec<f64>>>, Vec<usize>) {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let mut bags = Vec::new();
+        let mut labels = Vec::new();
+        for b in 0..n_bags {
+            let positive = b % 2 == 0;
+            let len = rng.random_range(1..7);
+            let mut bag: Vec<Vec<f64>> = (0..len)
+                .map(|_| (0..3).map(|_| rng.random_range(-1.0..1.0)).collect())
+                .collect();
+            if positive {
+                let at = rng.random_range(0..len);
+                bag[at] = (0..3).map(|_| rng.random_range(2.8..3.2)).collect();
+            }
+            bags.push(bag);
+            labels.push(usize::from(positive));
+        }
+        (bags, labels)
+    }
+
+    /// The definitions written out: δ the mean of the distinct pairs' distances, W_a = 1 /
+    /// (1 + neighbours closer than δ), k_g the W-weighted sum over pairs divided by the
+    /// weight sums.
+    fn brute_weights(bag: &[Vec<f64>]) -> Vec<f64> {
+        let d = |a: &[f64], b: &[f64]| -> f64 {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| (x - y).powi(2))
+                .sum::<f64>()
+                .sqrt()
+        };
+        let n = bag.len();
+        let mut all = Vec::new();
+        for a in 0..n {
+            for b in a + 1..n {
+                all.push(d(&bag[a], &bag[b]));
+            }
+        }
+        let delta = if all.is_empty() {
+            0.0
+        } else {
+            all.iter().sum::<f64>() / all.len() as f64
+        };
+        (0..n)
+            .map(|a| {
+                let w: usize = (0..n)
+                    .map(|u| usize::from(u == a || d(&bag[a], &bag[u]) < delta))
+                    .sum();
+                1.0 / w as f64
+            })
+            .collect()
+    }
+
+    fn brute_kernel(x: &[Vec<f64>], y: &[Vec<f64>], gamma: f64) -> f64 {
+        let (wx, wy) = (brute_weights(x), brute_weights(y));
+        let mut num = 0.0;
+        for (a, xa) in x.iter().enumerate() {
+            for (b, yb) in y.iter().enumerate() {
+                let d2: f64 = xa.iter().zip(yb).map(|(p, q)| (p - q).powi(2)).sum();
+                num += wx[a] * wy[b] * (-gamma * d2).exp();
+            }
+        }
+        num / (wx.iter().sum::<f64>() * wy.iter().sum::<f64>())
+    }
+
+    #[test]
+    fn weights_and_kernel_of_a_hand_set() {
+        // X = {0, 1, 5}: distances 1, 5, 4, δ = 10/3; only 0–1 is an edge.
+        let x = [0.0, 1.0, 5.0];
+        let w = graph_weights(Bag::from_rows(&x, 1));
+        assert_eq!(w, vec![0.5, 0.5, 1.0]);
+        // {0, 1, 2}: distances 1, 2, 1, δ = 4/3; edges 0–1 and 1–2.
+        let w = graph_weights(Bag::from_rows(&[0.0, 1.0, 2.0], 1));
+        assert_eq!(w, vec![0.5, 1.0 / 3.0, 0.5]);
+        // One instance: its own neighbour only.
+        assert_eq!(graph_weights(Bag::from_rows(&[7.0, 1.0], 2)), vec![1.0]);
+        // k_g(X, {2}) = (½e^{−4γ} + ½e^{−γ} + e^{−9γ}) / (2 · 1).
+        let gamma = 0.3;
+        let y = [2.0];
+        let wx = normalised_weights(Bag::from_rows(&x, 1));
+        let wy = normalised_weights(Bag::from_rows(&y, 1));
+        let got = graph_kernel(
+            Bag::from_rows(&x, 1),
+            &wx,
+            Bag::from_rows(&y, 1),
+            &wy,
+            gamma,
+        );
+        let want = (0.5 * (-4.0 * gamma).exp() + 0.5 * (-gamma).exp() + (-9.0 * gamma).exp()) / 2.0;
+        assert!((got - want).abs() < 1e-15, "{got} {want}");
+    }
+
+    #[test]
+    fn without_edges_the_kernel_is_the_mean_of_k() {
+        // Two instances: δ is their distance, which is not below itself, so no edge.
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
+        for _ in 0..20 {
+            let x: Vec<f64> = (0..4).map(|_| rng.random_range(-2.0..2.0)).collect();
+            let y: Vec<f64> = (0..4).map(|_| rng.random_range(-2.0..2.0)).collect();
+            let (bx, by) = (Bag::from_rows(&x, 2), Bag::from_rows(&y, 2));
+            assert_eq!(graph_weights(bx), vec![1.0, 1.0]);
+            assert_eq!(graph_weights(by), vec![1.0, 1.0]);
+            let gamma = rng.random_range(0.1..2.0);
+            let mean = bx
+                .instances()
+                .flat_map(|a| {
+                    by.instances()
+                        .map(move |b| (-gamma * squared_euclidean(a, b)).exp())
+                })
+                .sum::<f64>()
+                / 4.0;
+            let got = graph_kernel(
+                bx,
+                &normalised_weights(bx),
+                by,
+                &normalised_weights(by),
+                gamma,
+            );
+            assert!((got - mean).abs() < 1e-14, "{got} {mean}");
+        }
+    }
+
+    #[test]
+    fn the_gram_matrix_is_the_definition_and_positive_semidefinite() {
+        for seed in 0..30 {
+            let (bags, labels) = bags(seed, 12);
+            let data = dataset(3, &bags, labels);
+            let g = GraphBags::new(&data);
+            let gamma = 0.2 + 0.1 * (seed % 5) as f64;
+            let gram = g.gram(gamma);
+            let n = bags.len();
+            for i in 0..n {
+                for j in 0..n {
+                    assert_eq!(gram[i * n + j], gram[j * n + i]);
+                    let want = brute_kernel(&bags[i], &bags[j], gamma);
+                    assert!(
+                        (gram[i * n + j] - want).abs() < 1e-13,
+                        "seed {seed} ({i}, {j})"
+                    );
+                }
+            }
+            let eig = nalgebra::SymmetricEigen::new(nalgebra::DMatrix::from_row_slice(n, n, &gram));
+            let smallest = eig
+                .eigenvalues
+                .iter()
+                .copied()
+                .fold(f64::INFINITY, f64::min);
+            assert!(smallest >= -1e-12 * n as f64, "seed {seed}: {smallest}");
+        }
+    }
+
+    #[test]
+    fn a_separable_set_is_learned_exactly() {
+        for seed in 0..8 {
+            let (bags, labels) = bags(seed, 30);
+            let data = dataset(3, &bags, labels.clone());
+            let model = MiGraph::default().cost(1e6).fit(&data).unwrap();
+            assert!(model.svm.converged);
+            assert_eq!(model.scores(&data).unwrap().labels(), labels, "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn the_decision_is_the_kernel_expansion_and_the_contributions_sum_to_it() {
+        let (bags, labels) = bags(3, 20);
+        let data = dataset(3, &bags, labels);
+        let model = MiGraph::default()
+            .gamma(Some(0.4))
+            .fit(data.select(&(0..14).collect::<Vec<_>>()))
+            .unwrap();
+        let scaled = model.scaled(&data, &(14..20).collect::<Vec<_>>()).unwrap();
+        let scores = model
+            .scores(data.select(&(14..20).collect::<Vec<_>>()))
+            .unwrap();
+        let explained = model
+            .explain(data.select(&(14..20).collect::<Vec<_>>()))
+            .unwrap();
+        for t in 0..scaled.len() {
+            let f: f64 = (0..model.bags.len())
+                .map(|r| model.svm.coefficients[r] * scaled.kernel(t, &model.bags, r, 0.4))
+                .sum::<f64>()
+                + model.svm.bias;
+            assert!(
+                (scores.row(t)[1] - f).abs() < 1e-12,
+                "{} {f}",
+                scores.row(t)[1]
+            );
+            let g = &explained[t].instance_scores;
+            assert_eq!(g.len(), bags[14 + t].len());
+            assert!((g.iter().sum::<f64>() + model.svm.bias - f).abs() < 1e-12);
+        }
+    }
+
+    /// A model's scores, and the Gram matrix, follow the bags when they are reordered and
+    /// do not see the order of a bag's instances. (A fit on reordered training bags is
+    /// the same SVM problem, which SMO solves to its tolerance along another path.)
+    #[test]
+    fn scores_do_not_depend_on_the_order_of_bags_or_instances() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+        for seed in 0..5 {
+            let (bags, labels) = bags(seed, 24);
+            let data = dataset(3, &bags, labels.clone());
+            let model = MiGraph::default().fit(&data).unwrap();
+            let base = model.scores(&data).unwrap();
+            let mut order: Vec<usize> = (0..bags.len()).rev().collect();
+            order.rotate_left(seed as usize);
+            let shuffled: Vec<Vec<Vec<f64>>> = order
+                .iter()
+                .map(|&b| {
+                    let mut bag = bags[b].clone();
+                    for i in (1..bag.len()).rev() {
+                        bag.swap(i, rng.random_range(0..=i));
+                    }
+                    bag
+                })
+                .collect();
+            let relabelled: Vec<usize> = order.iter().map(|&b| labels[b]).collect();
+            let other = dataset(3, &shuffled, relabelled);
+            let scores = model.scores(&other).unwrap();
+            let n = bags.len();
+            let (g, h) = (
+                GraphBags::new(&data).gram(0.5),
+                GraphBags::new(&other).gram(0.5),
+            );
+            for (k, &b) in order.iter().enumerate() {
+                let (x, y) = (base.row(b)[1], scores.row(k)[1]);
+                assert!((x - y).abs() < 1e-12, "seed {seed} bag {b}: {x} {y}");
+                for (l, &c) in order.iter().enumerate() {
+                    assert!((g[b * n + c] - h[k * n + l]).abs() < 1e-14);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn results_do_not_depend_on_the_thread_count() {
+        let (bags, labels) = bags(7, 40);
+        let data = dataset(3, &bags, labels);
+        let run = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| {
+                    let model = MiGraph::default()
+                        .fit(data.select(&(0..30).collect::<Vec<_>>()))
+                        .unwrap();
+                    let held: Vec<usize> = (30..40).collect();
+                    let test = data.select(&held);
+                    (
+                        model.bags.clone(),
+                        model.scores(test.clone()).unwrap(),
+                        model.explain(test).unwrap(),
+                    )
+                })
+        };
+        assert_eq!(run(1), run(3));
+    }
+
+    #[test]
+    fn parameters_and_data_are_checked() {
+        let err = MiGraph::default()
+            .cost(0.0)
+            .check()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("cost"), "{err}");
+        let err = MiGraph::default()
+            .gamma(Some(-1.0))
+            .check()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("gamma"), "{err}");
+        let (bags, _) = bags(1, 6);
+        let three = dataset(3, &bags, vec![0, 1, 2, 0, 1, 2]);
+        assert!(MiGraph::default().fit(&three).is_err());
+        let grid = MiGraph::default().default_grid();
+        assert_eq!(grid[0], MiGraph::default());
+        assert_eq!(grid.len(), 9);
+    }
+
+    #[test]
+    fn a_saved_model_round_trips_and_a_damaged_one_is_refused() {
+        let (bags, labels) = bags(2, 16);
+        let data = dataset(3, &bags, labels);
+        let model = MiGraph::default().fit(&data).unwrap();
+        let text = serde_json::to_string(&model).unwrap();
+        let back: MiGraphModel = serde_json::from_str(&text).unwrap();
+        back.validate().unwrap();
+        assert_eq!(back.scores(&data).unwrap(), model.scores(&data).unwrap());
+        let mut bad = model.clone();
+        bad.bags.weights[0] *= 2.0;
+        assert!(bad.validate().is_err());
+        let mut bad = model.clone();
+        bad.svm.coefficients.pop();
+        assert!(bad.validate().is_err());
+        let mut bad = model.clone();
+        bad.gamma = f64::NAN;
+        assert!(bad.validate().is_err());
+        let mut bad = model;
+        bad.bags.starts[1] = 0;
+        assert!(bad.validate().is_err());
+    }
+}
