@@ -444,9 +444,9 @@ impl MiGraphModel {
                 "mi-Graph: the scaling does not match the input or the stored bags".into(),
             ));
         }
-        if !(z.mean.iter().chain(&z.std).all(|v| v.is_finite()) && z.std.iter().all(|&s| s >= 0.0))
-            || !(self.gamma > 0.0 && self.gamma.is_finite())
-        {
+        let scaling_ok =
+            z.mean.iter().chain(&z.std).all(|v| v.is_finite()) && z.std.iter().all(|&s| s >= 0.0);
+        if !(scaling_ok && self.gamma > 0.0 && self.gamma.is_finite()) {
             return Err(Error::Model(
                 "mi-Graph: a scaling value or gamma is not finite (or negative)".into(),
             ));
@@ -696,14 +696,14 @@ mod tests {
         let data = dataset(3, &bags, labels);
         let model = MiGraph::default()
             .gamma(Some(0.4))
-            .fit(data.select(&(0..14).collect::<Vec<_>>()))
+            .fit(data.select((0..14).collect::<Vec<_>>()))
             .unwrap();
         let scaled = model.scaled(&data, &(14..20).collect::<Vec<_>>()).unwrap();
         let scores = model
-            .scores(data.select(&(14..20).collect::<Vec<_>>()))
+            .scores(data.select((14..20).collect::<Vec<_>>()))
             .unwrap();
         let explained = model
-            .explain(data.select(&(14..20).collect::<Vec<_>>()))
+            .explain(data.select((14..20).collect::<Vec<_>>()))
             .unwrap();
         for t in 0..scaled.len() {
             let f: f64 = (0..model.bags.len())
@@ -773,7 +773,7 @@ mod tests {
                 .unwrap()
                 .install(|| {
                     let model = MiGraph::default()
-                        .fit(data.select(&(0..30).collect::<Vec<_>>()))
+                        .fit(data.select((0..30).collect::<Vec<_>>()))
                         .unwrap();
                     let held: Vec<usize> = (30..40).collect();
                     let test = data.select(&held);
