@@ -34,6 +34,7 @@ svm-mi-rbf            | --classifier svm --kernel mi-rbf --scaling minmax
 smil                  | --classifier smil                               | musk2=3
 sbmil                 | --classifier sbmil                              | musk2=3
 miles                 | --classifier miles                              | musk2=3
+mi-graph              | --classifier mi-graph
 bmida10-citation-knn  | --projection bmida --dim 10 --classifier citation-knn --references 2 --citers 4
 auto                  | --classifier auto | musk2=2,corel_dogs=1,corel3=1,sival6=1
 '

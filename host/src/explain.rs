@@ -31,6 +31,10 @@
 //!   bag's instance nearest x_k; an instance's score is the sum of its terms g(x) less the
 //!   paper's threshold −b/|J| (J: the instances holding a term), so the scores of J sum to
 //!   the bag's decision value; the witness is the largest.
+//! - mi-Graph (Zhou, Sun & Li 2009): f(X) = Σ_a g(x_a) + b with
+//!   g(x_a) = Ŵ_a Σ_r c_r Σ_b Ŵ^r_b exp(−γ‖x_a − y^r_b‖²) (Ŵ the bags' normalised instance
+//!   weights), each instance's additive contribution; the witness is the largest, and the
+//!   paper defines no instance label.
 
 use serde::Serialize;
 
@@ -48,8 +52,9 @@ pub enum InstanceScore {
     Probability,
     /// M³IC's modified margin max_u w_u·x − mean_v w_v·x (eq. 8).
     Margin,
-    /// A share of the decision value: the MI-kernel SVM's additive g(x); miVLAD's and
-    /// miFV's w · (the instance's part of the bag vector before its normalisation).
+    /// A share of the decision value: the MI-kernel SVM's and mi-Graph's additive g(x);
+    /// miVLAD's and miFV's w · (the instance's part of the bag vector before its
+    /// normalisation).
     Contribution,
     /// The instance SVM's decision value f(x): its maximum is the bag's score (mi-SVM,
     /// MI-SVM, sbMIL), its mean for sMIL.
@@ -60,7 +65,7 @@ mil_core::keywords!(InstanceScore {
     InstanceScore::None => "none": "the model defines no per-instance score",
     InstanceScore::Probability => "probability": "MILR's and MI-Wrapper's instance probability of the predicted class; DD's and EM-DD's probability that the instance belongs to the concept",
     InstanceScore::Margin => "margin": "M3IC's modified margin max_u w_u.x - mean_v w_v.x (eq. 8)",
-    InstanceScore::Contribution => "contribution": "the instance's share of the decision value (additive for the MI-kernel SVM; before the bag vector's normalisation for mi-vlad and mi-fv)",
+    InstanceScore::Contribution => "contribution": "the instance's share of the decision value (additive for the MI-kernel SVM and mi-graph; before the bag vector's normalisation for mi-vlad and mi-fv)",
     InstanceScore::Decision => "decision": "the instance SVM's decision value f(x), whose maximum is the bag's score (its mean for smil)",
 });
 

@@ -105,9 +105,10 @@ impl ClassifierModel {
                 SetKernel::Box { .. } | SetKernel::Nsk { .. } => InstanceScore::None,
             },
             ClassifierModel::MiSvm(_) | ClassifierModel::Smil(_) => InstanceScore::Decision,
-            ClassifierModel::MiVlad(_) | ClassifierModel::MiFv(_) | ClassifierModel::Miles(_) => {
-                InstanceScore::Contribution
-            }
+            ClassifierModel::MiVlad(_)
+            | ClassifierModel::MiFv(_)
+            | ClassifierModel::Miles(_)
+            | ClassifierModel::MiGraph(_) => InstanceScore::Contribution,
         }
     }
 

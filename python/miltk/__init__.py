@@ -5,7 +5,7 @@ estimators wrap the Rust library ``mil-toolkit``: classifiers (:class:`CitationK
 :class:`MILR`, :class:`SetKernelSVM`, :class:`SimpleMI`, :class:`MIWrapper`,
 :class:`MiVLAD`, :class:`MiFV`, :class:`MiSVM`, :class:`MISVM`, :class:`SMIL`,
 :class:`SBMIL`, :class:`DiverseDensity`, :class:`EMDD`, :class:`MILES` with its
-embedding :class:`MILESEmbedding`, :class:`AutoMIL`), projections
+embedding :class:`MILESEmbedding`, :class:`MIGraph`, :class:`AutoMIL`), projections
 (:class:`BMIDA`, :class:`MIALM`, ...) whose ``transform`` returns projected bags for a
 ``Pipeline``, bag clustering (:class:`M3IC`, :class:`BAMIC`), set-kernel Gram matrices,
 the shipped benchmark sets, the folds of ``mil cv``, instance scores
@@ -23,6 +23,7 @@ from .classifiers import (
     AutoMIL,
     CitationKNN,
     DiverseDensity,
+    MIGraph,
     MILESEmbedding,
     MiFV,
     MiSVM,
@@ -73,6 +74,7 @@ __all__ = [
     "M3IC",
     "MIALM",
     "MIDR",
+    "MIGraph",
     "MILES",
     "MILESEmbedding",
     "MILR",

@@ -84,6 +84,12 @@ class ClassifierSpec:
         class_weight: str = "none",
     ) -> ClassifierSpec: ...
     @staticmethod
+    def mi_graph(
+        gamma: Optional[float],
+        cost: float,
+        class_weight: str = "none",
+    ) -> ClassifierSpec: ...
+    @staticmethod
     def dd(
         em: bool,
         max_restarts: int,

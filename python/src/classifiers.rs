@@ -5,6 +5,7 @@ use std::sync::Arc;
 use mil_core::keyword::Keyword;
 use mil_toolkit::classifier::citation_knn::{CitationKnn, Scaling};
 use mil_toolkit::classifier::dd::{Dd, DdAlgorithm};
+use mil_toolkit::classifier::mi_graph::MiGraph;
 use mil_toolkit::classifier::mi_svm::{Heuristic, InstanceKernel, MiSvm};
 use mil_toolkit::classifier::mi_vlad::{BagEncoding, MiVlad};
 use mil_toolkit::classifier::mi_wrapper::{Combine, MiWrapper};
@@ -186,6 +187,17 @@ impl ClassifierSpec {
             .mu(mu)
             .max_prototypes(max_prototypes)
             .seed(seed)
+            .class_weight(class_weight.parse().map_err(py_err)?);
+        Self::checked(params.into())
+    }
+
+    /// mi-Graph.
+    #[staticmethod]
+    #[pyo3(signature = (gamma, cost, class_weight="none"))]
+    fn mi_graph(gamma: Option<f64>, cost: f64, class_weight: &str) -> PyResult<Self> {
+        let params = MiGraph::default()
+            .gamma(gamma)
+            .cost(cost)
             .class_weight(class_weight.parse().map_err(py_err)?);
         Self::checked(params.into())
     }

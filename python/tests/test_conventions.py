@@ -38,6 +38,7 @@ ESTIMATORS = {
     "EMDD": lambda **kw: miltk.EMDD(max_restarts=5, max_iter=3, **kw),
     "MILES": lambda **kw: miltk.MILES(max_prototypes=50, **kw),
     "MILESEmbedding": lambda **kw: miltk.MILESEmbedding(max_prototypes=50, **kw),
+    "MIGraph": lambda **kw: miltk.MIGraph(**kw),
     "PCA": lambda **kw: miltk.PCA(n_components=3, **kw),
     "LDA": lambda **kw: miltk.LDA(n_components=1, **kw),
     "LFDA": lambda **kw: miltk.LFDA(n_components=3, **kw),

@@ -19,6 +19,8 @@
 //!   (binary only).
 //! - [`miles`]: MILES (Chen, Bi & Wang 2006), a 1-norm SVM on each bag's similarities to
 //!   the training instances, which selects a few of them (binary only).
+//! - [`mi_graph`]: mi-Graph (Zhou, Sun & Li 2009), an SVM on a kernel over each bag's
+//!   ε-graph of instances (binary only).
 //!
 //! Multi-class data: Citation-kNN votes per class; MILR fits one model per class
 //! (one-vs-rest). The parameters are gathered in [`ClassifierParams`], the fitted models
@@ -27,6 +29,7 @@
 pub mod citation_knn;
 pub mod dd;
 pub mod imbalance;
+pub mod mi_graph;
 pub mod mi_svm;
 pub mod mi_vlad;
 pub mod mi_wrapper;
@@ -46,6 +49,7 @@ use crate::progress::Progress;
 use citation_knn::CitationKnnModel;
 use citation_knn::Scaling;
 use dd::DdModel;
+use mi_graph::MiGraphModel;
 use mi_svm::MiSvmModel;
 use mi_vlad::MiVladModel;
 use mi_wrapper::MiWrapperModel;
@@ -270,6 +274,8 @@ pub enum ClassifierKind {
     EmDd,
     /// MILES: a 1-norm SVM on the bags' similarities to the training instances.
     Miles,
+    /// mi-Graph: an SVM on a kernel over each bag's graph of instances.
+    MiGraph,
 }
 
 mil_core::keywords!(ClassifierKind {
@@ -287,6 +293,7 @@ mil_core::keywords!(ClassifierKind {
     ClassifierKind::Dd => "dd": "Diverse Density (Maron & Lozano-Perez; Weka's MIDD): a target point and feature scales, noisy-or bags",
     ClassifierKind::EmDd => "em-dd": "EM-DD (Zhang & Goldman; Weka's MIEMDD): Diverse Density by picking one instance per bag, max bags",
     ClassifierKind::Miles => "miles": "MILES (Chen, Bi & Wang 2006): a 1-norm SVM on each bag's similarities to the training instances, selecting a few",
+    ClassifierKind::MiGraph => "mi-graph": "mi-Graph (Zhou, Sun & Li 2009): SVM on a graph kernel that down-weights each instance by its neighbours in the bag",
 });
 
 /// Any classifier's parameters: one variant per algorithm, each a parameters type with
@@ -313,6 +320,8 @@ pub enum ClassifierParams {
     Dd(dd::Dd),
     /// MILES.
     Miles(miles::Miles),
+    /// mi-Graph.
+    MiGraph(mi_graph::MiGraph),
 }
 
 impl ClassifierParams {
@@ -337,6 +346,7 @@ impl ClassifierParams {
             ClassifierKind::Dd => dd::Dd::default().into(),
             ClassifierKind::EmDd => dd::Dd::em_dd().into(),
             ClassifierKind::Miles => miles::Miles::default().into(),
+            ClassifierKind::MiGraph => mi_graph::MiGraph::default().into(),
         }
     }
 
@@ -385,6 +395,10 @@ impl ClassifierParams {
                 ),
                 miles::footprint(shape, m.max_prototypes),
             )),
+            ClassifierParams::MiGraph(_) => Some((
+                format!("mi-Graph over {n} bags (its Gram matrix)"),
+                mi_graph::footprint(shape),
+            )),
             ClassifierParams::Milr(_)
             | ClassifierParams::SimpleMi(_)
             | ClassifierParams::MiWrapper(_)
@@ -411,6 +425,7 @@ impl ClassifierParams {
             ClassifierParams::Smil(s) => all(s.default_grid()),
             ClassifierParams::Dd(d) => all(d.default_grid()),
             ClassifierParams::Miles(m) => all(m.default_grid()),
+            ClassifierParams::MiGraph(m) => all(m.default_grid()),
         }
     }
 
@@ -430,6 +445,7 @@ impl ClassifierParams {
             ClassifierParams::Smil(s) => s.kind(),
             ClassifierParams::Dd(d) => d.algorithm.kind(),
             ClassifierParams::Miles(_) => ClassifierKind::Miles,
+            ClassifierParams::MiGraph(_) => ClassifierKind::MiGraph,
         }
     }
 
@@ -446,6 +462,7 @@ impl ClassifierParams {
             ClassifierParams::Smil(s) => s.check(),
             ClassifierParams::Dd(d) => d.check(),
             ClassifierParams::Miles(m) => m.check(),
+            ClassifierParams::MiGraph(m) => m.check(),
         }
     }
 
@@ -475,6 +492,7 @@ impl ClassifierParams {
             ClassifierParams::Smil(s) => s.class_weight,
             ClassifierParams::Dd(d) => d.class_weight,
             ClassifierParams::Miles(m) => m.class_weight,
+            ClassifierParams::MiGraph(m) => m.class_weight,
         }
     }
 
@@ -567,6 +585,7 @@ impl ClassifierParams {
             ClassifierParams::Smil(s) => s.class_weight(w).into(),
             ClassifierParams::Dd(d) => d.class_weight(w).into(),
             ClassifierParams::Miles(m) => m.class_weight(w).into(),
+            ClassifierParams::MiGraph(m) => m.class_weight(w).into(),
         }
     }
 
@@ -595,6 +614,7 @@ impl ClassifierParams {
             ClassifierParams::Smil(s) => ClassifierModel::Smil(s.fit(data.select(train))?),
             ClassifierParams::Dd(d) => ClassifierModel::Dd(d.fit(data.select(train))?),
             ClassifierParams::Miles(m) => ClassifierModel::Miles(m.fit(data.select(train))?),
+            ClassifierParams::MiGraph(m) => ClassifierModel::MiGraph(m.fit(data.select(train))?),
         })
     }
 }
@@ -677,6 +697,14 @@ impl std::fmt::Display for ClassifierParams {
                 Some(g) => write!(f, "{kind} (gamma {g}, C {}, mu {})", m.cost, m.mu),
                 None => write!(f, "{kind} (C {}, mu {})", m.cost, m.mu),
             },
+            ClassifierParams::MiGraph(m) => match m.gamma {
+                Some(g) => write!(f, "{kind} (gamma {g}, C {})", m.cost),
+                None => write!(
+                    f,
+                    "{kind} (gamma {}/features, C {})",
+                    m.gamma_factor, m.cost
+                ),
+            },
         }
     }
 }
@@ -735,6 +763,12 @@ impl From<dd::Dd> for ClassifierParams {
     }
 }
 
+impl From<mi_graph::MiGraph> for ClassifierParams {
+    fn from(m: mi_graph::MiGraph) -> Self {
+        ClassifierParams::MiGraph(m)
+    }
+}
+
 impl From<miles::Miles> for ClassifierParams {
     fn from(m: miles::Miles) -> Self {
         ClassifierParams::Miles(m)
@@ -767,6 +801,8 @@ pub enum ClassifierModel {
     Dd(DdModel),
     /// MILES.
     Miles(MilesModel),
+    /// mi-Graph.
+    MiGraph(MiGraphModel),
 }
 
 impl ClassifierModel {
@@ -784,6 +820,7 @@ impl ClassifierModel {
             ClassifierModel::Smil(m) => m.params.kind(),
             ClassifierModel::Dd(m) => m.params.algorithm.kind(),
             ClassifierModel::Miles(_) => ClassifierKind::Miles,
+            ClassifierModel::MiGraph(_) => ClassifierKind::MiGraph,
         }
     }
 
@@ -809,6 +846,7 @@ impl ClassifierModel {
             }
             ClassifierModel::Dd(m) => m.validate(),
             ClassifierModel::Miles(m) => m.validate(),
+            ClassifierModel::MiGraph(m) => m.validate(),
         }
     }
 }
@@ -826,6 +864,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::Smil(m) => m.n_classes(),
             ClassifierModel::Dd(m) => m.n_classes(),
             ClassifierModel::Miles(m) => m.n_classes(),
+            ClassifierModel::MiGraph(m) => m.n_classes(),
         }
     }
 
@@ -841,6 +880,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::Smil(m) => m.input_dim(),
             ClassifierModel::Dd(m) => m.input_dim(),
             ClassifierModel::Miles(m) => m.input_dim(),
+            ClassifierModel::MiGraph(m) => m.input_dim(),
         }
     }
 
@@ -858,6 +898,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::Smil(m) => m.scores(data.select(bags)),
             ClassifierModel::Dd(m) => m.scores(data.select(bags)),
             ClassifierModel::Miles(m) => m.scores(data.select(bags)),
+            ClassifierModel::MiGraph(m) => m.scores(data.select(bags)),
         }
     }
 
@@ -875,6 +916,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::Smil(m) => m.explain(data.select(bags)),
             ClassifierModel::Dd(m) => m.explain(data.select(bags)),
             ClassifierModel::Miles(m) => m.explain(data.select(bags)),
+            ClassifierModel::MiGraph(m) => m.explain(data.select(bags)),
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::classifier::dd::Dd;
+use crate::classifier::mi_graph::MiGraph;
 use crate::classifier::mi_svm::{Heuristic, InstanceKernel, InstanceScaling, MiSvm};
 use crate::classifier::mi_vlad::{BagEncoding, MiVlad};
 use crate::classifier::mi_wrapper::{Combine, MiWrapper};
@@ -85,14 +86,16 @@ pub struct ClassifierArgs {
     /// MISMO's 1 with `--kernel mi-rbf`. mi-svm and mi-svm-bag: C of every instance
     /// (default 1). smil and sbmil: C shared by the points of each kind, as misvm does
     /// (default 1). miles: C = 1/λ, the cost of the bags' errors against the 1-norm of the
-    /// weights (default 10).
+    /// weights (default 10). mi-graph: the SVM's C (default 10).
     #[arg(long = "cost", value_delimiter = ',', allow_negative_numbers = true)]
     pub cost: Vec<f64>,
     /// SVM with nsk: γ of the instance kernel exp(−γ‖x − y‖²) on z-scored features
     /// (default 1 / the number of non-constant features); with mi-rbf: the MI kernel's γ
     /// (default 0.01, MISMO's); mi-svm and mi-svm-bag with the rbf kernel: γ (default
     /// 1 / the number of features); miles: γ = 1/σ² of the similarity exp(−γ‖x − y‖²) on
-    /// z-scored features (default 1 / the number of non-constant features).
+    /// z-scored features (default 1 / the number of non-constant features); mi-graph: γ of
+    /// the instance kernel on z-scored features (default 1 / the number of non-constant
+    /// features).
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
     pub gamma: Vec<f64>,
     /// miles: the share μ ∈ (0, 1) of --cost on positive bags' errors, 1 − μ on negative
@@ -206,8 +209,9 @@ pub(super) fn parse_threshold(text: &str) -> std::result::Result<Threshold, Stri
 /// the command line (even at its default value) is refused with any other classifier.
 pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
     use ClassifierKind::{
-        CitationKnn as K, Dd as D, EmDd as E, MiFv as F, MiSvm as P, MiSvmBag as B, MiVlad as V,
-        MiWrapper as W, Miles as X, Milr as M, Sbmil as L, SimpleMi as I, Smil as N, Svm as S,
+        CitationKnn as K, Dd as D, EmDd as E, MiFv as F, MiGraph as G, MiSvm as P, MiSvmBag as B,
+        MiVlad as V, MiWrapper as W, Miles as X, Milr as M, Sbmil as L, SimpleMi as I, Smil as N,
+        Svm as S,
     };
     &[
         ("references", &[K]),
@@ -222,12 +226,12 @@ pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
         ("codebook", &[V, F]),
         ("kernel", &[S, P, B, N, L]),
         ("map", &[S]),
-        ("cost", &[S, P, B, N, L, X]),
+        ("cost", &[S, P, B, N, L, X, G]),
         ("epsilon", &[S]),
         ("delta", &[S]),
         ("precision", &[S]),
         ("estimator", &[S]),
-        ("gamma", &[S, P, B, N, L, X]),
+        ("gamma", &[S, P, B, N, L, X, G]),
         ("mu", &[X]),
         ("max-prototypes", &[X]),
         ("rho", &[S]),
@@ -477,6 +481,10 @@ impl ClassifierArgs {
                         .unwrap_or(Miles::default().max_prototypes),
                 )
                 .seed(seed)
+                .into(),
+            ClassifierKind::MiGraph => MiGraph::default()
+                .gamma(args.gamma.first().copied())
+                .cost(first(&args.cost, MiGraph::default().cost))
                 .into(),
         }
         .with_class_weight(args.class_weight))
@@ -821,6 +829,11 @@ impl ClassifierArgs {
                 values(&args.gamma, "1/features"),
                 values(&args.cost, Miles::default().cost),
                 values(&args.mu, Miles::default().mu)
+            ),
+            ClassifierKind::MiGraph => format!(
+                "mi-graph (gamma {}, C {})",
+                values(&args.gamma, "1/features"),
+                values(&args.cost, MiGraph::default().cost)
             ),
             ClassifierKind::EmDd => format!(
                 "em-dd (at most {} starts, {} E/M rounds)",

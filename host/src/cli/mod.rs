@@ -362,9 +362,9 @@ pub struct PredictArgs {
     pub data: String,
     /// Add per bag the witness instance(s) and the per-instance scores the model defines
     /// (MILR, MI-Wrapper, DD, EM-DD: instance probabilities; mi-SVM, MI-SVM, sMIL, sbMIL:
-    /// instance decision values; the MI-kernel SVM, miVLAD, miFV: instance contributions;
-    /// Citation-kNN: references, citers and the instance pair of each distance; M3IC:
-    /// per-instance margins).
+    /// instance decision values; the MI-kernel SVM, mi-Graph, miVLAD, miFV: instance
+    /// contributions; Citation-kNN: references, citers and the instance pair of each
+    /// distance; M3IC: per-instance margins).
     #[arg(long)]
     pub explain: bool,
     /// Write every instance's score instead of the bag labels, as CSV
