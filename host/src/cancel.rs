@@ -100,10 +100,10 @@ pub fn checkpoint() {
     }
 }
 
-/// A random generator that calls [`checkpoint`] every [`CheckpointRng::EVERY`] draws, for
-/// work that draws its samples in code without checkpoints of its own: a box-kernel
-/// entry, which `mil_core::box_kernel::estimate` computes, can take seconds. It gives
-/// exactly the inner generator's numbers.
+/// A random generator that calls [`checkpoint`] every [`CheckpointRng::EVERY`] (1,024)
+/// draws, for work that draws its samples in code without checkpoints of its own: a
+/// box-kernel entry, which `mil_core::box_kernel::estimate` computes, can take seconds.
+/// It gives exactly the inner generator's numbers.
 ///
 /// ```
 /// use mil_toolkit::cancel::CheckpointRng;
@@ -121,8 +121,9 @@ pub struct CheckpointRng<R> {
 }
 
 impl<R> CheckpointRng<R> {
-    /// Draws between checkpoints: a few milliseconds of sampling.
-    pub const EVERY: u32 = 1 << 16;
+    /// Draws between checkpoints. A draw of a box-kernel estimator can test the point
+    /// against every box of a pair of large bags, so this is small.
+    pub const EVERY: u32 = 1 << 10;
 
     /// Wraps `inner`.
     pub fn new(inner: R) -> Self {
