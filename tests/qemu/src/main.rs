@@ -539,7 +539,10 @@ fn miles_decide(
     nearest: &mut [u32],
     scores: &mut [f32],
 ) -> Result<Decision, Error> {
-    Ok(report(miles.decide(widen(bag, wide), scratch, nearest)?, scores))
+    Ok(report(
+        miles.decide(widen(bag, wide), scratch, nearest)?,
+        scores,
+    ))
 }
 
 #[cfg(feature = "svm")]
