@@ -9,7 +9,7 @@
 //!   ‖x_a − x_b‖ < δ. The edge indicator w_au is 1 for joined nodes and for u = a (a node
 //!   is its own neighbour, at distance 0), 0 otherwise, and the paper's instance weight is
 //!   W_a = 1 / Σ_u w_au: 1 / (1 + the number of a's neighbours). A one-instance bag has
-//!   W = [1]; a bag whose instances all coincide has δ = 0 and no edges, W_a = 1 for each
+//!   W = (1); a bag whose instances all coincide has δ = 0 and no edges, W_a = 1 for each
 //!   (all its instances are the same point, so the kernel is the same whatever W is).
 //! - The mi-Graph kernel (the paper's k_g of §3):
 //!   k_g(X, Y) = Σ_a Σ_b W^X_a W^Y_b k(x_a, y_b) / (Σ_a W^X_a · Σ_b W^Y_b), with k the RBF
