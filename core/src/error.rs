@@ -50,6 +50,8 @@ pub enum Error {
         /// What was asked for.
         needed: usize,
     },
+    /// The caller's poll asked a long computation to stop (a host's Ctrl-C).
+    Stopped,
 }
 
 impl fmt::Display for Error {
@@ -76,6 +78,7 @@ impl fmt::Display for Error {
             Error::CapacityExceeded { capacity, needed } => {
                 write!(f, "capacity exceeded: need {needed}, capacity {capacity}")
             }
+            Error::Stopped => write!(f, "stopped by the caller"),
         }
     }
 }

@@ -100,63 +100,21 @@ pub fn checkpoint() {
     }
 }
 
-/// A random generator that calls [`checkpoint`] every [`CheckpointRng::EVERY`] (1,024)
-/// draws, for work that draws its samples in code without checkpoints of its own: a
-/// box-kernel entry, which `mil_core::box_kernel::estimate` computes, can take seconds.
-/// It gives exactly the inner generator's numbers.
+/// [`checkpoint`] as the poll of the core's long computations
+/// (`mil_core::box_kernel::estimate_polled`, which polls between short units of an entry's
+/// work): it unwinds when the flag is raised, so it never answers `true`.
 ///
 /// ```
-/// use mil_toolkit::cancel::CheckpointRng;
-/// use rand_core::{Rng, SeedableRng};
-/// use rand_xoshiro::Xoshiro256PlusPlus;
+/// use mil_toolkit::cancel::{poll, CancelFlag};
 ///
-/// let mut plain = Xoshiro256PlusPlus::seed_from_u64(3);
-/// let mut checked = CheckpointRng::new(Xoshiro256PlusPlus::seed_from_u64(3));
-/// assert_eq!(plain.next_u64(), checked.next_u64());
+/// assert!(!poll()); // no flag on this thread: go on
+/// let flag = CancelFlag::new();
+/// flag.cancel();
+/// assert_eq!(flag.run(poll), None); // raised: the work unwinds
 /// ```
-#[derive(Debug, Clone)]
-pub struct CheckpointRng<R> {
-    inner: R,
-    draws: u32,
-}
-
-impl<R> CheckpointRng<R> {
-    /// Draws between checkpoints. A draw of a box-kernel estimator can test the point
-    /// against every box of a pair of large bags, so this is small.
-    pub const EVERY: u32 = 1 << 10;
-
-    /// Wraps `inner`.
-    pub fn new(inner: R) -> Self {
-        CheckpointRng { inner, draws: 0 }
-    }
-
-    fn count(&mut self) {
-        self.draws += 1;
-        if self.draws == Self::EVERY {
-            self.draws = 0;
-            checkpoint();
-        }
-    }
-}
-
-impl<R: rand_core::Rng> rand_core::TryRng for CheckpointRng<R> {
-    type Error = std::convert::Infallible;
-
-    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
-        self.count();
-        Ok(self.inner.next_u32())
-    }
-
-    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
-        self.count();
-        Ok(self.inner.next_u64())
-    }
-
-    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
-        self.count();
-        self.inner.fill_bytes(dst);
-        Ok(())
-    }
+pub fn poll() -> bool {
+    checkpoint();
+    false
 }
 
 #[cfg(test)]
@@ -224,19 +182,48 @@ mod tests {
     }
 
     #[test]
-    fn a_generator_stops_at_its_next_checkpoint() {
-        use rand_core::{Rng, SeedableRng};
-        let flag = CancelFlag::new();
-        flag.cancel();
-        let draws = std::cell::Cell::new(0u64);
-        let outcome = flag.run(|| {
-            let mut rng = CheckpointRng::new(rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(1));
-            loop {
-                rng.next_u64();
-                draws.set(draws.get() + 1);
+    fn a_box_kernel_entry_stops_at_its_next_poll() {
+        use mil_core::box_kernel::{
+            estimate_polled, scratch_len, Accuracy, BoxKernel, Grid, Method, Scratch,
+        };
+        use rand_core::SeedableRng;
+        // Two bags of 40 points at ε = 10⁻⁴: an entry of millions of samples.
+        let s = [1000u32; 3];
+        let grid = Grid::new(&s).unwrap();
+        let p: Vec<u32> = (0..120).map(|v| (v * 37 % 1000) as u32).collect();
+        let q: Vec<u32> = (0..120).map(|v| (v * 53 % 1000) as u32).collect();
+        for method in [Method::Fast, Method::Paper] {
+            for kernel in [BoxKernel::And, BoxKernel::Min] {
+                let need = scratch_len(kernel, method, 40, 40, 3).unwrap();
+                let (mut floats, mut ints) = (vec![0.0; need.floats], vec![0; need.ints]);
+                let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(1);
+                let flag = CancelFlag::new();
+                let mut polls = 0;
+                let outcome = flag.run(|| {
+                    estimate_polled(
+                        kernel,
+                        method,
+                        &grid,
+                        &p,
+                        &q,
+                        Accuracy::new(1e-4, 1e-9).unwrap(),
+                        &mut rng,
+                        &mut Scratch {
+                            floats: &mut floats,
+                            ints: &mut ints,
+                        },
+                        &mut || {
+                            polls += 1;
+                            if polls == 5 {
+                                flag.cancel();
+                            }
+                            poll()
+                        },
+                    )
+                });
+                assert!(outcome.is_none(), "{kernel:?} {method:?} ran to the end");
+                assert_eq!(polls, 5, "{kernel:?} {method:?}");
             }
-        });
-        assert_eq!(outcome, None::<()>);
-        assert_eq!(draws.get(), u64::from(CheckpointRng::<()>::EVERY) - 1);
+        }
     }
 }

@@ -99,10 +99,11 @@ pub(crate) fn estimate<R: Rng + ?Sized>(
     accuracy: Accuracy,
     rng: &mut R,
     scratch: &mut Scratch<'_>,
+    poll: &mut dyn FnMut() -> bool,
 ) -> Result<Estimate, Error> {
     let n_sets = count.n_sets(bags).min(scratch.floats.len());
     let (cum, rows) = super::sets::split(scratch.floats, n_sets);
-    let ln_w = cumulative_sizes(count, bags, cum, rows);
+    let ln_w = cumulative_sizes(count, bags, cum, rows, &mut *poll)?;
     let cum = &*cum;
     let (n_p, n_q) = (bags.n_p(), bags.n_q());
     let x_min = match count {
@@ -114,6 +115,10 @@ pub(crate) fn estimate<R: Rng + ?Sized>(
     let mut lazy = LazyBox::new(scratch.ints, bags.dim(), bags.p, bags.q);
     let s = bags.grid.upper();
     loop {
+        // A sample tests every point of both bags: a poll costs far less.
+        if poll() {
+            return Err(Error::Stopped);
+        }
         let set = pick_set(rng, cum);
         let (own, (x, y)) = count.members(bags, set);
         lazy.next_box(x, y);

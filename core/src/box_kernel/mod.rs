@@ -107,6 +107,58 @@ pub fn estimate<R: Rng + ?Sized>(
     rng: &mut R,
     scratch: &mut Scratch<'_>,
 ) -> Result<Estimate, Error> {
+    estimate_polled(
+        kernel,
+        method,
+        grid,
+        p,
+        q,
+        accuracy,
+        rng,
+        scratch,
+        &mut || false,
+    )
+}
+
+/// [`estimate`] that calls `poll` between short units of its work — each row of the
+/// set-up over P × Q, each sample, every [`POLL_TRIALS`] trials of the paper's Tables
+/// 3–4 and every 64 boxes of its Table 5 — and returns [`Error::Stopped`] as soon as it answers `true`. An entry
+/// between two large bags at a small ε runs for seconds; this is how a host stops one
+/// (Ctrl-C). The numbers drawn, and so the estimate, are those of [`estimate`].
+///
+/// ```
+/// use mil_core::box_kernel::{estimate_polled, scratch_len, Accuracy, BoxKernel, Grid, Method, Scratch};
+/// use mil_core::Error;
+/// use rand_core::SeedableRng;
+///
+/// let s = [9u32, 9];
+/// let grid = Grid::new(&s).unwrap();
+/// let (p, q) = ([1u32, 2, 3, 4], [2u32, 2, 7, 8]);
+/// let need = scratch_len(BoxKernel::And, Method::Fast, 2, 2, 2).unwrap();
+/// let (mut floats, mut ints) = (vec![0.0; need.floats], vec![0; need.ints]);
+/// let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(1);
+/// let accuracy = Accuracy::new(0.001, 1e-9).unwrap();
+/// let mut polls = 0;
+/// let stopped = estimate_polled(
+///     BoxKernel::And, Method::Fast, &grid, &p, &q, accuracy, &mut rng,
+///     &mut Scratch { floats: &mut floats, ints: &mut ints },
+///     &mut || { polls += 1; polls == 100 },
+/// );
+/// assert_eq!(stopped, Err(Error::Stopped));
+/// assert_eq!(polls, 100);
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn estimate_polled<R: Rng + ?Sized>(
+    kernel: BoxKernel,
+    method: Method,
+    grid: &Grid<'_>,
+    p: &[u32],
+    q: &[u32],
+    accuracy: Accuracy,
+    rng: &mut R,
+    scratch: &mut Scratch<'_>,
+    poll: &mut dyn FnMut() -> bool,
+) -> Result<Estimate, Error> {
     let n_p = grid.check_bag(p)?;
     let n_q = grid.check_bag(q)?;
     let need = scratch_len(kernel, method, n_p, n_q, grid.dim())
@@ -124,9 +176,10 @@ pub fn estimate<R: Rng + ?Sized>(
         });
     }
     let bags = sets::BagPoints::new(*grid, p, q);
-    let run = |count: Count, acc: Accuracy, rng: &mut R, scratch: &mut Scratch<'_>| match method {
-        Method::Fast => fast::estimate(count, &bags, acc, rng, scratch),
-        Method::Paper => paper::estimate(count, &bags, acc, rng, scratch),
+    let mut run = |count: Count, acc: Accuracy, rng: &mut R, scratch: &mut Scratch<'_>| match method
+    {
+        Method::Fast => fast::estimate(count, &bags, acc, rng, scratch, &mut *poll),
+        Method::Paper => paper::estimate(count, &bags, acc, rng, scratch, &mut *poll),
     };
     match kernel {
         BoxKernel::AndOr => {
@@ -153,6 +206,10 @@ pub fn estimate<R: Rng + ?Sized>(
         BoxKernel::Min => run(Count::Min, accuracy, rng, scratch),
     }
 }
+
+/// Trials of the paper's estimators between two polls of [`estimate_polled`]: a trial
+/// is a few comparisons, so a poll per trial would cost more than the trial.
+pub const POLL_TRIALS: u64 = 1 << 12;
 
 /// How k∧ and k∨ share the relative error ε of k∧/∨ = k∧/k∨: ε∧ = ε − (1+ε)ε∨ makes
 /// (1+ε∧)/(1−ε∨) = 1+ε exactly and (1−ε∧)/(1+ε∨) ≥ 1−ε, so two (εᵢ, δ/2) estimates give

@@ -10,6 +10,10 @@ use super::sampling::uniform_between;
 use super::sets::{cumulative_sizes, ln_set_size, pick_set, uniform_set, BagPoints, Count};
 use crate::error::Error;
 
+/// Boxes of Table 5 between two polls: each is 2d draws and a test of every point of
+/// both bags, so a poll every few dozen costs nothing measurable.
+const POLL_BOXES: u64 = 64;
+
 /// Runs the paper's estimator of k∧ (Table 3), k∨ (Table 4) or k_min (Table 5).
 pub(crate) fn estimate<R: Rng + ?Sized>(
     count: Count,
@@ -17,10 +21,13 @@ pub(crate) fn estimate<R: Rng + ?Sized>(
     accuracy: Accuracy,
     rng: &mut R,
     scratch: &mut Scratch<'_>,
+    poll: &mut dyn FnMut() -> bool,
 ) -> Result<Estimate, Error> {
     match count {
-        Count::And | Count::Or => Ok(self_adjusting_coverage(count, bags, accuracy, rng, scratch)),
-        Count::Min => Ok(hoeffding_min(bags, accuracy, rng, scratch)),
+        Count::And | Count::Or => {
+            self_adjusting_coverage(count, bags, accuracy, rng, scratch, poll)
+        }
+        Count::Min => hoeffding_min(bags, accuracy, rng, scratch, poll),
     }
 }
 
@@ -58,10 +65,11 @@ fn self_adjusting_coverage<R: Rng + ?Sized>(
     accuracy: Accuracy,
     rng: &mut R,
     scratch: &mut Scratch<'_>,
-) -> Estimate {
+    poll: &mut dyn FnMut() -> bool,
+) -> Result<Estimate, Error> {
     let m = count.n_sets(bags).min(scratch.floats.len());
     let cum = scratch.floats.get_mut(..m).unwrap_or_default();
-    let ln_w = cumulative_sizes(count, bags, cum, &mut []);
+    let ln_w = cumulative_sizes(count, bags, cum, &mut [], &mut *poll)?;
     let cum = &*cum;
     let eps = accuracy.epsilon();
     let budget = libm::ceil(
@@ -83,6 +91,9 @@ fn self_adjusting_coverage<R: Rng + ?Sized>(
             if trials > budget {
                 break 'samples;
             }
+            if trials.is_multiple_of(super::POLL_TRIALS) && poll() {
+                return Err(Error::Stopped);
+            }
             let (x2, y2) = count.corners(bags, uniform_set(rng, count, bags));
             if inside(lower, upper, x2) && inside(lower, upper, y2) {
                 break;
@@ -92,10 +103,10 @@ fn self_adjusting_coverage<R: Rng + ?Sized>(
     }
     let ln_value =
         libm::log(budget as f64) + ln_w - libm::log(m as f64) - libm::log(completed.max(1) as f64);
-    Estimate {
+    Ok(Estimate {
         ln_value,
         samples: budget,
-    }
+    })
 }
 
 /// Table 5: for each pair (p, q), S = ⌈(n−1)² ln(2m/δ)/(2ε²)⌉ uniform boxes of B(p ∧ q)
@@ -107,7 +118,8 @@ fn hoeffding_min<R: Rng + ?Sized>(
     accuracy: Accuracy,
     rng: &mut R,
     scratch: &mut Scratch<'_>,
-) -> Estimate {
+    poll: &mut dyn FnMut() -> bool,
+) -> Result<Estimate, Error> {
     let (n_p, n_q) = (bags.n_p(), bags.n_q());
     let n = n_p.max(n_q) as f64;
     let m = (n_p * n_q) as f64;
@@ -128,7 +140,11 @@ fn hoeffding_min<R: Rng + ?Sized>(
         for j in 0..n_q {
             let y = bags.point_q(j);
             let mut sum = 0.0;
-            for _ in 0..per_pair {
+            for k in 0..per_pair {
+                // A pair draws (n−1)² ln(2m/δ)/(2ε²) boxes: at a small ε, without end.
+                if k.is_multiple_of(POLL_BOXES) && poll() {
+                    return Err(Error::Stopped);
+                }
                 draw_box(rng, s, x, y, lower, upper);
                 let a = bags
                     .p
@@ -151,8 +167,8 @@ fn hoeffding_min<R: Rng + ?Sized>(
             }
         }
     }
-    Estimate {
+    Ok(Estimate {
         ln_value: max + libm::log(acc),
         samples: per_pair * (n_p * n_q) as u64,
-    }
+    })
 }

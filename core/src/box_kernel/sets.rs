@@ -8,6 +8,7 @@ use rand_core::Rng;
 
 use super::grid::Grid;
 use super::sampling::{uniform_below, uniform_between, uniform_unit};
+use crate::error::Error;
 
 /// The two bags of one kernel evaluation (already checked against the grid), with their
 /// point counts worked out once: the estimators ask for them on every sample, and a
@@ -329,7 +330,8 @@ pub(crate) fn cumulative_sizes(
     bags: &BagPoints<'_>,
     cum: &mut [f64],
     rows: &mut [f64],
-) -> f64 {
+    poll: &mut dyn FnMut() -> bool,
+) -> Result<f64, Error> {
     let n = count.n_sets(bags).min(cum.len());
     let cum = cum.get_mut(..n).unwrap_or_default();
     let s = bags.grid.upper();
@@ -354,6 +356,11 @@ pub(crate) fn cumulative_sizes(
             }
             let mut cum = cum.iter_mut();
             for x in p {
+                // A row of P × Q is |Q| products over d dimensions; at |P| = |Q| = 1,000
+                // the whole set-up takes a few hundred milliseconds.
+                if poll() {
+                    return Err(Error::Stopped);
+                }
                 for (v, &c) in x1.iter_mut().zip(x) {
                     *v = f64::from(c) + 1.0;
                 }
@@ -364,8 +371,12 @@ pub(crate) fn cumulative_sizes(
             }
         }
         _ if count.over_pairs() => {
+            let n_q = bags.n_q().max(1);
             let pairs = p.flat_map(|x| q.clone().map(move |y| (x, y)));
-            for (c, (x, y)) in cum.iter_mut().zip(pairs) {
+            for (k, (c, (x, y))) in cum.iter_mut().zip(pairs).enumerate() {
+                if k.is_multiple_of(n_q) && poll() {
+                    return Err(Error::Stopped);
+                }
                 fill(c, set_size(s, x, y).packed());
             }
         }
@@ -381,7 +392,7 @@ pub(crate) fn cumulative_sizes(
         acc += unpack_relative(*c, top);
         *c = acc;
     }
-    top * core::f64::consts::LN_2 + libm::log(acc)
+    Ok(top * core::f64::consts::LN_2 + libm::log(acc))
 }
 
 /// Draws a set index with probability |setᵢ| / W from the running sums.
@@ -804,8 +815,10 @@ mod tests {
                 let n = count.n_sets(&bags);
                 let (mut plain, mut fast) = (vec![0.0; n], vec![0.0; n]);
                 let mut rows = vec![0.0; float_rows_len(n_q, d).unwrap()];
-                let ln_w = cumulative_sizes(count, &bags, &mut plain, &mut []);
-                let ln_w_rows = cumulative_sizes(count, &bags, &mut fast, &mut rows);
+                let ln_w =
+                    cumulative_sizes(count, &bags, &mut plain, &mut [], &mut || false).unwrap();
+                let ln_w_rows =
+                    cumulative_sizes(count, &bags, &mut fast, &mut rows, &mut || false).unwrap();
                 assert_eq!(ln_w.to_bits(), ln_w_rows.to_bits(), "case {case}");
                 assert!(plain
                     .iter()

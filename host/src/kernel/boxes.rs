@@ -28,12 +28,12 @@
 
 use mil_core::box_kernel::seeds::pair_seed;
 use mil_core::box_kernel::{
-    discretize, estimate, scratch_len, Accuracy, BoxKernel, Grid, Method, Scratch, ScratchLen,
+    discretize, estimate_polled, scratch_len, Accuracy, BoxKernel, Grid, Method, Scratch,
+    ScratchLen,
 };
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::cancel::CheckpointRng;
 use rayon::prelude::*;
 
 use super::LogGram;
@@ -281,12 +281,9 @@ fn box_entry(
     floats: &mut [f64],
     ints: &mut [u32],
 ) -> Result<(f64, u64)> {
-    // Checkpoints inside the entry: at a small ε one entry draws for seconds.
-    let mut rng = CheckpointRng::new(Xoshiro256PlusPlus::seed_from_u64(pair_seed(
-        spec.seed, i as u64, j as u64,
-    )));
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(pair_seed(spec.seed, i as u64, j as u64));
     let mut scratch = Scratch { floats, ints };
-    let est = estimate(
+    let est = estimate_polled(
         spec.kernel,
         spec.method,
         &data.grid(),
@@ -295,6 +292,7 @@ fn box_entry(
         spec.accuracy,
         &mut rng,
         &mut scratch,
+        &mut crate::cancel::poll,
     )?;
     Ok((est.ln_value, est.samples))
 }
@@ -313,9 +311,14 @@ pub fn box_entries(
     pairs
         .par_iter()
         .map_init(
-            || (vec![0.0f64; need.floats], vec![0u32; need.ints]),
+            || (Vec::new(), Vec::new()),
             |(floats, ints), &pair| {
                 crate::cancel::checkpoint();
+                // The scratch (megabytes for large bags) is sized after the checkpoint:
+                // rayon runs the init of every job it splits off, and a cancelled run
+                // would otherwise go on zeroing one per job.
+                floats.resize(need.floats, 0.0);
+                ints.resize(need.ints, 0);
                 let entry = box_entry(data, spec, pair, floats, ints)?;
                 progress.advance(1);
                 Ok(entry)

@@ -81,23 +81,24 @@ impl FittedKernel {
                 let rows: Vec<Vec<f64>> = (0..data.n_bags())
                     .into_par_iter()
                     .map_init(
-                        || (vec![0.0f64; need.floats], vec![0u32; need.ints]),
+                        || (Vec::new(), Vec::new()),
                         |(floats, ints), b| {
                             crate::cancel::checkpoint();
+                            // Sized after the checkpoint, as in `kernel::boxes::box_entries`.
+                            floats.resize(need.floats, 0.0f64);
+                            ints.resize(need.ints, 0u32);
                             let r = data.bag_range(b);
                             let bag = &points[r.start * d..r.end * d];
                             let hash = bag_hash(bag);
                             cols.iter()
                                 .map(|&t| {
-                                    let mut rng = crate::cancel::CheckpointRng::new(
-                                        Xoshiro256PlusPlus::seed_from_u64(pair_seed(
-                                            spec.seed,
-                                            hash,
-                                            train_hashes[t],
-                                        )),
-                                    );
+                                    let mut rng = Xoshiro256PlusPlus::seed_from_u64(pair_seed(
+                                        spec.seed,
+                                        hash,
+                                        train_hashes[t],
+                                    ));
                                     let mut scratch = Scratch { floats, ints };
-                                    estimate(
+                                    estimate_polled(
                                         spec.kernel,
                                         spec.method,
                                         &core_grid,
@@ -106,6 +107,7 @@ impl FittedKernel {
                                         spec.accuracy,
                                         &mut rng,
                                         &mut scratch,
+                                        &mut crate::cancel::poll,
                                     )
                                     .map(|e| e.ln_value)
                                     .map_err(Error::from)

@@ -36,7 +36,7 @@ use crate::kernel::{accuracy, SetKernelName};
 use crate::progress::{Progress, Silent};
 use bags::{svm_kernel, BagSvm, BagSvmSettings, EmpiricalMap};
 use mil_core::box_kernel::seeds::{bag_hash, pair_seed};
-use mil_core::box_kernel::{estimate, scratch_len, BoxKernel, Method, Scratch};
+use mil_core::box_kernel::{estimate_polled, scratch_len, BoxKernel, Method, Scratch};
 
 mod deploy;
 pub use deploy::*;
