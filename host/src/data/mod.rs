@@ -55,7 +55,8 @@ pub fn recorded_spec(spec: &str) -> String {
     }
 }
 
-/// The largest data file the readers accept (2 GiB). The CSV and ARFF readers hold one
+/// The largest data file the readers accept (2 GiB), and the most a directory of `.npy`
+/// bags holds in its `.npy` files together ([`npy`]). The CSV and ARFF readers hold one
 /// line (an ARFF record) at a time besides the data set they build: 8 bytes per value,
 /// which is less than twice the file unless values are written in fewer than 4
 /// characters each.

@@ -850,13 +850,7 @@ mod tests {
 
     /// A `.npy` file as NumPy writes it: `descr`, `fortran_order`, `shape` and the data
     /// bytes, version `version` (1, 2 or 3), header padded to a multiple of 64.
-    pub(crate) fn npy(
-        version: u8,
-        descr: &str,
-        fortran: bool,
-        shape: &str,
-        data: &[u8],
-    ) -> Vec<u8> {
+    fn npy(version: u8, descr: &str, fortran: bool, shape: &str, data: &[u8]) -> Vec<u8> {
         let fortran = if fortran { "True" } else { "False" };
         let mut dict =
             format!("{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape}, }}");
