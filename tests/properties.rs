@@ -1,13 +1,14 @@
 //! Property tests of everything that reads untrusted bytes: the CSV and ARFF data readers,
-//! the host model loader and the core's compact model parser. Inputs are arbitrary text
-//! or bytes and mutations (edits, special tokens, truncations) of valid files made here.
-//! For every input the reader returns a value or an error, never panics, and what it
-//! accepts is sound: data sets have consistent shapes and finite features and survive a
-//! write/read round trip; host models hold finite numbers, round-trip and score without
-//! panicking; compact models run inference without panicking.
+//! the `.npy` bag reader, the host model loader and the core's compact model parser.
+//! Inputs are arbitrary text or bytes and mutations (edits, special tokens, truncations)
+//! of valid files made here. For every input the reader returns a value or an error,
+//! never panics, and what it accepts is sound: data sets have consistent shapes and
+//! finite features and survive a write/read round trip; `.npy` arrays hold the finite
+//! values their shape says; host models hold finite numbers, round-trip and score
+//! without panicking; compact models run inference without panicking.
 //!
 //! Each property runs a fixed number of cases from a fixed seed (set in `config`), so a
-//! run is reproducible; `PROPTEST_CASES` does not apply. About 130,000 cases in all.
+//! run is reproducible; `PROPTEST_CASES` does not apply. About 310,000 cases in all.
 
 use mil_core::container::layout::{header::CHECKSUM as CHECKSUM_OFFSET, model_checksum};
 use mil_core::score::Pooling;
@@ -17,6 +18,7 @@ use mil_toolkit::classifier::milr::Milr;
 use mil_toolkit::classifier::{BagModel, Classifier};
 use mil_toolkit::data::arff::{parse_arff, to_arff};
 use mil_toolkit::data::csv::{parse_csv, to_csv};
+use mil_toolkit::data::npy::parse_npy;
 use mil_toolkit::export::{export, Affine, Compact, Head};
 use mil_toolkit::model::{ClassifierModel, HostModel};
 use mil_toolkit::projection::{LinearProjection, ProjectionKind};
@@ -684,6 +686,72 @@ proptest! {
         }
         exercise(&b);
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// `.npy` bags
+
+/// The fixture bags NumPy wrote (`tests/fixtures/npy/`): every float layout the reader
+/// takes.
+fn npy_seeds() -> Vec<Vec<u8>> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/npy");
+    ["slide-a", "slide-b", "slide-c", "slide-d"]
+        .iter()
+        .map(|bag| std::fs::read(dir.join(format!("{bag}.npy"))).unwrap())
+        .collect()
+}
+
+fn npy_seeds_cached() -> &'static [Vec<u8>] {
+    static SEEDS: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+    SEEDS.get_or_init(npy_seeds)
+}
+
+/// Parses `bytes` as one `.npy` bag: never a panic; an accepted array holds as many
+/// finite values as its shape says. Returns whether it was accepted.
+fn check_npy(bytes: &[u8]) -> Result<bool, TestCaseError> {
+    let Ok((header, values)) = parse_npy("t.npy", bytes) else {
+        return Ok(false);
+    };
+    prop_assert_eq!(values.len(), header.rows() * header.cols());
+    prop_assert!(values.iter().all(|v| v.is_finite()));
+    Ok(true)
+}
+
+proptest! {
+    #![proptest_config(config(20_000))]
+
+    #[test]
+    fn npy_mutations(
+        seed in any::<Index>(),
+        e in proptest::collection::vec(byte_edit(), 1..3),
+    ) {
+        let seeds = npy_seeds_cached();
+        check_npy(&apply_bytes(&seeds[seed.index(seeds.len())], &e))?;
+    }
+
+    #[test]
+    fn npy_arbitrary_bytes(mut b in proptest::collection::vec(any::<u8>(), 0..300), magic in any::<bool>()) {
+        if magic && b.len() >= 10 {
+            b[..8].copy_from_slice(b"\x93NUMPY\x01\x00");
+        }
+        check_npy(&b)?;
+    }
+}
+
+#[test]
+fn the_npy_seeds_parse_and_mutations_reach_the_values() {
+    let seeds = npy_seeds_cached();
+    let mut accepted = 0;
+    for s in seeds {
+        assert!(check_npy(s).unwrap());
+        // A changed byte of the values still parses (unless it makes a NaN or infinity).
+        for p in (s.len() - 16..s.len()).step_by(3) {
+            let mut b = s.clone();
+            b[p] ^= 0x01;
+            accepted += usize::from(check_npy(&b).unwrap());
+        }
+    }
+    assert!(accepted > 0);
 }
 
 #[test]

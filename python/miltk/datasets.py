@@ -1,8 +1,10 @@
-"""The benchmark data sets compiled into the library, as scikit-learn's loaders return
-them: a ``sklearn.utils.Bunch``, or ``(bags, y)`` with ``return_X_y=True``."""
+"""The benchmark data sets compiled into the library, and data files (CSV, ARFF, a
+directory of ``.npy`` bags), as scikit-learn's loaders return them: a
+``sklearn.utils.Bunch``, or ``(bags, y)`` with ``return_X_y=True``."""
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal, overload
 
 import numpy as np
@@ -47,31 +49,38 @@ def _describe(
     """``DESCR``: the set's title and what the loaded data holds, counted from it."""
     counts = ", ".join(f"{int((y == c).sum())} labelled {c!r}" for c in target_names)
     n_instances = sum(len(b) for b in bags)
+    where = (
+        "as compiled into the library; the files carry no feature names"
+        if name in _TITLES
+        else "as read from that path"
+    )
     return (
         f"{_TITLES.get(name, name)}\n\n"
         f"{len(bags)} bags ({counts}), {n_instances} instances, {bags[0].shape[1]} "
-        f"features per instance. The set `mil info {name}` describes, as compiled into "
-        "the library; the files carry no feature names."
+        f"features per instance. The set `mil info {name}` describes, {where}."
     )
 
 
 @overload
-def load_dataset(name: str, *, return_X_y: Literal[False] = ..., return_ids: Literal[False] = ...) -> Any: ...
+def load_dataset(name: str | os.PathLike[str], *, return_X_y: Literal[False] = ..., return_ids: Literal[False] = ...) -> Any: ...
 @overload
-def load_dataset(name: str, *, return_X_y: Literal[True], return_ids: Literal[False] = ...) -> XY: ...
+def load_dataset(name: str | os.PathLike[str], *, return_X_y: Literal[True], return_ids: Literal[False] = ...) -> XY: ...
 @overload
-def load_dataset(name: str, *, return_X_y: bool = ..., return_ids: Literal[True]) -> XYIds: ...
+def load_dataset(name: str | os.PathLike[str], *, return_X_y: bool = ..., return_ids: Literal[True]) -> XYIds: ...
 @overload
-def load_dataset(name: str, *, return_X_y: bool = ..., return_ids: bool = ...) -> Any: ...
+def load_dataset(name: str | os.PathLike[str], *, return_X_y: bool = ..., return_ids: bool = ...) -> Any: ...
 def load_dataset(
-    name: str, *, return_X_y: bool = False, return_ids: bool = False
+    name: str | os.PathLike[str], *, return_X_y: bool = False, return_ids: bool = False
 ) -> Any:
-    """A shipped data set.
+    """A shipped data set, or a data set read from a file or directory.
 
     Parameters
     ----------
-    name : {"musk1", "musk2", "elephant", "fox", "tiger", "corel3", "sival6", "corel_dogs"}
-        The data set, as ``mil info`` names it.
+    name : {"musk1", "musk2", "elephant", "fox", "tiger", "corel3", "sival6", "corel_dogs"} or path
+        The data set, as ``mil info`` names it: a shipped name, or the path (``str`` or
+        ``os.PathLike``) of a ``.csv`` or ``.arff`` file or of a directory of ``.npy``
+        bags with its ``labels.csv`` (the guide's data formats page; a file of a shipped
+        set's name wins, as for ``mil``). Unlabelled sets (labels ``?``) are refused.
     return_X_y : bool, default=False
         Return ``(bags, y)`` instead of a ``Bunch``.
     return_ids : bool, default=False
@@ -94,6 +103,7 @@ def load_dataset(
     >>> len(musk1.bags), musk1.target_names.tolist()
     (92, [0, 1])
     """
+    name = os.fspath(name)
     x, starts, labels, class_names, ids = _native.load_dataset(name)
     names: npt.NDArray[Any]
     try:

@@ -1,4 +1,4 @@
-//! Shipped data sets (`miltk.datasets`).
+//! Shipped data sets and data files (`miltk.datasets`).
 
 use numpy::PyArray2;
 use pyo3::exceptions::PyValueError;
@@ -7,7 +7,8 @@ use pyo3::prelude::*;
 use crate::bags::matrix;
 use crate::errors::py_err;
 
-/// A shipped data set: (instances, bag offsets, class index per bag, class names, bag ids).
+/// A shipped data set by name, or a data file or `.npy` directory by path, as `mil`
+/// reads `DATA`: (instances, bag offsets, class index per bag, class names, bag ids).
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 pub(crate) fn load_dataset<'py>(
@@ -20,11 +21,6 @@ pub(crate) fn load_dataset<'py>(
     Vec<String>,
     Vec<String>,
 )> {
-    if mil_toolkit::data::builtin::find(name).is_none() {
-        return Err(PyValueError::new_err(format!(
-            "{name:?} is not a shipped data set"
-        )));
-    }
     let data = py
         .detach(|| mil_toolkit::data::load(name))
         .map_err(py_err)?;

@@ -9,7 +9,8 @@ pub struct GramArgs {
     /// `mil gram merge TILES… -o OUT`: join the tiles of a sharded run.
     #[command(subcommand)]
     pub merge: Option<GramMerge>,
-    /// A .csv or .arff path, or a built-in data set name (a file of that name wins).
+    /// A .csv or .arff path, a directory of .npy bags with its labels.csv, or a built-in data
+    /// set name (a file of that name wins).
     #[arg(required = true)]
     pub data: Option<String>,
     /// The set kernel.
@@ -70,7 +71,8 @@ pub struct GramMergeArgs {
 /// `mil cluster`.
 #[derive(Args, Debug)]
 pub struct ClusterArgs {
-    /// A .csv or .arff path, or a built-in data set name (a file of that name wins).
+    /// A .csv or .arff path, a directory of .npy bags with its labels.csv, or a built-in data
+    /// set name (a file of that name wins).
     pub data: String,
     /// The clustering method.
     #[arg(long, value_parser = keyword::<ClusterMethod>())]

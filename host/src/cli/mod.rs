@@ -85,7 +85,7 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Count and check a data set (a .csv/.arff path or a built-in name).
+    /// Count and check a data set (a .csv/.arff path, a .npy directory or a built-in name).
     Info(InfoArgs),
     /// Write a synthetic data set from the papers.
     Synth(SynthArgs),
@@ -138,7 +138,8 @@ pub struct ManpageArgs {
 /// `mil info`.
 #[derive(Args, Debug)]
 pub struct InfoArgs {
-    /// A .csv or .arff path, or a built-in data set name (a file of that name wins).
+    /// A .csv or .arff path, a directory of .npy bags with its labels.csv, or a built-in data
+    /// set name (a file of that name wins).
     #[arg(required_unless_present = "list")]
     pub data: Option<String>,
     /// List the built-in data sets.
@@ -253,7 +254,8 @@ pub struct CvArgs {
     /// `mil cv merge PARTS…`: join the parts of a sharded run.
     #[command(subcommand)]
     pub merge: Option<CvMerge>,
-    /// A .csv or .arff path, or a built-in data set name (a file of that name wins).
+    /// A .csv or .arff path, a directory of .npy bags with its labels.csv, or a built-in data
+    /// set name (a file of that name wins).
     #[arg(required = true)]
     pub data: Option<String>,
     #[command(flatten)]
@@ -321,7 +323,8 @@ pub struct CvMergeArgs {
 /// `mil train`.
 #[derive(Args, Debug)]
 pub struct TrainArgs {
-    /// A .csv or .arff path, or a built-in data set name (a file of that name wins).
+    /// A .csv or .arff path, a directory of .npy bags with its labels.csv, or a built-in data
+    /// set name (a file of that name wins).
     pub data: String,
     #[command(flatten)]
     pub classifier: ClassifierArgs,
@@ -358,7 +361,8 @@ pub struct InnerCvArgs {
 pub struct PredictArgs {
     /// A model saved by `mil train`.
     pub model: String,
-    /// A .csv or .arff path, or a built-in data set name (a file of that name wins).
+    /// A .csv or .arff path, a directory of .npy bags with its labels.csv, or a built-in data
+    /// set name (a file of that name wins).
     pub data: String,
     /// Add per bag the witness instance(s) and the per-instance scores the model defines
     /// (MILR, MI-Wrapper, DD, EM-DD: instance probabilities; mi-SVM, MI-SVM, sMIL, sbMIL:
@@ -388,7 +392,8 @@ pub struct PredictArgs {
 /// `mil project`.
 #[derive(Args, Debug)]
 pub struct ProjectArgs {
-    /// A .csv or .arff path, or a built-in data set name (a file of that name wins).
+    /// A .csv or .arff path, a directory of .npy bags with its labels.csv, or a built-in data
+    /// set name (a file of that name wins).
     pub data: String,
     #[command(flatten)]
     pub projection: ProjectionArgs,

@@ -6,6 +6,7 @@ pub mod bags;
 pub mod builtin;
 pub mod csv;
 pub mod dataset;
+pub mod npy;
 pub mod standardize;
 pub mod synth;
 
@@ -17,7 +18,8 @@ pub use dataset::{Bag, Dataset};
 use crate::error::{Error, Result};
 
 /// Loads `DATA` as the CLI understands it: a `.csv` file, a Weka multi-instance `.arff`
-/// file, or a built-in name when no file of that name exists.
+/// file, a directory of `.npy` bags with its `labels.csv` ([`npy`]), or a built-in name
+/// when no file of that name exists.
 pub fn load(spec: &str) -> Result<Dataset> {
     let path = Path::new(spec);
     // A file wins over a built-in set of the same name: the user named what is there.
@@ -33,6 +35,9 @@ pub fn load(spec: &str) -> Result<Dataset> {
                 names.join(", ")
             ),
         ));
+    }
+    if path.is_dir() {
+        return npy::read_npy_dir(path);
     }
     match path.extension().and_then(|e| e.to_str()) {
         Some(ext) if ext.eq_ignore_ascii_case("arff") => arff::read_arff_file(path),
@@ -50,7 +55,8 @@ pub fn recorded_spec(spec: &str) -> String {
     }
 }
 
-/// The largest data file the readers accept (2 GiB). The CSV and ARFF readers hold one
+/// The largest data file the readers accept (2 GiB), and the most a directory of `.npy`
+/// bags holds in its `.npy` files together ([`npy`]). The CSV and ARFF readers hold one
 /// line (an ARFF record) at a time besides the data set they build: 8 bytes per value,
 /// which is less than twice the file unless values are written in fewer than 4
 /// characters each.
