@@ -51,6 +51,97 @@ fn bad(what: &'static str) -> Error {
     Error::BadModel(what)
 }
 
+/// γ and b of `KERNEL_PARAMS` (`f64`, 1 × 2), as the MI-kernel SVM and MILES store them.
+pub(crate) fn kernel_params(sections: &Sections<'_>) -> Result<(f64, f64), Error> {
+    let params = sections.require(tag::KERNEL_PARAMS)?;
+    params.expect(Elem::F64, 1, 2)?;
+    let (gamma, bias) = (params.f64_at(0), params.f64_at(1));
+    if !(gamma > 0.0 && gamma <= MAX_PARAM && bias.abs() <= MAX_PARAM) {
+        return Err(bad("γ not in (0, 1e6] or bias not finite and moderate"));
+    }
+    Ok((gamma, bias))
+}
+
+/// `GRID_MIN` as a per-feature affine map (`f64`, 2 × D: an offset and a non-negative
+/// scale per feature); `what` is the error when a value is not finite or a scale negative.
+pub(crate) fn feature_map<'a>(
+    sections: &Sections<'a>,
+    dim: usize,
+    what: &'static str,
+) -> Result<Section<'a>, Error> {
+    let map = sections.require(tag::GRID_MIN)?;
+    map.expect(Elem::F64, 2, dim)?;
+    if (0..2 * dim).any(|i| !map.f64_at(i).is_finite())
+        || (0..dim).any(|j| map.f64_at(dim + j) < 0.0)
+    {
+        return Err(bad(what));
+    }
+    Ok(map)
+}
+
+/// `REF_INSTANCES` (rows × D in the model's encoding) and, when quantised, `REF_SCALE`'s
+/// per-feature steps; `what` is the error when the rows have the wrong type or width.
+pub(crate) fn stored_instances<'a>(
+    sections: &Sections<'a>,
+    encoding: Encoding,
+    dim: usize,
+    what: &'static str,
+) -> Result<(Section<'a>, Option<Section<'a>>), Error> {
+    let instances = sections.require(tag::REF_INSTANCES)?;
+    if instances.elem != encoding.elem() || instances.cols != dim {
+        return Err(bad(what));
+    }
+    let scale = match encoding {
+        Encoding::F32 => {
+            instances.expect_finite()?;
+            None
+        }
+        _ => {
+            if (0..instances.len()).any(|i| instances.i32_at(i).abs() > encoding.q_max()) {
+                return Err(bad("quantised value outside the symmetric range"));
+            }
+            let s = sections.f32_vec(tag::REF_SCALE, dim)?;
+            if (0..dim).any(|j| s.f32_at(j) < 0.0) {
+                return Err(bad("negative quantisation scale"));
+            }
+            Some(s)
+        }
+    };
+    Ok((instances, scale))
+}
+
+/// `SCORE_WEIGHTS`, `n` weights: `f32`, or Q15 with one step in `SCORE_SCALE` in both
+/// quantised encodings (16-bit in Q7 too, as in the box-kernel SVM, [`crate::svm`]).
+pub(crate) fn score_weights<'a>(
+    sections: &Sections<'a>,
+    encoding: Encoding,
+    n: usize,
+) -> Result<(Section<'a>, Option<f64>), Error> {
+    let weights = sections.require(tag::SCORE_WEIGHTS)?;
+    let scale = match encoding {
+        Encoding::F32 => {
+            weights.expect(Elem::F32, 1, n)?;
+            weights.expect_finite()?;
+            if sections.get(tag::SCORE_SCALE).is_some() {
+                return Err(bad("f32 weights with a quantisation scale"));
+            }
+            None
+        }
+        _ => {
+            weights.expect(Elem::I16, 1, n)?;
+            if (0..n).any(|r| weights.i32_at(r).abs() > Encoding::Q15.q_max()) {
+                return Err(bad("quantised value outside the symmetric range"));
+            }
+            let s = sections.f32_vec(tag::SCORE_SCALE, 1)?.f64_at(0);
+            if s <= 0.0 {
+                return Err(bad("quantisation scale not positive"));
+            }
+            Some(s)
+        }
+    };
+    Ok((weights, scale))
+}
+
 /// 2⁻²⁴: the relative rounding of an f32.
 pub(crate) const U24: f64 = 1.0 / 16_777_216.0;
 
@@ -239,39 +330,18 @@ impl<'a> MiKernelSvm<'a> {
         encoding: Encoding,
         dim: usize,
     ) -> Result<Self, Error> {
-        let params = sections.require(tag::KERNEL_PARAMS)?;
-        params.expect(Elem::F64, 1, 2)?;
-        let (gamma, bias) = (params.f64_at(0), params.f64_at(1));
-        if !(gamma > 0.0 && gamma <= MAX_PARAM && bias.abs() <= MAX_PARAM) {
-            return Err(bad("γ not in (0, 1e6] or bias not finite and moderate"));
-        }
-        let minmax = sections.require(tag::GRID_MIN)?;
-        minmax.expect(Elem::F64, 2, dim)?;
-        if (0..2 * dim).any(|i| !minmax.f64_at(i).is_finite())
-            || (0..dim).any(|j| minmax.f64_at(dim + j) < 0.0)
-        {
-            return Err(bad("min-max map not finite or with a negative range"));
-        }
-        let instances = sections.require(tag::REF_INSTANCES)?;
-        if instances.elem != encoding.elem() || instances.cols != dim {
-            return Err(bad("stored instances have the wrong type or width"));
-        }
-        let instance_scale = match encoding {
-            Encoding::F32 => {
-                instances.expect_finite()?;
-                None
-            }
-            _ => {
-                if (0..instances.len()).any(|i| instances.i32_at(i).abs() > encoding.q_max()) {
-                    return Err(bad("quantised value outside the symmetric range"));
-                }
-                let s = sections.f32_vec(tag::REF_SCALE, dim)?;
-                if (0..dim).any(|j| s.f32_at(j) < 0.0) {
-                    return Err(bad("negative quantisation scale"));
-                }
-                Some(s)
-            }
-        };
+        let (gamma, bias) = kernel_params(sections)?;
+        let minmax = feature_map(
+            sections,
+            dim,
+            "min-max map not finite or with a negative range",
+        )?;
+        let (instances, instance_scale) = stored_instances(
+            sections,
+            encoding,
+            dim,
+            "stored instances have the wrong type or width",
+        )?;
         let bags = sections.require(tag::REF_BAGS)?;
         let n_bags = bags.len().checked_sub(1).ok_or(bad("no stored bags"))?;
         bags.expect(Elem::U32, 1, n_bags + 1)?;
@@ -281,29 +351,7 @@ impl<'a> MiKernelSvm<'a> {
         if (0..n_bags).any(|b| bags.u32_at(b + 1) <= bags.u32_at(b)) {
             return Err(bad("a stored bag is empty"));
         }
-        // ω is 16-bit in Q7 too, as in the box-kernel SVM ([`crate::svm`]).
-        let weights = sections.require(tag::SCORE_WEIGHTS)?;
-        let weight_scale = match encoding {
-            Encoding::F32 => {
-                weights.expect(Elem::F32, 1, n_bags)?;
-                weights.expect_finite()?;
-                if sections.get(tag::SCORE_SCALE).is_some() {
-                    return Err(bad("f32 weights with a quantisation scale"));
-                }
-                None
-            }
-            _ => {
-                weights.expect(Elem::I16, 1, n_bags)?;
-                if (0..n_bags).any(|r| weights.i32_at(r).abs() > Encoding::Q15.q_max()) {
-                    return Err(bad("quantised value outside the symmetric range"));
-                }
-                let s = sections.f32_vec(tag::SCORE_SCALE, 1)?.f64_at(0);
-                if s <= 0.0 {
-                    return Err(bad("quantisation scale not positive"));
-                }
-                Some(s)
-            }
-        };
+        let (weights, weight_scale) = score_weights(sections, encoding, n_bags)?;
         Ok(MiKernelSvm {
             gamma,
             bias,

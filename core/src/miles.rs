@@ -40,9 +40,12 @@
 //! `f32`'s range makes the bound infinite (the decision is still computed).
 
 use crate::bag::instance_count;
-use crate::container::{tag, Elem, Encoding, Section, Sections};
+use crate::container::{Encoding, Section, Sections};
 use crate::error::Error;
-use crate::mi_svm::{sq_dist, DistanceBound, EXPF_ULPS, MAX_PARAM, ROUND_UP, TINY, U24};
+use crate::mi_svm::{
+    feature_map, kernel_params, score_weights, sq_dist, stored_instances, DistanceBound, EXPF_ULPS,
+    ROUND_UP, TINY, U24,
+};
 use crate::svm::SvmDecision;
 
 fn bad(what: &'static str) -> Error {
@@ -74,62 +77,18 @@ impl<'a> Miles<'a> {
         encoding: Encoding,
         dim: usize,
     ) -> Result<Self, Error> {
-        let params = sections.require(tag::KERNEL_PARAMS)?;
-        params.expect(Elem::F64, 1, 2)?;
-        let (gamma, bias) = (params.f64_at(0), params.f64_at(1));
-        if !(gamma > 0.0 && gamma <= MAX_PARAM && bias.abs() <= MAX_PARAM) {
-            return Err(bad("γ not in (0, 1e6] or bias not finite and moderate"));
+        let (gamma, bias) = kernel_params(sections)?;
+        let zscore = feature_map(sections, dim, "z-score not finite or with a negative scale")?;
+        let (prototypes, prototype_scale) = stored_instances(
+            sections,
+            encoding,
+            dim,
+            "prototypes of the wrong type or width",
+        )?;
+        if prototypes.rows == 0 {
+            return Err(bad("no prototypes"));
         }
-        let zscore = sections.require(tag::GRID_MIN)?;
-        zscore.expect(Elem::F64, 2, dim)?;
-        if (0..2 * dim).any(|i| !zscore.f64_at(i).is_finite())
-            || (0..dim).any(|j| zscore.f64_at(dim + j) < 0.0)
-        {
-            return Err(bad("z-score not finite or with a negative scale"));
-        }
-        let prototypes = sections.require(tag::REF_INSTANCES)?;
-        if prototypes.elem != encoding.elem() || prototypes.cols != dim || prototypes.rows == 0 {
-            return Err(bad("prototypes missing, or of the wrong type or width"));
-        }
-        let k = prototypes.rows;
-        let prototype_scale = match encoding {
-            Encoding::F32 => {
-                prototypes.expect_finite()?;
-                None
-            }
-            _ => {
-                if (0..prototypes.len()).any(|i| prototypes.i32_at(i).abs() > encoding.q_max()) {
-                    return Err(bad("quantised value outside the symmetric range"));
-                }
-                let s = sections.f32_vec(tag::REF_SCALE, dim)?;
-                if (0..dim).any(|j| s.f32_at(j) < 0.0) {
-                    return Err(bad("negative quantisation scale"));
-                }
-                Some(s)
-            }
-        };
-        let weights = sections.require(tag::SCORE_WEIGHTS)?;
-        let weight_scale = match encoding {
-            Encoding::F32 => {
-                weights.expect(Elem::F32, 1, k)?;
-                weights.expect_finite()?;
-                if sections.get(tag::SCORE_SCALE).is_some() {
-                    return Err(bad("f32 weights with a quantisation scale"));
-                }
-                None
-            }
-            _ => {
-                weights.expect(Elem::I16, 1, k)?;
-                if (0..k).any(|r| weights.i32_at(r).abs() > Encoding::Q15.q_max()) {
-                    return Err(bad("quantised value outside the symmetric range"));
-                }
-                let s = sections.f32_vec(tag::SCORE_SCALE, 1)?.f64_at(0);
-                if s <= 0.0 {
-                    return Err(bad("quantisation scale not positive"));
-                }
-                Some(s)
-            }
-        };
+        let (weights, weight_scale) = score_weights(sections, encoding, prototypes.rows)?;
         Ok(Miles {
             gamma,
             bias,
