@@ -721,11 +721,17 @@ impl AttentionModel {
         let weights: Vec<f64> = match self.params.pooling {
             Pooling::Mean => vec![1.0 / n as f64; n],
             Pooling::Max => {
-                let mut share = vec![0.0; n];
-                for j in 0..embed {
-                    let top = (0..n).fold(0, |b, k| if h[k][j] > h[b][j] { k } else { b });
-                    share[top] += 1.0 / embed as f64;
+                // The first instance holding each feature's maximum.
+                let mut top = vec![0usize; embed];
+                for (k, hk) in h.iter().enumerate() {
+                    for (j, t) in top.iter_mut().enumerate() {
+                        if hk[j] > h[*t][j] {
+                            *t = k;
+                        }
+                    }
                 }
+                let mut share = vec![0.0; n];
+                top.iter().for_each(|&t| share[t] += 1.0 / embed as f64);
                 share
             }
             Pooling::Attention | Pooling::Gated => {

@@ -120,7 +120,7 @@ fn plain_loops_equal_candles_forward_pass() {
             let net = Net::from_layers(&model.layers, pooling).unwrap();
             let scores = model.scores(&data).unwrap();
             let explained = model.explain(&data).unwrap();
-            for b in 0..data.n_bags() {
+            for (b, explanation) in explained.iter().enumerate() {
                 let x: Vec<f32> = model
                     .standardise(data.bag(b))
                     .concat()
@@ -147,7 +147,7 @@ fn plain_loops_equal_candles_forward_pass() {
                 }
                 if let Some(a) = fwd {
                     let a: Vec<f32> = a.flatten_all().unwrap().to_vec1().unwrap();
-                    for (k, (p, q)) in a.iter().zip(&explained[b].instance_scores).enumerate() {
+                    for (k, (p, q)) in a.iter().zip(&explanation.instance_scores).enumerate() {
                         assert!((f64::from(*p) - q).abs() < 1e-5, "bag {b} instance {k}");
                     }
                 }
