@@ -38,7 +38,11 @@ fn bom_crlf_and_cr_files_read_like_lf_files() {
 fn what_cannot_be_data_is_refused_with_exit_2() {
     let dir = temp_dir("limits-refused");
     let mut cases = vec![
-        ("a directory", dir.display().to_string(), "is a directory"),
+        (
+            "a directory without labels.csv",
+            dir.display().to_string(),
+            "a directory is read as .npy bags and needs labels.csv",
+        ),
         (
             "Latin-1 text",
             write(&dir, "latin1.csv", b"1,a,1\n0,caf\xe9,2\n"),

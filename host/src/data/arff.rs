@@ -19,11 +19,11 @@
 //! rejected. Class values must be integers, as in the CSV layout, so both formats carry
 //! the same data sets.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::csv::index_labels;
+use super::bag_book::BagBook;
 use super::dataset::Dataset;
 use super::{normalize_text, show};
 use crate::error::{Error, Result};
@@ -136,21 +136,16 @@ impl<'a> Reader<'a> {
                 }
             },
         };
-        if rows.bag_ids.is_empty() {
+        if rows.bags.len() == 0 {
             return Err(Error::data(self.name, "no bags after @data"));
         }
-        let raw_labels: Vec<&str> = rows
-            .bag_labels
-            .iter()
-            .map(|&i| rows.label_texts[i].as_str())
-            .collect();
-        let (labels, class_names) = index_labels(self.name, &raw_labels)?;
+        let (ids, labels, class_names) = rows.bags.finish(self.name)?;
         Dataset::new(
             self.name,
             rows.layout.dim,
             rows.features,
             rows.bag_starts,
-            rows.bag_ids,
+            ids,
             labels,
             class_names,
         )
@@ -171,15 +166,9 @@ struct Rows {
     layout: Layout,
     features: Vec<f64>,
     bag_starts: Vec<usize>,
-    bag_ids: Vec<String>,
+    bags: BagBook,
     /// The line of each bag's row.
     bag_lines: Vec<usize>,
-    /// Each bag's label as an index into `label_texts`, the distinct label strings.
-    bag_labels: Vec<usize>,
-    label_texts: Vec<String>,
-    label_index: HashMap<String, usize>,
-    /// Hashes of the ids seen; a hit is confirmed against `bag_ids`.
-    seen_ids: HashSet<u64>,
 }
 
 impl Rows {
@@ -188,12 +177,8 @@ impl Rows {
             layout,
             features: Vec::new(),
             bag_starts: vec![0],
-            bag_ids: Vec::new(),
+            bags: BagBook::default(),
             bag_lines: Vec::new(),
-            bag_labels: Vec::new(),
-            label_texts: Vec::new(),
-            label_index: HashMap::new(),
-            seen_ids: HashSet::new(),
         }
     }
 
@@ -224,18 +209,19 @@ impl Rows {
                 ),
             ));
         }
-        let id_field = format!("field 1 ({})", show(&layout.id_name));
+        // Field names are formatted only for an error.
+        let id_field = || format!("field 1 ({})", show(&layout.id_name));
         let id = &fields[0];
         if id.is_missing() {
-            return Err(err(&id_field, "missing bag id `?`".into()));
+            return Err(err(&id_field(), "missing bag id `?`".into()));
         }
         if id.text.is_empty() {
-            return Err(err(&id_field, "empty bag id".into()));
+            return Err(err(&id_field(), "empty bag id".into()));
         }
         if let Some(values) = &layout.id_values {
             if !values.contains(&id.text) {
                 return Err(err(
-                    &id_field,
+                    &id_field(),
                     format!(
                         "bag id `{}` is not among the declared values",
                         show(&id.text)
@@ -243,18 +229,10 @@ impl Rows {
                 ));
             }
         }
-        let hash = {
-            use std::hash::{BuildHasher, BuildHasherDefault};
-            BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
-                .hash_one(&id.text)
-        };
-        let first = match self.seen_ids.insert(hash) {
-            true => None,
-            false => self.bag_ids.iter().position(|b| *b == id.text),
-        };
+        let first = self.bags.earlier(&id.text);
         if let Some(first) = first {
             return Err(err(
-                &id_field,
+                &id_field(),
                 format!(
                     "bag `{}` appears again (first on line {}); one row per bag",
                     show(&id.text),
@@ -263,20 +241,20 @@ impl Rows {
             ));
         }
 
-        let bag_field = format!("field 2 ({})", show(&layout.bag_name));
+        let bag_field = || format!("field 2 ({})", show(&layout.bag_name));
         let bag = &fields[1];
         if bag.is_missing() {
             return Err(err(
-                &bag_field,
+                &bag_field(),
                 "missing bag `?`: missing values are not supported".into(),
             ));
         }
         let before = self.features.len();
         read_bag(&bag.text, layout.dim, &mut self.features)
-            .map_err(|(at, problem)| err(&format!("{bag_field}{at}"), problem))?;
+            .map_err(|(at, problem)| err(&format!("{}{at}", bag_field()), problem))?;
         if self.features.len() == before {
             return Err(err(
-                &bag_field,
+                &bag_field(),
                 format!("bag `{}` has no instances", show(&id.text)),
             ));
         }
@@ -285,14 +263,13 @@ impl Rows {
             None => "?",
             Some((class_name, values)) => {
                 let class = &fields[2];
-                let field = format!("field 3 ({})", show(class_name));
                 if class.is_missing() {
                     "?"
                 } else if values.contains(&class.text) {
                     class.text.as_str()
                 } else {
                     return Err(err(
-                        &field,
+                        &format!("field 3 ({})", show(class_name)),
                         format!(
                             "class `{}` is not among the declared values",
                             show(&class.text)
@@ -301,18 +278,8 @@ impl Rows {
                 }
             }
         };
-        let label = match self.label_index.get(label) {
-            Some(&index) => index,
-            None => {
-                self.label_texts.push(label.to_string());
-                self.label_index
-                    .insert(label.to_string(), self.label_texts.len() - 1);
-                self.label_texts.len() - 1
-            }
-        };
-        self.bag_ids.push(id.text.clone());
+        self.bags.push(&id.text, label);
         self.bag_lines.push(line);
-        self.bag_labels.push(label);
         self.bag_starts.push(self.features.len() / layout.dim);
         Ok(())
     }

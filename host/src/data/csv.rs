@@ -2,10 +2,10 @@
 //! one instance per line, the instances of a bag contiguous. A label of `?` marks an
 //! unlabelled bag (all bags of a file must then be unlabelled).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::bag_book::BagBook;
 use super::dataset::Dataset;
 use super::{normalize_text, show};
 use crate::error::{Error, Result};
@@ -30,21 +30,13 @@ pub fn parse_csv(name: &str, text: &str) -> Result<Dataset> {
     rows.finish()
 }
 
-/// A data set built from CSV lines as they come. Per bag it keeps only what the data set
-/// keeps (its id and start) and a class-name index; ids are checked for reappearance by
-/// their hashes.
+/// A data set built from CSV lines as they come: per bag only what the data set keeps.
 struct Rows<'a> {
     name: &'a str,
     dim: Option<usize>,
     features: Vec<f64>,
     bag_starts: Vec<usize>,
-    bag_ids: Vec<String>,
-    /// Each bag's label as an index into `label_texts`, the distinct label strings.
-    bag_labels: Vec<usize>,
-    label_texts: Vec<String>,
-    label_index: HashMap<String, usize>,
-    /// Hashes of the ids seen; a hit is confirmed against `bag_ids`.
-    seen_ids: HashSet<u64>,
+    bags: BagBook,
     n_instances: usize,
 }
 
@@ -55,11 +47,7 @@ impl<'a> Rows<'a> {
             dim: None,
             features: Vec::new(),
             bag_starts: vec![0],
-            bag_ids: Vec::new(),
-            bag_labels: Vec::new(),
-            label_texts: Vec::new(),
-            label_index: HashMap::new(),
-            seen_ids: HashSet::new(),
+            bags: BagBook::default(),
             n_instances: 0,
         }
     }
@@ -114,49 +102,36 @@ impl<'a> Rows<'a> {
         if bag_id.is_empty() {
             return Err(self.err(line_no, "column 2 (bag_id)".into(), "empty bag id".into()));
         }
-        if self.bag_ids.last().map(String::as_str) != Some(bag_id) {
-            let hash = {
-                use std::hash::{BuildHasher, BuildHasherDefault};
-                BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
-                    .hash_one(bag_id)
-            };
-            if !self.seen_ids.insert(hash) && self.bag_ids.iter().any(|id| id == bag_id) {
-                return Err(self.err(
-                    line_no,
-                    "column 2 (bag_id)".into(),
-                    format!(
-                        "bag `{}` reappears after other bags; a bag's instances must be contiguous",
-                        show(bag_id)
-                    ),
-                ));
-            }
-            if !self.bag_ids.is_empty() {
-                self.bag_starts.push(self.n_instances);
-            }
-            self.bag_ids.push(bag_id.to_string());
-            let index = match self.label_index.get(label) {
-                Some(&i) => i,
-                None => {
-                    self.label_texts.push(label.to_string());
-                    self.label_index
-                        .insert(label.to_string(), self.label_texts.len() - 1);
-                    self.label_texts.len() - 1
+        match self.bags.last() {
+            Some((last, earlier)) if last == bag_id => {
+                if earlier != label {
+                    return Err(self.err(
+                        line_no,
+                        "column 1 (label)".into(),
+                        format!(
+                            "bag `{}` has label `{}` here but `{}` on its earlier instances",
+                            show(bag_id),
+                            show(label),
+                            show(earlier)
+                        ),
+                    ));
                 }
-            };
-            self.bag_labels.push(index);
-        } else {
-            let earlier = &self.label_texts[self.bag_labels[self.bag_labels.len() - 1]];
-            if earlier != label {
-                return Err(self.err(
-                    line_no,
-                    "column 1 (label)".into(),
-                    format!(
-                        "bag `{}` has label `{}` here but `{}` on its earlier instances",
-                        show(bag_id),
-                        show(label),
-                        show(earlier)
-                    ),
-                ));
+            }
+            _ => {
+                if self.bags.earlier(bag_id).is_some() {
+                    return Err(self.err(
+                        line_no,
+                        "column 2 (bag_id)".into(),
+                        format!(
+                            "bag `{}` reappears after other bags; a bag's instances must be contiguous",
+                            show(bag_id)
+                        ),
+                    ));
+                }
+                if self.bags.len() > 0 {
+                    self.bag_starts.push(self.n_instances);
+                }
+                self.bags.push(bag_id, label);
             }
         }
         for (j, value) in fields[2..].iter().enumerate() {
@@ -185,62 +160,17 @@ impl<'a> Rows<'a> {
             return Err(Error::data(self.name, "no instances (the file is empty)"));
         };
         self.bag_starts.push(self.n_instances);
-        let raw_labels: Vec<&str> = self
-            .bag_labels
-            .iter()
-            .map(|&i| self.label_texts[i].as_str())
-            .collect();
-        let (labels, class_names) = index_labels(self.name, &raw_labels)?;
+        let (ids, labels, class_names) = self.bags.finish(self.name)?;
         Dataset::new(
             self.name,
             dim,
             self.features,
             self.bag_starts,
-            self.bag_ids,
+            ids,
             labels,
             class_names,
         )
     }
-}
-
-/// Turns per-bag label strings into class indices, classes sorted numerically.
-/// All `?` gives an unlabelled set; a mixture is an error.
-pub(crate) fn index_labels<S: AsRef<str>>(
-    name: &str,
-    raw: &[S],
-) -> Result<(Option<Vec<usize>>, Vec<String>)> {
-    let unlabelled = raw.iter().filter(|l| l.as_ref() == "?").count();
-    if unlabelled == raw.len() {
-        return Ok((None, Vec::new()));
-    }
-    if unlabelled > 0 {
-        return Err(Error::data(
-            name,
-            format!(
-                "{unlabelled} of {} bags are unlabelled (`?`); label all or none",
-                raw.len()
-            ),
-        ));
-    }
-    let values = raw
-        .iter()
-        .map(|l| {
-            let l = l.as_ref();
-            l.parse::<i64>()
-                .map_err(|_| Error::data(name, format!("label `{}` is not an integer", show(l))))
-        })
-        .collect::<Result<Vec<i64>>>()?;
-    // Keyed by value, so `1`, `01` and `+1` are one class (named as first written).
-    let mut classes: BTreeMap<i64, String> = BTreeMap::new();
-    for (&v, l) in values.iter().zip(raw) {
-        classes.entry(v).or_insert_with(|| l.as_ref().to_string());
-    }
-    let index: BTreeMap<i64, usize> = classes.keys().enumerate().map(|(i, &v)| (v, i)).collect();
-    let labels = values
-        .iter()
-        .filter_map(|v| index.get(v).copied())
-        .collect();
-    Ok((Some(labels), classes.into_values().collect()))
 }
 
 /// Writes a data set in the CSV layout. Values are printed with Rust's shortest

@@ -2,6 +2,7 @@
 //! standardisation.
 
 pub mod arff;
+mod bag_book;
 pub mod bags;
 pub mod builtin;
 pub mod csv;

@@ -679,7 +679,18 @@ pub fn read_npy_dir(dir: &Path) -> Result<Dataset> {
 
     // Second pass: the values, straight into place.
     let mut features = Vec::new();
-    features.reserve_exact(n_instances * dim);
+    // Fallible: a directory of float32 values needs twice its size, which the machine may
+    // not have; that is an error naming the need, not an abort.
+    features.try_reserve_exact(n_instances * dim).map_err(|_| {
+        Error::data(
+            &name,
+            format!(
+                "the data set needs {} of memory for its {} values, which could not be allocated",
+                super::bytes_text((n_instances * dim * 8) as u64),
+                n_instances * dim
+            ),
+        )
+    })?;
     let mut bag_starts = Vec::with_capacity(rows.len() + 1);
     bag_starts.push(0);
     for (row, expected) in rows.iter().zip(&headers) {
@@ -700,7 +711,7 @@ pub fn read_npy_dir(dir: &Path) -> Result<Dataset> {
         bag_starts.push(features.len() / dim);
     }
     let raw: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
-    let (labels, class_names) = super::csv::index_labels(&labels_name, &raw)?;
+    let (labels, class_names) = super::bag_book::index_labels(&labels_name, &raw)?;
     let ids = rows.into_iter().map(|r| r.bag).collect();
     Dataset::new(name, dim, features, bag_starts, ids, labels, class_names)
 }
