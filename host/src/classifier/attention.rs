@@ -3,7 +3,8 @@
 //! one vector, and a linear head classifies it.
 //!
 //! - Instance encoder: `dim → hidden → hidden/2`, each layer affine + ReLU + dropout
-//!   (the paper's model for the MIL benchmarks: fc-256, fc-128).
+//!   (256 and 128 by default, as common reimplementations of the paper's benchmark
+//!   model have it; the method page says so).
 //! - Pooling ([`Pooling`]): attention a_k = softmax_k(wᵀ tanh(V h_k)) (eq. 8), gated
 //!   attention a_k = softmax_k(wᵀ(tanh(V h_k) ⊙ sigm(U h_k))) (eq. 9) with `hidden/4`
 //!   attention units, z = Σ_k a_k h_k (eq. 7); or the mean or the feature-wise maximum.
@@ -63,7 +64,8 @@ impl Pooling {
     }
 }
 
-/// Attention-MIL hyper-parameters (defaults: the paper's benchmark setting).
+/// Attention-MIL hyper-parameters (defaults: the paper's optimiser setting; sizes as the
+/// method page states).
 ///
 /// ```
 /// use mil_toolkit::classifier::attention::{AttentionMil, Pooling};
