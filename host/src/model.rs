@@ -421,14 +421,6 @@ impl<W: std::io::Write> std::io::Write for AfterOpeningBrace<'_, W> {
     }
 }
 
-/// Splits the `checksum` field off a saved model's JSON.
-pub(crate) fn without_checksum(
-    mut value: serde_json::Value,
-) -> (serde_json::Value, Option<serde_json::Value>) {
-    let checksum = value.as_object_mut().and_then(|o| o.remove("checksum"));
-    (value, checksum)
-}
-
 /// Checks a model read back against the checksum it was saved with. Models saved without
 /// one (by builds before it was written) pass with the structural checks alone.
 pub(crate) fn check_checksum<T: Serialize>(

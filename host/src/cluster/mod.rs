@@ -224,19 +224,39 @@ impl ClusterModel {
     /// `file`, named in every error), checking its checksum and shapes.
     pub fn parse(file: &str, text: &str) -> Result<ClusterModel> {
         let file = file.to_string();
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| Error::Parse {
+        // The tag and the checksum first, skipping the rest unbuilt; then the model of that
+        // kind straight from the text. (An internally tagged enum would buffer the whole
+        // document as a tree of several times the file's size.)
+        #[derive(Deserialize)]
+        struct Envelope {
+            kind: Option<serde_json::Value>,
+            checksum: Option<serde_json::Value>,
+        }
+        let envelope: Envelope = serde_json::from_str(text).map_err(|e| Error::Parse {
             file: file.clone(),
             line: e.line(),
             field: format!("column {}", e.column()),
             problem: e.to_string(),
         })?;
-        let (value, checksum) = crate::model::without_checksum(value);
-        let model: ClusterModel = serde_json::from_value(value).map_err(|e| Error::Parse {
+        let malformed = |e: serde_json::Error| Error::Parse {
             file: file.clone(),
             line: 1,
             field: "model".into(),
             problem: e.to_string(),
-        })?;
+        };
+        let model = match envelope.kind.as_ref().and_then(|k| k.as_str()) {
+            Some("m3ic") => ClusterModel::M3ic(serde_json::from_str(text).map_err(malformed)?),
+            Some("bamic") => ClusterModel::Bamic(serde_json::from_str(text).map_err(malformed)?),
+            other => {
+                return Err(Error::Parse {
+                    file,
+                    line: 1,
+                    field: "kind".into(),
+                    problem: format!("expected \"m3ic\" or \"bamic\", found {other:?}"),
+                })
+            }
+        };
+        let checksum = envelope.checksum;
         crate::model::check_checksum(&model, checksum).map_err(|problem| Error::Parse {
             file: file.clone(),
             line: 1,
