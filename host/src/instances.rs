@@ -109,7 +109,6 @@ impl ClassifierModel {
             | ClassifierModel::MiFv(_)
             | ClassifierModel::Miles(_)
             | ClassifierModel::MiGraph(_) => InstanceScore::Contribution,
-            ClassifierModel::Attention(_) => InstanceScore::Attention,
         }
     }
 

@@ -36,7 +36,6 @@ use crate::eval::folds::complement;
 use crate::eval::inner_folds;
 use crate::eval::seeds::Stream;
 use crate::model::HostModel;
-use crate::progress::Progress;
 use crate::projection::{LinearProjection, ProjectionParams};
 
 pub use cv::{
@@ -326,25 +325,11 @@ impl Pipeline {
         data: &Dataset,
         train: &[usize],
     ) -> Result<(Fitted, Option<Dataset>)> {
-        self.fit_candidate_reporting(candidate, data, train, &crate::progress::Silent)
-    }
-
-    /// [`Pipeline::fit_candidate`], reporting the classifier's own stages (the attention
-    /// network's epochs) to `progress`.
-    fn fit_candidate_reporting(
-        &self,
-        candidate: &Candidate,
-        data: &Dataset,
-        train: &[usize],
-        progress: &dyn Progress,
-    ) -> Result<(Fitted, Option<Dataset>)> {
         match Self::fit_projection(candidate.projection.as_ref(), data, train)? {
             None => Ok((
                 Fitted {
                     projection: None,
-                    classifier: candidate
-                        .classifier
-                        .fit_reporting(data.select(train), progress)?,
+                    classifier: candidate.classifier.fit(data.select(train))?,
                 },
                 None,
             )),
@@ -352,7 +337,7 @@ impl Pipeline {
                 let classifier = candidate
                     .classifier
                     .after_projection()
-                    .fit_reporting(projected.select(train), progress)?;
+                    .fit(projected.select(train))?;
                 Ok((
                     Fitted {
                         projection: Some(p),
@@ -370,19 +355,9 @@ impl Pipeline {
     /// inner CV (seeded by [`Pipeline::seed`]); the chosen point is the model's
     /// [`HostModel::chosen`].
     pub fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<HostModel> {
-        self.fit_reporting(train, &crate::progress::Silent)
-    }
-
-    /// [`Pipeline::fit`], reporting the final fit's own stages (the attention network's
-    /// epochs) to `progress`.
-    pub fn fit_reporting<'a>(
-        &self,
-        train: impl Into<Bags<'a>>,
-        progress: &dyn Progress,
-    ) -> Result<HostModel> {
         let train = train.into();
         Ok(self
-            .fit_candidate_model(train.dataset(), &train.indices(), progress)?
+            .fit_candidate_model(train.dataset(), &train.indices())?
             .0)
     }
 
@@ -391,7 +366,6 @@ impl Pipeline {
         &self,
         data: &Dataset,
         train: &[usize],
-        progress: &dyn Progress,
     ) -> Result<(HostModel, Candidate)> {
         let seed = self.seed;
         self.check()?;
@@ -405,7 +379,7 @@ impl Pipeline {
         };
         let (candidate, _) = self.choose(data, train, seed, &shared)?;
         drop(shared);
-        let (fitted, _) = self.fit_candidate_reporting(&candidate, data, train, progress)?;
+        let (fitted, _) = self.fit_candidate(&candidate, data, train)?;
         let threshold =
             self.decide_threshold(data, train, Stream::Threshold.seed(seed, 0), &|tr, te| {
                 let (f, projected) = self.fit_candidate(&candidate, data, tr)?;
