@@ -223,43 +223,69 @@ fn any_valid_file_name_can_be_written_and_empty_or_directory_paths_are_refused()
 #[test]
 fn sigint_and_sigterm_remove_the_temporary_files() {
     let dir = temp_dir("edges-signals");
-    for (signal, status) in [("TERM", 143), ("INT", 130)] {
-        let target = dir.join("big.csv");
-        // About 30 MB of term counts: written and synced for long enough to be caught.
-        let mut child = Command::new(mil_binary())
-            .args(["synth", "term-counts", "--bags", "100", "-o"])
-            .arg(&target)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let started = std::time::Instant::now();
-        let seen = loop {
-            if !temporaries(&dir).is_empty() {
-                break true;
-            }
-            if child.try_wait().unwrap().is_some()
-                || started.elapsed() > std::time::Duration::from_secs(120)
+    let target = dir.join("big.csv");
+    let signal = |child: &std::process::Child, number: i32| {
+        // SAFETY: kill(2) on the pid of a child this test has not yet reaped.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, number) }, 0);
+    };
+    for (name, number, status) in [("TERM", libc::SIGTERM, 143), ("INT", libc::SIGINT, 130)] {
+        // The child is stopped (SIGSTOP) as soon as its temporary file appears, and the
+        // signal sent while it is stopped mid-write: the signal then always lands before
+        // the rename. A child that finished (or renamed) before it could be stopped is
+        // run again.
+        let mut caught = false;
+        for _ in 0..5 {
+            // About 30 MB of term counts: written and synced for long enough to be caught.
+            let mut child = Command::new(mil_binary())
+                .args(["synth", "term-counts", "--bags", "100", "-o"])
+                .arg(&target)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let started = std::time::Instant::now();
+            let mut exited = false;
+            while temporaries(&dir).is_empty()
+                && started.elapsed() < std::time::Duration::from_secs(120)
             {
-                break false;
+                if child.try_wait().unwrap().is_some() {
+                    exited = true;
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
             }
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        };
+            if exited {
+                std::fs::remove_file(&target).ok();
+                continue;
+            }
+            signal(&child, libc::SIGSTOP);
+            let mut wait_status = 0;
+            // SAFETY: waits for the child to stop (WUNTRACED) or end, without reaping a
+            // stopped child; `child.wait()` reaps it below.
+            let stopped =
+                unsafe { libc::waitpid(child.id() as i32, &mut wait_status, libc::WUNTRACED) }
+                    == child.id() as i32
+                    && libc::WIFSTOPPED(wait_status);
+            if !stopped || temporaries(&dir).is_empty() {
+                if stopped {
+                    signal(&child, libc::SIGCONT);
+                    child.wait().unwrap();
+                }
+                std::fs::remove_file(&target).ok();
+                continue;
+            }
+            signal(&child, number);
+            signal(&child, libc::SIGCONT);
+            let code = child.wait().unwrap().code();
+            assert_eq!(code, Some(status), "SIG{name}");
+            assert!(temporaries(&dir).is_empty(), "SIG{name}");
+            assert!(!target.exists(), "SIG{name}: an unfinished output appeared");
+            caught = true;
+            break;
+        }
         assert!(
-            seen,
-            "SIG{signal}: no temporary file appeared while writing"
-        );
-        let sent = Command::new("kill")
-            .args([format!("-{signal}"), child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-        let code = child.wait().unwrap().code();
-        assert_eq!(code, Some(status), "SIG{signal}");
-        assert!(temporaries(&dir).is_empty(), "SIG{signal}");
-        assert!(
-            !target.exists(),
-            "SIG{signal}: an unfinished output appeared"
+            caught,
+            "SIG{name}: the child was never stopped mid-write in 5 runs"
         );
     }
     std::fs::remove_dir_all(dir).ok();
