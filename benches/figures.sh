@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Draws the method pages' figures (docs/img/*.svg): with `mil project --plot` the first
 # two projected dimensions of every instance, coloured by its bag's label; with `mil cv
-# --plot` the ROC curve of the pooled out-of-fold scores (10-fold CV, seed 1).
+# --plot` the ROC curve of the pooled out-of-fold scores (10-fold CV, seed 1); with `mil
+# cluster --plot` a clustering (seed 1).
 #
 #   mida-set-one-{pca,lfda,clfda,bmida}.svg   MIDA's synthetic set one (seed 1, all
 #       80 bags), d = 2: PCA's plane beside the discriminant projections'.
@@ -10,6 +11,8 @@
 #   musk1-bmida.svg                              musk1, B-MIDA d = 2
 #   citation-knn-musk1-roc.svg, milr-musk1-roc.svg   ROC curves on musk1
 #   citation-knn-corel3-roc.svg                  one curve per class on corel3
+#   m3ic-corel3.svg                              corel3 clustered by M³IC, k = 3 (`mil
+#       cluster --plot`: the bag means on their first two principal axes)
 #
 # Usage: benches/figures.sh [path/to/mil]   (default: target/release/mil, built first)
 set -euo pipefail
@@ -55,3 +58,11 @@ roc() {
 roc citation-knn-musk1-roc musk1 --classifier citation-knn --references 2 --citers 4
 roc citation-knn-corel3-roc corel3 --classifier citation-knn --references 2 --citers 4
 roc milr-musk1-roc musk1 --classifier milr
+# cluster NAME DATA [CLUSTER FLAGS...]: one clustering's bags (seed 1).
+cluster() {
+    local name=$1 data=$2
+    shift 2
+    "$mil" cluster "$data" "$@" --seed 1 --plot "$img/$name.svg" --quiet > /dev/null
+    echo "docs/img/$name.svg"
+}
+cluster m3ic-corel3 corel3 --method m3ic --k 3

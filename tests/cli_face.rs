@@ -384,3 +384,65 @@ fn cv_plot_of_three_classes_has_one_curve_per_class() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `mil cluster --plot`: every bag is drawn once, in its cluster's colour and its class's
+/// shape (musk1: class 0 circles, class 1 triangles), beside a legend of both.
+#[test]
+fn cluster_plot_draws_every_bag_in_its_clusters_colour_and_its_class_shape() {
+    let dir = temp_dir("cluster-plot");
+    let plot = dir.join("clusters.svg");
+    let plot_arg = plot.display().to_string();
+    let args = ["cluster", "musk1", "--method", "m3ic", "--k", "2"];
+    let report = mil_json(&[&args[..], &["--json", "--plot", &plot_arg]].concat());
+    let assignments: Vec<usize> = report["assignments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_u64().unwrap() as usize)
+        .collect();
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    let labels = musk1.labels().unwrap();
+    assert_eq!(musk1.class_names(), ["0", "1"]);
+    let (root, texts) = svg_texts(&plot);
+    assert_eq!(root, "svg");
+    let sizes: Vec<usize> = (0..2)
+        .map(|c| assignments.iter().filter(|&&a| a == c).count())
+        .collect();
+    for (c, n) in sizes.iter().enumerate() {
+        let entry = format!("cluster {c} ({n} bags)");
+        assert!(texts.contains(&entry), "{entry} in {texts:?}");
+    }
+    for class in ["class 0", "class 1"] {
+        assert!(texts.iter().any(|t| t == class), "{class} in {texts:?}");
+    }
+    // Markers by shape and fill; each legend adds one marker of its own.
+    let text = std::fs::read_to_string(&plot).unwrap();
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    let count = |tag: &str, fill: &str| {
+        doc.descendants()
+            .filter(|n| n.has_tag_name(tag) && n.attribute("fill") == Some(fill))
+            .count()
+    };
+    // The first two colours of the palette (clusters 0 and 1), and the legend's grey.
+    let fills = ["#1F77B4", "#D62728"];
+    for (c, fill) in fills.iter().enumerate() {
+        let of_class = |class: usize| {
+            (0..labels.len())
+                .filter(|&b| assignments[b] == c && labels[b] == class)
+                .count()
+        };
+        assert_eq!(
+            count("circle", fill),
+            of_class(0) + 1,
+            "cluster {c}: circles"
+        );
+        assert_eq!(
+            count("polygon", fill),
+            of_class(1),
+            "cluster {c}: triangles"
+        );
+    }
+    assert_eq!(count("circle", "#A0A0A0"), 1, "the class 0 legend");
+    assert_eq!(count("polygon", "#A0A0A0"), 1, "the class 1 legend");
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -89,6 +89,10 @@ pub struct ClusterArgs {
     /// Save the clustering model here.
     #[arg(short, long)]
     pub output: Option<String>,
+    /// Also draw the clustering as SVG: each bag's mean instance on the first two
+    /// principal axes of the bag means, coloured by cluster, its marker by class.
+    #[arg(long)]
+    pub plot: Option<String>,
     /// M³IC: regularisation constant C of problem (6) (paper grid 2^[-4:4]); default 2,
     /// or 4 with `--balance-mode paper`.
     #[arg(long = "cost", allow_negative_numbers = true)]
