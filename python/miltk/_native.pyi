@@ -63,6 +63,7 @@ class ClassifierSpec:
         gamma: Optional[float],
         cost: float,
         max_iterations: int,
+        scaling: str = "zscore",
         class_weight: str = "none",
     ) -> ClassifierSpec: ...
     @staticmethod

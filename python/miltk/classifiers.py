@@ -863,8 +863,8 @@ class _InstanceSVM(_BagClassifier):
     f(x) = sum_i alpha_i y_i k(x_i, x) + b, trained while the unknown instance labels of
     the positive bags are filled in by alternation. A bag's decision value is the
     largest f over its instances; it is positive when that value is > 0. Features are
-    z-scored on the training instances. Binary labels only: ``classes_[1]`` is the
-    positive class. No randomness: a fit is a function of the data and parameters."""
+    z-scored (or scaled to [0, 1]) on the training instances. Binary labels only:
+    ``classes_[1]`` is the positive class. No randomness: a fit is a function of the data and parameters."""
 
     _bag_level: bool
 
@@ -874,6 +874,7 @@ class _InstanceSVM(_BagClassifier):
         gamma: Optional[float] = None,
         C: float = 1.0,
         max_iter: int = 50,
+        scaling: str = "zscore",
         class_weight: ClassWeight = None,
         n_jobs: Optional[int] = None,
     ) -> None:
@@ -881,6 +882,7 @@ class _InstanceSVM(_BagClassifier):
         self.gamma = gamma
         self.C = C
         self.max_iter = max_iter
+        self.scaling = scaling
         self.class_weight = class_weight
         self.n_jobs = n_jobs
 
@@ -891,6 +893,7 @@ class _InstanceSVM(_BagClassifier):
             None if self.gamma is None else float(self.gamma),
             float(self.C),
             check_positive_int("max_iter", self.max_iter),
+            self.scaling,
             _class_weight(self.class_weight, classes),
         )
 
@@ -924,7 +927,7 @@ class MiSVM(_InstanceSVM):
     Parameters
     ----------
     kernel : {"linear", "rbf"}, default="linear"
-        k(x, y) = x.y or exp(-gamma ||x - y||^2), on z-scored features.
+        k(x, y) = x.y or exp(-gamma ||x - y||^2), on the scaled features.
     gamma : float or None, default=None
         gamma of the RBF kernel; None is 1 / (non-constant features). Refused with the
         linear kernel.
@@ -932,6 +935,9 @@ class MiSVM(_InstanceSVM):
         Misclassification cost of every instance.
     max_iter : int, default=50
         Most rounds of relabelling.
+    scaling : {"zscore", "minmax"}, default="zscore"
+        Each feature z-scored, or scaled to [0, 1] as Weka's ``MISVM`` does, on the
+        training instances.
     class_weight : None, "balanced" or dict, default=None
         Multiplies the cost C of each instance by the weight of its bag's class.
     n_jobs : int or None, default=None
@@ -961,7 +967,7 @@ class MISVM(_InstanceSVM):
     Parameters
     ----------
     kernel : {"linear", "rbf"}, default="linear"
-        k(x, y) = x.y or exp(-gamma ||x - y||^2), on z-scored features.
+        k(x, y) = x.y or exp(-gamma ||x - y||^2), on the scaled features.
     gamma : float or None, default=None
         gamma of the RBF kernel; None is 1 / (non-constant features). Refused with the
         linear kernel.
@@ -969,6 +975,9 @@ class MISVM(_InstanceSVM):
         Misclassification cost of every training point.
     max_iter : int, default=50
         Most rounds of witness selection.
+    scaling : {"zscore", "minmax"}, default="zscore"
+        Each feature z-scored, or scaled to [0, 1] as Weka's ``MISVM`` does, on the
+        training instances.
     class_weight : None, "balanced" or dict, default=None
         Multiplies the cost C of each point by the weight of its bag's class.
     n_jobs : int or None, default=None
@@ -1243,7 +1252,7 @@ class SBMIL(_SparseMIL):
     Parameters
     ----------
     kernel : {"linear", "rbf"}, default="linear"
-        Instance kernel k(x, y) = x.y or exp(-gamma ||x - y||^2), on z-scored features.
+        Instance kernel k(x, y) = x.y or exp(-gamma ||x - y||^2), on the scaled features.
     gamma : float or None, default=None
         gamma of the RBF kernel; None is 1 / (non-constant features). Refused with the
         linear kernel.

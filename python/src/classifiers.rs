@@ -6,7 +6,7 @@ use mil_core::keyword::Keyword;
 use mil_toolkit::classifier::citation_knn::{CitationKnn, Scaling};
 use mil_toolkit::classifier::dd::{Dd, DdAlgorithm};
 use mil_toolkit::classifier::mi_graph::MiGraph;
-use mil_toolkit::classifier::mi_svm::{Heuristic, InstanceKernel, MiSvm};
+use mil_toolkit::classifier::mi_svm::{Heuristic, InstanceKernel, InstanceScaling, MiSvm};
 use mil_toolkit::classifier::mi_vlad::{BagEncoding, MiVlad};
 use mil_toolkit::classifier::mi_wrapper::{Combine, MiWrapper};
 use mil_toolkit::classifier::miles::{Miles, MilesEmbedding};
@@ -122,13 +122,15 @@ impl ClassifierSpec {
 
     /// mi-SVM (`bag_level` false) or MI-SVM (true).
     #[staticmethod]
-    #[pyo3(signature = (bag_level, kernel, gamma, cost, max_iterations, class_weight="none"))]
+    #[pyo3(signature = (bag_level, kernel, gamma, cost, max_iterations, scaling="zscore", class_weight="none"))]
+    #[allow(clippy::too_many_arguments)]
     fn mi_svm(
         bag_level: bool,
         kernel: &str,
         gamma: Option<f64>,
         cost: f64,
         max_iterations: usize,
+        scaling: &str,
         class_weight: &str,
     ) -> PyResult<Self> {
         let params = MiSvm::default()
@@ -141,6 +143,7 @@ impl ClassifierSpec {
             .gamma(gamma)
             .cost(cost)
             .max_iterations(max_iterations)
+            .scaling(keyword::<InstanceScaling>("scaling", scaling)?)
             .class_weight(class_weight.parse().map_err(py_err)?);
         Self::checked(params.into())
     }

@@ -28,11 +28,13 @@ pub(crate) fn load_dataset<'py>(
         .labels()
         .ok_or_else(|| PyValueError::new_err(format!("{name} has no labels")))?
         .to_vec();
-    Ok((
-        matrix(py, data.n_instances(), data.dim(), data.features().to_vec()),
+    let (n, dim) = (data.n_instances(), data.dim());
+    let (starts, class_names, ids) = (
         data.bag_starts().to_vec(),
-        labels,
         data.class_names().to_vec(),
         data.bag_ids().to_vec(),
-    ))
+    );
+    // The values move into the NumPy array: the data set is in memory once.
+    let x = matrix(py, n, dim, data.into_features());
+    Ok((x, starts, labels, class_names, ids))
 }

@@ -74,3 +74,33 @@ def test_a_malformed_directory_names_the_file(tmp_path):
     first.write_bytes(first.read_bytes()[:-3])
     with pytest.raises(ValueError, match=f"{first.name}: data: truncated"):
         miltk.load_dataset(directory)
+
+
+def test_a_large_directory_is_in_memory_once(tmp_path):
+    """Loading 80 MB of float64 bags raises the process's peak resident memory by about
+    the data's size, not twice it: the values read move into the NumPy array."""
+    import subprocess
+    import sys
+
+    directory = tmp_path / "big"
+    directory.mkdir()
+    n_bags, rows, dim = 100, 500, 200  # 100 x 500 x 200 x 8 B = 80 MB
+    rng = np.random.default_rng(1)
+    labels = ["bag,label"]
+    for b in range(n_bags):
+        np.save(directory / f"b{b}.npy", rng.standard_normal((rows, dim)))
+        labels.append(f"b{b},{b % 2}")
+    (directory / "labels.csv").write_text("\n".join(labels) + "\n")
+    size = n_bags * rows * dim * 8
+    code = (
+        "import resource, miltk\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        f"bags, y = miltk.load_dataset({str(directory)!r}, return_X_y=True)\n"
+        "after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "assert len(bags) == 100 and bags[0].shape == (500, 200)\n"
+        "print((after - before) * 1024)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    grown = int(out.stdout.split()[-1])
+    assert size * 0.9 < grown < size * 1.4, f"peak grew by {grown} B for {size} B of data"

@@ -40,6 +40,11 @@ CASES = [
         ["--classifier", "mi-svm-bag", "--kernel", "rbf", "--gamma", "0.01", "--cost", "10"],
     ),
     (
+        "mi-svm-minmax",
+        lambda: miltk.MiSVM(scaling="minmax", C=10.0),
+        ["--classifier", "mi-svm", "--scaling", "minmax", "--cost", "10"],
+    ),
+    (
         "bmida+citation-knn",
         lambda: Pipeline([("bmida", miltk.BMIDA(n_components=10)), ("knn", miltk.CitationKNN())]),
         ["--classifier", "citation-knn", "--projection", "bmida", "--dim", "10"],

@@ -173,6 +173,19 @@ impl Dataset {
         &self.features
     }
 
+    /// The instances, row-major `n_instances × dim`, moved out of the data set without
+    /// a copy (for handing a large set to another owner, such as a NumPy array).
+    ///
+    /// ```
+    /// let data = mil_toolkit::data::load("musk1")?;
+    /// let (n, dim) = (data.n_instances(), data.dim());
+    /// assert_eq!(data.into_features().len(), n * dim);
+    /// # Ok::<(), mil_toolkit::Error>(())
+    /// ```
+    pub fn into_features(self) -> Vec<f64> {
+        self.features
+    }
+
     /// Instance `i` (global index).
     pub fn instance(&self, i: usize) -> &[f64] {
         &self.features[i * self.dim..(i + 1) * self.dim]
