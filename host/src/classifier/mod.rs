@@ -620,6 +620,15 @@ impl ClassifierParams {
         }
     }
 
+    /// The steps [`ClassifierParams::fit_reporting`] reports at most: the attention
+    /// network's epochs, 0 for the classifiers that report none.
+    pub fn fit_steps(&self) -> u64 {
+        match self {
+            ClassifierParams::Attention(a) => a.epochs as u64,
+            _ => 0,
+        }
+    }
+
     /// [`ClassifierParams::fit`], reporting the classifier's own stages (the attention
     /// network's epochs) to `progress`.
     pub fn fit_reporting<'a>(

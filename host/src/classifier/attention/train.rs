@@ -20,6 +20,7 @@ pub(super) fn fit(
     train: &Bags<'_>,
     progress: &dyn Progress,
 ) -> Result<AttentionModel> {
+    keep_heap_top();
     let labels = train.labels(2)?;
     let data = train.dataset();
     let n_classes = data.n_classes();
@@ -110,6 +111,23 @@ pub(super) fn fit(
     };
     model.check_finite()?;
     Ok(model)
+}
+
+/// Every candle operation allocates its output, and glibc's malloc gives the top of its
+/// heap back to the system whenever a freed tensor leaves it free, then faults those pages
+/// in again (zero-filled) on the next allocation: on musk1 (one thread, 30 epochs) that
+/// was 5.6 s of system time against 2.7 s of user time. A top pad of 16 MiB keeps that
+/// much above the heap's top instead (system time 0.0 s; the same weights, the same peak
+/// resident memory). Set once per process, for glibc only.
+fn keep_heap_top() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        // SAFETY: mallopt only changes a tuning parameter of glibc's allocator.
+        ONCE.call_once(|| unsafe {
+            libc::mallopt(libc::M_TOP_PAD, 16 << 20);
+        });
+    }
 }
 
 /// Mean and 1/sd of each feature over the instances of `bags` (1/sd = 0 for a constant
