@@ -59,6 +59,11 @@ pub enum InstanceScore {
     /// The instance SVM's decision value f(x): its maximum is the bag's score (mi-SVM,
     /// MI-SVM, sbMIL), its mean for sMIL.
     Decision,
+    /// The attention network's weight of the instance in the bag's pooled embedding:
+    /// its attention weight a_k (Ilse et al. eq. 8, 9); 1/n for mean pooling; for max
+    /// pooling, the share of the embedding's features whose maximum it holds. The
+    /// weights of a bag sum to 1.
+    Attention,
 }
 
 mil_core::keywords!(InstanceScore {
@@ -67,6 +72,7 @@ mil_core::keywords!(InstanceScore {
     InstanceScore::Margin => "margin": "M3IC's modified margin max_u w_u.x - mean_v w_v.x (eq. 8)",
     InstanceScore::Contribution => "contribution": "the instance's share of the decision value (additive for the MI-kernel SVM and mi-graph; before the bag vector's normalisation for mi-vlad and mi-fv)",
     InstanceScore::Decision => "decision": "the instance SVM's decision value f(x), whose maximum is the bag's score (its mean for smil)",
+    InstanceScore::Attention => "attention": "the attention network's weight of the instance in the bag's pooled embedding (sums to 1 per bag)",
 });
 
 /// A training bag that voted for a Citation-kNN prediction.

@@ -109,6 +109,7 @@ impl ClassifierModel {
             | ClassifierModel::MiFv(_)
             | ClassifierModel::Miles(_)
             | ClassifierModel::MiGraph(_) => InstanceScore::Contribution,
+            ClassifierModel::Attention(_) => InstanceScore::Attention,
         }
     }
 

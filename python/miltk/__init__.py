@@ -5,7 +5,8 @@ estimators wrap the Rust library ``mil-toolkit``: classifiers (:class:`CitationK
 :class:`MILR`, :class:`SetKernelSVM`, :class:`SimpleMI`, :class:`MIWrapper`,
 :class:`MiVLAD`, :class:`MiFV`, :class:`MiSVM`, :class:`MISVM`, :class:`SMIL`,
 :class:`SBMIL`, :class:`DiverseDensity`, :class:`EMDD`, :class:`MILES` with its
-embedding :class:`MILESEmbedding`, :class:`MIGraph`, :class:`AutoMIL`), projections
+embedding :class:`MILESEmbedding`, :class:`MIGraph`, :class:`AttentionMIL`,
+:class:`AutoMIL`), projections
 (:class:`BMIDA`, :class:`MIALM`, ...) whose ``transform`` returns projected bags for a
 ``Pipeline``, bag clustering (:class:`M3IC`, :class:`BAMIC`), set-kernel Gram matrices,
 the shipped benchmark sets, the folds of ``mil cv``, instance scores
@@ -20,6 +21,7 @@ from .classifiers import (
     MILES,
     MILR,
     MISVM,
+    AttentionMIL,
     AutoMIL,
     CitationKNN,
     DiverseDensity,
@@ -61,6 +63,7 @@ from .projections import BMIDA, CLFDA, LDA, LFDA, MIALM, MIDR, MMIDA, PCA
 __version__ = "0.1.0"
 
 __all__ = [
+    "AttentionMIL",
     "AutoMIL",
     "BAMIC",
     "BMIDA",

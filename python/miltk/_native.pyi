@@ -91,6 +91,19 @@ class ClassifierSpec:
         class_weight: str = "none",
     ) -> ClassifierSpec: ...
     @staticmethod
+    def attention(
+        pooling: str,
+        hidden: int,
+        dropout: float,
+        learning_rate: float,
+        weight_decay: float,
+        epochs: int,
+        patience: int,
+        validation_fraction: float,
+        seed: int,
+        class_weight: str = "none",
+    ) -> ClassifierSpec: ...
+    @staticmethod
     def dd(
         em: bool,
         max_restarts: int,

@@ -1,7 +1,8 @@
 """Bag classifiers with the scikit-learn interface: Citation-kNN, MILR, the set-kernel
 SVM, SimpleMI, MI-Wrapper, mi-SVM, MI-SVM, miVLAD and miFV, sMIL and sbMIL, DD and
 EM-DD, MILES (with its embedding as a transformer, MILESEmbedding), mi-Graph
-(MIGraph), and AutoMIL, which chooses among them by inner cross-validation. Each wraps
+(MIGraph), attention-based deep MIL (AttentionMIL), and AutoMIL, which chooses among
+them by inner cross-validation. Each wraps
 the library's parameters type; ``fit`` runs the library's fit with the GIL released."""
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ __all__ = [
     "MILES",
     "MILESEmbedding",
     "MIGraph",
+    "AttentionMIL",
     "MiVLAD",
     "MiFV",
 ]
@@ -178,7 +180,9 @@ class _BagClassifier(NativeStateMixin, ClassifierMixin, BaseEstimator):
           mean for sMIL);
         - ``"contribution"``: :class:`SetKernelSVM` with ``kernel="mi-rbf"`` (each
           instance's additive share of the decision value), :class:`MiVLAD` and
-          :class:`MiFV` (its share before the bag vector's normalisation).
+          :class:`MiFV` (its share before the bag vector's normalisation);
+        - ``"attention"``: :class:`AttentionMIL` (the instance's weight in the bag's
+          pooled embedding; a bag's weights sum to 1).
 
         An instance is labelled positive when its score is above ``instance_threshold_``
         (0 for decisions, 0.5 for probabilities on two classes; ``None``: no label).
@@ -207,7 +211,8 @@ class _BagClassifier(NativeStateMixin, ClassifierMixin, BaseEstimator):
     @property
     def instance_score_kind_(self) -> str:
         """What :meth:`predict_instances` returns: ``"probability"``, ``"decision"``,
-        ``"contribution"``, or ``"none"`` for a model that scores no instance."""
+        ``"contribution"``, ``"attention"``, or ``"none"`` for a model that scores no
+        instance."""
         fitted(self)
         return self.model_.instance_score_kind
 
@@ -1684,3 +1689,148 @@ class MILESEmbedding(TransformerMixin, BaseEstimator):
             self.gamma_,
             n_threads(self.n_jobs),
         )
+
+
+class AttentionMIL(_BagClassifier):
+    """Attention-based deep MIL (Ilse, Tomczak & Welling 2018): a neural network that
+    embeds each instance and pools the embeddings by learnt attention weights.
+
+    Each instance (z-scored on the training instances) passes through two fully
+    connected layers (``hidden`` and ``hidden // 2`` units, ReLU, dropout while
+    training); the bag's vector is z = sum_k a_k h_k with attention weights
+    a_k = softmax_k(w . tanh(V h_k)) (``pooling="attention"``), the gated
+    a_k = softmax_k(w . (tanh(V h_k) * sigm(U h_k))) (``"gated"``), or the mean or
+    feature-wise maximum of the embeddings (``"mean"``, ``"max"``); a linear head and a
+    sigmoid (two classes) or softmax (more) give the class probabilities. Adam, one bag
+    per step, the penalty (weight_decay / 2) ||theta||^2, early stopping on a held-out
+    stratified share of the training bags. Trained in f32 with candle; the same
+    ``random_state`` gives the same model at a fixed thread count.
+
+    Parameters
+    ----------
+    pooling : {"attention", "gated", "mean", "max"}, default="attention"
+        The MIL pooling.
+    hidden : int, default=256
+        Width of the first encoder layer; the second has half, the attention a quarter.
+    dropout : float, default=0.5
+        Dropout probability after each encoder layer while training, in [0, 1).
+    learning_rate : float, default=0.0005
+        Adam's step size.
+    weight_decay : float, default=0.005
+        lambda of the penalty (lambda / 2) ||theta||^2 on every parameter.
+    epochs : int, default=100
+        Most passes over the training bags.
+    patience : int, default=10
+        Epochs without a better validation loss before training stops.
+    validation_fraction : float, default=0.2
+        Share of the training bags held out for early stopping; 0 trains on all of them
+        for every epoch.
+    random_state : int, RandomState, Generator or None, default=1
+        Seed of the initial weights, the validation split, the bag order and the
+        dropout masks, as :class:`DiverseDensity`'s.
+    class_weight : None, "balanced" or dict, default=None
+        Multiplies each bag's loss by the weight of its class.
+    n_jobs : int or None, default=None
+        Threads of ``fit`` and ``predict``, as :class:`CitationKNN`'s.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The labels; with two, ``classes_[1]`` is the positive class.
+    n_features_in_ : int
+        Features per instance.
+    model_ : object
+        The native fitted model.
+    """
+
+    def __init__(
+        self,
+        pooling: str = "attention",
+        hidden: int = 256,
+        dropout: float = 0.5,
+        learning_rate: float = 0.0005,
+        weight_decay: float = 0.005,
+        epochs: int = 100,
+        patience: int = 10,
+        validation_fraction: float = 0.2,
+        random_state: RandomState = 1,
+        class_weight: ClassWeight = None,
+        n_jobs: Optional[int] = None,
+    ) -> None:
+        self.pooling = pooling
+        self.hidden = hidden
+        self.dropout = dropout
+        self.learning_rate = learning_rate
+        self.weight_decay = weight_decay
+        self.epochs = epochs
+        self.patience = patience
+        self.validation_fraction = validation_fraction
+        self.random_state = random_state
+        self.class_weight = class_weight
+        self.n_jobs = n_jobs
+
+    def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
+        return _native.ClassifierSpec.attention(
+            str(self.pooling),
+            check_positive_int("hidden", self.hidden),
+            float(self.dropout),
+            float(self.learning_rate),
+            float(self.weight_decay),
+            check_positive_int("epochs", self.epochs),
+            check_positive_int("patience", self.patience),
+            float(self.validation_fraction),
+            estimator_seed(self),
+            _class_weight(self.class_weight, classes),
+        )
+
+    def predict_proba(self, X: BagsLike) -> npt.NDArray[np.float64]:
+        """Class probabilities of every bag.
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+
+        Returns
+        -------
+        ndarray of shape (n_bags, n_classes)
+            The network's probabilities, columns in the order of ``classes_``.
+        """
+        scores, _ = self._scores(X)
+        return scores
+
+    def decision_function(self, X: BagsLike) -> npt.NDArray[np.float64]:
+        """The probability of ``classes_[1]`` (two classes) or every class's (more).
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+
+        Returns
+        -------
+        ndarray of shape (n_bags,) or (n_bags, n_classes)
+            With two classes, above 0.5 predicts ``classes_[1]``.
+        """
+        scores, _ = self._scores(X)
+        return scores[:, 1].copy() if scores.shape[1] == 2 else scores
+
+    def attention(self, X: BagsLike) -> list[npt.NDArray[np.float64]]:
+        """Each instance's weight in its bag's pooled embedding.
+
+        The attention weights a_k (``"attention"``, ``"gated"``), 1/n for ``"mean"``,
+        the share of the embedding's features whose maximum the instance holds for
+        ``"max"``; each bag's weights sum to 1. The same numbers as
+        :meth:`predict_instances` and ``mil predict --explain``.
+
+        Parameters
+        ----------
+        X : sequence of ndarray
+            One (instances x features) array per bag.
+
+        Returns
+        -------
+        list of ndarray
+            One 1-D array per bag, one weight per instance in the bag's order.
+        """
+        return self.predict_instances(X)

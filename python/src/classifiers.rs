@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use mil_core::keyword::Keyword;
+use mil_toolkit::classifier::attention::{self, AttentionMil};
 use mil_toolkit::classifier::citation_knn::{CitationKnn, Scaling};
 use mil_toolkit::classifier::dd::{Dd, DdAlgorithm};
 use mil_toolkit::classifier::mi_graph::MiGraph;
@@ -201,6 +202,36 @@ impl ClassifierSpec {
         let params = MiGraph::default()
             .gamma(gamma)
             .cost(cost)
+            .class_weight(class_weight.parse().map_err(py_err)?);
+        Self::checked(params.into())
+    }
+
+    /// The attention network (Ilse et al.): `pooling` attention, gated, mean or max.
+    #[staticmethod]
+    #[pyo3(signature = (pooling, hidden, dropout, learning_rate, weight_decay, epochs, patience, validation_fraction, seed, class_weight="none"))]
+    #[allow(clippy::too_many_arguments)]
+    fn attention(
+        pooling: &str,
+        hidden: usize,
+        dropout: f64,
+        learning_rate: f64,
+        weight_decay: f64,
+        epochs: usize,
+        patience: usize,
+        validation_fraction: f64,
+        seed: u64,
+        class_weight: &str,
+    ) -> PyResult<Self> {
+        let params = AttentionMil::default()
+            .pooling(keyword::<attention::Pooling>("pooling", pooling)?)
+            .hidden(hidden)
+            .dropout(dropout)
+            .learning_rate(learning_rate)
+            .weight_decay(weight_decay)
+            .epochs(epochs)
+            .patience(patience)
+            .validation_fraction(validation_fraction)
+            .seed(seed)
             .class_weight(class_weight.parse().map_err(py_err)?);
         Self::checked(params.into())
     }

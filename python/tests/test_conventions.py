@@ -39,6 +39,7 @@ ESTIMATORS = {
     "MILES": lambda **kw: miltk.MILES(max_prototypes=50, **kw),
     "MILESEmbedding": lambda **kw: miltk.MILESEmbedding(max_prototypes=50, **kw),
     "MIGraph": lambda **kw: miltk.MIGraph(**kw),
+    "AttentionMIL": lambda **kw: miltk.AttentionMIL(hidden=16, epochs=5, **kw),
     "PCA": lambda **kw: miltk.PCA(n_components=3, **kw),
     "LDA": lambda **kw: miltk.LDA(n_components=1, **kw),
     "LFDA": lambda **kw: miltk.LFDA(n_components=3, **kw),
@@ -60,6 +61,7 @@ RANDOMISED = SEED_ALIAS + [
     "AutoMIL",
     "MILES",
     "MILESEmbedding",
+    "AttentionMIL",
 ]
 
 

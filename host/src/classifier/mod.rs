@@ -21,11 +21,14 @@
 //!   the training instances, which selects a few of them (binary only).
 //! - [`mi_graph`]: mi-Graph (Zhou, Sun & Li 2009), an SVM on a kernel over each bag's
 //!   ε-graph of instances (binary only).
+//! - [`attention`]: attention-based deep MIL (Ilse, Tomczak & Welling 2018), a neural
+//!   network with attention, gated-attention, mean or max pooling.
 //!
 //! Multi-class data: Citation-kNN votes per class; MILR fits one model per class
 //! (one-vs-rest). The parameters are gathered in [`ClassifierParams`], the fitted models
 //! in [`ClassifierModel`].
 
+pub mod attention;
 pub mod citation_knn;
 pub mod dd;
 pub mod imbalance;
@@ -46,6 +49,7 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::explain::Explanation;
 use crate::progress::Progress;
+use attention::AttentionModel;
 use citation_knn::CitationKnnModel;
 use citation_knn::Scaling;
 use dd::DdModel;
@@ -276,6 +280,10 @@ pub enum ClassifierKind {
     Miles,
     /// mi-Graph: an SVM on a kernel over each bag's graph of instances.
     MiGraph,
+    /// Attention-based deep MIL with attention pooling.
+    Attention,
+    /// Attention-based deep MIL with gated-attention pooling.
+    GatedAttention,
 }
 
 mil_core::keywords!(ClassifierKind {
@@ -294,6 +302,8 @@ mil_core::keywords!(ClassifierKind {
     ClassifierKind::EmDd => "em-dd": "EM-DD (Zhang & Goldman; Weka's MIEMDD): Diverse Density by picking one instance per bag, max bags",
     ClassifierKind::Miles => "miles": "MILES (Chen, Bi & Wang 2006): a 1-norm SVM on each bag's similarities to the training instances, selecting a few",
     ClassifierKind::MiGraph => "mi-graph": "mi-Graph (Zhou, Sun & Li 2009): SVM on a graph kernel that down-weights each instance by its neighbours in the bag",
+    ClassifierKind::Attention => "attention": "attention-based deep MIL (Ilse, Tomczak & Welling 2018): a neural network pooling its instance embeddings by learnt attention weights",
+    ClassifierKind::GatedAttention => "gated-attention": "attention-based deep MIL with gated attention (Ilse et al. eq. 9)",
 });
 
 /// Any classifier's parameters: one variant per algorithm, each a parameters type with
@@ -322,6 +332,8 @@ pub enum ClassifierParams {
     Miles(miles::Miles),
     /// mi-Graph.
     MiGraph(mi_graph::MiGraph),
+    /// Attention-based deep MIL (any pooling).
+    Attention(attention::AttentionMil),
 }
 
 impl ClassifierParams {
@@ -347,6 +359,10 @@ impl ClassifierParams {
             ClassifierKind::EmDd => dd::Dd::em_dd().into(),
             ClassifierKind::Miles => miles::Miles::default().into(),
             ClassifierKind::MiGraph => mi_graph::MiGraph::default().into(),
+            ClassifierKind::Attention => attention::AttentionMil::default().into(),
+            ClassifierKind::GatedAttention => attention::AttentionMil::default()
+                .pooling(attention::Pooling::Gated)
+                .into(),
         }
     }
 
@@ -399,6 +415,13 @@ impl ClassifierParams {
                 format!("mi-Graph over {n} bags (its Gram matrix)"),
                 mi_graph::footprint(shape),
             )),
+            ClassifierParams::Attention(a) => Some((
+                format!(
+                    "the attention network over {} instances ({} epochs)",
+                    shape.instances, a.epochs
+                ),
+                attention::footprint(shape, a),
+            )),
             ClassifierParams::Milr(_)
             | ClassifierParams::SimpleMi(_)
             | ClassifierParams::MiWrapper(_)
@@ -426,6 +449,7 @@ impl ClassifierParams {
             ClassifierParams::Dd(d) => all(d.default_grid()),
             ClassifierParams::Miles(m) => all(m.default_grid()),
             ClassifierParams::MiGraph(m) => all(m.default_grid()),
+            ClassifierParams::Attention(a) => all(a.default_grid()),
         }
     }
 
@@ -446,6 +470,10 @@ impl ClassifierParams {
             ClassifierParams::Dd(d) => d.algorithm.kind(),
             ClassifierParams::Miles(_) => ClassifierKind::Miles,
             ClassifierParams::MiGraph(_) => ClassifierKind::MiGraph,
+            ClassifierParams::Attention(a) => match a.pooling {
+                attention::Pooling::Gated => ClassifierKind::GatedAttention,
+                _ => ClassifierKind::Attention,
+            },
         }
     }
 
@@ -463,6 +491,7 @@ impl ClassifierParams {
             ClassifierParams::Dd(d) => d.check(),
             ClassifierParams::Miles(m) => m.check(),
             ClassifierParams::MiGraph(m) => m.check(),
+            ClassifierParams::Attention(a) => a.check().and(attention::check_trainable()),
         }
     }
 
@@ -493,6 +522,7 @@ impl ClassifierParams {
             ClassifierParams::Dd(d) => d.class_weight,
             ClassifierParams::Miles(m) => m.class_weight,
             ClassifierParams::MiGraph(m) => m.class_weight,
+            ClassifierParams::Attention(a) => a.class_weight,
         }
     }
 
@@ -586,6 +616,31 @@ impl ClassifierParams {
             ClassifierParams::Dd(d) => d.class_weight(w).into(),
             ClassifierParams::Miles(m) => m.class_weight(w).into(),
             ClassifierParams::MiGraph(m) => m.class_weight(w).into(),
+            ClassifierParams::Attention(a) => a.class_weight(w).into(),
+        }
+    }
+
+    /// The steps [`ClassifierParams::fit_reporting`] reports at most: the attention
+    /// network's epochs, 0 for the classifiers that report none.
+    pub fn fit_steps(&self) -> u64 {
+        match self {
+            ClassifierParams::Attention(a) => a.epochs as u64,
+            _ => 0,
+        }
+    }
+
+    /// [`ClassifierParams::fit`], reporting the classifier's own stages (the attention
+    /// network's epochs) to `progress`.
+    pub fn fit_reporting<'a>(
+        &self,
+        train: impl Into<Bags<'a>>,
+        progress: &dyn Progress,
+    ) -> Result<ClassifierModel> {
+        match self {
+            ClassifierParams::Attention(a) => Ok(ClassifierModel::Attention(
+                a.fit_with_progress(train, progress)?,
+            )),
+            _ => self.fit(train),
         }
     }
 
@@ -615,6 +670,9 @@ impl ClassifierParams {
             ClassifierParams::Dd(d) => ClassifierModel::Dd(d.fit(data.select(train))?),
             ClassifierParams::Miles(m) => ClassifierModel::Miles(m.fit(data.select(train))?),
             ClassifierParams::MiGraph(m) => ClassifierModel::MiGraph(m.fit(data.select(train))?),
+            ClassifierParams::Attention(a) => {
+                ClassifierModel::Attention(a.fit(data.select(train))?)
+            }
         })
     }
 }
@@ -705,6 +763,11 @@ impl std::fmt::Display for ClassifierParams {
                     m.gamma_factor, m.cost
                 ),
             },
+            ClassifierParams::Attention(a) => write!(
+                f,
+                "{kind} ({} pooling, hidden {}, weight decay {})",
+                a.pooling, a.hidden, a.weight_decay
+            ),
         }
     }
 }
@@ -769,6 +832,12 @@ impl From<mi_graph::MiGraph> for ClassifierParams {
     }
 }
 
+impl From<attention::AttentionMil> for ClassifierParams {
+    fn from(a: attention::AttentionMil) -> Self {
+        ClassifierParams::Attention(a)
+    }
+}
+
 impl From<miles::Miles> for ClassifierParams {
     fn from(m: miles::Miles) -> Self {
         ClassifierParams::Miles(m)
@@ -803,6 +872,8 @@ pub enum ClassifierModel {
     Miles(MilesModel),
     /// mi-Graph.
     MiGraph(MiGraphModel),
+    /// Attention-based deep MIL (any pooling).
+    Attention(AttentionModel),
 }
 
 impl ClassifierModel {
@@ -821,6 +892,7 @@ impl ClassifierModel {
             ClassifierModel::Dd(m) => m.params.algorithm.kind(),
             ClassifierModel::Miles(_) => ClassifierKind::Miles,
             ClassifierModel::MiGraph(_) => ClassifierKind::MiGraph,
+            ClassifierModel::Attention(m) => ClassifierParams::Attention(m.params).kind(),
         }
     }
 
@@ -847,6 +919,7 @@ impl ClassifierModel {
             ClassifierModel::Dd(m) => m.validate(),
             ClassifierModel::Miles(m) => m.validate(),
             ClassifierModel::MiGraph(m) => m.validate(),
+            ClassifierModel::Attention(m) => m.validate(),
         }
     }
 }
@@ -865,6 +938,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::Dd(m) => m.n_classes(),
             ClassifierModel::Miles(m) => m.n_classes(),
             ClassifierModel::MiGraph(m) => m.n_classes(),
+            ClassifierModel::Attention(m) => m.n_classes(),
         }
     }
 
@@ -881,6 +955,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::Dd(m) => m.input_dim(),
             ClassifierModel::Miles(m) => m.input_dim(),
             ClassifierModel::MiGraph(m) => m.input_dim(),
+            ClassifierModel::Attention(m) => m.input_dim(),
         }
     }
 
@@ -899,6 +974,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::Dd(m) => m.scores(data.select(bags)),
             ClassifierModel::Miles(m) => m.scores(data.select(bags)),
             ClassifierModel::MiGraph(m) => m.scores(data.select(bags)),
+            ClassifierModel::Attention(m) => m.scores(data.select(bags)),
         }
     }
 
@@ -917,6 +993,7 @@ impl BagModel for ClassifierModel {
             ClassifierModel::Dd(m) => m.explain(data.select(bags)),
             ClassifierModel::Miles(m) => m.explain(data.select(bags)),
             ClassifierModel::MiGraph(m) => m.explain(data.select(bags)),
+            ClassifierModel::Attention(m) => m.explain(data.select(bags)),
         }
     }
 }

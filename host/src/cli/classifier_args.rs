@@ -1,6 +1,7 @@
 //! The classifier's flags, shared by `mil cv` and `mil train`, and the parameters they describe.
 
 use super::*;
+use crate::classifier::attention::{self, AttentionMil};
 use crate::classifier::dd::Dd;
 use crate::classifier::mi_graph::MiGraph;
 use crate::classifier::mi_svm::{Heuristic, InstanceKernel, InstanceScaling, MiSvm};
@@ -58,9 +59,37 @@ pub struct ClassifierArgs {
     /// MILR: β of the softmax pooling.
     #[arg(long, default_value_t = Milr::default().beta, allow_negative_numbers = true)]
     pub beta: f64,
-    /// MILR: how instance probabilities become a bag probability [default: noisy-or].
-    #[arg(long, value_parser = keyword::<Pooling>(), value_delimiter = ',')]
-    pub pooling: Vec<Pooling>,
+    /// MILR: how instance probabilities become a bag probability [default: noisy-or];
+    /// attention: how instance embeddings become the bag's (attention, gated, mean or
+    /// max) [default: attention].
+    #[arg(long, value_parser = keyword::<PoolingFlag>(), value_delimiter = ',')]
+    pub pooling: Vec<PoolingFlag>,
+    /// attention, gated-attention: width of the encoder's first layer; the second has
+    /// half as many units, the attention a quarter [default: 256].
+    #[arg(long, value_delimiter = ',')]
+    pub hidden: Vec<usize>,
+    /// attention, gated-attention: λ of the penalty (λ/2)‖θ‖² on every weight, PyTorch
+    /// Adam's weight_decay [default: 0.005].
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    pub weight_decay: Vec<f64>,
+    /// attention, gated-attention: Adam's learning rate [default: 0.0005].
+    #[arg(long, allow_negative_numbers = true)]
+    pub learning_rate: Option<f64>,
+    /// attention, gated-attention: most passes over the training bags [default: 100].
+    #[arg(long)]
+    pub epochs: Option<usize>,
+    /// attention, gated-attention: epochs without a better validation loss before
+    /// training stops [default: 10].
+    #[arg(long)]
+    pub patience: Option<usize>,
+    /// attention, gated-attention: share of the training bags held out (stratified, drawn
+    /// with --seed) for early stopping; 0 trains every epoch on all bags [default: 0.2].
+    #[arg(long, allow_negative_numbers = true)]
+    pub validation_fraction: Option<f64>,
+    /// attention, gated-attention: dropout probability after each encoder layer while
+    /// training [default: 0.5].
+    #[arg(long, allow_negative_numbers = true)]
+    pub dropout: Option<f64>,
     /// MILR: the minimiser (`weka` reproduces Weka 3.6's MILR fit and scores).
     #[arg(long, value_parser = keyword::<Optimizer>(), default_value_t = Milr::default().optimizer)]
     pub optimizer: Optimizer,
@@ -209,9 +238,9 @@ pub(super) fn parse_threshold(text: &str) -> std::result::Result<Threshold, Stri
 /// the command line (even at its default value) is refused with any other classifier.
 pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
     use ClassifierKind::{
-        CitationKnn as K, Dd as D, EmDd as E, MiFv as F, MiGraph as G, MiSvm as P, MiSvmBag as B,
-        MiVlad as V, MiWrapper as W, Miles as X, Milr as M, Sbmil as L, SimpleMi as I, Smil as N,
-        Svm as S,
+        Attention as A, CitationKnn as K, Dd as D, EmDd as E, GatedAttention as Q, MiFv as F,
+        MiGraph as G, MiSvm as P, MiSvmBag as B, MiVlad as V, MiWrapper as W, Miles as X,
+        Milr as M, Sbmil as L, SimpleMi as I, Smil as N, Svm as S,
     };
     &[
         ("references", &[K]),
@@ -221,7 +250,7 @@ pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
         ("scaling", &[K, S, P, B, N, L]),
         ("ridge", &[M, I, W, V, F]),
         ("beta", &[M]),
-        ("pooling", &[M]),
+        ("pooling", &[M, A, Q]),
         ("optimizer", &[M]),
         ("codebook", &[V, F]),
         ("kernel", &[S, P, B, N, L]),
@@ -238,12 +267,19 @@ pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
         ("max-iterations", &[P, B, E]),
         ("eta", &[L]),
         ("max-restarts", &[D, E]),
+        ("hidden", &[A, Q]),
+        ("weight-decay", &[A, Q]),
+        ("learning-rate", &[A, Q]),
+        ("epochs", &[A, Q]),
+        ("patience", &[A, Q]),
+        ("validation-fraction", &[A, Q]),
+        ("dropout", &[A, Q]),
     ]
 };
 
 impl ClassifierArgs {
     /// Each flag of [`APPLIES_TO`] with its value, to compare with the defaults.
-    fn flag_values(&self) -> [(&'static str, String); 24] {
+    fn flag_values(&self) -> [(&'static str, String); 31] {
         let k = &self.set_kernel;
         let some = |v: Option<String>| v.unwrap_or_default();
         [
@@ -277,6 +313,19 @@ impl ClassifierArgs {
             ),
             ("eta", self.eta.to_string()),
             ("max-restarts", self.max_restarts.to_string()),
+            ("hidden", list(&self.hidden)),
+            ("weight-decay", list(&self.weight_decay)),
+            (
+                "learning-rate",
+                some(self.learning_rate.map(|v| v.to_string())),
+            ),
+            ("epochs", some(self.epochs.map(|v| v.to_string()))),
+            ("patience", some(self.patience.map(|v| v.to_string()))),
+            (
+                "validation-fraction",
+                some(self.validation_fraction.map(|v| v.to_string())),
+            ),
+            ("dropout", some(self.dropout.map(|v| v.to_string()))),
         ]
     }
 
@@ -393,6 +442,8 @@ impl ClassifierArgs {
         all = expand(all, |a| &mut a.gamma);
         all = expand(all, |a| &mut a.rho);
         all = expand(all, |a| &mut a.mu);
+        all = expand(all, |a| &mut a.hidden);
+        all = expand(all, |a| &mut a.weight_decay);
         expand(all, |a| &mut a.cost)
     }
 
@@ -433,7 +484,17 @@ impl ClassifierArgs {
                 })
                 .into(),
             ClassifierKind::Milr => Milr::default()
-                .pooling(first(&args.pooling, Milr::default().pooling))
+                .pooling(match args.pooling.first() {
+                    None => Milr::default().pooling,
+                    Some(PoolingFlag::Instance(p)) => *p,
+                    Some(PoolingFlag::Net(p)) => {
+                        return Err(Error::parameter(
+                            "--pooling",
+                            p,
+                            "applies to --classifier attention; MILR pools instance probabilities: max, softmax, mean, geometric or noisy-or",
+                        ))
+                    }
+                })
                 .ridge(ridge.unwrap_or(Milr::default().ridge))
                 .beta(args.beta)
                 .optimizer(args.optimizer)
@@ -486,6 +547,9 @@ impl ClassifierArgs {
                 .gamma(args.gamma.first().copied())
                 .cost(first(&args.cost, MiGraph::default().cost))
                 .into(),
+            kind @ (ClassifierKind::Attention | ClassifierKind::GatedAttention) => {
+                ClassifierParams::from(self.attention_params(kind, seed)?)
+            }
         }
         .with_class_weight(args.class_weight))
     }
@@ -541,6 +605,45 @@ impl ClassifierArgs {
             ));
         }
         Ok(kernel)
+    }
+
+    /// The attention network (`kind` attention or gated-attention) as the flags describe
+    /// it.
+    fn attention_params(&self, kind: ClassifierKind, seed: u64) -> Result<AttentionMil> {
+        let net = AttentionMil::default();
+        let pooling = match (kind, self.pooling.first()) {
+            (ClassifierKind::GatedAttention, None | Some(PoolingFlag::Net(attention::Pooling::Gated))) => {
+                attention::Pooling::Gated
+            }
+            (ClassifierKind::GatedAttention, Some(p)) => {
+                return Err(Error::parameter(
+                    "--pooling",
+                    p,
+                    "--classifier gated-attention pools by gated attention: use --classifier attention for another pooling",
+                ))
+            }
+            (_, None) => attention::Pooling::Attention,
+            (_, Some(PoolingFlag::Net(p))) => *p,
+            (_, Some(PoolingFlag::Instance(Pooling::Mean))) => attention::Pooling::Mean,
+            (_, Some(PoolingFlag::Instance(Pooling::Max))) => attention::Pooling::Max,
+            (_, Some(p)) => {
+                return Err(Error::parameter(
+                    "--pooling",
+                    p,
+                    "the attention network pools by attention, gated, mean or max",
+                ))
+            }
+        };
+        Ok(net
+            .pooling(pooling)
+            .hidden(first(&self.hidden, net.hidden))
+            .weight_decay(first(&self.weight_decay, net.weight_decay))
+            .learning_rate(self.learning_rate.unwrap_or(net.learning_rate))
+            .epochs(self.epochs.unwrap_or(net.epochs))
+            .patience(self.patience.unwrap_or(net.patience))
+            .validation_fraction(self.validation_fraction.unwrap_or(net.validation_fraction))
+            .dropout(self.dropout.unwrap_or(net.dropout))
+            .seed(seed))
     }
 
     /// sMIL (`kind` smil) or sbMIL (sbmil) as the flags describe it.
@@ -674,6 +777,56 @@ impl mil_core::keyword::Keyword for ScalingFlag {
 }
 
 impl std::fmt::Display for ScalingFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(mil_core::keyword::Keyword::name(*self))
+    }
+}
+
+/// `--pooling`: MILR's instance poolings ([`Pooling`]) and the attention network's
+/// ([`attention::Pooling`]), names taken from those two library enums (`mean` and `max`
+/// read as MILR's, which the network maps to its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolingFlag {
+    /// A pooling of instance probabilities (`--classifier milr`; mean and max also for
+    /// the network).
+    Instance(Pooling),
+    /// A pooling of instance embeddings by attention (`--classifier attention`).
+    Net(attention::Pooling),
+}
+
+impl mil_core::keyword::Keyword for PoolingFlag {
+    const ALL: &'static [Self] = &[
+        PoolingFlag::Instance(Pooling::Max),
+        PoolingFlag::Instance(Pooling::Softmax),
+        PoolingFlag::Instance(Pooling::Mean),
+        PoolingFlag::Instance(Pooling::Geometric),
+        PoolingFlag::Instance(Pooling::NoisyOr),
+        PoolingFlag::Net(attention::Pooling::Attention),
+        PoolingFlag::Net(attention::Pooling::Gated),
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            PoolingFlag::Instance(p) => p.name(),
+            PoolingFlag::Net(p) => p.name(),
+        }
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            PoolingFlag::Instance(Pooling::Max) => {
+                "MILR: the largest instance probability; attention: the feature-wise maximum of the instance embeddings"
+            }
+            PoolingFlag::Instance(Pooling::Mean) => {
+                "MILR: the mean instance probability; attention: the mean of the instance embeddings"
+            }
+            PoolingFlag::Instance(p) => p.help(),
+            PoolingFlag::Net(p) => p.help(),
+        }
+    }
+}
+
+impl std::fmt::Display for PoolingFlag {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(mil_core::keyword::Keyword::name(*self))
     }
@@ -835,6 +988,23 @@ impl ClassifierArgs {
                 values(&args.gamma, "1/features"),
                 values(&args.cost, MiGraph::default().cost)
             ),
+            kind @ (ClassifierKind::Attention | ClassifierKind::GatedAttention) => {
+                let net = AttentionMil::default();
+                format!(
+                    "{kind} ({} pooling, hidden {}, weight decay {}, at most {} epochs)",
+                    values(
+                        &args.pooling,
+                        if kind == ClassifierKind::GatedAttention {
+                            "gated"
+                        } else {
+                            "attention"
+                        }
+                    ),
+                    values(&args.hidden, net.hidden),
+                    values(&args.weight_decay, net.weight_decay),
+                    args.epochs.unwrap_or(net.epochs)
+                )
+            }
             ClassifierKind::EmDd => format!(
                 "em-dd (at most {} starts, {} E/M rounds)",
                 args.max_restarts,

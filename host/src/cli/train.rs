@@ -49,7 +49,7 @@ pub fn run(args: &TrainArgs, progress: &dyn Progress) -> Result<Report> {
         progress,
     )?;
     progress.start("training", 1);
-    let mut model = pipeline.fit(&d)?;
+    let mut model = pipeline.fit_reporting(&d, progress)?;
     progress.finish();
     let degenerate = match &model.classifier {
         ClassifierModel::Svm(svm) => svm

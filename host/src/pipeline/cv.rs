@@ -7,14 +7,14 @@ use std::path::Path;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::classifier::BagScores;
+use crate::classifier::{BagScores, ClassifierParams};
 use crate::data::Bags;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::eval::folds::complement;
 use crate::eval::seeds::Stream;
 use crate::eval::{accuracy, auroc, confusion_matrix, stratified_folds, Summary};
-use crate::progress::Progress;
+use crate::progress::{Budget, Progress};
 
 use super::{Chosen, Pipeline};
 
@@ -193,7 +193,17 @@ pub fn run_folds(
     // The classifiers' fast paths on raw features: work shared by every fold and
     // repetition (bag distances, Gram matrices) computed once per candidate.
     let shared = pipeline.shared_scorers(data, progress)?;
-    progress.start("cross-validation", mine.len() as u64);
+    // A fold is one step, or its final fit's epochs where the classifier reports them
+    // (the attention network), so that the bar moves within a fold.
+    let steps = pipeline
+        .classifier
+        .candidates()
+        .iter()
+        .map(ClassifierParams::fit_steps)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    progress.start("cross-validation", mine.len() as u64 * steps);
     let outcomes = mine
         .par_iter()
         .map(|&(repeat, f)| {
@@ -204,6 +214,7 @@ pub fn run_folds(
             sorted.sort_unstable();
             let train = complement(&all, &sorted);
             let seeds = FoldSeeds::of(*seed, f);
+            let share = Budget::new(progress, steps);
             let out = pipeline
                 .choose(data, &train, seeds.inner_cv, &shared)
                 .and_then(|(c, index)| {
@@ -217,7 +228,8 @@ pub fn run_folds(
                         )?;
                         return Ok((score(&train, test)?, chosen, t));
                     }
-                    let (fitted, projected) = pipeline.fit_candidate(&c, data, &train)?;
+                    let (fitted, projected) =
+                        pipeline.fit_candidate_reporting(&c, data, &train, &share)?;
                     let scores = fitted.scores(data, projected.as_ref(), test)?;
                     let t =
                         pipeline.decide_threshold(data, &train, seeds.threshold, &|tr, te| {
@@ -226,7 +238,7 @@ pub fn run_folds(
                         })?;
                     Ok((scores, chosen, t))
                 });
-            progress.advance(1);
+            share.close();
             out.map(|(scores, chosen, threshold)| FoldOutcome {
                 repeat,
                 fold: f,

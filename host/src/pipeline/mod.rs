@@ -36,6 +36,7 @@ use crate::eval::folds::complement;
 use crate::eval::inner_folds;
 use crate::eval::seeds::Stream;
 use crate::model::HostModel;
+use crate::progress::Progress;
 use crate::projection::{LinearProjection, ProjectionParams};
 
 pub use cv::{
@@ -325,11 +326,25 @@ impl Pipeline {
         data: &Dataset,
         train: &[usize],
     ) -> Result<(Fitted, Option<Dataset>)> {
+        self.fit_candidate_reporting(candidate, data, train, &crate::progress::Silent)
+    }
+
+    /// [`Pipeline::fit_candidate`], reporting the classifier's own stages (the attention
+    /// network's epochs) to `progress`.
+    fn fit_candidate_reporting(
+        &self,
+        candidate: &Candidate,
+        data: &Dataset,
+        train: &[usize],
+        progress: &dyn Progress,
+    ) -> Result<(Fitted, Option<Dataset>)> {
         match Self::fit_projection(candidate.projection.as_ref(), data, train)? {
             None => Ok((
                 Fitted {
                     projection: None,
-                    classifier: candidate.classifier.fit(data.select(train))?,
+                    classifier: candidate
+                        .classifier
+                        .fit_reporting(data.select(train), progress)?,
                 },
                 None,
             )),
@@ -337,7 +352,7 @@ impl Pipeline {
                 let classifier = candidate
                     .classifier
                     .after_projection()
-                    .fit(projected.select(train))?;
+                    .fit_reporting(projected.select(train), progress)?;
                 Ok((
                     Fitted {
                         projection: Some(p),
@@ -355,9 +370,19 @@ impl Pipeline {
     /// inner CV (seeded by [`Pipeline::seed`]); the chosen point is the model's
     /// [`HostModel::chosen`].
     pub fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<HostModel> {
+        self.fit_reporting(train, &crate::progress::Silent)
+    }
+
+    /// [`Pipeline::fit`], reporting the final fit's own stages (the attention network's
+    /// epochs) to `progress`.
+    pub fn fit_reporting<'a>(
+        &self,
+        train: impl Into<Bags<'a>>,
+        progress: &dyn Progress,
+    ) -> Result<HostModel> {
         let train = train.into();
         Ok(self
-            .fit_candidate_model(train.dataset(), &train.indices())?
+            .fit_candidate_model(train.dataset(), &train.indices(), progress)?
             .0)
     }
 
@@ -366,6 +391,7 @@ impl Pipeline {
         &self,
         data: &Dataset,
         train: &[usize],
+        progress: &dyn Progress,
     ) -> Result<(HostModel, Candidate)> {
         let seed = self.seed;
         self.check()?;
@@ -379,7 +405,7 @@ impl Pipeline {
         };
         let (candidate, _) = self.choose(data, train, seed, &shared)?;
         drop(shared);
-        let (fitted, _) = self.fit_candidate(&candidate, data, train)?;
+        let (fitted, _) = self.fit_candidate_reporting(&candidate, data, train, progress)?;
         let threshold =
             self.decide_threshold(data, train, Stream::Threshold.seed(seed, 0), &|tr, te| {
                 let (f, projected) = self.fit_candidate(&candidate, data, tr)?;

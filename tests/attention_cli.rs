@@ -1,0 +1,177 @@
+//! `mil train/predict/cv/export` with the attention network: the command line fits the
+//! library's model, `mil cv` predicts each bag with the model of its fold, `--explain`
+//! gives every instance's attention weight, and what does not apply is refused.
+
+use mil_suite::{find_key, mil_json, mil_refuses_naming, run_mil, temp_dir};
+use mil_toolkit::classifier::attention::{AttentionMil, Pooling};
+use mil_toolkit::classifier::{BagModel, Classifier};
+
+/// A small network that trains in well under a second on musk1.
+const FLAGS: [&str; 8] = [
+    "--classifier",
+    "gated-attention",
+    "--hidden",
+    "16",
+    "--epochs",
+    "8",
+    "--learning-rate",
+    "0.005",
+];
+
+fn params(seed: u64) -> AttentionMil {
+    AttentionMil::default()
+        .pooling(Pooling::Gated)
+        .hidden(16)
+        .epochs(8)
+        .learning_rate(0.005)
+        .seed(seed)
+}
+
+#[test]
+fn train_predict_and_cv_give_the_librarys_model() {
+    let dir = temp_dir("attention");
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    let model = dir.join("attention.json");
+    let model = model.to_str().unwrap();
+    let mut args = vec!["train", "musk1", "-o", model, "--seed", "3", "--json"];
+    args.extend_from_slice(&FLAGS);
+    mil_json(&args);
+    let p = mil_json(&["predict", model, "musk1", "--explain", "--json"]);
+    let lib = params(3).fit(&musk1).unwrap();
+    let scores = lib.scores(&musk1).unwrap();
+    let labels = scores.labels();
+    let explained = lib.explain(&musk1).unwrap();
+    for (b, pred) in p["predictions"].as_array().unwrap().iter().enumerate() {
+        let label: usize = pred["label"].as_str().unwrap().parse().unwrap();
+        assert_eq!(label, labels[b], "bag {b}");
+        let score = pred["score"].as_f64().unwrap();
+        assert!((score - scores.row(b)[1]).abs() < 1e-12, "bag {b}");
+        let e = &pred["explanation"];
+        assert_eq!(e["score_kind"], "attention");
+        let a: Vec<f64> = e["instance_scores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(a.len(), musk1.bag(b).len());
+        assert!((a.iter().sum::<f64>() - 1.0).abs() < 1e-9, "bag {b}");
+        for (x, w) in a.iter().zip(&explained[b].instance_scores) {
+            assert!((x - w).abs() < 1e-12, "bag {b}");
+        }
+    }
+
+    // `mil cv`: each bag's label is that of the model fitted on its fold's training bags
+    // (the library's folds of the same seed; each fold's network seeded by --seed).
+    let mut args = vec!["cv", "musk1", "--folds", "3", "--seed", "1", "--json"];
+    args.extend_from_slice(&FLAGS);
+    let cv = mil_json(&args);
+    let by_id: std::collections::HashMap<String, String> = cv["predictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["bag"].as_str().unwrap().to_string(),
+                p["label"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(by_id.len(), musk1.n_bags());
+    for (train, test) in musk1.stratified_folds(3, 1).unwrap() {
+        let fold = params(1).fit(train).unwrap();
+        let labels = fold.scores(test.clone()).unwrap().labels();
+        for (&b, label) in test.indices().iter().zip(labels) {
+            let id = &musk1.bag_ids()[b];
+            assert_eq!(by_id[id], musk1.class_names()[label], "bag {id}");
+        }
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
+    for (args, flag) in [
+        (
+            &["cv", "musk1", "--classifier", "attention", "--cost", "3"][..],
+            "--cost",
+        ),
+        (
+            &[
+                "cv",
+                "musk1",
+                "--classifier",
+                "attention",
+                "--pooling",
+                "noisy-or",
+            ][..],
+            "--pooling",
+        ),
+        (
+            &[
+                "cv",
+                "musk1",
+                "--classifier",
+                "gated-attention",
+                "--pooling",
+                "mean",
+            ][..],
+            "--pooling",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "milr", "--pooling", "gated"][..],
+            "--pooling",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "milr", "--epochs", "5"][..],
+            "--epochs",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "attention", "--dropout", "1"][..],
+            "--dropout",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "attention", "--hidden", "2"][..],
+            "--hidden",
+        ),
+    ] {
+        mil_refuses_naming(args, flag);
+    }
+
+    let dir = temp_dir("attention-bad");
+    let model = dir.join("attention.json");
+    let path = model.to_str().unwrap();
+    let mut args = vec!["train", "musk1", "-o", path, "--json"];
+    args.extend_from_slice(&FLAGS);
+    mil_json(&args);
+    let device = dir.join("attention.milm");
+    let out = run_mil(&["export", path, "-o", device.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("attention") && err.contains("not supported"),
+        "{err}"
+    );
+    assert!(!device.exists());
+
+    // One weight of the first layer dropped, or a value that is not a number: refused.
+    let text = std::fs::read_to_string(&model).unwrap();
+    for damage in ["short", "null"] {
+        let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let weights = find_key(&mut json, "weight").expect("the first layer's weights");
+        let weights = weights.as_array_mut().unwrap();
+        match damage {
+            "short" => {
+                weights.pop();
+            }
+            _ => weights[0] = serde_json::Value::Null,
+        }
+        let damaged = dir.join(format!("attention-{damage}.json"));
+        std::fs::write(&damaged, json.to_string()).unwrap();
+        let out = run_mil(&["predict", damaged.to_str().unwrap(), "musk1"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{damage}: {err}");
+        assert!(err.contains(&format!("attention-{damage}.json")), "{err}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
