@@ -896,6 +896,41 @@ fn miles_on_its_prototypes() {
 }
 
 #[test]
+fn miles_f32_inverse_deviations_move_the_z_score_within_equation_z() {
+    // (Z) of `mil_core::miles`: with ŝ_j = fl32(s_j), the device's x'_j = (v_j − μ_j)·ŝ_j
+    // lies within u(1 + 2⁻²⁰)|x'_j| (u = 2⁻²⁴) of the host's (v_j − μ_j)·s_j, on every
+    // feature of every musk1 and elephant instance and of the same instances moved
+    // four times as far from the means; and the bound is met closely somewhere (the
+    // largest ratio above a half), so it carries a real error.
+    use mil_toolkit::classifier::miles::Miles;
+    use mil_toolkit::classifier::Classifier;
+    let u = 1.0 / 16_777_216.0;
+    for data in datasets() {
+        let model = Miles::default().fit(&data).unwrap();
+        let (mean, inv_sd) = (&model.embedding.mean, &model.embedding.inv_sd);
+        let mut worst = 0.0f64;
+        for row in data.features().chunks_exact(data.dim()) {
+            for (j, &v) in row.iter().enumerate() {
+                for v in [v, mean[j] + 4.0 * (v - mean[j])] {
+                    let s_hat = f64::from(inv_sd[j] as f32);
+                    let (host, device) = ((v - mean[j]) * inv_sd[j], (v - mean[j]) * s_hat);
+                    let gap = (device - host).abs();
+                    assert!(
+                        gap <= u * (1.0 + 1.0 / 1_048_576.0) * device.abs(),
+                        "{} feature {j}: {device} vs {host}",
+                        data.name()
+                    );
+                    if device != 0.0 {
+                        worst = worst.max(gap / (u * device.abs()));
+                    }
+                }
+            }
+        }
+        assert!(worst > 0.5, "{}: largest ratio {worst}", data.name());
+    }
+}
+
+#[test]
 fn miles_decisions_stay_within_their_bound_across_seeds_scales_and_gammas() {
     // Random MILES models away from musk1's regime: bags with features over ±300, a
     // positive bag holding one instance near a concept point, queries over ±600 (beyond

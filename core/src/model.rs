@@ -584,6 +584,45 @@ pub const fn header_dims(model: &[u8]) -> (usize, usize) {
     )
 }
 
+/// The model kind from a model's header in a `const` context (`None` for bytes that are
+/// not a model of a known kind; unchecked, as [`scratch_bound`]): for choosing a
+/// firmware's entry point and buffers at compile time.
+///
+/// ```
+/// use mil_core::container::ModelKind;
+/// const MODEL: &[u8] = mil_core::sample::LINEAR_MIL; // include_bytes!("model.milm")
+/// const MILES: bool = matches!(mil_core::model::header_kind(MODEL), Some(ModelKind::Miles));
+/// assert!(!MILES);
+/// ```
+pub const fn header_kind(model: &[u8]) -> Option<ModelKind> {
+    use crate::container::layout::header;
+    if model.len() < header::KIND + 1
+        || model[0] != container::MAGIC[0]
+        || model[1] != container::MAGIC[1]
+        || model[2] != container::MAGIC[2]
+        || model[3] != container::MAGIC[3]
+    {
+        return None;
+    }
+    ModelKind::from_code(model[header::KIND])
+}
+
+/// The buffers of a MILES model's decision ([`Miles::decide`], [`Miles::begin`]) in a
+/// `const` context: (D + 3K `f32` of scratch, K `u32` for the nearest instances), K the
+/// stored prototypes; (0, 0) for other kinds. Unchecked, as [`scratch_bound`]; for every
+/// MILES model [`Model::parse`] accepts it equals ([`Miles::scratch_len`],
+/// [`Miles::n_prototypes`]).
+pub const fn miles_buffers(model: &[u8]) -> (usize, usize) {
+    if !matches!(header_kind(model), Some(ModelKind::Miles)) {
+        return (0, 0);
+    }
+    let k = match const_section(model, tag::REF_INSTANCES) {
+        Some((rows, _)) => rows,
+        None => 0,
+    };
+    (header_dims(model).0.saturating_add(k.saturating_mul(3)), k)
+}
+
 /// The little-endian unsigned integer of `n` bytes at `at` (0 past the end), in `const`.
 const fn const_le(model: &[u8], at: usize, n: usize) -> usize {
     if at >= model.len() || model.len() - at < n {
