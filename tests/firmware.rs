@@ -707,16 +707,39 @@ fn board_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/board")
 }
 
-/// `cargo ARGS` in `examples/board`, with the environment's build overrides removed.
-fn cargo_board(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO"))
+/// `cargo ARGS` in `examples/board`, with the environment's build overrides removed and
+/// the example's own `data/` embedded (or `data`'s `model.milm` and `bags.bin`).
+fn cargo_board(args: &[&str], data: Option<&Path>) -> std::process::Output {
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo
         .args(args)
         .current_dir(board_dir())
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_TARGET_DIR")
         .env_remove("CARGO_BUILD_TARGET")
-        .output()
-        .expect("cargo runs")
+        .env_remove("MIL_BOARD_DATA");
+    if let Some(dir) = data {
+        cargo.env("MIL_BOARD_DATA", dir);
+    }
+    cargo.output().expect("cargo runs")
+}
+
+/// The board example's `bags.bin`: `u32` bags, `u32` D, then per bag `u32` n and n × D
+/// `i16` counts (every feature of `data` an integer within `i16`).
+fn board_bags(data: &mil_toolkit::Dataset) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend((data.n_bags() as u32).to_le_bytes());
+    out.extend((data.dim() as u32).to_le_bytes());
+    for b in 0..data.n_bags() {
+        let bag = data.bag(b);
+        out.extend((bag.len() as u32).to_le_bytes());
+        for &v in bag.as_slice() {
+            let count = v as i16;
+            assert_eq!(f64::from(count), v, "bag {b}: not an i16 count");
+            out.extend(count.to_le_bytes());
+        }
+    }
+    out
 }
 
 #[test]
@@ -755,7 +778,7 @@ fn the_board_example_runs_on_an_emulated_cortex_m4_and_builds_for_a_cortex_m0() 
     assert_eq!(labels, ["1", "1", "1", "0", "0", "0"]);
 
     let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
-    let run = cargo_board(&["run", "--release", "--quiet"]);
+    let run = cargo_board(&["run", "--release", "--quiet"], None);
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(
         run.status.success(),
@@ -766,16 +789,80 @@ fn the_board_example_runs_on_an_emulated_cortex_m4_and_builds_for_a_cortex_m0() 
     let printed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("bag ")).collect();
     assert_eq!(printed, expected);
     // A Cortex-M0 (no FPU, no DSP extension): it builds from the same source.
-    let m0 = cargo_board(&[
-        "build",
-        "--release",
-        "--quiet",
-        "--target",
-        "thumbv6m-none-eabi",
-    ]);
+    let m0 = cargo_board(
+        &[
+            "build",
+            "--release",
+            "--quiet",
+            "--target",
+            "thumbv6m-none-eabi",
+        ],
+        None,
+    );
     assert!(
         m0.status.success(),
         "the thumbv6m build failed (`rustup target add thumbv6m-none-eabi`; .ci/run does it):\n{}",
         String::from_utf8_lossy(&m0.stderr)
+    );
+}
+
+#[test]
+fn the_board_example_runs_a_miles_model_on_an_emulated_cortex_m4_and_builds_for_a_cortex_m0() {
+    // musk1's MILES model at the defaults in Q15 embedded in the board example
+    // (`MIL_BOARD_DATA`) with all 92 musk1 bags as i16 counts: the model's kind chooses
+    // MILES's path at compile time, each instance is widened to f64 and added to one pass
+    // over its bag, and the label printed for every bag is the host model's (and the
+    // host-side core's on the same bytes).
+    use mil_toolkit::classifier::miles::Miles;
+    use mil_toolkit::classifier::ClassifierParams;
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    let host = deploy::train(&musk1, None, ClassifierParams::Miles(Miles::default()));
+    let scores = host.scores(&musk1).unwrap();
+    let (compact, _) = Compact::from_host(&host).unwrap();
+    let bytes = export(&compact, Encoding::Q15, &musk1).unwrap();
+    let core = Model::parse(&bytes).unwrap();
+    let mut expected = Vec::new();
+    for b in 0..musk1.n_bags() {
+        let d = core_svm_decide(&core, musk1.bag(b)).unwrap();
+        assert_eq!(d.label, scores.label(b), "bag {b}: the host-side core");
+        expected.push(format!("bag {b}: label {}", d.label));
+    }
+    let dir = std::env::temp_dir().join(format!("mil-board-miles-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("model.milm"), &bytes).unwrap();
+    std::fs::write(dir.join("bags.bin"), board_bags(&musk1)).unwrap();
+
+    let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
+    let run = cargo_board(&["run", "--release", "--quiet"], Some(&dir));
+    let m0 = cargo_board(
+        &[
+            "build",
+            "--release",
+            "--quiet",
+            "--target",
+            "thumbv6m-none-eabi",
+        ],
+        Some(&dir),
+    );
+    std::fs::remove_dir_all(&dir).ok();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "board example (MILES) failed ({}):\n{stdout}\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let printed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("bag ")).collect();
+    assert_eq!(printed, expected);
+    assert!(
+        m0.status.success(),
+        "the thumbv6m build (MILES) failed:\n{}",
+        String::from_utf8_lossy(&m0.stderr)
+    );
+    println!(
+        "firmware: board example, miles q15 ({} bytes): the host model's label on {} of {} musk1 bags",
+        bytes.len(),
+        printed.len(),
+        musk1.n_bags()
     );
 }
