@@ -12,9 +12,9 @@ use super::Writer;
 
 /// Writes a MILES model: γ and b (less a decision threshold `shift`), the z-score (the
 /// means in `f64`, the inverse standard deviations in `f32`, or both in `f64` when one
-/// has no normal `f32`), the selected prototypes (z-scored: f32, or in `encoding` with one step per
-/// feature) and one weight each (f32, or Q15 with one step in both quantised encodings).
-/// Queries stay raw `f64` features in every encoding.
+/// has no normal `f32`), the selected prototypes (z-scored: f32, or in `encoding` with
+/// one step per feature) and one weight each (f32, or Q15 with one step in both
+/// quantised encodings). Queries stay raw `f64` features in every encoding.
 pub(super) fn export_miles(
     miles: &MilesModel,
     shift: f64,
