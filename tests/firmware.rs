@@ -866,3 +866,47 @@ fn the_board_example_runs_a_miles_model_on_an_emulated_cortex_m4_and_builds_for_
         musk1.n_bags()
     );
 }
+
+#[test]
+fn mi_vlad_runs_on_an_emulated_cortex_m4() {
+    // miVLAD at the host's defaults on musk1 (k = 1) in Q15 on all 92 bags: one pass over
+    // a bag's instances adding residuals, then the signed square root, the ℓ2
+    // normalisation and the logistic score. Labels equal the host model's on every bag,
+    // and each label and value the host-side core's on the same bytes.
+    use mil_toolkit::classifier::mi_vlad::MiVlad;
+    use mil_toolkit::classifier::ClassifierParams;
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    let model = deploy::train(&musk1, None, ClassifierParams::MiVlad(MiVlad::vlad()));
+    let host = model.scores(&musk1).unwrap();
+    let (compact, _) = Compact::from_host(&model).unwrap();
+    let bytes = export(&compact, Encoding::Q15, &musk1).unwrap();
+    let core = Model::parse(&bytes).unwrap();
+    let stdout = run_firmware(&bytes, &deploy::bags_bin(&musk1), &["svm"]);
+    let lines = bag_lines(&stdout);
+    assert_eq!(lines.len(), musk1.n_bags(), "{stdout}");
+    let mut agree = 0;
+    for (b, line) in lines.iter().enumerate() {
+        let d = core_svm_decide(&core, musk1.bag(b)).unwrap();
+        assert_eq!(line.label, d.label, "bag {b}");
+        let f = line.scores[1] as f64;
+        assert!(
+            (f - d.value).abs() <= 1e-6 * d.value.abs().max(1.0),
+            "bag {b}: {f} vs {}",
+            d.value
+        );
+        agree += usize::from(line.label == host.label(b));
+    }
+    let per_tick = instructions_per_tick(&stdout);
+    print_firmware_line(
+        &core,
+        bytes.len(),
+        &lines,
+        per_tick,
+        musk1.n_instances() as u64,
+    );
+    println!(
+        "firmware: mi-vlad q15: the host model's label on {agree} of {} bags",
+        musk1.n_bags()
+    );
+    assert_eq!(agree, musk1.n_bags());
+}

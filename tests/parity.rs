@@ -995,3 +995,67 @@ fn miles_decisions_stay_within_their_bound_across_seeds_scales_and_gammas() {
     }
     assert_eq!(checked, 4 * 5 * 3 * 2 * 3 * 12);
 }
+
+#[test]
+fn mi_vlad_on_its_codebook() {
+    // miVLAD on musk1 and elephant, at the default codebook (k = 1) and at k = 4: the
+    // core's decision value within its stated bound of the host's logit β₀ + β·v (v the
+    // bag's normalised VLAD vector) on every bag in every encoding, and the label the
+    // host's wherever |f| exceeds the bound; at k = 1 (no assignment to decide) the bound
+    // is finite on every bag and the labels are the host's on every bag in f32 and Q15.
+    use mil_toolkit::classifier::mi_vlad::MiVlad;
+    use mil_toolkit::classifier::ClassifierParams;
+    let [musk1, elephant] = datasets();
+    for data in [&musk1, &elephant] {
+        for k in [1usize, 4] {
+            let params = MiVlad::vlad().codebook(k);
+            let model = deploy::train(data, None, ClassifierParams::MiVlad(params));
+            let host = model.scores(data).unwrap();
+            let mil_toolkit::classifier::ClassifierModel::MiVlad(m) = &model.classifier else {
+                panic!("not a miVLAD model");
+            };
+            let beta = &m.logistic.weights[0];
+            let (compact, _) = Compact::from_host(&model).unwrap();
+            for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+                let bytes = export(&compact, encoding, data).unwrap();
+                let core = Model::parse(&bytes).unwrap();
+                let (mut agree, mut certain, mut worst, mut largest) = (0, 0, 0.0f64, 0.0f64);
+                for b in 0..data.n_bags() {
+                    let d = mil_toolkit::export::core_mi_vlad_decide(&core, data.bag(b)).unwrap();
+                    let v = m.encoder.vector(data.bag(b));
+                    let f = beta[0] + beta[1..].iter().zip(&v).map(|(w, x)| w * x).sum::<f64>();
+                    let what = format!("{} k {k} {encoding:?} bag {b}", data.name());
+                    assert_eq!(usize::from(f > 0.0), host.label(b), "{what}: host logit");
+                    let err = (d.value - f).abs();
+                    assert!(
+                        err <= d.bound,
+                        "{what}: {} vs {f}, bound {}",
+                        d.value,
+                        d.bound
+                    );
+                    if f.abs() > d.bound {
+                        assert_eq!(d.label, host.label(b), "{what}");
+                    }
+                    agree += usize::from(d.label == host.label(b));
+                    certain += usize::from(d.bound.is_finite());
+                    worst = worst.max(err);
+                    if d.bound.is_finite() {
+                        largest = largest.max(d.bound);
+                    }
+                }
+                println!(
+                    "{} mi-vlad k {k} {encoding:?}: {} bytes, labels agree on {agree}/{}, finite bound on {certain}, max|Δf| {worst:.1e}, largest finite bound {largest:.1e}",
+                    data.name(),
+                    bytes.len(),
+                    data.n_bags()
+                );
+                if k == 1 {
+                    assert_eq!(certain, data.n_bags(), "{} {encoding:?}", data.name());
+                    if encoding != Encoding::Q7 {
+                        assert_eq!(agree, data.n_bags(), "{} {encoding:?}", data.name());
+                    }
+                }
+            }
+        }
+    }
+}

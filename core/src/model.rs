@@ -32,6 +32,7 @@ use crate::container::{self, tag, Elem, Section, Sections, MAX_INPUT_EXP};
 use crate::error::Error;
 use crate::fixed;
 use crate::mi_svm::MiKernelSvm;
+use crate::mi_vlad::MiVlad;
 use crate::miles::Miles;
 use crate::project::{Projection, Stage};
 use crate::score::{LinearMil, LinearScorer};
@@ -57,6 +58,8 @@ pub enum Head<'a> {
     MiKernelSvm(MiKernelSvm<'a>),
     /// MILES over stored prototypes (its own entry point: [`Miles::decide`]).
     Miles(Miles<'a>),
+    /// miVLAD over a stored codebook (its own entry point: [`MiVlad::decide`]).
+    MiVlad(MiVlad<'a>),
 }
 
 impl<'a> Head<'a> {
@@ -138,6 +141,15 @@ impl<'a> Head<'a> {
                 }
                 Head::Miles(Miles::from_sections(sections, enc, header.input_dim)?)
             }
+            ModelKind::MiVlad => {
+                if projected {
+                    return Err(Error::BadModel("a miVLAD model has no projection stage"));
+                }
+                if header.output_dim != 2 {
+                    return Err(Error::BadModel("a miVLAD model has two classes"));
+                }
+                Head::MiVlad(MiVlad::from_sections(sections, enc, header.input_dim)?)
+            }
         })
     }
 }
@@ -177,7 +189,10 @@ impl<'a> Model<'a> {
         let input_exp = if enc != Encoding::F32
             && !matches!(
                 header.kind,
-                ModelKind::SetKernelSvm | ModelKind::MiKernelSvm | ModelKind::Miles
+                ModelKind::SetKernelSvm
+                    | ModelKind::MiKernelSvm
+                    | ModelKind::Miles
+                    | ModelKind::MiVlad
             ) {
             let s = sections.require(tag::INPUT_EXP)?;
             s.expect(Elem::I8, 1, d_in)?;
@@ -317,6 +332,16 @@ impl<'a> Model<'a> {
         }
     }
 
+    /// The miVLAD model of a [`ModelKind::MiVlad`] model, with its own entry point
+    /// [`MiVlad::decide`] (raw `f64` features, [`MiVlad::scratch_len`] `f32` and
+    /// [`MiVlad::sums_len`] `f64` of scratch).
+    pub fn mi_vlad(&self) -> Option<&MiVlad<'a>> {
+        match &self.head {
+            Head::MiVlad(m) => Some(m),
+            _ => None,
+        }
+    }
+
     /// Quantises one raw instance into `out` with the model's input steps 2^e_j:
     /// `out[j] = round(x[j] · 2^−e_j)`, saturated to the `i16` range [−32768, 32767]
     /// (error ≤ 2^e_j / 2 unless saturated). Returns how many features saturated: the
@@ -445,7 +470,7 @@ impl<'a> Model<'a> {
             Head::LinearMil(_) => d + 3 * self.header.output_dim,
             Head::CitationKnn(c) => c.scratch_len(max_instances, d),
             Head::M3ic(_) => d + self.header.output_dim,
-            Head::SetKernelSvm(_) | Head::MiKernelSvm(_) | Head::Miles(_) => 0,
+            Head::SetKernelSvm(_) | Head::MiKernelSvm(_) | Head::Miles(_) | Head::MiVlad(_) => 0,
         }
     }
 
@@ -492,9 +517,11 @@ impl<'a> Model<'a> {
         })?;
         let stage = &self.stage;
         match &self.head {
-            Head::Projection | Head::SetKernelSvm(_) | Head::MiKernelSvm(_) | Head::Miles(_) => {
-                Err(Error::WrongModelKind)
-            }
+            Head::Projection
+            | Head::SetKernelSvm(_)
+            | Head::MiKernelSvm(_)
+            | Head::Miles(_)
+            | Head::MiVlad(_) => Err(Error::WrongModelKind),
             Head::LinearMil(s) => s.score_bag(stage, bag, n, scratch, scores),
             Head::CitationKnn(c) => c.classify(stage, bag, n, scratch, scores),
             Head::M3ic(c) => c.assign(stage, bag, n, scratch, scores),

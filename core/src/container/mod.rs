@@ -64,6 +64,9 @@ pub enum ModelKind {
     /// MILES (Chen, Bi & Wang 2006): a linear score on the bag's similarities to stored
     /// prototypes: see [`crate::miles`].
     Miles = 7,
+    /// miVLAD (Wei, Wu & Zhou 2017): a linear score on the bag's normalised VLAD vector
+    /// over a k-means codebook: see [`crate::mi_vlad`].
+    MiVlad = 8,
 }
 
 impl ModelKind {
@@ -77,6 +80,7 @@ impl ModelKind {
             5 => Some(ModelKind::SetKernelSvm),
             6 => Some(ModelKind::MiKernelSvm),
             7 => Some(ModelKind::Miles),
+            8 => Some(ModelKind::MiVlad),
             _ => None,
         }
     }
@@ -230,9 +234,9 @@ pub mod tag {
     /// |W_kj − t_k q_kj| / t_k, 1 × d, `f32` in [0, 1]. Absent: ½ (nearest rounding);
     /// present when the weights were rounded with error feedback ([`crate::project`]).
     pub const PROJ_ROUNDING: u16 = 22;
-    /// The inverse standard deviations of a MILES model's z-score, 1 × D, `f32` (0 for a
-    /// constant feature), beside its means in [`GRID_MIN`] (1 × D, `f64`)
-    /// ([`crate::miles`]).
+    /// The inverse standard deviations of a MILES or miVLAD model's z-score, 1 × D, `f32`
+    /// (0 for a constant feature), beside its means in [`GRID_MIN`] (1 × D, `f64`)
+    /// ([`crate::miles`], [`crate::mi_vlad`]).
     pub const ZSCORE_SCALE: u16 = 23;
     /// Largest tag value.
     pub const MAX: u16 = 23;
