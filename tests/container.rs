@@ -756,6 +756,22 @@ fn seed_models() -> Vec<Vec<u8>> {
     for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
         out.push(export(&miles, encoding, &data).unwrap());
     }
+    // miVLAD: two k-means centres on the four features.
+    use mil_toolkit::classifier::Classifier;
+    let vlad = mil_toolkit::classifier::mi_vlad::MiVlad::vlad()
+        .codebook(2)
+        .fit(&data)
+        .unwrap();
+    let vlad = Compact {
+        stage: None,
+        head: Head::MiVlad {
+            model: Box::new(vlad),
+            shift: 0.0,
+        },
+    };
+    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+        out.push(export(&vlad, encoding, &data).unwrap());
+    }
     out
 }
 
@@ -882,6 +898,9 @@ fn exercise(bytes: &[u8], rng: &mut Xoshiro256PlusPlus) -> bool {
         let _ = model.project(Instances::I16(&q[..dim]), &mut y);
         let mut out = vec![0i16; dim];
         let _ = model.quantize_instance(&f[..dim], &mut out);
+        if model.mi_vlad().is_some() {
+            let _ = core_svm_decide(&model, dataset_bag(&f, dim, n).bag(0));
+        }
         if let Some(miles) = model.miles() {
             assert_eq!(
                 mil_core::model::miles_buffers(bytes),
@@ -1011,7 +1030,7 @@ fn exported_bytes_are_pinned() {
     // layout that moves a single byte fails here. Update only with a format change (format
     // 2: Q7 projection rows stored by pairs, every model's version field; MILES's inverse
     // standard deviations in `f32` in `ZSCORE_SCALE`, its three models).
-    let pinned: [(usize, u64); 24] = [
+    let pinned: [(usize, u64); 27] = [
         (292, 0xef63ac5aad8ee153),
         (304, 0x6cf562efff10bd4a),
         (304, 0xb6bdd7549234fd2f),
@@ -1036,6 +1055,9 @@ fn exported_bytes_are_pinned() {
         (236, 0xbeb2768380d1f2f5),
         (260, 0xb3dd0af65686345a),
         (248, 0xdc437ca90947a276),
+        (240, 0x4b5663839803b003),
+        (260, 0xe6184ced90d18030),
+        (252, 0x67b14e27e36ecff2),
     ];
     let got: Vec<(usize, u64)> = seed_models()
         .iter()

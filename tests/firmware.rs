@@ -290,7 +290,7 @@ fn the_firmware_links_without_a_panic_path() {
     // classifying, and (`svm`) in the set-kernel SVM's decision with all its box-kernel
     // estimators (fast and the paper's; k∧, k∨, k_min), which the firmware links
     // whatever the model, since the model's bytes choose among them, and in the
-    // MI-kernel SVM's and MILES's decisions. Fat LTO folds the embedded model's kind and encoding, so
+    // MI-kernel SVM's, MILES's and miVLAD's decisions. Fat LTO folds the embedded model's kind and encoding, so
     // a path the model cannot take may not be linked at all: the check embeds a model of
     // every kind in every encoding.
     use mil_toolkit::classifier::citation_knn::Scaling;
@@ -325,6 +325,8 @@ fn the_firmware_links_without_a_panic_path() {
     let mi = Compact::from_host(&mi).unwrap().0;
     let miles = deploy::train(&musk1, None, ClassifierParams::Miles(Default::default()));
     let miles = Compact::from_host(&miles).unwrap().0;
+    let vlad = deploy::train(&musk1, None, ClassifierParams::MiVlad(Default::default()));
+    let vlad = Compact::from_host(&vlad).unwrap().0;
     let mut builds = 0;
     for (compact, data, features) in [
         (&linear, &musk1, &["panic-check"][..]),
@@ -334,6 +336,7 @@ fn the_firmware_links_without_a_panic_path() {
         (&svm, &musk1, &["panic-check", "svm"][..]),
         (&mi, &musk1, &["panic-check", "svm"][..]),
         (&miles, &musk1, &["panic-check", "svm"][..]),
+        (&vlad, &musk1, &["panic-check", "svm"][..]),
     ] {
         for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
             let model = export(compact, encoding, data).unwrap();
@@ -349,7 +352,7 @@ fn the_firmware_links_without_a_panic_path() {
             builds += 1;
         }
     }
-    assert_eq!(builds, 21);
+    assert_eq!(builds, 24);
 }
 
 #[test]

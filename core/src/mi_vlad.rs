@@ -289,7 +289,9 @@ impl MiVladPass<'_, '_> {
         let top = self.dist.get(best).copied().unwrap_or(f32::INFINITY);
         let reach = f64::from(top) + f64::from(e(top));
         for (c, &d2) in self.dist.iter().enumerate() {
-            if c != best && !(reach < f64::from(d2) - f64::from(e(d2))) {
+            let far = f64::from(d2) - f64::from(e(d2));
+            // A NaN is no separation either.
+            if c != best && reach.partial_cmp(&far) != Some(core::cmp::Ordering::Less) {
                 self.ambiguous = true;
             }
         }
