@@ -260,7 +260,7 @@ impl Compact {
             }
             // Every other classifier: the core has no head for it.
             other => Err(Error::Unsupported(format!(
-                "exporting a {} model (the core has no head for it); export milr, citation-knn, a set-kernel svm or miles",
+                "exporting a {} model (the core has no head for it); export milr, citation-knn, a set-kernel svm, miles or mi-vlad",
                 other.kind()
             ))),
         }
