@@ -30,8 +30,8 @@
 //!   multiplies by ŝ_j), and a centre coordinate is off the host's by u|ĉ_j| (`f32`) or
 //!   (1/2 + 2⁻⁷)t_j + 6u(|ĉ_j| + t_j) (quantised, t_j its step: the MI-kernel SVM's
 //!   per-coordinate bound). Over the n_c instances of centre c, with A_cj = Σ|x'_j|:
-//!   e_cj = u(1 + 2⁻²⁰)A_cj + n_c|Δc_j| + (n + 4)·2⁻⁵²(A_cj + n_c|ĉ_j|) (the `f64`
-//!   sums, the device's and the host's).
+//!   e_cj = u(1 + 2⁻²⁰)A_cj + n_c|Δc_j| + (2n + 4)·2⁻⁵²(A_cj + n_c|ĉ_j|) (the `f64`
+//!   sums of n subtractions and additions, the device's and the host's).
 //! - Signed square root: |g(V̂) − g(V)| ≤ e/(√|V̂| + √(|V̂| − e)) when |V̂| > e (same sign),
 //!   else √(2e) (√a + √b ≤ √2·√(a + b) across signs); δ_i adds 2⁻⁵²|ĝ_i| for the `f64`
 //!   square root, Δ = ‖δ‖.
@@ -317,7 +317,7 @@ impl MiVladPass<'_, '_> {
         }
         let m = self.model;
         let (d, k) = (m.dim(), m.n_centres());
-        let sums = (self.n as f64 + 4.0) * U52;
+        let sums = (2.0 * self.n as f64 + 4.0) * U52;
         // δ, Δ² and ‖ĝ‖², with the signed square roots left in `v`.
         let (mut delta_sq, mut g_sq) = (0.0, 0.0);
         for (i, (s, &a)) in self.v.iter_mut().zip(self.abs.iter()).enumerate() {
