@@ -752,7 +752,33 @@ fn seed_models() -> Vec<Vec<u8>> {
         out.push(export(&compact, encoding, &data).unwrap());
     }
     // MILES: three prototypes on four z-scored features (one constant).
-    let miles = Compact {
+    let miles = miles_compact(vec![0.5, 2.0, 0.0, 0.25]);
+    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+        out.push(export(&miles, encoding, &data).unwrap());
+    }
+    // miVLAD: two k-means centres on the four features.
+    use mil_toolkit::classifier::Classifier;
+    let vlad = mil_toolkit::classifier::mi_vlad::MiVlad::vlad()
+        .codebook(2)
+        .fit(&data)
+        .unwrap();
+    let vlad = Compact {
+        stage: None,
+        head: Head::MiVlad {
+            model: Box::new(vlad),
+            shift: 0.0,
+        },
+    };
+    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+        out.push(export(&vlad, encoding, &data).unwrap());
+    }
+    out
+}
+
+/// MILES with three prototypes on four features (z-score means 1, −2, 0, 3 and the
+/// inverse standard deviations `inv_sd`).
+fn miles_compact(inv_sd: Vec<f64>) -> Compact {
+    Compact {
         stage: None,
         head: Head::Miles {
             model: Box::new(MilesModel {
@@ -761,7 +787,7 @@ fn seed_models() -> Vec<Vec<u8>> {
                 embedding: MilesEmbedding {
                     dim: 4,
                     mean: vec![1.0, -2.0, 0.0, 3.0],
-                    inv_sd: vec![0.5, 2.0, 0.0, 0.25],
+                    inv_sd,
                     gamma: 0.3,
                     prototypes: vec![
                         0.5, -1.0, 0.0, 2.0, -0.25, 0.75, 0.0, 1.5, 1.0, 0.0, 0.0, -3.0,
@@ -772,11 +798,72 @@ fn seed_models() -> Vec<Vec<u8>> {
             }),
             shift: 0.0,
         },
-    };
-    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
-        out.push(export(&miles, encoding, &data).unwrap());
     }
-    out
+}
+
+#[test]
+fn a_miles_model_with_its_z_score_in_f64_still_reads() {
+    // Two layouts of MILES's z-score: `f64` means in `GRID_MIN` with `f32` inverse
+    // deviations in `ZSCORE_SCALE` (the exporter's, when each inverse deviation is 0 or a
+    // normal f32), and both in a 2 × D `f64` `GRID_MIN`. The same model rewritten in the
+    // second layout (inverse deviations widened from their f32) decides every bag with the
+    // same value and label, and a bound no larger (its query is the host's, no error (Z)).
+    use mil_core::container::{self, Elem, Payload};
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(21);
+    let data = random_bags(&mut rng, 4, 6);
+    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+        let bytes = export(&miles_compact(vec![0.5, 2.0, 0.0, 0.3]), encoding, &data).unwrap();
+        let (h, sections) = container::parse(&bytes).unwrap();
+        let means = sections.require(tag::GRID_MIN).unwrap();
+        let inv_sd = sections.require(tag::ZSCORE_SCALE).unwrap();
+        assert_eq!(
+            (means.elem, means.rows, inv_sd.elem),
+            (Elem::F64, 1, Elem::F32)
+        );
+        let mut zscore = means.bytes.to_vec();
+        for j in 0..4 {
+            zscore.extend_from_slice(&f64::from(inv_sd.f32_at(j)).to_le_bytes());
+        }
+        let payloads: Vec<Payload<'_>> = (1..=tag::MAX)
+            .filter(|&t| t != tag::ZSCORE_SCALE)
+            .filter_map(|t| sections.get(t).map(|s| (t, s)))
+            .map(|(t, s)| match t {
+                tag::GRID_MIN => Payload {
+                    tag: t,
+                    elem: Elem::F64,
+                    rows: 2,
+                    cols: 4,
+                    bytes: &zscore,
+                },
+                _ => Payload {
+                    tag: t,
+                    elem: s.elem,
+                    rows: s.rows,
+                    cols: s.cols,
+                    bytes: s.bytes,
+                },
+            })
+            .collect();
+        let mut wide = vec![0u8; container::written_len(&payloads)];
+        container::write(&mut wide, h.kind, h.encoding, 4, h.output_dim, &payloads).unwrap();
+        let (new, old) = (Model::parse(&bytes).unwrap(), Model::parse(&wide).unwrap());
+        for b in 0..data.n_bags() {
+            let a = core_svm_decide(&new, data.bag(b)).unwrap();
+            let c = core_svm_decide(&old, data.bag(b)).unwrap();
+            assert_eq!(
+                (a.value, a.label),
+                (c.value, c.label),
+                "{encoding:?} bag {b}"
+            );
+            assert!(c.bound <= a.bound, "{encoding:?} bag {b}");
+        }
+        // An inverse deviation with no normal f32 (below 2⁻¹²⁶): the 2 × D f64 layout.
+        let tiny = export(&miles_compact(vec![0.5, 1e-40, 0.0, 0.3]), encoding, &data).unwrap();
+        let (_, sections) = container::parse(&tiny).unwrap();
+        assert!(sections.get(tag::ZSCORE_SCALE).is_none());
+        assert_eq!(sections.require(tag::GRID_MIN).unwrap().rows, 2);
+        assert!(Model::parse(&tiny).unwrap().miles().is_some());
+    }
 }
 
 /// Parses `bytes`; when that succeeds, runs inference on a few random bags. Nothing may
@@ -811,9 +898,19 @@ fn exercise(bytes: &[u8], rng: &mut Xoshiro256PlusPlus) -> bool {
         let _ = model.project(Instances::I16(&q[..dim]), &mut y);
         let mut out = vec![0i16; dim];
         let _ = model.quantize_instance(&f[..dim], &mut out);
-        if model.miles().is_some() {
+        if model.mi_vlad().is_some() {
             let _ = core_svm_decide(&model, dataset_bag(&f, dim, n).bag(0));
         }
+        if let Some(miles) = model.miles() {
+            assert_eq!(
+                mil_core::model::miles_buffers(bytes),
+                (miles.scratch_len(), miles.n_prototypes())
+            );
+            let _ = core_svm_decide(&model, dataset_bag(&f, dim, n).bag(0));
+        } else {
+            assert_eq!(mil_core::model::miles_buffers(bytes), (0, 0));
+        }
+        assert_eq!(mil_core::model::header_kind(bytes), Some(model.kind()));
         if let Some(svm) = model.svm() {
             // A mutated ε can ask for arbitrarily many samples: the decision is run only
             // at the seeds' accuracy, to bound the test's time (parsing is always run).
@@ -930,9 +1027,10 @@ fn fingerprint(bytes: &[u8]) -> u64 {
 fn exported_bytes_are_pinned() {
     // Length and fingerprint of every seed model (each kind in each encoding) as the
     // exporter wrote them when these values were taken: a change to the writer or the
-    // layout that moves a single byte fails here. Update only with a format change (last:
-    // format 2, Q7 projection rows stored by pairs; every model's version field changed).
-    let pinned: [(usize, u64); 24] = [
+    // layout that moves a single byte fails here. Update only with a format change (format
+    // 2: Q7 projection rows stored by pairs, every model's version field; MILES's inverse
+    // standard deviations in `f32` in `ZSCORE_SCALE`, its three models).
+    let pinned: [(usize, u64); 27] = [
         (292, 0xef63ac5aad8ee153),
         (304, 0x6cf562efff10bd4a),
         (304, 0xb6bdd7549234fd2f),
@@ -954,9 +1052,12 @@ fn exported_bytes_are_pinned() {
         (472, 0x982e74b98e2b139e),
         (404, 0x72e9290efb47cd5e),
         (404, 0x6d7fac2039a6266d),
-        (236, 0x5d09e101745a418c),
-        (260, 0x888e30c75c8ccdb3),
-        (248, 0xeb7b6148c624c1d3),
+        (236, 0xbeb2768380d1f2f5),
+        (260, 0xb3dd0af65686345a),
+        (248, 0xdc437ca90947a276),
+        (240, 0x4b5663839803b003),
+        (260, 0xe6184ced90d18030),
+        (252, 0x67b14e27e36ecff2),
     ];
     let got: Vec<(usize, u64)> = seed_models()
         .iter()

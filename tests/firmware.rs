@@ -290,7 +290,7 @@ fn the_firmware_links_without_a_panic_path() {
     // classifying, and (`svm`) in the set-kernel SVM's decision with all its box-kernel
     // estimators (fast and the paper's; k∧, k∨, k_min), which the firmware links
     // whatever the model, since the model's bytes choose among them, and in the
-    // MI-kernel SVM's and MILES's decisions. Fat LTO folds the embedded model's kind and encoding, so
+    // MI-kernel SVM's, MILES's and miVLAD's decisions. Fat LTO folds the embedded model's kind and encoding, so
     // a path the model cannot take may not be linked at all: the check embeds a model of
     // every kind in every encoding.
     use mil_toolkit::classifier::citation_knn::Scaling;
@@ -325,6 +325,8 @@ fn the_firmware_links_without_a_panic_path() {
     let mi = Compact::from_host(&mi).unwrap().0;
     let miles = deploy::train(&musk1, None, ClassifierParams::Miles(Default::default()));
     let miles = Compact::from_host(&miles).unwrap().0;
+    let vlad = deploy::train(&musk1, None, ClassifierParams::MiVlad(Default::default()));
+    let vlad = Compact::from_host(&vlad).unwrap().0;
     let mut builds = 0;
     for (compact, data, features) in [
         (&linear, &musk1, &["panic-check"][..]),
@@ -334,6 +336,7 @@ fn the_firmware_links_without_a_panic_path() {
         (&svm, &musk1, &["panic-check", "svm"][..]),
         (&mi, &musk1, &["panic-check", "svm"][..]),
         (&miles, &musk1, &["panic-check", "svm"][..]),
+        (&vlad, &musk1, &["panic-check", "svm"][..]),
     ] {
         for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
             let model = export(compact, encoding, data).unwrap();
@@ -349,7 +352,7 @@ fn the_firmware_links_without_a_panic_path() {
             builds += 1;
         }
     }
-    assert_eq!(builds, 21);
+    assert_eq!(builds, 24);
 }
 
 #[test]
@@ -707,16 +710,39 @@ fn board_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/board")
 }
 
-/// `cargo ARGS` in `examples/board`, with the environment's build overrides removed.
-fn cargo_board(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO"))
+/// `cargo ARGS` in `examples/board`, with the environment's build overrides removed and
+/// the example's own `data/` embedded (or `data`'s `model.milm` and `bags.bin`).
+fn cargo_board(args: &[&str], data: Option<&Path>) -> std::process::Output {
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo
         .args(args)
         .current_dir(board_dir())
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_TARGET_DIR")
         .env_remove("CARGO_BUILD_TARGET")
-        .output()
-        .expect("cargo runs")
+        .env_remove("MIL_BOARD_DATA");
+    if let Some(dir) = data {
+        cargo.env("MIL_BOARD_DATA", dir);
+    }
+    cargo.output().expect("cargo runs")
+}
+
+/// The board example's `bags.bin`: `u32` bags, `u32` D, then per bag `u32` n and n × D
+/// `i16` counts (every feature of `data` an integer within `i16`).
+fn board_bags(data: &mil_toolkit::Dataset) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend((data.n_bags() as u32).to_le_bytes());
+    out.extend((data.dim() as u32).to_le_bytes());
+    for b in 0..data.n_bags() {
+        let bag = data.bag(b);
+        out.extend((bag.len() as u32).to_le_bytes());
+        for &v in bag.as_slice() {
+            let count = v as i16;
+            assert_eq!(f64::from(count), v, "bag {b}: not an i16 count");
+            out.extend(count.to_le_bytes());
+        }
+    }
+    out
 }
 
 #[test]
@@ -755,7 +781,7 @@ fn the_board_example_runs_on_an_emulated_cortex_m4_and_builds_for_a_cortex_m0() 
     assert_eq!(labels, ["1", "1", "1", "0", "0", "0"]);
 
     let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
-    let run = cargo_board(&["run", "--release", "--quiet"]);
+    let run = cargo_board(&["run", "--release", "--quiet"], None);
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(
         run.status.success(),
@@ -766,16 +792,124 @@ fn the_board_example_runs_on_an_emulated_cortex_m4_and_builds_for_a_cortex_m0() 
     let printed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("bag ")).collect();
     assert_eq!(printed, expected);
     // A Cortex-M0 (no FPU, no DSP extension): it builds from the same source.
-    let m0 = cargo_board(&[
-        "build",
-        "--release",
-        "--quiet",
-        "--target",
-        "thumbv6m-none-eabi",
-    ]);
+    let m0 = cargo_board(
+        &[
+            "build",
+            "--release",
+            "--quiet",
+            "--target",
+            "thumbv6m-none-eabi",
+        ],
+        None,
+    );
     assert!(
         m0.status.success(),
         "the thumbv6m build failed (`rustup target add thumbv6m-none-eabi`; .ci/run does it):\n{}",
         String::from_utf8_lossy(&m0.stderr)
     );
+}
+
+#[test]
+fn the_board_example_runs_a_miles_model_on_an_emulated_cortex_m4_and_builds_for_a_cortex_m0() {
+    // musk1's MILES model at the defaults in Q15 embedded in the board example
+    // (`MIL_BOARD_DATA`) with all 92 musk1 bags as i16 counts: the model's kind chooses
+    // MILES's path at compile time, each instance is widened to f64 and added to one pass
+    // over its bag, and the label printed for every bag is the host model's (and the
+    // host-side core's on the same bytes).
+    use mil_toolkit::classifier::miles::Miles;
+    use mil_toolkit::classifier::ClassifierParams;
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    let host = deploy::train(&musk1, None, ClassifierParams::Miles(Miles::default()));
+    let scores = host.scores(&musk1).unwrap();
+    let (compact, _) = Compact::from_host(&host).unwrap();
+    let bytes = export(&compact, Encoding::Q15, &musk1).unwrap();
+    let core = Model::parse(&bytes).unwrap();
+    let mut expected = Vec::new();
+    for b in 0..musk1.n_bags() {
+        let d = core_svm_decide(&core, musk1.bag(b)).unwrap();
+        assert_eq!(d.label, scores.label(b), "bag {b}: the host-side core");
+        expected.push(format!("bag {b}: label {}", d.label));
+    }
+    let dir = std::env::temp_dir().join(format!("mil-board-miles-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("model.milm"), &bytes).unwrap();
+    std::fs::write(dir.join("bags.bin"), board_bags(&musk1)).unwrap();
+
+    let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
+    let run = cargo_board(&["run", "--release", "--quiet"], Some(&dir));
+    let m0 = cargo_board(
+        &[
+            "build",
+            "--release",
+            "--quiet",
+            "--target",
+            "thumbv6m-none-eabi",
+        ],
+        Some(&dir),
+    );
+    std::fs::remove_dir_all(&dir).ok();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "board example (MILES) failed ({}):\n{stdout}\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let printed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("bag ")).collect();
+    assert_eq!(printed, expected);
+    assert!(
+        m0.status.success(),
+        "the thumbv6m build (MILES) failed:\n{}",
+        String::from_utf8_lossy(&m0.stderr)
+    );
+    println!(
+        "firmware: board example, miles q15 ({} bytes): the host model's label on {} of {} musk1 bags",
+        bytes.len(),
+        printed.len(),
+        musk1.n_bags()
+    );
+}
+
+#[test]
+fn mi_vlad_runs_on_an_emulated_cortex_m4() {
+    // miVLAD at the host's defaults on musk1 (k = 1) in Q15 on all 92 bags: one pass over
+    // a bag's instances adding residuals, then the signed square root, the ℓ2
+    // normalisation and the logistic score. Labels equal the host model's on every bag,
+    // and each label and value the host-side core's on the same bytes.
+    use mil_toolkit::classifier::mi_vlad::MiVlad;
+    use mil_toolkit::classifier::ClassifierParams;
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    let model = deploy::train(&musk1, None, ClassifierParams::MiVlad(MiVlad::vlad()));
+    let host = model.scores(&musk1).unwrap();
+    let (compact, _) = Compact::from_host(&model).unwrap();
+    let bytes = export(&compact, Encoding::Q15, &musk1).unwrap();
+    let core = Model::parse(&bytes).unwrap();
+    let stdout = run_firmware(&bytes, &deploy::bags_bin(&musk1), &["svm"]);
+    let lines = bag_lines(&stdout);
+    assert_eq!(lines.len(), musk1.n_bags(), "{stdout}");
+    let mut agree = 0;
+    for (b, line) in lines.iter().enumerate() {
+        let d = core_svm_decide(&core, musk1.bag(b)).unwrap();
+        assert_eq!(line.label, d.label, "bag {b}");
+        let f = line.scores[1] as f64;
+        assert!(
+            (f - d.value).abs() <= 1e-6 * d.value.abs().max(1.0),
+            "bag {b}: {f} vs {}",
+            d.value
+        );
+        agree += usize::from(line.label == host.label(b));
+    }
+    let per_tick = instructions_per_tick(&stdout);
+    print_firmware_line(
+        &core,
+        bytes.len(),
+        &lines,
+        per_tick,
+        musk1.n_instances() as u64,
+    );
+    println!(
+        "firmware: mi-vlad q15: the host model's label on {agree} of {} bags",
+        musk1.n_bags()
+    );
+    assert_eq!(agree, musk1.n_bags());
 }

@@ -123,7 +123,27 @@ fn flags_codebooks_and_damaged_models_are_refused() {
 
     let dir = temp_dir("mi-vlad-bad");
     for classifier in ["mi-vlad", "mi-fv"] {
-        let model = train_unexportable(&dir, classifier);
+        // miVLAD exports (model kind mi-vlad); miFV has no head in the core.
+        let model = if classifier == "mi-vlad" {
+            let model = dir.join("mi-vlad.json");
+            let path = model.to_str().unwrap();
+            mil_json(&[
+                "train",
+                "musk1",
+                "--classifier",
+                classifier,
+                "-o",
+                path,
+                "--json",
+            ]);
+            let device = dir.join("mi-vlad.milm");
+            let export = mil_json(&["export", path, "-o", device.to_str().unwrap(), "--json"]);
+            assert_eq!(export["kind"], "mi-vlad");
+            assert_eq!(export["labels_agree"], 92);
+            model
+        } else {
+            train_unexportable(&dir, classifier)
+        };
         // Without its checksum a saved model gets the training checks: the undamaged
         // one passes them, each damaged one is refused.
         let text = std::fs::read_to_string(model).unwrap();

@@ -896,6 +896,41 @@ fn miles_on_its_prototypes() {
 }
 
 #[test]
+fn miles_f32_inverse_deviations_move_the_z_score_within_equation_z() {
+    // (Z) of `mil_core::miles`: with ŝ_j = fl32(s_j), the device's x'_j = (v_j − μ_j)·ŝ_j
+    // lies within u(1 + 2⁻²⁰)|x'_j| (u = 2⁻²⁴) of the host's (v_j − μ_j)·s_j, on every
+    // feature of every musk1 and elephant instance and of the same instances moved
+    // four times as far from the means; and the bound is met closely somewhere (the
+    // largest ratio above a half), so it carries a real error.
+    use mil_toolkit::classifier::miles::Miles;
+    use mil_toolkit::classifier::Classifier;
+    let u = 1.0 / 16_777_216.0;
+    for data in datasets() {
+        let model = Miles::default().fit(&data).unwrap();
+        let (mean, inv_sd) = (&model.embedding.mean, &model.embedding.inv_sd);
+        let mut worst = 0.0f64;
+        for row in data.features().chunks_exact(data.dim()) {
+            for (j, &v) in row.iter().enumerate() {
+                for v in [v, mean[j] + 4.0 * (v - mean[j])] {
+                    let s_hat = f64::from(inv_sd[j] as f32);
+                    let (host, device) = ((v - mean[j]) * inv_sd[j], (v - mean[j]) * s_hat);
+                    let gap = (device - host).abs();
+                    assert!(
+                        gap <= u * (1.0 + 1.0 / 1_048_576.0) * device.abs(),
+                        "{} feature {j}: {device} vs {host}",
+                        data.name()
+                    );
+                    if device != 0.0 {
+                        worst = worst.max(gap / (u * device.abs()));
+                    }
+                }
+            }
+        }
+        assert!(worst > 0.5, "{}: largest ratio {worst}", data.name());
+    }
+}
+
+#[test]
 fn miles_decisions_stay_within_their_bound_across_seeds_scales_and_gammas() {
     // Random MILES models away from musk1's regime: bags with features over ±300, a
     // positive bag holding one instance near a concept point, queries over ±600 (beyond
@@ -959,4 +994,68 @@ fn miles_decisions_stay_within_their_bound_across_seeds_scales_and_gammas() {
         }
     }
     assert_eq!(checked, 4 * 5 * 3 * 2 * 3 * 12);
+}
+
+#[test]
+fn mi_vlad_on_its_codebook() {
+    // miVLAD on musk1 and elephant, at the default codebook (k = 1) and at k = 4: the
+    // core's decision value within its stated bound of the host's logit β₀ + β·v (v the
+    // bag's normalised VLAD vector) on every bag in every encoding, and the label the
+    // host's wherever |f| exceeds the bound; at k = 1 (no assignment to decide) the bound
+    // is finite on every bag and the labels are the host's on every bag in f32 and Q15.
+    use mil_toolkit::classifier::mi_vlad::MiVlad;
+    use mil_toolkit::classifier::ClassifierParams;
+    let [musk1, elephant] = datasets();
+    for data in [&musk1, &elephant] {
+        for k in [1usize, 4] {
+            let params = MiVlad::vlad().codebook(k);
+            let model = deploy::train(data, None, ClassifierParams::MiVlad(params));
+            let host = model.scores(data).unwrap();
+            let mil_toolkit::classifier::ClassifierModel::MiVlad(m) = &model.classifier else {
+                panic!("not a miVLAD model");
+            };
+            let beta = &m.logistic.weights[0];
+            let (compact, _) = Compact::from_host(&model).unwrap();
+            for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+                let bytes = export(&compact, encoding, data).unwrap();
+                let core = Model::parse(&bytes).unwrap();
+                let (mut agree, mut certain, mut worst, mut largest) = (0, 0, 0.0f64, 0.0f64);
+                for b in 0..data.n_bags() {
+                    let d = mil_toolkit::export::core_mi_vlad_decide(&core, data.bag(b)).unwrap();
+                    let v = m.encoder.vector(data.bag(b));
+                    let f = beta[0] + beta[1..].iter().zip(&v).map(|(w, x)| w * x).sum::<f64>();
+                    let what = format!("{} k {k} {encoding:?} bag {b}", data.name());
+                    assert_eq!(usize::from(f > 0.0), host.label(b), "{what}: host logit");
+                    let err = (d.value - f).abs();
+                    assert!(
+                        err <= d.bound,
+                        "{what}: {} vs {f}, bound {}",
+                        d.value,
+                        d.bound
+                    );
+                    if f.abs() > d.bound {
+                        assert_eq!(d.label, host.label(b), "{what}");
+                    }
+                    agree += usize::from(d.label == host.label(b));
+                    certain += usize::from(d.bound.is_finite());
+                    worst = worst.max(err);
+                    if d.bound.is_finite() {
+                        largest = largest.max(d.bound);
+                    }
+                }
+                println!(
+                    "{} mi-vlad k {k} {encoding:?}: {} bytes, labels agree on {agree}/{}, finite bound on {certain}, max|Δf| {worst:.1e}, largest finite bound {largest:.1e}",
+                    data.name(),
+                    bytes.len(),
+                    data.n_bags()
+                );
+                if k == 1 {
+                    assert_eq!(certain, data.n_bags(), "{} {encoding:?}", data.name());
+                    if encoding != Encoding::Q7 {
+                        assert_eq!(agree, data.n_bags(), "{} {encoding:?}", data.name());
+                    }
+                }
+            }
+        }
+    }
 }

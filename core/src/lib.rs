@@ -39,6 +39,7 @@ pub mod error;
 pub mod fixed;
 pub mod keyword;
 pub mod mi_svm;
+pub mod mi_vlad;
 pub mod miles;
 pub mod model;
 pub mod project;

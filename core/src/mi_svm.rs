@@ -293,16 +293,27 @@ impl DistanceBound {
     /// rounding up by [`ROUND_UP`].
     #[inline(always)]
     pub(crate) fn error(&self, d2: f32, x_norm: f32) -> f32 {
+        // x + (−0) is x for every x: the shift's terms fold away.
+        self.error_shifted(d2, x_norm, -0.0)
+    }
+
+    /// [`DistanceBound::error`] for a query whose `f64` value on the device is within
+    /// `shift` of the host's (‖x' − x‖ ≤ `shift`, MILES's `f32` inverse standard
+    /// deviations, [`crate::miles`]): the query's share of ε grows by `shift`, and the
+    /// host's ‖x‖ is taken as `x_norm` + `shift`.
+    #[inline(always)]
+    pub(crate) fn error_shifted(&self, d2: f32, x_norm: f32, shift: f32) -> f32 {
         let u = U24 as f32;
         // ‖x̂‖ ≤ (1 + u)‖x‖, and the query's share of ε.
-        let (x_hat_norm, x_eps) = (x_norm * (1.0 + u), u * x_norm);
+        let (x_hat_norm, x_eps) = (x_norm * (1.0 + u), u * x_norm + shift);
         let s = d2 * self.sum_inflation;
         let root = libm::sqrtf(s);
         let y_norm = x_hat_norm + root;
         let eps = x_eps + self.dy_fixed + self.dy_rel * y_norm;
         self.g_sum * s
             + eps * (2.0 * root + eps)
-            + self.host_rounding * (x_norm * x_norm + (y_norm + eps) * (y_norm + eps))
+            + self.host_rounding
+                * ((x_norm + shift) * (x_norm + shift) + (y_norm + eps) * (y_norm + eps))
     }
 }
 

@@ -32,6 +32,7 @@ use crate::container::{self, tag, Elem, Section, Sections, MAX_INPUT_EXP};
 use crate::error::Error;
 use crate::fixed;
 use crate::mi_svm::MiKernelSvm;
+use crate::mi_vlad::MiVlad;
 use crate::miles::Miles;
 use crate::project::{Projection, Stage};
 use crate::score::{LinearMil, LinearScorer};
@@ -57,6 +58,8 @@ pub enum Head<'a> {
     MiKernelSvm(MiKernelSvm<'a>),
     /// MILES over stored prototypes (its own entry point: [`Miles::decide`]).
     Miles(Miles<'a>),
+    /// miVLAD over a stored codebook (its own entry point: [`MiVlad::decide`]).
+    MiVlad(MiVlad<'a>),
 }
 
 impl<'a> Head<'a> {
@@ -138,6 +141,15 @@ impl<'a> Head<'a> {
                 }
                 Head::Miles(Miles::from_sections(sections, enc, header.input_dim)?)
             }
+            ModelKind::MiVlad => {
+                if projected {
+                    return Err(Error::BadModel("a miVLAD model has no projection stage"));
+                }
+                if header.output_dim != 2 {
+                    return Err(Error::BadModel("a miVLAD model has two classes"));
+                }
+                Head::MiVlad(MiVlad::from_sections(sections, enc, header.input_dim)?)
+            }
         })
     }
 }
@@ -177,7 +189,10 @@ impl<'a> Model<'a> {
         let input_exp = if enc != Encoding::F32
             && !matches!(
                 header.kind,
-                ModelKind::SetKernelSvm | ModelKind::MiKernelSvm | ModelKind::Miles
+                ModelKind::SetKernelSvm
+                    | ModelKind::MiKernelSvm
+                    | ModelKind::Miles
+                    | ModelKind::MiVlad
             ) {
             let s = sections.require(tag::INPUT_EXP)?;
             s.expect(Elem::I8, 1, d_in)?;
@@ -317,6 +332,16 @@ impl<'a> Model<'a> {
         }
     }
 
+    /// The miVLAD model of a [`ModelKind::MiVlad`] model, with its own entry point
+    /// [`MiVlad::decide`] (raw `f64` features, [`MiVlad::scratch_len`] `f32` and
+    /// [`MiVlad::sums_len`] `f64` of scratch).
+    pub fn mi_vlad(&self) -> Option<&MiVlad<'a>> {
+        match &self.head {
+            Head::MiVlad(m) => Some(m),
+            _ => None,
+        }
+    }
+
     /// Quantises one raw instance into `out` with the model's input steps 2^e_j:
     /// `out[j] = round(x[j] · 2^−e_j)`, saturated to the `i16` range [−32768, 32767]
     /// (error ≤ 2^e_j / 2 unless saturated). Returns how many features saturated: the
@@ -445,7 +470,7 @@ impl<'a> Model<'a> {
             Head::LinearMil(_) => d + 3 * self.header.output_dim,
             Head::CitationKnn(c) => c.scratch_len(max_instances, d),
             Head::M3ic(_) => d + self.header.output_dim,
-            Head::SetKernelSvm(_) | Head::MiKernelSvm(_) | Head::Miles(_) => 0,
+            Head::SetKernelSvm(_) | Head::MiKernelSvm(_) | Head::Miles(_) | Head::MiVlad(_) => 0,
         }
     }
 
@@ -492,9 +517,11 @@ impl<'a> Model<'a> {
         })?;
         let stage = &self.stage;
         match &self.head {
-            Head::Projection | Head::SetKernelSvm(_) | Head::MiKernelSvm(_) | Head::Miles(_) => {
-                Err(Error::WrongModelKind)
-            }
+            Head::Projection
+            | Head::SetKernelSvm(_)
+            | Head::MiKernelSvm(_)
+            | Head::Miles(_)
+            | Head::MiVlad(_) => Err(Error::WrongModelKind),
             Head::LinearMil(s) => s.score_bag(stage, bag, n, scratch, scores),
             Head::CitationKnn(c) => c.classify(stage, bag, n, scratch, scores),
             Head::M3ic(c) => c.assign(stage, bag, n, scratch, scores),
@@ -582,6 +609,45 @@ pub const fn header_dims(model: &[u8]) -> (usize, usize) {
         const_le(model, header::INPUT_DIM, 4),
         const_le(model, header::OUTPUT_DIM, 4),
     )
+}
+
+/// The model kind from a model's header in a `const` context (`None` for bytes that are
+/// not a model of a known kind; unchecked, as [`scratch_bound`]): for choosing a
+/// firmware's entry point and buffers at compile time.
+///
+/// ```
+/// use mil_core::container::ModelKind;
+/// const MODEL: &[u8] = mil_core::sample::LINEAR_MIL; // include_bytes!("model.milm")
+/// const MILES: bool = matches!(mil_core::model::header_kind(MODEL), Some(ModelKind::Miles));
+/// assert!(!MILES);
+/// ```
+pub const fn header_kind(model: &[u8]) -> Option<ModelKind> {
+    use crate::container::layout::header;
+    if model.len() < header::KIND + 1
+        || model[0] != container::MAGIC[0]
+        || model[1] != container::MAGIC[1]
+        || model[2] != container::MAGIC[2]
+        || model[3] != container::MAGIC[3]
+    {
+        return None;
+    }
+    ModelKind::from_code(model[header::KIND])
+}
+
+/// The buffers of a MILES model's decision ([`Miles::decide`], [`Miles::begin`]) in a
+/// `const` context: (D + 3K `f32` of scratch, K `u32` for the nearest instances), K the
+/// stored prototypes; (0, 0) for other kinds. Unchecked, as [`scratch_bound`]; for every
+/// MILES model [`Model::parse`] accepts it equals ([`Miles::scratch_len`],
+/// [`Miles::n_prototypes`]).
+pub const fn miles_buffers(model: &[u8]) -> (usize, usize) {
+    if !matches!(header_kind(model), Some(ModelKind::Miles)) {
+        return (0, 0);
+    }
+    let k = match const_section(model, tag::REF_INSTANCES) {
+        Some((rows, _)) => rows,
+        None => 0,
+    };
+    (header_dims(model).0.saturating_add(k.saturating_mul(3)), k)
 }
 
 /// The little-endian unsigned integer of `n` bytes at `at` (0 past the end), in `const`.

@@ -1,15 +1,29 @@
 #!/usr/bin/env bash
 # Regenerates data/model.milm and data/bags.bin with the `mil` program (MIL env var, or
-# `mil` on the PATH): musk1's B-MIDA d = 10 + MILR model in Q15, and musk1's bags 1, 2,
-# 3, 48, 49, 50 (three positive, three negative) as little-endian i16 counts; the model
-# takes them as they are (`--input integer`: every input step 1, quantising is a copy).
+# `mil` on the PATH): musk1's B-MIDA d = 10 + MILR model in Q15 (`make-data.sh miles`:
+# musk1's MILES model at the defaults in Q15, 40 prototypes), and musk1's bags 1, 2, 3,
+# 48, 49, 50 (three positive, three negative) as little-endian i16 counts; the MILR model
+# takes them as they are (`--input integer`: every input step 1, quantising is a copy),
+# MILES widens them to f64.
 set -euo pipefail
 cd "$(dirname "$0")"
 mil=${MIL:-mil}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$mil" train musk1 --classifier milr --projection bmida --dim 10 -o "$tmp/model.json" --quiet
-"$mil" export "$tmp/model.json" --format q15 --input integer -o data/model.milm --quiet
+case "${1:-milr}" in
+milr)
+    "$mil" train musk1 --classifier milr --projection bmida --dim 10 -o "$tmp/model.json" --quiet
+    "$mil" export "$tmp/model.json" --format q15 --input integer -o data/model.milm --quiet
+    ;;
+miles)
+    "$mil" train musk1 --classifier miles -o "$tmp/model.json" --quiet
+    "$mil" export "$tmp/model.json" --format q15 -o data/model.milm --quiet
+    ;;
+*)
+    echo "usage: make-data.sh [milr|miles]" >&2
+    exit 2
+    ;;
+esac
 python3 - <<'PY'
 import struct
 wanted = ["1", "2", "3", "48", "49", "50"]

@@ -64,11 +64,14 @@ pub enum ModelKind {
     /// MILES (Chen, Bi & Wang 2006): a linear score on the bag's similarities to stored
     /// prototypes: see [`crate::miles`].
     Miles = 7,
+    /// miVLAD (Wei, Wu & Zhou 2017): a linear score on the bag's normalised VLAD vector
+    /// over a k-means codebook: see [`crate::mi_vlad`].
+    MiVlad = 8,
 }
 
 impl ModelKind {
-    /// The kind with this code.
-    pub fn from_code(code: u8) -> Option<Self> {
+    /// The kind with this code (`const`, for [`crate::model::header_kind`]).
+    pub const fn from_code(code: u8) -> Option<Self> {
         match code {
             1 => Some(ModelKind::Projection),
             2 => Some(ModelKind::LinearMil),
@@ -77,6 +80,7 @@ impl ModelKind {
             5 => Some(ModelKind::SetKernelSvm),
             6 => Some(ModelKind::MiKernelSvm),
             7 => Some(ModelKind::Miles),
+            8 => Some(ModelKind::MiVlad),
             _ => None,
         }
     }
@@ -206,7 +210,7 @@ pub mod tag {
     /// (integers below 2⁵³, exact). For an MI-kernel SVM, its min–max map: 2 × D, `f64`,
     /// row 0 the minima, row 1 the ranges ([`crate::mi_svm`]). For MILES, its z-score:
     /// 2 × D, `f64`, row 0 the means, row 1 the inverse standard deviations
-    /// ([`crate::miles`]).
+    /// ([`crate::miles`]), or 1 × D, `f64`, the means alone with [`ZSCORE_SCALE`].
     pub const GRID_MIN: u16 = 15;
     /// Grid size sᵢ per feature of a box-kernel grid, 1 × D, `u32`.
     pub const GRID_SIZE: u16 = 16;
@@ -230,8 +234,12 @@ pub mod tag {
     /// |W_kj − t_k q_kj| / t_k, 1 × d, `f32` in [0, 1]. Absent: ½ (nearest rounding);
     /// present when the weights were rounded with error feedback ([`crate::project`]).
     pub const PROJ_ROUNDING: u16 = 22;
+    /// The inverse standard deviations of a MILES or miVLAD model's z-score, 1 × D, `f32`
+    /// (0 for a constant feature), beside its means in [`GRID_MIN`] (1 × D, `f64`)
+    /// ([`crate::miles`], [`crate::mi_vlad`]).
+    pub const ZSCORE_SCALE: u16 = 23;
     /// Largest tag value.
-    pub const MAX: u16 = 22;
+    pub const MAX: u16 = 23;
 }
 
 /// One section of a parsed model: where its payload is and its shape.

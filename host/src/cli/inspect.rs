@@ -106,6 +106,15 @@ pub fn run(args: &InspectArgs) -> Result<Report> {
                 details.insert("gamma".into(), json!(svm.gamma()));
             }
         }
+        ModelKind::MiVlad => {
+            if let Some(m) = model.mi_vlad() {
+                human.push_str(&format!(
+                    "\nmiVLAD over {} k-means centres on z-scored features",
+                    m.n_centres()
+                ));
+                details.insert("centres".into(), json!(m.n_centres()));
+            }
+        }
         ModelKind::Miles => {
             if let Some(m) = model.miles() {
                 human.push_str(&format!(

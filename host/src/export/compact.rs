@@ -235,9 +235,32 @@ impl Compact {
                 },
                 None,
             )),
+            ClassifierModel::MiVlad(m) => {
+                let shift = match model.threshold {
+                    Some(t) if t > 0.0 && t < 1.0 => (t / (1.0 - t)).ln(),
+                    Some(t) => {
+                        return Err(Error::parameter(
+                            "threshold",
+                            t,
+                            "a miVLAD threshold on its probability must be in (0, 1) to export",
+                        ))
+                    }
+                    None => 0.0,
+                };
+                Ok((
+                    Compact {
+                        stage: projection,
+                        head: Head::MiVlad {
+                            model: Box::new(m.clone()),
+                            shift,
+                        },
+                    },
+                    None,
+                ))
+            }
             // Every other classifier: the core has no head for it.
             other => Err(Error::Unsupported(format!(
-                "exporting a {} model (the core has no head for it); export milr, citation-knn, a set-kernel svm or miles",
+                "exporting a {} model (the core has no head for it); export milr, citation-knn, a set-kernel svm, miles or mi-vlad",
                 other.kind()
             ))),
         }

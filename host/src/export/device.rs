@@ -96,7 +96,7 @@ pub fn m3ic_score_bound(model: &Model<'_>, bag: &[i16]) -> Result<f64> {
 pub fn core_classify(model: &Model<'_>, bag: Bag<'_>) -> Result<(mil_core::Decision, Vec<f32>)> {
     if matches!(
         model.kind(),
-        ModelKind::SetKernelSvm | ModelKind::MiKernelSvm | ModelKind::Miles
+        ModelKind::SetKernelSvm | ModelKind::MiKernelSvm | ModelKind::Miles | ModelKind::MiVlad
     ) {
         // Scores as the host's SVM and MILES give them: (0, f) per bag.
         let d = core_svm_decide(model, bag)?;

@@ -165,7 +165,24 @@ impl HostModel {
         let core = Model::parse(&bytes)?;
         if core.svm().is_some() || core.mi_svm().is_some() || core.miles().is_some() {
             let host = self.scores_with_progress(train, progress)?;
-            return svm_measure(bytes, options, train, &host, self.threshold, progress);
+            // The compact model's bias holds b − t.
+            let f = |b: usize| host.row(b)[1] - self.threshold.unwrap_or(0.0);
+            return svm_measure(bytes, options, train, &host, &f, progress);
+        }
+        if let (
+            Some(_),
+            crate::classifier::ClassifierModel::MiVlad(m),
+            Head::MiVlad { shift, .. },
+        ) = (core.mi_vlad(), &self.classifier, &compact.head)
+        {
+            let host = self.scores_with_progress(train, progress)?;
+            // The host's logit β₀ + β·v of the bag's normalised vector, less logit t.
+            let beta = &m.logistic.weights[0];
+            let f = |b: usize| {
+                let v = m.encoder.vector(train.bag(b));
+                beta[0] + beta[1..].iter().zip(&v).map(|(w, x)| w * x).sum::<f64>() - shift
+            };
+            return svm_measure(bytes, options, train, &host, &f, progress);
         }
         let host = self.scores(train)?;
         let max_abs_error = super::max_abs_error(&bytes, train, |b| {
@@ -242,7 +259,7 @@ fn svm_measure(
     options: Export,
     train: &Dataset,
     host: &crate::classifier::BagScores,
-    threshold: Option<f64>,
+    host_value: &(dyn Fn(usize) -> f64 + Sync),
     progress: &dyn Progress,
 ) -> Result<Exported> {
     let core = Model::parse(&bytes)?;
@@ -258,8 +275,7 @@ fn svm_measure(
     progress.finish();
     let (mut agree, mut max_abs_error, mut bound) = (0, 0.0f64, 0.0f64);
     for (b, d) in decisions.iter().enumerate() {
-        // The compact model's bias holds b − t.
-        let f = host.row(b)[1] - threshold.unwrap_or(0.0);
+        let f = host_value(b);
         agree += usize::from(d.label == host.label(b));
         max_abs_error = max_abs_error.max((d.value - f).abs());
         bound = bound.max(d.bound);

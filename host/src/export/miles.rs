@@ -10,10 +10,11 @@ use crate::error::{Error, Result};
 
 use super::Writer;
 
-/// Writes a MILES model: γ and b (less a decision threshold `shift`), the z-score in
-/// `f64`, the selected prototypes (z-scored: f32, or in `encoding` with one step per
-/// feature) and one weight each (f32, or Q15 with one step in both quantised encodings).
-/// Queries stay raw `f64` features in every encoding.
+/// Writes a MILES model: γ and b (less a decision threshold `shift`), the z-score (the
+/// means in `f64`, the inverse standard deviations in `f32`, or both in `f64` when one
+/// has no normal `f32`), the selected prototypes (z-scored: f32, or in `encoding` with
+/// one step per feature) and one weight each (f32, or Q15 with one step in both
+/// quantised encodings). Queries stay raw `f64` features in every encoding.
 pub(super) fn export_miles(
     miles: &MilesModel,
     shift: f64,
@@ -36,11 +37,18 @@ pub(super) fn export_miles(
         ));
     }
     w.f64s(tag::KERNEL_PARAMS, &[e.gamma, miles.bias - shift]);
-    let mut zscore = e.mean.clone();
-    zscore.extend_from_slice(&e.inv_sd);
-    w.f64s(tag::GRID_MIN, &zscore);
-    // Two rows: means, then inverse standard deviations.
-    w.reshape_last(2, dim_in);
+    if e.inv_sd.iter().all(|&s| s == 0.0 || (s as f32).is_normal()) {
+        // The means in f64, the inverse deviations in f32: the core's bound carries
+        // their rounding (`mil_core::miles`, (Z)), which needs 0 or a normal f32 each.
+        w.f64s(tag::GRID_MIN, &e.mean);
+        w.f32s(tag::ZSCORE_SCALE, 1, dim_in, e.inv_sd.iter().copied());
+    } else {
+        let mut zscore = e.mean.clone();
+        zscore.extend_from_slice(&e.inv_sd);
+        w.f64s(tag::GRID_MIN, &zscore);
+        // Two rows: means, then inverse standard deviations.
+        w.reshape_last(2, dim_in);
+    }
     w.instances(encoding, (e.len(), dim_in), &e.prototypes, false);
     let weight_encoding = match encoding {
         Encoding::F32 => Encoding::F32,

@@ -20,6 +20,7 @@ use mil_core::container::Encoding;
 use mil_core::score::Pooling;
 use mil_core::Model;
 
+use crate::classifier::mi_vlad::MiVladModel;
 use crate::classifier::miles::MilesModel;
 use crate::classifier::svm::{MiSvmDeployment, SvmDeployment};
 use crate::data::Dataset;
@@ -29,6 +30,7 @@ use crate::projection::LinearProjection;
 mod compact;
 mod device;
 mod measured;
+mod mi_vlad;
 mod miles;
 pub mod rounding;
 mod staged;
@@ -39,6 +41,7 @@ mod writer;
 pub use compact::host_scores_as_compact;
 pub use device::{core_classify, m3ic_score_bound, max_abs_error, CoreBag};
 pub use measured::{Export, Exported};
+pub use mi_vlad::core_mi_vlad_decide;
 pub use miles::core_miles_decide;
 pub use svm::{core_mi_svm_decide, core_svm_decide};
 use svm::{export_mi_svm, export_svm};
@@ -133,6 +136,14 @@ pub enum Head {
         /// The fitted model.
         model: Box<MilesModel>,
         /// The decision threshold t subtracted from the bias (0 without one).
+        shift: f64,
+    },
+    /// miVLAD over its k-means codebook, on raw features with its z-score (no projection
+    /// stage); the bias shifted by a threshold's logit (σ(f) > t ⇔ f − logit t > 0).
+    MiVlad {
+        /// The fitted model.
+        model: Box<MiVladModel>,
+        /// logit t of a decision threshold t on the probability (0 without one).
         shift: f64,
     },
 }
@@ -348,6 +359,10 @@ pub fn export_with(
         Head::Miles { model, shift } => {
             unstaged("a MILES model")?;
             miles::export_miles(model, *shift, encoding, dim_in, Writer::new())
+        }
+        Head::MiVlad { model, shift } => {
+            unstaged("a miVLAD model")?;
+            mi_vlad::export_mi_vlad(model, *shift, encoding, dim_in, Writer::new())
         }
         _ => staged::export_staged(model, encoding, train, options),
     }

@@ -232,7 +232,7 @@ fn write_head(
             }
             (ModelKind::M3ic, k)
         }
-        Head::SetKernelSvm(_) | Head::MiKernelSvm(_) | Head::Miles { .. } => {
+        Head::SetKernelSvm(_) | Head::MiKernelSvm(_) | Head::Miles { .. } | Head::MiVlad { .. } => {
             return Err(Error::Unsupported(
                 "an SVM or MILES head after a projection stage".into(),
             ))

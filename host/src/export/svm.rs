@@ -99,6 +99,9 @@ pub fn core_svm_decide(model: &Model<'_>, bag: Bag<'_>) -> Result<mil_core::svm:
     if model.miles().is_some() {
         return super::core_miles_decide(model, bag);
     }
+    if model.mi_vlad().is_some() {
+        return super::core_mi_vlad_decide(model, bag);
+    }
     let svm = model.svm().ok_or(mil_core::Error::WrongModelKind)?;
     let len = svm
         .scratch_len(bag.len())

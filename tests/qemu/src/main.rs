@@ -410,6 +410,12 @@ fn infer(
         let SvmBuffers { x, ints, .. } = svm_buffers;
         return miles_decide(miles, fb, x, scratch, ints, scores);
     }
+    #[cfg(feature = "svm")]
+    if let Some(vlad) = model.mi_vlad() {
+        // The estimator's floats hold the residual sums.
+        let SvmBuffers { x, floats, .. } = svm_buffers;
+        return Ok(report(vlad.decide(widen(fb, x), scratch, floats)?, scores));
+    }
     let bag = if model.encoding() == Encoding::F32 {
         Instances::F32(fb)
     } else {
