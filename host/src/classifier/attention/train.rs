@@ -123,7 +123,9 @@ fn keep_heap_top() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         static ONCE: std::sync::Once = std::sync::Once::new();
-        // SAFETY: mallopt only changes a tuning parameter of glibc's allocator.
+        // SAFETY: mallopt only changes a tuning parameter of glibc's allocator, which
+        // takes its own lock; no memory is handed over.
+        #[allow(unsafe_code)]
         ONCE.call_once(|| unsafe {
             libc::mallopt(libc::M_TOP_PAD, 16 << 20);
         });
