@@ -40,5 +40,6 @@ bmida10-citation-knn  | --projection bmida --dim 10 --classifier citation-knn --
 auto                  | --classifier auto | musk2=2,corel_dogs=1,corel3=1,sival6=1
 '
 
-cargo build --release -p mil-toolkit --quiet
+# With the attention network's training (the `attention` feature).
+cargo build --release -p mil-toolkit --features attention --quiet
 exec python3 benches/results.py --mil target/release/mil --methods "$METHODS" "$@"
