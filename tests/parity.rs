@@ -1002,7 +1002,9 @@ fn mi_vlad_on_its_codebook() {
     // core's decision value within its stated bound of the host's logit β₀ + β·v (v the
     // bag's normalised VLAD vector) on every bag in every encoding, and the label the
     // host's wherever |f| exceeds the bound; at k = 1 (no assignment to decide) the bound
-    // is finite on every bag and the labels are the host's on every bag in f32 and Q15.
+    // is finite on every bag and the labels are the host's on every bag in f32 and Q15,
+    // and so in f32 at k = 4 (its centres decide every assignment; no coordinate that
+    // cancels to rounding noise, which the host zeroes, is left to the weights).
     use mil_toolkit::classifier::mi_vlad::MiVlad;
     use mil_toolkit::classifier::ClassifierParams;
     let [musk1, elephant] = datasets();
@@ -1049,7 +1051,7 @@ fn mi_vlad_on_its_codebook() {
                     bytes.len(),
                     data.n_bags()
                 );
-                if k == 1 {
+                if k == 1 || encoding == Encoding::F32 {
                     assert_eq!(certain, data.n_bags(), "{} {encoding:?}", data.name());
                     if encoding != Encoding::Q7 {
                         assert_eq!(agree, data.n_bags(), "{} {encoding:?}", data.name());

@@ -32,6 +32,10 @@
 //!   per-coordinate bound). Over the n_c instances of centre c, with A_cj = Σ|x'_j|:
 //!   e_cj = u(1 + 2⁻²⁰)A_cj + n_c|Δc_j| + (2n + 4)·2⁻⁵²(A_cj + n_c|ĉ_j|) (the `f64`
 //!   sums of n subtractions and additions, the device's and the host's).
+//! - Cancellation: the host sets V_cj to 0 when |V_cj| ≤ 2⁻³² Σ(|z_j| + |c_j|) (a sum
+//!   that cancels to rounding noise); that sum is at most τ = 2⁻³²((1 + u(1 + 2⁻²⁰))A_cj + n_c(|ĉ_j| +
+//!   |Δc_j|))(1 + 2⁻²⁰), so e_cj grows by τ whether or not the host zeroed it. The device
+//!   does not zero: its own error (the `f32` z-score) is far above 2⁻³².
 //! - Signed square root: |g(V̂) − g(V)| ≤ e/(√|V̂| + √(|V̂| − e)) when |V̂| > e (same sign),
 //!   else √(2e) (√a + √b ≤ √2·√(a + b) across signs); δ_i adds 2⁻⁵²|ĝ_i| for the `f64`
 //!   square root, Δ = ‖δ‖.
@@ -58,6 +62,9 @@ const U52: f64 = f64::EPSILON;
 
 /// u(1 + 2⁻²⁰): (Z)'s relative error of the device's z-score.
 const ZSCORE_REL: f64 = U24 * (1.0 + 1.0 / 1_048_576.0);
+
+/// 2⁻³²: the host zeroes a residual sum within this share of its terms' magnitudes.
+const CANCELLED: f64 = 1.0 / 4_294_967_296.0;
 
 /// (1/2 + 2⁻⁷): a quantised coordinate's share of its step.
 const STEP_SLACK: f64 = 0.5 + 1.0 / 128.0;
@@ -324,7 +331,9 @@ impl MiVladPass<'_, '_> {
             let (c, j) = (i / d.max(1), i % d.max(1));
             let n_c = self.counts.get(c).copied().unwrap_or(0.0);
             let (centre, dc) = m.centre(c, j);
-            let e = ZSCORE_REL * a + n_c * dc + sums * (a + n_c * libm::fabs(centre));
+            let terms = (1.0 + ZSCORE_REL) * a + n_c * (libm::fabs(centre) + dc);
+            let cancelled = CANCELLED * terms * (1.0 + 1.0 / 1_048_576.0);
+            let e = ZSCORE_REL * a + n_c * dc + sums * (a + n_c * libm::fabs(centre)) + cancelled;
             let mag = libm::fabs(*s);
             let g = libm::sqrt(mag);
             let delta = if mag > e {

@@ -13,6 +13,11 @@
 //!   component k and feature j, (1 / (n √w_k)) Σ γ_k(x) (x_j − μ_kj) / σ_kj and
 //!   (1 / (n √(2 w_k))) Σ γ_k(x) ((x_j − μ_kj)² / σ²_kj − 1) (2·K·d values).
 //!
+//! A coordinate whose sum is below [`CANCELLED`] of the summed magnitudes of its operands
+//! (Σ |x_j| + |c_j| for miVLAD) is set to 0 first: it is rounding noise — a centre
+//! holding one bag's instances only, or instances that agree on a feature, sums to 0 up
+//! to rounding — which the square root would lift from 10⁻¹⁶ to 10⁻⁸ and the
+//! standardisation below to unit variance, as if it were a feature.
 //! Both vectors then take the signed square root v ← sign(v) √|v| and the ℓ2
 //! normalisation, as the paper does. The learner is ridge logistic regression — MILR with
 //! one instance per bag ([`crate::classifier::milr`]), on standardised vectors — where
@@ -170,6 +175,11 @@ pub fn footprint(
     )
 }
 
+/// 2⁻³²: below this share of the summed magnitudes of its operands, a coordinate of a
+/// bag's vector is cancellation, not signal — far above the rounding of `f64` sums of up
+/// to 2²⁰ terms (n·2⁻⁵³ relative), far below the precision of measured features.
+pub const CANCELLED: f64 = 1.0 / 4_294_967_296.0;
+
 /// The learnt codebook, in z-scored units.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -200,15 +210,23 @@ impl Codebook {
     }
 
     /// Adds the part of one z-scored instance `x` of a bag of `n` instances to `out`
-    /// (the bag's vector before the normalisations is the sum of its instances' parts).
-    pub fn add_instance(&self, x: &[f64], n: usize, out: &mut [f64]) {
+    /// (the bag's vector before the normalisations is the sum of its instances' parts),
+    /// and the magnitudes of the operands of each term to `magnitude`.
+    pub fn add_instance(&self, x: &[f64], n: usize, out: &mut [f64], magnitude: &mut [f64]) {
         let dim = x.len();
         match self {
             Codebook::Vlad { centres } => {
                 let c = codebook::nearest(centres, dim, x);
-                let block = &mut out[c * dim..(c + 1) * dim];
-                for ((o, xj), cj) in block.iter_mut().zip(x).zip(&centres[c * dim..]) {
+                let block = c * dim..(c + 1) * dim;
+                let (out, magnitude) = (&mut out[block.clone()], &mut magnitude[block]);
+                for (((o, m), xj), cj) in out
+                    .iter_mut()
+                    .zip(magnitude)
+                    .zip(x)
+                    .zip(&centres[c * dim..])
+                {
                     *o += xj - cj;
+                    *m += xj.abs() + cj.abs();
                 }
             }
             Codebook::Fisher(gmm) => {
@@ -216,6 +234,7 @@ impl Codebook {
                 let mut gamma = vec![0.0; k];
                 gmm.posteriors(x, &mut gamma);
                 let (means, vars) = out.split_at_mut(k * dim);
+                let (mean_mag, var_mag) = magnitude.split_at_mut(k * dim);
                 for c in 0..k {
                     let w = gmm.weights[c];
                     let a = gamma[c] / (n as f64 * w.sqrt());
@@ -225,6 +244,8 @@ impl Codebook {
                         let z = (x[j] - mu) / var.sqrt();
                         means[c * dim + j] += a * z;
                         vars[c * dim + j] += b * (z * z - 1.0);
+                        mean_mag[c * dim + j] += a * (x[j].abs() + mu.abs()) / var.sqrt();
+                        var_mag[c * dim + j] += b * (z * z + 1.0);
                     }
                 }
             }
@@ -269,24 +290,39 @@ impl Encoder {
     /// The part of one instance of a bag of `n` instances (before the normalisations).
     pub fn instance_part(&self, x: &[f64], n: usize) -> Vec<f64> {
         let mut part = vec![0.0; self.width()];
-        self.codebook
-            .add_instance(&zscore(x, &self.mean, &self.sd), n, &mut part);
+        let mut magnitude = vec![0.0; self.width()];
+        let z = zscore(x, &self.mean, &self.sd);
+        self.codebook.add_instance(&z, n, &mut part, &mut magnitude);
         part
+    }
+
+    /// The bag's vector before the normalisations (the sum of its instances' parts), and
+    /// the summed magnitudes of each coordinate's operands.
+    fn sums(&self, bag: Bag<'_>) -> (Vec<f64>, Vec<f64>) {
+        let mut v = vec![0.0; self.width()];
+        let mut magnitude = vec![0.0; self.width()];
+        for x in bag.instances() {
+            let z = zscore(x, &self.mean, &self.sd);
+            self.codebook
+                .add_instance(&z, bag.len(), &mut v, &mut magnitude);
+        }
+        (v, magnitude)
     }
 
     /// The bag's vector before the normalisations (the sum of its instances' parts).
     pub fn raw_vector(&self, bag: Bag<'_>) -> Vec<f64> {
-        let mut v = vec![0.0; self.width()];
-        for x in bag.instances() {
-            let z = zscore(x, &self.mean, &self.sd);
-            self.codebook.add_instance(&z, bag.len(), &mut v);
-        }
-        v
+        self.sums(bag).0
     }
 
-    /// The bag's normalised vector, what the logistic regression reads.
+    /// The bag's normalised vector, what the logistic regression reads: the coordinates
+    /// that cancel to rounding noise ([`CANCELLED`]) set to 0, then [`normalise`].
     pub fn vector(&self, bag: Bag<'_>) -> Vec<f64> {
-        let mut v = self.raw_vector(bag);
+        let (mut v, magnitude) = self.sums(bag);
+        for (x, m) in v.iter_mut().zip(magnitude) {
+            if x.abs() <= CANCELLED * m {
+                *x = 0.0;
+            }
+        }
         normalise(&mut v);
         v
     }
@@ -565,6 +601,36 @@ mod tests {
         for (got, want) in encoder.vector(bag).iter().zip(want) {
             assert!((got - want).abs() < 1e-15, "{got} vs {want}");
         }
+    }
+
+    #[test]
+    fn a_centre_of_one_bag_sums_to_zero_not_to_rounding_noise() {
+        // The second centre is the mean of the bag's three instances, so the bag's block is
+        // 0 in exact arithmetic; in f64 it is rounding noise, which the signed square root
+        // would lift to ~1e-8 of the vector.
+        let rows = [0.1, 0.7, 0.2, 0.3, 0.3, 0.1, -9.0, 5.0];
+        let bag = Bag::from_rows(&rows, 2);
+        let mean = |j: usize| (rows[j] + rows[2 + j] + rows[4 + j]) / 3.0;
+        let encoder = identity(
+            2,
+            Codebook::Vlad {
+                centres: vec![-9.5, 5.5, mean(0), mean(1)],
+            },
+        );
+        let raw = encoder.raw_vector(bag);
+        assert!(
+            raw[2..].iter().any(|&v| v != 0.0),
+            "no rounding noise: {raw:?}"
+        );
+        assert!(raw[2..].iter().all(|&v| v.abs() < 1e-15), "{raw:?}");
+        let v = encoder.vector(bag);
+        assert_eq!(&v[2..], &[0.0, 0.0]);
+        // The first block, (0.5, −0.5), is kept: (√0.5, −√0.5) normalised.
+        let half = 0.5f64.sqrt();
+        assert!(
+            (v[0] - half).abs() < 1e-15 && (v[1] + half).abs() < 1e-15,
+            "{v:?}"
+        );
     }
 
     /// (1/n) Σ log p(x) of the bag's instances under `gmm`.
