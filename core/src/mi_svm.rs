@@ -110,36 +110,58 @@ pub(crate) fn stored_instances<'a>(
     Ok((instances, scale))
 }
 
-/// `SCORE_WEIGHTS`, `n` weights: `f32`, or Q15 with one step in `SCORE_SCALE` in both
-/// quantised encodings (16-bit in Q7 too, as in the box-kernel SVM, [`crate::svm`]).
-pub(crate) fn score_weights<'a>(
-    sections: &Sections<'a>,
-    encoding: Encoding,
-    n: usize,
-) -> Result<(Section<'a>, Option<f64>), Error> {
-    let weights = sections.require(tag::SCORE_WEIGHTS)?;
-    let scale = match encoding {
-        Encoding::F32 => {
-            weights.expect(Elem::F32, 1, n)?;
-            weights.expect_finite()?;
-            if sections.get(tag::SCORE_SCALE).is_some() {
-                return Err(bad("f32 weights with a quantisation scale"));
+/// The stored score weights `SCORE_WEIGHTS`: `f32`, or Q15 with one step in
+/// `SCORE_SCALE` in both quantised encodings (16-bit in Q7 too, as in the box-kernel SVM,
+/// [`crate::svm`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ScoreWeights<'a> {
+    values: Section<'a>,
+    /// Step of quantised weights.
+    step: Option<f64>,
+}
+
+impl<'a> ScoreWeights<'a> {
+    /// Reads and checks `n` weights.
+    pub(crate) fn parse(
+        sections: &Sections<'a>,
+        encoding: Encoding,
+        n: usize,
+    ) -> Result<Self, Error> {
+        let values = sections.require(tag::SCORE_WEIGHTS)?;
+        let step = match encoding {
+            Encoding::F32 => {
+                values.expect(Elem::F32, 1, n)?;
+                values.expect_finite()?;
+                if sections.get(tag::SCORE_SCALE).is_some() {
+                    return Err(bad("f32 weights with a quantisation scale"));
+                }
+                None
             }
-            None
+            _ => {
+                values.expect(Elem::I16, 1, n)?;
+                if (0..n).any(|r| values.i32_at(r).abs() > Encoding::Q15.q_max()) {
+                    return Err(bad("quantised value outside the symmetric range"));
+                }
+                let s = sections.f32_vec(tag::SCORE_SCALE, 1)?.f64_at(0);
+                if s <= 0.0 {
+                    return Err(bad("quantisation scale not positive"));
+                }
+                Some(s)
+            }
+        };
+        Ok(ScoreWeights { values, step })
+    }
+
+    /// Weight i and the bound on its storage error: u|w| in `f32`, half a step in Q15.
+    pub(crate) fn get(&self, i: usize) -> (f64, f64) {
+        match self.step {
+            None => {
+                let w = f64::from(self.values.f32_at(i));
+                (w, libm::fabs(w) * U24)
+            }
+            Some(s) => (f64::from(self.values.i32_at(i)) * s, s / 2.0),
         }
-        _ => {
-            weights.expect(Elem::I16, 1, n)?;
-            if (0..n).any(|r| weights.i32_at(r).abs() > Encoding::Q15.q_max()) {
-                return Err(bad("quantised value outside the symmetric range"));
-            }
-            let s = sections.f32_vec(tag::SCORE_SCALE, 1)?.f64_at(0);
-            if s <= 0.0 {
-                return Err(bad("quantisation scale not positive"));
-            }
-            Some(s)
-        }
-    };
-    Ok((weights, scale))
+    }
 }
 
 /// 2⁻²⁴: the relative rounding of an f32.
@@ -330,9 +352,7 @@ pub struct MiKernelSvm<'a> {
     /// Per-feature step of quantised stored instances.
     instance_scale: Option<Section<'a>>,
     bags: Section<'a>,
-    weights: Section<'a>,
-    /// Step of quantised weights.
-    weight_scale: Option<f64>,
+    weights: ScoreWeights<'a>,
 }
 
 impl<'a> MiKernelSvm<'a> {
@@ -362,7 +382,7 @@ impl<'a> MiKernelSvm<'a> {
         if (0..n_bags).any(|b| bags.u32_at(b + 1) <= bags.u32_at(b)) {
             return Err(bad("a stored bag is empty"));
         }
-        let (weights, weight_scale) = score_weights(sections, encoding, n_bags)?;
+        let weights = ScoreWeights::parse(sections, encoding, n_bags)?;
         Ok(MiKernelSvm {
             gamma,
             bias,
@@ -371,7 +391,6 @@ impl<'a> MiKernelSvm<'a> {
             instance_scale,
             bags,
             weights,
-            weight_scale,
         })
     }
 
@@ -398,17 +417,6 @@ impl<'a> MiKernelSvm<'a> {
     /// ‖x − y_t‖² against stored instance t ([`sq_dist`]).
     fn sq_dist(&self, t: usize, x: &[f32]) -> f32 {
         sq_dist(&self.instances, self.instance_scale, t, x)
-    }
-
-    /// ω_r and the bound on its storage error |Δω_r|.
-    fn weight(&self, r: usize) -> (f64, f64) {
-        match self.weight_scale {
-            None => {
-                let w = f64::from(self.weights.f32_at(r));
-                (w, libm::fabs(w) * U24)
-            }
-            Some(s) => (f64::from(self.weights.i32_at(r)) * s, s / 2.0),
-        }
     }
 
     /// Feature j of a raw instance as the host scales it: (v − min_j)/range_j, or 0.
@@ -472,7 +480,7 @@ impl<'a> MiKernelSvm<'a> {
                     k += f64::from(e);
                     k_err += f64::from((e + TINY) * (grown + EXPF_ULPS) * ROUND_UP + TINY);
                 }
-                let (w, dw) = self.weight(r);
+                let (w, dw) = self.weights.get(r);
                 g += w * k;
                 error += libm::fabs(w) * k_err + dw * (k + k_err);
                 magnitude += libm::fabs(w) * k;

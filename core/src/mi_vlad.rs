@@ -49,7 +49,7 @@ use crate::bag::instance_count;
 use crate::container::{tag, Elem, Encoding, Section, Sections};
 use crate::error::Error;
 use crate::mi_svm::{
-    score_weights, sq_dist, stored_instances, DistanceBound, MAX_PARAM, ROUND_UP, TINY, U24,
+    sq_dist, stored_instances, DistanceBound, ScoreWeights, MAX_PARAM, ROUND_UP, TINY, U24,
 };
 use crate::svm::SvmDecision;
 
@@ -80,9 +80,7 @@ pub struct MiVlad<'a> {
     centres: Section<'a>,
     /// Per-feature step of quantised centres.
     centre_scale: Option<Section<'a>>,
-    weights: Section<'a>,
-    /// Step of quantised weights.
-    weight_scale: Option<f64>,
+    weights: ScoreWeights<'a>,
 }
 
 impl<'a> MiVlad<'a> {
@@ -116,7 +114,7 @@ impl<'a> MiVlad<'a> {
             .rows
             .checked_mul(dim)
             .ok_or(bad("codebook too large"))?;
-        let (weights, weight_scale) = score_weights(sections, encoding, width)?;
+        let weights = ScoreWeights::parse(sections, encoding, width)?;
         Ok(MiVlad {
             bias,
             magnitude,
@@ -125,7 +123,6 @@ impl<'a> MiVlad<'a> {
             centres,
             centre_scale,
             weights,
-            weight_scale,
         })
     }
 
@@ -164,17 +161,6 @@ impl<'a> MiVlad<'a> {
                 let v = f64::from(self.centres.i32_at(i)) * t;
                 (v, STEP_SLACK * t + 6.0 * U24 * (libm::fabs(v) + t))
             }
-        }
-    }
-
-    /// w'_i and the bound on its storage error |Δw'_i|.
-    fn weight(&self, i: usize) -> (f64, f64) {
-        match self.weight_scale {
-            None => {
-                let w = f64::from(self.weights.f32_at(i));
-                (w, libm::fabs(w) * U24)
-            }
-            Some(s) => (f64::from(self.weights.i32_at(i)) * s, s / 2.0),
         }
     }
 
@@ -357,7 +343,7 @@ impl MiVladPass<'_, '_> {
         let (mut value, mut w_sq, mut dw_sq, mut stored, mut terms) = (m.bias, 0.0, 0.0, 0.0, 0.0);
         for (i, &g) in self.v.iter().enumerate() {
             let n_i = if norm > 0.0 { g / norm } else { 0.0 };
-            let (w, dw) = m.weight(i);
+            let (w, dw) = m.weights.get(i);
             value += w * n_i;
             w_sq += w * w;
             dw_sq += dw * dw;

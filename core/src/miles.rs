@@ -62,7 +62,7 @@ use crate::bag::instance_count;
 use crate::container::{tag, Elem, Encoding, Section, Sections};
 use crate::error::Error;
 use crate::mi_svm::{
-    feature_map, kernel_params, score_weights, sq_dist, stored_instances, DistanceBound, EXPF_ULPS,
+    feature_map, kernel_params, sq_dist, stored_instances, DistanceBound, ScoreWeights, EXPF_ULPS,
     ROUND_UP, TINY, U24,
 };
 use crate::svm::SvmDecision;
@@ -96,9 +96,7 @@ pub struct Miles<'a> {
     prototypes: Section<'a>,
     /// Per-feature step of quantised prototypes.
     prototype_scale: Option<Section<'a>>,
-    weights: Section<'a>,
-    /// Step of quantised weights.
-    weight_scale: Option<f64>,
+    weights: ScoreWeights<'a>,
 }
 
 impl<'a> Miles<'a> {
@@ -132,7 +130,7 @@ impl<'a> Miles<'a> {
         if prototypes.rows == 0 {
             return Err(bad("no prototypes"));
         }
-        let (weights, weight_scale) = score_weights(sections, encoding, prototypes.rows)?;
+        let weights = ScoreWeights::parse(sections, encoding, prototypes.rows)?;
         Ok(Miles {
             gamma,
             bias,
@@ -143,7 +141,6 @@ impl<'a> Miles<'a> {
             prototypes,
             prototype_scale,
             weights,
-            weight_scale,
         })
     }
 
@@ -166,17 +163,6 @@ impl<'a> Miles<'a> {
     /// prototype the running minimum and its lower and upper bounds).
     pub fn scratch_len(&self) -> usize {
         self.dim() + 3 * self.n_prototypes()
-    }
-
-    /// w_k and the bound on its storage error |Δw_k|.
-    fn weight(&self, k: usize) -> (f64, f64) {
-        match self.weight_scale {
-            None => {
-                let w = f64::from(self.weights.f32_at(k));
-                (w, libm::fabs(w) * U24)
-            }
-            Some(s) => (f64::from(self.weights.i32_at(k)) * s, s / 2.0),
-        }
     }
 
     /// The decision on one bag of raw features (row-major, `n × D`, `n ≥ 1`, finite), with
@@ -325,7 +311,7 @@ impl MilesPass<'_, '_> {
             let grown = libm::expm1(a) * f64::from(ROUND_UP);
             let tiny = f64::from(TINY);
             let s_err = (s + tiny) * (grown + f64::from(EXPF_ULPS)) + tiny;
-            let (w, dw) = m.weight(p);
+            let (w, dw) = m.weights.get(p);
             value += w * s;
             error += libm::fabs(w) * s_err + dw * (s + s_err);
             magnitude += libm::fabs(w) * s;
