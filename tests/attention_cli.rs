@@ -2,7 +2,10 @@
 //! library's model, `mil cv` predicts each bag with the model of its fold, `--explain`
 //! gives every instance's attention weight, and what does not apply is refused.
 
-use mil_suite::{find_key, mil_json, mil_refuses_naming, run_mil, temp_dir};
+use mil_suite::{
+    assert_cv_is_the_librarys, find_key, instance_scores, mil_json, mil_refuses_naming, run_mil,
+    temp_dir,
+};
 use mil_toolkit::classifier::attention::{AttentionMil, Pooling};
 use mil_toolkit::classifier::{BagModel, Classifier};
 
@@ -48,12 +51,7 @@ fn train_predict_and_cv_give_the_librarys_model() {
         assert!((score - scores.row(b)[1]).abs() < 1e-12, "bag {b}");
         let e = &pred["explanation"];
         assert_eq!(e["score_kind"], "attention");
-        let a: Vec<f64> = e["instance_scores"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect();
+        let a = instance_scores(e);
         assert_eq!(a.len(), musk1.bag(b).len());
         assert!((a.iter().sum::<f64>() - 1.0).abs() < 1e-9, "bag {b}");
         for (x, w) in a.iter().zip(&explained[b].instance_scores) {
@@ -61,31 +59,9 @@ fn train_predict_and_cv_give_the_librarys_model() {
         }
     }
 
-    // `mil cv`: each bag's label is that of the model fitted on its fold's training bags
-    // (the library's folds of the same seed; each fold's network seeded by --seed).
-    let mut args = vec!["cv", "musk1", "--folds", "3", "--seed", "1", "--json"];
-    args.extend_from_slice(&FLAGS);
-    let cv = mil_json(&args);
-    let by_id: std::collections::HashMap<String, String> = cv["predictions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            (
-                p["bag"].as_str().unwrap().to_string(),
-                p["label"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    assert_eq!(by_id.len(), musk1.n_bags());
-    for (train, test) in musk1.stratified_folds(3, 1).unwrap() {
-        let fold = params(1).fit(train).unwrap();
-        let labels = fold.scores(test.clone()).unwrap().labels();
-        for (&b, label) in test.indices().iter().zip(labels) {
-            let id = &musk1.bag_ids()[b];
-            assert_eq!(by_id[id], musk1.class_names()[label], "bag {id}");
-        }
-    }
+    // `mil cv`: each bag's label is that of the model fitted on its fold's training
+    // bags (the library's folds of the same seed; each fold's network seeded by --seed).
+    assert_cv_is_the_librarys("musk1", 3, &FLAGS, &params(1), "musk1");
     std::fs::remove_dir_all(dir).ok();
 }
 

@@ -1,7 +1,7 @@
 //! `mil predict --explain`: witnesses and per-instance scores in the JSON and the human
 //! summary, for MILR, Citation-kNN and an M³IC clustering model.
 
-use mil_suite::{mil_json, run_mil, temp_dir};
+use mil_suite::{instance_scores, mil_json, run_mil, temp_dir};
 
 #[test]
 fn predict_explain_reports_witnesses_and_instance_scores() {
@@ -25,12 +25,7 @@ fn predict_explain_reports_witnesses_and_instance_scores() {
     for pred in preds {
         let e = &pred["explanation"];
         assert_eq!(e["score_kind"], "probability");
-        let scores: Vec<f64> = e["instance_scores"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect();
+        let scores = instance_scores(e);
         let w = e["witnesses"][0].as_u64().unwrap() as usize;
         assert!(scores.iter().all(|&s| s <= scores[w]));
         let pooled = 1.0 - scores.iter().map(|p| 1.0 - p).product::<f64>();
@@ -95,12 +90,7 @@ fn predict_explain_reports_witnesses_and_instance_scores() {
     for a in p["assignments"].as_array().unwrap() {
         let e = &a["explanation"];
         assert_eq!(e["score_kind"], "margin");
-        let s: Vec<f64> = e["instance_scores"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect();
+        let s = instance_scores(e);
         let w = e["witnesses"][0].as_u64().unwrap() as usize;
         assert!(s.iter().all(|&v| v <= s[w]));
     }

@@ -2,7 +2,10 @@
 //! library's model, `mil cv` predicts each bag with the model of its fold, `--explain`
 //! gives every instance's decision value, and what does not apply is refused.
 
-use mil_suite::{find_key, mil_json, mil_refuses_naming, run_mil, temp_dir, train_unexportable};
+use mil_suite::{
+    assert_cv_is_the_librarys, find_key, instance_scores, mil_json, mil_refuses_naming, run_mil,
+    temp_dir, train_unexportable,
+};
 use mil_toolkit::classifier::mi_svm::{Heuristic, InstanceKernel, MiSvm};
 use mil_toolkit::classifier::{BagModel, Classifier};
 
@@ -54,12 +57,7 @@ fn train_predict_and_cv_give_the_librarys_models() {
             // largest and is the bag's score.
             let e = &pred["explanation"];
             assert_eq!(e["score_kind"], "decision");
-            let f: Vec<f64> = e["instance_scores"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_f64().unwrap())
-                .collect();
+            let f = instance_scores(e);
             let want = lib.instance_decisions(musk1.bag(b));
             assert_eq!(f.len(), want.len());
             for (a, w) in f.iter().zip(&want) {
@@ -72,29 +70,7 @@ fn train_predict_and_cv_give_the_librarys_models() {
 
         // `mil cv`: each bag's label is that of the model fitted on its fold's training
         // bags (the library's folds of the same seed).
-        let mut args = vec!["cv", "musk1", "--folds", "10", "--seed", "1", "--json"];
-        args.extend_from_slice(&flags);
-        let cv = mil_json(&args);
-        let by_id: std::collections::HashMap<String, String> = cv["predictions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| {
-                (
-                    p["bag"].as_str().unwrap().to_string(),
-                    p["label"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect();
-        assert_eq!(by_id.len(), musk1.n_bags());
-        for (train, test) in musk1.stratified_folds(10, 1).unwrap() {
-            let fold = params.fit(train).unwrap();
-            let labels = fold.scores(test.clone()).unwrap().labels();
-            for (&b, label) in test.indices().iter().zip(labels) {
-                let id = &musk1.bag_ids()[b];
-                assert_eq!(by_id[id], musk1.class_names()[label], "{name} bag {id}");
-            }
-        }
+        assert_cv_is_the_librarys("musk1", 10, &flags, &params, name);
     }
     std::fs::remove_dir_all(dir).ok();
 }

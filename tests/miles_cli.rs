@@ -3,7 +3,10 @@
 //! instance's contribution, `mil export` writes the compact model the core runs with the
 //! host's labels, and what does not apply is refused.
 
-use mil_suite::{find_key, mil_json, mil_refuses_naming, run_mil, temp_dir};
+use mil_suite::{
+    assert_cv_is_the_librarys, find_key, instance_scores, mil_json, mil_refuses_naming, run_mil,
+    temp_dir,
+};
 use mil_toolkit::classifier::miles::Miles;
 use mil_toolkit::classifier::{BagModel, Classifier};
 
@@ -30,12 +33,7 @@ fn train_predict_and_cv_give_the_librarys_model() {
         // The instance scores are the library's, and the witness is the largest.
         let e = &pred["explanation"];
         assert_eq!(e["score_kind"], "contribution");
-        let g: Vec<f64> = e["instance_scores"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect();
+        let g = instance_scores(e);
         let want = lib.decision(musk1.bag(b)).1;
         assert_eq!(g.len(), want.len());
         for (a, w) in g.iter().zip(&want) {
@@ -45,31 +43,9 @@ fn train_predict_and_cv_give_the_librarys_model() {
         assert!(g.iter().all(|&v| v <= g[w]));
     }
 
-    // `mil cv`: each bag's label is that of the model fitted on its fold's training bags
-    // (the library's folds of the same seed).
-    let mut args = vec!["cv", "musk1", "--folds", "5", "--seed", "1", "--json"];
-    args.extend_from_slice(&flags);
-    let cv = mil_json(&args);
-    let by_id: std::collections::HashMap<String, String> = cv["predictions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            (
-                p["bag"].as_str().unwrap().to_string(),
-                p["label"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    assert_eq!(by_id.len(), musk1.n_bags());
-    for (train, test) in musk1.stratified_folds(5, 1).unwrap() {
-        let fold = params.fit(train).unwrap();
-        let labels = fold.scores(test.clone()).unwrap().labels();
-        for (&b, label) in test.indices().iter().zip(labels) {
-            let id = &musk1.bag_ids()[b];
-            assert_eq!(by_id[id], musk1.class_names()[label], "bag {id}");
-        }
-    }
+    // `mil cv`: each bag's label is that of the model fitted on its fold's training
+    // bags (the library's folds of the same seed).
+    assert_cv_is_the_librarys("musk1", 5, &flags, &params, "musk1");
     std::fs::remove_dir_all(dir).ok();
 }
 

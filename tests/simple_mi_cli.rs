@@ -1,7 +1,9 @@
 //! `mil train/predict/cv/export` with SimpleMI and MI-Wrapper: the command line gives the
 //! library's model, explains MI-Wrapper's bags, and refuses what does not apply.
 
-use mil_suite::{find_key, mil_json, mil_refuses_naming, run_mil, temp_dir, train_unexportable};
+use mil_suite::{
+    find_key, instance_scores, mil_json, mil_refuses_naming, run_mil, temp_dir, train_unexportable,
+};
 use mil_toolkit::classifier::mi_wrapper::{Combine, MiWrapper};
 use mil_toolkit::classifier::simple_mi::{SimpleMi, Summary};
 use mil_toolkit::classifier::{BagModel, BagScores, Classifier};
@@ -81,12 +83,7 @@ fn the_command_line_fits_the_librarys_models() {
         for pred in cli.2["predictions"].as_array().unwrap() {
             let e = &pred["explanation"];
             assert_eq!(e["score_kind"], "probability");
-            let p: Vec<f64> = e["instance_scores"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_f64().unwrap())
-                .collect();
+            let p = instance_scores(e);
             let w = e["witnesses"][0].as_u64().unwrap() as usize;
             assert!(p.iter().all(|&v| v <= p[w]));
             if combine == Combine::Max {

@@ -1,7 +1,10 @@
 //! Helpers shared by the end-to-end tests in `tests/` and the benchmarks in `benches/`.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use mil_toolkit::classifier::{BagModel, Classifier};
 
 /// Path of the `mil` program built by cargo for this test run: this package's
 /// `mil-under-test` binary (the same `main`), which cargo builds with the tests, so it is
@@ -91,6 +94,48 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mil-test-{}-{}", tag, std::process::id()));
     std::fs::create_dir_all(&dir).expect("create temp dir");
     dir
+}
+
+/// Runs `mil cv DATA --folds FOLDS --seed 1 FLAGS --json` and checks that each bag's
+/// label is that of `params` fitted on its fold's training bags (the library's stratified
+/// folds of the same seed); `what` names the case in a failure.
+pub fn assert_cv_is_the_librarys<C: Classifier>(
+    data: &str,
+    folds: usize,
+    flags: &[&str],
+    params: &C,
+    what: &str,
+) {
+    let folds_arg = folds.to_string();
+    let mut args = vec!["cv", data, "--folds", &folds_arg, "--seed", "1", "--json"];
+    args.extend_from_slice(flags);
+    let cv = mil_json(&args);
+    let by_id: HashMap<&str, &str> = cv["predictions"]
+        .as_array()
+        .expect("a predictions array")
+        .iter()
+        .map(|p| (p["bag"].as_str().unwrap(), p["label"].as_str().unwrap()))
+        .collect();
+    let dataset = mil_toolkit::data::load(data).expect("a shipped data set");
+    assert_eq!(by_id.len(), dataset.n_bags(), "{what}");
+    for (train, test) in dataset.stratified_folds(folds, 1).unwrap() {
+        let fold = params.fit(train).unwrap();
+        let labels = fold.scores(test.clone()).unwrap().labels();
+        for (&b, label) in test.indices().iter().zip(labels) {
+            let id = dataset.bag_ids()[b].as_str();
+            assert_eq!(by_id[id], dataset.class_names()[label], "{what} bag {id}");
+        }
+    }
+}
+
+/// The `instance_scores` of one bag's `explanation` in `mil predict --explain --json`.
+pub fn instance_scores(explanation: &serde_json::Value) -> Vec<f64> {
+    explanation["instance_scores"]
+        .as_array()
+        .expect("an instance_scores array")
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect()
 }
 
 /// The Rust examples of the README, compiled and run as doctests (`cargo test --doc`).
