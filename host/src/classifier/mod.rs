@@ -508,6 +508,19 @@ impl ClassifierParams {
         }
     }
 
+    /// Whether the classifier takes two classes only (mi-SVM, MI-SVM, sMIL, sbMIL, DD,
+    /// EM-DD, MILES, mi-Graph); the others take any number.
+    pub fn binary_only(&self) -> bool {
+        matches!(
+            self,
+            ClassifierParams::MiSvm(_)
+                | ClassifierParams::Smil(_)
+                | ClassifierParams::Dd(_)
+                | ClassifierParams::Miles(_)
+                | ClassifierParams::MiGraph(_)
+        )
+    }
+
     /// The class weights ([`imbalance::ClassWeight`]); every classifier takes them.
     pub fn class_weight(&self) -> imbalance::ClassWeight {
         match self {

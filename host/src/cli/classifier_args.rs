@@ -20,7 +20,8 @@ use mil_core::keyword::Keyword;
 pub struct ClassifierArgs {
     /// The bag classifier, or `auto`: an inner CV on the training bags of each fit
     /// chooses among SimpleMI, miVLAD, miFV, the SVM with k∧, k∧∨ and the MI kernel,
-    /// Citation-kNN and MILR at their defaults (with --tune: each with its default grid),
+    /// Citation-kNN, MILR, mi-Graph, the attention network and MILES at their defaults
+    /// (with --tune: each with its default grid; mi-Graph and MILES on two classes only),
     /// by pooled inner AUROC on two classes unless --select says otherwise.
     #[arg(long, value_parser = ClassifierChoiceParser, required = true)]
     pub classifier: Option<ClassifierChoice>,
@@ -900,12 +901,13 @@ impl ClassifierArgs {
         let args = self;
         let kind = match args.classifier.unwrap_or(ClassifierChoice::Auto) {
             ClassifierChoice::Auto => {
+                let families = ClassifierGrid::auto(1).candidates().len();
                 let mut grid = ClassifierGrid::auto(1);
                 if self.tune {
                     grid = grid.tuned_all();
                 }
                 return format!(
-                    "auto ({} candidates of 8 classifier families, chosen by inner CV)",
+                    "auto ({} candidates of {families} classifier families, chosen by inner CV)",
                     grid.candidates().len()
                 );
             }

@@ -146,11 +146,16 @@ impl ClassifierGrid {
     }
 
     /// The `auto` classifier: SimpleMI, miVLAD, miFV, the SVM with the box kernels k∧
-    /// and k∧∨ and with the MI kernel (MISMO's setting), Citation-kNN and MILR, each at
-    /// its defaults, cheap families first, every randomised step seeded by `seed`
-    /// ([`ClassifierGrid::tuned_all`] adds each family's default grid). mi-SVM, MI-SVM
-    /// and MI-Wrapper are left out: they cost one to two orders of magnitude more CPU
-    /// and won on none of the shipped benchmarks (the results table).
+    /// and k∧∨ and with the MI kernel (MISMO's setting), Citation-kNN, MILR, mi-Graph,
+    /// the attention network (where this build trains it: [`attention::TRAINABLE`]) and
+    /// MILES, each at its defaults, cheap families first, every randomised step seeded by
+    /// `seed` ([`ClassifierGrid::tuned_all`] adds each family's default grid). On more
+    /// than two classes the inner CV passes over the binary ones (mi-Graph, MILES:
+    /// [`ClassifierParams::binary_only`]). mi-SVM, MI-SVM, MI-Wrapper, sMIL, sbMIL, DD
+    /// and EM-DD are left out: they cost one to two orders of magnitude more CPU or
+    /// trail the others on every shipped benchmark (the results table).
+    ///
+    /// [`attention::TRAINABLE`]: crate::classifier::attention::TRAINABLE
     ///
     /// ```
     /// use mil_toolkit::pipeline::{ClassifierGrid, Pipeline, Selection};
@@ -162,25 +167,30 @@ impl ClassifierGrid {
     /// # Ok::<(), mil_toolkit::Error>(())
     /// ```
     pub fn auto(seed: u64) -> Self {
-        use crate::classifier::{citation_knn, mi_vlad, milr, simple_mi, svm};
+        use crate::classifier::{attention, citation_knn, mi_graph, mi_vlad, miles, milr};
+        use crate::classifier::{simple_mi, svm};
         use mil_core::box_kernel::BoxKernel;
         let boxes = |k| {
             svm::SetKernelSvm::default()
                 .kernel(svm::SetKernel::boxes(k))
                 .seed(seed)
         };
-        ClassifierGrid {
-            candidates: vec![
-                simple_mi::SimpleMi::default().into(),
-                mi_vlad::MiVlad::vlad().seed(seed).into(),
-                mi_vlad::MiVlad::fisher().seed(seed).into(),
-                boxes(BoxKernel::And).into(),
-                boxes(BoxKernel::AndOr).into(),
-                svm::SetKernelSvm::mismo().seed(seed).into(),
-                citation_knn::CitationKnn::default().into(),
-                milr::Milr::default().into(),
-            ],
+        let mut candidates: Vec<ClassifierParams> = vec![
+            simple_mi::SimpleMi::default().into(),
+            mi_vlad::MiVlad::vlad().seed(seed).into(),
+            mi_vlad::MiVlad::fisher().seed(seed).into(),
+            boxes(BoxKernel::And).into(),
+            boxes(BoxKernel::AndOr).into(),
+            svm::SetKernelSvm::mismo().seed(seed).into(),
+            citation_knn::CitationKnn::default().into(),
+            milr::Milr::default().into(),
+            mi_graph::MiGraph::default().into(),
+        ];
+        if attention::TRAINABLE {
+            candidates.push(attention::AttentionMil::default().seed(seed).into());
         }
+        candidates.push(miles::Miles::default().seed(seed).into());
+        ClassifierGrid { candidates }
     }
 
     /// Every candidate replaced by its default grid ([`ClassifierParams::default_grid`]),
@@ -359,6 +369,9 @@ impl Pipeline {
                 let projected = Self::fit_projection(spec.as_ref(), data, &inner_train)?;
                 let on = projected.as_ref().map_or(data, |(_, d)| d);
                 for (c, classifier) in classifiers.iter().enumerate() {
+                    if classifier.binary_only() && data.n_classes() != 2 {
+                        continue;
+                    }
                     let s = match (spec, shared.get(c).and_then(Option::as_ref)) {
                         (None, Some(score)) => score(&inner_train, test)?,
                         (None, None) => classifier
@@ -386,7 +399,18 @@ impl Pipeline {
                 auroc(&scores, &positive).unwrap_or(f64::NEG_INFINITY)
             }
         };
-        let merits: Vec<f64> = oof.iter().map(|o| merit(o)).collect();
+        // A candidate that does not take the data's classes has no predictions and is
+        // never chosen.
+        let merits: Vec<f64> = oof
+            .iter()
+            .map(|o| {
+                if o.is_empty() {
+                    f64::NEG_INFINITY
+                } else {
+                    merit(o)
+                }
+            })
+            .collect();
         // The first maximum.
         let mut best = 0;
         for (i, &m) in merits.iter().enumerate() {
@@ -458,6 +482,41 @@ mod tests {
             assert!(tuned.candidates().contains(a), "{a}");
         }
         assert!(ClassifierGrid::of(Vec::new()).is_err());
+    }
+
+    /// On three classes the auto grid's inner CV passes over mi-Graph and MILES (two
+    /// classes only) instead of failing on them, and chooses among the others.
+    #[test]
+    fn auto_passes_over_the_binary_families_on_more_classes() {
+        // 3 classes × 12 bags of 3 instances around the class's mean, in 2 features.
+        let (mut x, mut starts, mut labels) = (Vec::new(), vec![0], Vec::new());
+        for b in 0..36usize {
+            let class = b % 3;
+            for i in 0..3 {
+                let wobble = ((b * 7 + i * 3) % 11) as f64 / 11.0 - 0.5;
+                x.extend([3.0 * class as f64 + wobble, wobble * 0.5 - class as f64]);
+            }
+            starts.push(starts.last().unwrap() + 3);
+            labels.push(class);
+        }
+        let d = crate::data::Dataset::new(
+            "three",
+            2,
+            x,
+            starts,
+            (0..36).map(|b| b.to_string()).collect(),
+            Some(labels),
+            vec!["a".into(), "b".into(), "c".into()],
+        )
+        .unwrap();
+        let auto = ClassifierGrid::auto(1);
+        assert!(auto.candidates().iter().any(ClassifierParams::binary_only));
+        let pipeline = Pipeline::new(auto).select(Selection::Accuracy);
+        let all: Vec<usize> = (0..36).collect();
+        let (chosen, _) = pipeline.choose(&d, &all, 1, &[]).unwrap();
+        assert!(!chosen.classifier.binary_only(), "{}", chosen.classifier);
+        let model = pipeline.fit(&d).unwrap();
+        assert_eq!(model.scores(&d).unwrap().labels().len(), 36);
     }
 
     /// The inner CV picks the first candidate of best inner accuracy: recomputed here
