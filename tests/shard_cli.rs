@@ -1,8 +1,8 @@
 //! Sharded runs in one process: `mil gram --shard i/n` tiles and `mil cv --shard i/n`
-//! parts, merged, equal the single run for n = 1, 2, 4 and 7 (the Gram file byte for
-//! byte, the CV report key for key but for the time); a missing, duplicated or
-//! mismatched share is an error naming it; `--shard auto` reads the scheduler's
-//! environment.
+//! parts (`--classifier auto`'s among them), merged, equal the single run for n = 1, 2,
+//! 4 and 7 (the Gram file byte for byte, the CV report key for key but for the time); a
+//! missing, duplicated or mismatched share is an error naming it; `--shard auto` reads
+//! the scheduler's environment.
 
 use std::process::Command;
 
@@ -101,14 +101,22 @@ fn gram_tiles_merge_to_the_single_run_byte_for_byte() {
 fn cv_parts_merge_to_the_single_run() {
     let dir = temp_dir("shard-cv");
     let path = |name: &str| dir.join(name).display().to_string();
-    for cv in [
-        "cv musk1 --classifier citation-knn --repeats 2",
-        "cv musk1 --classifier milr --ridge 1e-6,1 --projection pca --dim 3,5",
+    // auto (every family, nested CV) once, in as many shards as folds.
+    for (cv, shards) in [
+        (
+            "cv musk1 --classifier citation-knn --repeats 2",
+            &[1, 2, 4, 7][..],
+        ),
+        (
+            "cv musk1 --classifier milr --ridge 1e-6,1 --projection pca --dim 3,5",
+            &[1, 2, 4, 7][..],
+        ),
+        ("cv musk1 --classifier auto --folds 3", &[3][..]),
     ] {
         let mut single: Vec<&str> = cv.split(' ').collect();
         single.extend(["--json", "--quiet"]);
         let expected = without_seconds(&ok(&single));
-        for n in [1, 2, 4, 7] {
+        for &n in shards {
             let parts: Vec<String> = (0..n)
                 .map(|i| path(&format!("part-{i}-of-{n}.json")))
                 .collect();
