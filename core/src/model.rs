@@ -26,6 +26,7 @@
 //! # Ok::<(), mil_core::Error>(())
 //! ```
 
+use crate::attention::Attention;
 use crate::citation::CitationKnn;
 use crate::cluster::M3ic;
 use crate::container::{self, tag, Elem, Section, Sections, MAX_INPUT_EXP};
@@ -42,6 +43,9 @@ pub use crate::bag::{Decision, Instances};
 pub use crate::container::{Encoding, Header, ModelKind};
 
 /// What follows the projection stage: one per [`ModelKind`].
+// The attention network's per-layer bound constants make its variant the largest; a
+// device has no heap to box it, and a model is parsed once.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Copy)]
 pub enum Head<'a> {
     /// No head: the model outputs the projected instance.
@@ -60,6 +64,8 @@ pub enum Head<'a> {
     Miles(Miles<'a>),
     /// miVLAD over a stored codebook (its own entry point: [`MiVlad::decide`]).
     MiVlad(MiVlad<'a>),
+    /// An attention network (its own entry point: [`Attention::decide`]).
+    Attention(Attention<'a>),
 }
 
 impl<'a> Head<'a> {
@@ -150,6 +156,19 @@ impl<'a> Head<'a> {
                 }
                 Head::MiVlad(MiVlad::from_sections(sections, enc, header.input_dim)?)
             }
+            ModelKind::Attention => {
+                if projected {
+                    return Err(Error::BadModel(
+                        "an attention network has no projection stage",
+                    ));
+                }
+                Head::Attention(Attention::from_sections(
+                    sections,
+                    enc,
+                    header.input_dim,
+                    header.output_dim,
+                )?)
+            }
         })
     }
 }
@@ -193,6 +212,7 @@ impl<'a> Model<'a> {
                     | ModelKind::MiKernelSvm
                     | ModelKind::Miles
                     | ModelKind::MiVlad
+                    | ModelKind::Attention
             ) {
             let s = sections.require(tag::INPUT_EXP)?;
             s.expect(Elem::I8, 1, d_in)?;
@@ -342,6 +362,16 @@ impl<'a> Model<'a> {
         }
     }
 
+    /// The network of a [`ModelKind::Attention`] model, with its own entry point
+    /// [`Attention::decide`] (raw `f64` features, [`Attention::scratch_len`] `f32` and
+    /// [`Attention::ints_len`] `i16` of scratch, whatever the bag's size).
+    pub fn attention(&self) -> Option<&Attention<'a>> {
+        match &self.head {
+            Head::Attention(m) => Some(m),
+            _ => None,
+        }
+    }
+
     /// Quantises one raw instance into `out` with the model's input steps 2^e_j:
     /// `out[j] = round(x[j] · 2^−e_j)`, saturated to the `i16` range [−32768, 32767]
     /// (error ≤ 2^e_j / 2 unless saturated). Returns how many features saturated: the
@@ -470,7 +500,11 @@ impl<'a> Model<'a> {
             Head::LinearMil(_) => d + 3 * self.header.output_dim,
             Head::CitationKnn(c) => c.scratch_len(max_instances, d),
             Head::M3ic(_) => d + self.header.output_dim,
-            Head::SetKernelSvm(_) | Head::MiKernelSvm(_) | Head::Miles(_) | Head::MiVlad(_) => 0,
+            Head::SetKernelSvm(_)
+            | Head::MiKernelSvm(_)
+            | Head::Miles(_)
+            | Head::MiVlad(_)
+            | Head::Attention(_) => 0,
         }
     }
 
@@ -521,7 +555,8 @@ impl<'a> Model<'a> {
             | Head::SetKernelSvm(_)
             | Head::MiKernelSvm(_)
             | Head::Miles(_)
-            | Head::MiVlad(_) => Err(Error::WrongModelKind),
+            | Head::MiVlad(_)
+            | Head::Attention(_) => Err(Error::WrongModelKind),
             Head::LinearMil(s) => s.score_bag(stage, bag, n, scratch, scores),
             Head::CitationKnn(c) => c.classify(stage, bag, n, scratch, scores),
             Head::M3ic(c) => c.assign(stage, bag, n, scratch, scores),
