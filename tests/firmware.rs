@@ -73,6 +73,11 @@ fn run_firmware(model: &[u8], bags: &[u8], features: &[&str]) -> String {
         "qemu-system-arm is not installed: `apt-get install -y qemu-system-arm` (.ci/run does it)"
     );
     let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
+    run_firmware_locked(model, bags, features)
+}
+
+/// [`run_firmware`] for a caller that holds [`FIRMWARE`].
+fn run_firmware_locked(model: &[u8], bags: &[u8], features: &[&str]) -> String {
     let run = cargo_firmware("run", model, bags, features);
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&run.stderr);
@@ -912,4 +917,120 @@ fn mi_vlad_runs_on_an_emulated_cortex_m4() {
         musk1.n_bags()
     );
     assert_eq!(agree, musk1.n_bags());
+}
+
+/// Flash and static RAM of the firmware ELF just built (sections `.vector_table`,
+/// `.text`, `.rodata`, `.data`; `.data`, `.bss`), from `llvm-objdump -h`; the caller
+/// holds [`FIRMWARE`].
+fn firmware_sections() -> (u64, u64) {
+    let elf = firmware_dir().join("target/thumbv7em-none-eabihf/release/mil-firmware");
+    let out = Command::new(objdump())
+        .arg("-h")
+        .arg(&elf)
+        .output()
+        .unwrap();
+    let (mut flash, mut ram) = (0, 0);
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if let [_, name, size, ..] = f[..] {
+            let size = u64::from_str_radix(size, 16).unwrap_or(0);
+            if matches!(name, ".vector_table" | ".text" | ".rodata" | ".data") {
+                flash += size;
+            }
+            if matches!(name, ".data" | ".bss") {
+                ram += size;
+            }
+        }
+    }
+    assert!(flash > 0, "no sections in {}", elf.display());
+    (flash, ram)
+}
+
+#[test]
+fn attention_runs_on_an_emulated_cortex_m4() {
+    // The attention network at the paper's size (hidden 256: 166 → 256 → 128, 64
+    // attention units) on musk1 in Q15 and Q7, and on elephant in Q15, each trained once
+    // (8 epochs, seed 1): one pass over each bag's instances with the online softmax.
+    // Labels equal the host model's on every bag; label, logit and witness equal the
+    // host-side core's on the same bytes. Prints flash (the firmware less its embedded
+    // bags), the pass's RAM (scratch and stack), and instructions per instance beside the
+    // dense layers' multiply-adds.
+    use mil_toolkit::classifier::attention::{AttentionMil, Pooling};
+    use mil_toolkit::classifier::ClassifierParams;
+    use mil_toolkit::export::core_attention_decide;
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    let elephant = mil_toolkit::data::load("elephant").unwrap();
+    let params = AttentionMil::default()
+        .pooling(Pooling::Attention)
+        .epochs(8)
+        .seed(1);
+    for (data, encodings) in [
+        (&musk1, &[Encoding::Q15, Encoding::Q7][..]),
+        (&elephant, &[Encoding::Q15][..]),
+    ] {
+        let model = deploy::train(data, None, ClassifierParams::Attention(params));
+        let host = model.scores(data).unwrap();
+        let (compact, _) = Compact::from_host(&model).unwrap();
+        let bags = deploy::bags_bin(data);
+        for &encoding in encodings {
+            let bytes = export(&compact, encoding, data).unwrap();
+            let core = Model::parse(&bytes).unwrap();
+            let net = core.attention().unwrap();
+            let (stdout, (flash, _)) = {
+                let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
+                let stdout = run_firmware_locked(&bytes, &bags, &["svm"]);
+                (stdout, firmware_sections())
+            };
+            let lines = bag_lines(&stdout);
+            assert_eq!(lines.len(), data.n_bags(), "{stdout}");
+            let mut agree = 0;
+            for (b, line) in lines.iter().enumerate() {
+                let (d, logits) = core_attention_decide(&core, data.bag(b)).unwrap();
+                let at = format!("{} {encoding:?} bag {b}", data.name());
+                assert_eq!(line.label, d.label, "{at}");
+                let witness = line_field(&stdout, b, "witness");
+                assert_eq!(witness, d.witness as i64, "{at}: witness");
+                let logit = line.scores[1];
+                assert!(
+                    (logit - logits[0]).abs() <= 1e-6 * logits[0].abs().max(1.0),
+                    "{at}: {logit} vs {}",
+                    logits[0]
+                );
+                agree += usize::from(line.label == host.label(b));
+            }
+            let per_tick = instructions_per_tick(&stdout);
+            let ticks: u64 = lines.iter().map(|l| l.ticks).sum();
+            let per_instance = ticks as f64 * per_tick / data.n_instances() as f64;
+            let macs = net.macs_per_instance();
+            let stack: u64 = stdout
+                .lines()
+                .find_map(|l| l.strip_prefix("stack parse "))
+                .and_then(|l| l.split(' ').nth(2))
+                .and_then(|v| v.parse().ok())
+                .expect("a stack line");
+            let scratch = 4 * net.scratch_len() + 2 * net.ints_len();
+            println!(
+                "firmware: attention {} {} hidden {}: model {} bytes, flash {} bytes (firmware less bags), RAM {} bytes (scratch {scratch} + stack {stack}), {per_instance:.0} instructions per instance, {macs} multiply-adds ({:.2} per multiply-add); the host model's label on {agree} of {} bags",
+                data.name(),
+                encoding.name(),
+                net.hidden(),
+                bytes.len(),
+                flash - bags.len() as u64,
+                scratch as u64 + stack,
+                per_instance / macs as f64,
+                data.n_bags()
+            );
+            assert_eq!(agree, data.n_bags(), "{} {encoding:?}", data.name());
+        }
+    }
+}
+
+/// The integer field `name` of bag `b`'s line.
+fn line_field(stdout: &str, b: usize, name: &str) -> i64 {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("bag {b} n ")))
+        .unwrap();
+    let at = line.find(&format!(" {name} ")).unwrap() + name.len() + 2;
+    line[at..].split(' ').next().unwrap().parse().unwrap()
 }

@@ -2,8 +2,8 @@
 //! network ([`ModelKind::Attention`](crate::ModelKind::Attention)) run one instance at a
 //! time, in scratch of O(D + hidden) values whatever the bag's size.
 //!
-//! Per instance x (raw features): the z-score x'_j = (x_j − μ_j)·ŝ_j (`f64`, ŝ_j the
-//! `f32` inverse deviation), the encoder h = ReLU(W₂ ReLU(W₁x' + b₁) + b₂), then per
+//! Per instance x (raw features, rounded to `f32`): the z-score x'_j = (x_j − μ̂_j)·ŝ_j
+//! in `f32` (μ̂_j, ŝ_j the mean and inverse deviation stored in `f32`), the encoder h = ReLU(W₂ ReLU(W₁x' + b₁) + b₂), then per
 //! pooling:
 //!
 //! - attention (eq. 8): s = wᵀ tanh(V h + c) + d; gated (eq. 9): s = wᵀ(tanh(V h + c) ⊙
@@ -21,8 +21,8 @@
 //! then the head's logits W z + b: one for two classes (label 1 when it is > 0), one per
 //! class otherwise (label: the first largest).
 //!
-//! Sections: `KERNEL_CONFIG` (`u32`, 1 × 1: the pooling, [`Pooling`]), `GRID_MIN` (`f64`,
-//! 1 × D: μ), `ZSCORE_SCALE` (`f32`, 1 × D: ŝ, 0 for a constant feature), `NET_LAYERS`
+//! Sections: `KERNEL_CONFIG` (`u32`, 1 × 1: the pooling, [`Pooling`]), `GRID_MIN` (`f32`,
+//! 1 × D: μ̂), `ZSCORE_SCALE` (`f32`, 1 × D: ŝ, 0 for a constant feature), `NET_LAYERS`
 //! (`u32`, L × 3: rows, columns and 64 + e of each layer, 2^e its input step in the
 //! quantised encodings; in order encoder 1, encoder 2, V, U (gated), w, head),
 //! `NET_WEIGHTS` (1 × Σ rows·cols, the layers' matrices one after another, row-major:
@@ -46,8 +46,9 @@
 //! measured on the device as the pass runs). One scalar error E per vector, the largest
 //! over its coordinates, with the host's `f64` network on the same weights:
 //!
-//! - (I) input: E₀ = 2^(e₀−1) + u(1 + 2⁻²⁰)‖x'‖_∞ (quantised; `f32`: (2u + 2⁻⁴⁴)‖x'‖_∞),
-//!   the z-score's rounding as in [`crate::miles`].
+//! - (I) input: E₀ = 1.01u(M + 3‖x̂'‖_∞), M the largest (|x_j| + |μ̂_j|)·ŝ_j (the
+//!   rounding of x and μ to `f32`, of the subtraction, the product and ŝ), and 2^(e₀−1)
+//!   more quantised.
 //! - (L) an affine layer on a device input x̂ with error E: every stored weight is within
 //!   δ = t_r(1/2 + 2⁻³⁰) of the host's (0 in `f32`), so
 //!   E' ≤ A·E + δ(‖x̂‖₁ + n·E) + G + ε, A the largest ‖ŵ_r‖₁, n the columns, G the
@@ -91,8 +92,6 @@ fn bad(what: &'static str) -> Error {
 
 /// u = 2⁻²⁴: one `f32` rounding.
 const U24: f64 = 1.0 / 16_777_216.0;
-/// u(1 + 2⁻²⁰): the z-score's relative error ((Z) of [`crate::miles`]).
-const ZSCORE_REL: f64 = U24 * (1.0 + 1.0 / 1_048_576.0);
 /// 2⁻⁴⁰: the host's `f64` sums of fewer than 2¹³ terms, relative.
 const HOST_REL: f64 = 1.0 / 1_099_511_627_776.0;
 /// e⁻¹⁶: the smallest exp argument the pass rounds to; below it a weight is clamped.
@@ -218,11 +217,10 @@ impl<'a> Attention<'a> {
         let config = sections.require(tag::KERNEL_CONFIG)?;
         config.expect(Elem::U32, 1, 1)?;
         let pooling = Pooling::from_code(config.u32_at(0)).ok_or(bad("unknown pooling"))?;
-        let mean = sections.require(tag::GRID_MIN)?;
-        mean.expect(Elem::F64, 1, dim)?;
+        let mean = sections.f32_vec(tag::GRID_MIN, dim)?;
         let inv_sd = sections.f32_vec(tag::ZSCORE_SCALE, dim)?;
-        if (0..dim).any(|j| !mean.f64_at(j).is_finite() || inv_sd.f32_at(j) < 0.0) {
-            return Err(bad("z-score not finite or with a negative scale"));
+        if (0..dim).any(|j| inv_sd.f32_at(j) < 0.0) {
+            return Err(bad("z-score with a negative scale"));
         }
         let n_layers = pooling.n_layers();
         let shapes = sections.require(tag::NET_LAYERS)?;
@@ -456,6 +454,24 @@ impl<'a> Attention<'a> {
         pass.finish(logits)
     }
 
+    /// [`Attention::decide`] on a bag of `f32` features (the pass rounds `f64` features to
+    /// `f32` first, so the two agree on the same values).
+    pub fn decide_f32(
+        &self,
+        bag: &[f32],
+        scratch: &mut [f32],
+        ints: &mut [i16],
+        logits: &mut [f32],
+    ) -> Result<AttentionDecision, Error> {
+        let d = self.dim();
+        let n = instance_count(bag.len(), d)?;
+        let mut pass = self.begin(scratch, ints)?;
+        for i in 0..n {
+            pass.add_f32(bag.get(i * d..(i + 1) * d).ok_or(Error::Empty)?)?;
+        }
+        pass.finish(logits)
+    }
+
     /// A pass over one bag that takes its instances one at a time; `scratch` holds at
     /// least [`Attention::scratch_len`] values, `ints` [`Attention::ints_len`].
     pub fn begin<'p>(
@@ -683,26 +699,63 @@ fn norms_f32(x: &[f32]) -> (f64, f64) {
 }
 
 impl AttentionPass<'_, '_> {
-    /// Adds the bag's next instance: D raw features, finite.
+    /// Adds the bag's next instance: D raw features, finite (rounded to `f32`).
     pub fn add(&mut self, instance: &[f64]) -> Result<(), Error> {
-        let net = self.net;
-        let d = net.dim();
+        let d = self.net.dim();
         if instance.len() != d {
             return Err(Error::DimensionMismatch {
                 expected: d,
                 got: instance.len(),
             });
         }
-        if !instance.iter().all(|v| v.is_finite()) {
-            return Err(Error::InvalidParameter("a feature value is not finite"));
+        for (x, &v) in self.x.iter_mut().zip(instance) {
+            *x = v as f32;
         }
+        self.add_scratch()
+    }
+
+    /// [`AttentionPass::add`] for `f32` features.
+    pub fn add_f32(&mut self, instance: &[f32]) -> Result<(), Error> {
+        let d = self.net.dim();
+        if instance.len() != d {
+            return Err(Error::DimensionMismatch {
+                expected: d,
+                got: instance.len(),
+            });
+        }
+        self.x.copy_from_slice(instance);
+        self.add_scratch()
+    }
+
+    /// (I): the z-score of the instance in `self.x`, in place; returns its error bound
+    /// 1.01u(M + 3‖x̂'‖_∞), M the largest (|x_j| + |μ̂_j|)·ŝ_j: the rounding of x and μ to
+    /// `f32` and of the subtraction, the product and ŝ.
+    fn zscore(&mut self) -> Result<f64, Error> {
+        let net = self.net;
+        let (mut m, mut top) = (0.0f32, 0.0f32);
+        for (j, x) in self.x.iter_mut().enumerate() {
+            let (mu, s) = (net.mean.f32_at(j), net.inv_sd.f32_at(j));
+            if !x.is_finite() {
+                return Err(Error::InvalidParameter("a feature value is not finite"));
+            }
+            m = m.max((libm::fabsf(*x) + libm::fabsf(mu)) * s);
+            *x = (*x - mu) * s;
+            top = top.max(libm::fabsf(*x));
+        }
+        Ok(1.01 * U24 * (f64::from(m) + 3.0 * f64::from(top)))
+    }
+
+    /// Adds the instance in `self.x`.
+    fn add_scratch(&mut self) -> Result<(), Error> {
+        let net = self.net;
+        let e0 = self.zscore()?;
         let (e_h, score) = match self.q.take() {
             Some(mut q) => {
-                let r = self.encode_q(instance, &mut q);
+                let r = self.encode_q(e0, &mut q);
                 self.q = Some(q);
                 r
             }
-            None => self.encode_f32(instance),
+            None => self.encode_f32(e0),
         };
         self.e_h = self.e_h.max(e_h);
         // The device's h (f32 values; quantised: on their step) is in `self.h`.
@@ -786,13 +839,9 @@ impl AttentionPass<'_, '_> {
     }
 
     /// The encoder and the score in `f32`: h into `self.h`; returns E_h and (s, E_s).
-    fn encode_f32(&mut self, instance: &[f64]) -> (f64, (f32, f64)) {
+    fn encode_f32(&mut self, e0: f64) -> (f64, (f32, f64)) {
         let net = self.net;
-        for (j, (x, &v)) in self.x.iter_mut().zip(instance).enumerate() {
-            *x = ((v - net.mean.f64_at(j)) * f64::from(net.inv_sd.f32_at(j))) as f32;
-        }
         let (x_l1, x_max) = norms_f32(self.x);
-        let e0 = (2.0 * U24 + 1.0 / 17_592_186_044_416.0) * x_max * (1.0 + U24);
         let l = &net.layers;
         let y = net.dense_f32(&l[0], self.x, self.a1);
         self.a1.iter_mut().for_each(|v| *v = v.max(0.0));
@@ -829,20 +878,18 @@ impl AttentionPass<'_, '_> {
 
     /// The encoder and the score in fixed point: h (dequantised) into `self.h`; returns
     /// E_h and (s, E_s).
-    fn encode_q(&mut self, instance: &[f64], q: &mut QBufs<'_>) -> (f64, (f32, f64)) {
+    fn encode_q(&mut self, e_z: f64, q: &mut QBufs<'_>) -> (f64, (f32, f64)) {
         let net = self.net;
         let l = &net.layers;
         let e0 = l[0].exp;
-        let inv = pow2(-e0);
-        let mut x_max = 0.0f64;
-        for (j, (o, &v)) in q.x.iter_mut().zip(instance).enumerate() {
-            let z = (v - net.mean.f64_at(j)) * f64::from(net.inv_sd.f32_at(j));
-            x_max = x_max.max(libm::fabs(z));
-            let t = z * inv;
-            self.saturated |= !(t > -32768.5 && t < 32767.5);
-            *o = libm::round(t.clamp(-32768.0, 32767.0)) as i16;
+        let mut saturated = false;
+        for (o, &z) in q.x.iter_mut().zip(self.x.iter()) {
+            let (qv, ok) = quantize(z, e0);
+            saturated |= !ok;
+            *o = qv;
         }
-        let err0 = pow2(e0 - 1) + ZSCORE_REL * x_max;
+        self.saturated |= saturated;
+        let err0 = pow2(e0 - 1) + e_z;
         let (x_l1, x_hat) = norms_q(q.x, e0);
         let y = net.dense_q(&l[0], q.x, self.a1);
         let e1 = net.layer_error(&l[0], err0, x_l1, x_hat, y) + pow2(l[1].exp - 1);

@@ -214,7 +214,8 @@ pub mod tag {
     /// (integers below 2⁵³, exact). For an MI-kernel SVM, its min–max map: 2 × D, `f64`,
     /// row 0 the minima, row 1 the ranges ([`crate::mi_svm`]). For MILES, its z-score:
     /// 2 × D, `f64`, row 0 the means, row 1 the inverse standard deviations
-    /// ([`crate::miles`]), or 1 × D, `f64`, the means alone with [`ZSCORE_SCALE`].
+    /// ([`crate::miles`]), or 1 × D, `f64`, the means alone with [`ZSCORE_SCALE`]. For an
+    /// attention network, its means in `f32`, 1 × D ([`crate::attention`]).
     pub const GRID_MIN: u16 = 15;
     /// Grid size sᵢ per feature of a box-kernel grid, 1 × D, `u32`.
     pub const GRID_SIZE: u16 = 16;

@@ -76,7 +76,7 @@ pub(super) fn export_attention(
         })
         .collect();
     w.u32s(tag::KERNEL_CONFIG, &[pooling_code(pooling)]);
-    w.f64s(tag::GRID_MIN, &model.mean);
+    w.f32s(tag::GRID_MIN, 1, dim_in, model.mean.iter().copied());
     w.f32s(tag::ZSCORE_SCALE, 1, dim_in, model.inv_sd.iter().copied());
     let shapes: Vec<u32> = model
         .layers
