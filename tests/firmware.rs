@@ -295,7 +295,7 @@ fn the_firmware_links_without_a_panic_path() {
     // classifying, and (`svm`) in the set-kernel SVM's decision with all its box-kernel
     // estimators (fast and the paper's; k∧, k∨, k_min), which the firmware links
     // whatever the model, since the model's bytes choose among them, and in the
-    // MI-kernel SVM's, MILES's and miVLAD's decisions. Fat LTO folds the embedded model's kind and encoding, so
+    // MI-kernel SVM's, MILES's, miVLAD's and the attention network's decisions. Fat LTO folds the embedded model's kind and encoding, so
     // a path the model cannot take may not be linked at all: the check embeds a model of
     // every kind in every encoding.
     use mil_toolkit::classifier::citation_knn::Scaling;
@@ -332,6 +332,11 @@ fn the_firmware_links_without_a_panic_path() {
     let miles = Compact::from_host(&miles).unwrap().0;
     let vlad = deploy::train(&musk1, None, ClassifierParams::MiVlad(Default::default()));
     let vlad = Compact::from_host(&vlad).unwrap().0;
+    let net = mil_toolkit::classifier::attention::AttentionMil::default()
+        .hidden(16)
+        .epochs(1);
+    let net = deploy::train(&musk1, None, ClassifierParams::Attention(net));
+    let net = Compact::from_host(&net).unwrap().0;
     let mut builds = 0;
     for (compact, data, features) in [
         (&linear, &musk1, &["panic-check"][..]),
@@ -342,6 +347,7 @@ fn the_firmware_links_without_a_panic_path() {
         (&mi, &musk1, &["panic-check", "svm"][..]),
         (&miles, &musk1, &["panic-check", "svm"][..]),
         (&vlad, &musk1, &["panic-check", "svm"][..]),
+        (&net, &musk1, &["panic-check", "svm"][..]),
     ] {
         for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
             let model = export(compact, encoding, data).unwrap();
@@ -357,7 +363,7 @@ fn the_firmware_links_without_a_panic_path() {
             builds += 1;
         }
     }
-    assert_eq!(builds, 24);
+    assert_eq!(builds, 27);
 }
 
 #[test]

@@ -244,13 +244,13 @@ impl<'a> Attention<'a> {
         // The chain of widths: D → hidden → embed → (attend → 1) → outputs.
         let [l0, l1, ..] = layers;
         let embed = l1.rows;
-        let head = layers[n_layers - 1];
+        let head = layers.get(n_layers - 1).copied().unwrap_or_default();
         let outputs = if n_classes == 2 { 1 } else { n_classes };
         let mut ok = l0.cols == dim && l1.cols == l0.rows && head.cols == embed;
         ok &= head.rows == outputs && n_classes >= 2;
         if n_layers > 3 {
             let v = layers[2];
-            let w = layers[n_layers - 2];
+            let w = layers.get(n_layers - 2).copied().unwrap_or_default();
             ok &= v.cols == embed && w.rows == 1 && w.cols == v.rows;
             if pooling == Pooling::Gated {
                 ok &= layers[3].rows == v.rows && layers[3].cols == embed;
@@ -408,14 +408,15 @@ impl<'a> Attention<'a> {
 
     /// Logits of the head: 1 for two classes, one per class otherwise.
     pub fn n_logits(&self) -> usize {
-        self.layers[self.n_layers - 1].rows
+        self.head().rows
     }
 
     /// Multiply-accumulates of the affine layers per instance (the head's once per bag
     /// not counted): D·hidden + hidden·embed + (attention) (1 or 2)·attend·embed + attend.
     pub fn macs_per_instance(&self) -> usize {
-        self.layers[..self.n_layers - 1]
+        self.layers
             .iter()
+            .take(self.n_layers - 1)
             .map(|l| l.rows * l.cols)
             .sum()
     }
@@ -483,20 +484,20 @@ impl<'a> Attention<'a> {
         let (needed, got) = (self.scratch_len(), scratch.len());
         let small = Error::BufferTooSmall { needed, got };
         let scratch = scratch.get_mut(..needed).ok_or(small)?;
-        let (x, rest) = scratch.split_at_mut(d);
-        let (a1, rest) = rest.split_at_mut(h1);
-        let (h, rest) = rest.split_at_mut(h2);
-        let (z, rest) = rest.split_at_mut(h2);
-        let (t, g) = rest.split_at_mut(att);
+        let (x, rest) = split(scratch, d)?;
+        let (a1, rest) = split(rest, h1)?;
+        let (h, rest) = split(rest, h2)?;
+        let (z, rest) = split(rest, h2)?;
+        let (t, g) = split(rest, att)?;
         let (needed, got) = (self.ints_len(), ints.len());
         let ints = ints
             .get_mut(..needed)
             .ok_or(Error::BufferTooSmall { needed, got })?;
         let q = if needed > 0 {
-            let (x, rest) = ints.split_at_mut(d);
-            let (a1, rest) = rest.split_at_mut(h1);
-            let (h, rest) = rest.split_at_mut(h2);
-            let (z, t) = rest.split_at_mut(h2);
+            let (x, rest) = split(ints, d)?;
+            let (a1, rest) = split(rest, h1)?;
+            let (h, rest) = split(rest, h2)?;
+            let (z, t) = split(rest, h2)?;
             Some(QBufs { x, a1, h, z, t })
         } else {
             None
@@ -523,6 +524,20 @@ impl<'a> Attention<'a> {
             e_s: 0.0,
             saturated: false,
         })
+    }
+
+    /// The head (the last layer).
+    fn head(&self) -> &Layer<'a> {
+        self.layers
+            .get(self.n_layers - 1)
+            .unwrap_or(&self.layers[0])
+    }
+
+    /// w, the layer of the attention scores (attention and gated pooling).
+    fn score_layer(&self) -> &Layer<'a> {
+        self.layers
+            .get(self.n_layers - 2)
+            .unwrap_or(&self.layers[0])
     }
 
     /// Row r's rescale t_r·2^(e+shift) and shift (quantised).
@@ -676,6 +691,13 @@ fn quantize(v: f32, e: i32) -> (i16, bool) {
     (fixed::round_clamp_i16(t), t > -32768.5 && t < 32767.5)
 }
 
+/// The first `n` values and the rest, or the error of a buffer too small.
+fn split<T>(s: &mut [T], n: usize) -> Result<(&mut [T], &mut [T]), Error> {
+    let got = s.len();
+    s.split_at_mut_checked(n)
+        .ok_or(Error::BufferTooSmall { needed: n, got })
+}
+
 /// ‖q‖₁ and ‖q‖_∞ of an `i16` vector, scaled by 2^e.
 fn norms_q(q: &[i16], e: i32) -> (f64, f64) {
     let (mut sum, mut top) = (0u64, 0u32);
@@ -723,7 +745,7 @@ impl AttentionPass<'_, '_> {
                 got: instance.len(),
             });
         }
-        self.x.copy_from_slice(instance);
+        self.x.iter_mut().zip(instance).for_each(|(x, &v)| *x = v);
         self.add_scratch()
     }
 
@@ -870,7 +892,7 @@ impl AttentionPass<'_, '_> {
             e_t += e_u / 4.0 + 2.0 * U24 + 1.0 / 562_949_953_421_312.0;
         }
         let (t_l1, t_max) = norms_f32(self.t);
-        let w = &l[net.n_layers - 2];
+        let w = net.score_layer();
         let mut s = [0.0f32];
         let y = net.dense_f32(w, self.t, &mut s);
         (e_h, (s[0], net.layer_error(w, e_t, t_l1, t_max, y)))
@@ -925,7 +947,7 @@ impl AttentionPass<'_, '_> {
             e_t += e_u / 4.0 + 1.0 / 16384.0 + SIGMOID_ERROR + 1.0 / 2_097_152.0 + 1.0 / 65536.0;
         }
         let (t_l1, t_max) = norms_q(q.t, -15);
-        let w = &l[net.n_layers - 2];
+        let w = net.score_layer();
         let mut s = [0.0f32];
         let y = net.dense_q(w, q.t, &mut s);
         (e_h, (s[0], net.layer_error(w, e_t, t_l1, t_max, y)))
@@ -978,7 +1000,7 @@ impl AttentionPass<'_, '_> {
                 (e, inv, gap)
             }
         };
-        let head = &net.layers[net.n_layers - 1];
+        let head = net.head();
         let (y, e) = match self.q.as_mut() {
             Some(q) => {
                 let mut saturated = false;
@@ -1001,7 +1023,8 @@ impl AttentionPass<'_, '_> {
         };
         let _ = y;
         let (label, value) = if outputs == 1 {
-            (usize::from(logits[0] > 0.0), logits[0])
+            let logit = logits.first().copied().unwrap_or(0.0);
+            (usize::from(logit > 0.0), logit)
         } else {
             argmax_first(logits)
         };
