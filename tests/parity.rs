@@ -1089,7 +1089,7 @@ fn attention_parity(
         let bytes = export(&compact, encoding, data).unwrap();
         let core = Model::parse(&bytes).unwrap();
         let (mut agree, mut worst, mut largest, mut witnessed) = (0, 0.0f64, 0.0f64, 0);
-        for b in 0..data.n_bags() {
+        for (b, explanation) in explained.iter().enumerate() {
             let (d, logits) =
                 mil_toolkit::export::core_attention_decide(&core, data.bag(b)).unwrap();
             let want = model.logits(data.bag(b));
@@ -1116,7 +1116,7 @@ fn attention_parity(
                 );
             }
             if learnt && f64::from(d.gap) > 2.0 * d.score_bound {
-                assert_eq!(d.witness, explained[b].witnesses[0], "{at}: witness");
+                assert_eq!(d.witness, explanation.witnesses[0], "{at}: witness");
                 witnessed += 1;
             }
             agree += usize::from(d.label == host.label(b));
