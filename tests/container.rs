@@ -938,6 +938,10 @@ fn exercise(bytes: &[u8], rng: &mut Xoshiro256PlusPlus) -> bool {
         if model.mi_vlad().is_some() {
             let _ = core_svm_decide(&model, dataset_bag(&f, dim, n).bag(0));
         }
+        let buffers = model
+            .attention()
+            .map_or((0, 0), |a| (a.scratch_len(), a.ints_len()));
+        assert_eq!(mil_core::model::attention_buffers(bytes), buffers);
         if model.attention().is_some() {
             let bag = dataset_bag(&f, dim, n);
             let _ = mil_toolkit::export::core_attention_decide(&model, bag.bag(0));

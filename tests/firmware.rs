@@ -1040,3 +1040,67 @@ fn line_field(stdout: &str, b: usize, name: &str) -> i64 {
     let at = line.find(&format!(" {name} ")).unwrap() + name.len() + 2;
     line[at..].split(' ').next().unwrap().parse().unwrap()
 }
+
+#[test]
+fn the_board_example_runs_an_attention_network_on_an_emulated_cortex_m4_and_builds_for_a_cortex_m0()
+{
+    // musk1's compact attention network (hidden 32, 8 epochs, seed 1) in Q15 embedded in the
+    // board example with all 92 musk1 bags as i16 counts: the model's kind chooses the
+    // network's path and sizes its buffers at compile time (`attention_buffers`), each
+    // instance is widened to f64 and added to one pass over its bag, and the label
+    // printed for every bag is the host model's (and the host-side core's).
+    use mil_toolkit::classifier::attention::AttentionMil;
+    use mil_toolkit::classifier::ClassifierParams;
+    use mil_toolkit::export::core_attention_decide;
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    let params = AttentionMil::default().hidden(32).epochs(8).seed(1);
+    let host = deploy::train(&musk1, None, ClassifierParams::Attention(params));
+    let scores = host.scores(&musk1).unwrap();
+    let (compact, _) = Compact::from_host(&host).unwrap();
+    let bytes = export(&compact, Encoding::Q15, &musk1).unwrap();
+    let core = Model::parse(&bytes).unwrap();
+    let mut expected = Vec::new();
+    for b in 0..musk1.n_bags() {
+        let (d, _) = core_attention_decide(&core, musk1.bag(b)).unwrap();
+        assert_eq!(d.label, scores.label(b), "bag {b}: the host-side core");
+        expected.push(format!("bag {b}: label {}", d.label));
+    }
+    let dir = std::env::temp_dir().join(format!("mil-board-attention-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("model.milm"), &bytes).unwrap();
+    std::fs::write(dir.join("bags.bin"), board_bags(&musk1)).unwrap();
+
+    let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
+    let run = cargo_board(&["run", "--release", "--quiet"], Some(&dir));
+    let m0 = cargo_board(
+        &[
+            "build",
+            "--release",
+            "--quiet",
+            "--target",
+            "thumbv6m-none-eabi",
+        ],
+        Some(&dir),
+    );
+    std::fs::remove_dir_all(&dir).ok();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "board example (attention) failed ({}):\n{stdout}\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let printed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("bag ")).collect();
+    assert_eq!(printed, expected);
+    assert!(
+        m0.status.success(),
+        "the thumbv6m build (attention) failed:\n{}",
+        String::from_utf8_lossy(&m0.stderr)
+    );
+    println!(
+        "firmware: board example, attention q15 ({} bytes): the host model's label on {} of {} musk1 bags",
+        bytes.len(),
+        printed.len(),
+        musk1.n_bags()
+    );
+}

@@ -685,6 +685,44 @@ pub const fn miles_buffers(model: &[u8]) -> (usize, usize) {
     (header_dims(model).0.saturating_add(k.saturating_mul(3)), k)
 }
 
+/// The buffers of an attention network's pass ([`Attention::decide`],
+/// [`Attention::begin`]) in a `const` context: ([`Attention::scratch_len`] `f32`,
+/// [`Attention::ints_len`] `i16`), read from the header and the layers' widths in
+/// `NET_LAYERS`; (0, 0) for other kinds. Unchecked, as [`scratch_bound`]; for every
+/// attention model [`Model::parse`] accepts it equals the parsed network's.
+pub const fn attention_buffers(model: &[u8]) -> (usize, usize) {
+    use crate::container::layout::{entry, header};
+    if !matches!(header_kind(model), Some(ModelKind::Attention)) {
+        return (0, 0);
+    }
+    let Some(e) = const_entry(model, tag::NET_LAYERS) else {
+        return (0, 0);
+    };
+    let at = const_le(model, e + entry::OFFSET, 4);
+    let layers = const_le(model, e + entry::ROWS, 4);
+    // Rows of encoder 1 and 2, and of V when the pooling has attention units.
+    let hidden = const_le(model, at, 4);
+    let embed = const_le(model, at.saturating_add(12), 4);
+    let attend = if layers > 3 {
+        const_le(model, at.saturating_add(24), 4)
+    } else {
+        0
+    };
+    let d = header_dims(model).0;
+    let shared = d
+        .saturating_add(hidden)
+        .saturating_add(embed.saturating_mul(2));
+    let quantised = const_le(model, header::ENCODING, 1) != 0;
+    (
+        shared.saturating_add(attend.saturating_mul(2)),
+        if quantised {
+            shared.saturating_add(attend)
+        } else {
+            0
+        },
+    )
+}
+
 /// The little-endian unsigned integer of `n` bytes at `at` (0 past the end), in `const`.
 const fn const_le(model: &[u8], at: usize, n: usize) -> usize {
     if at >= model.len() || model.len() - at < n {
@@ -701,16 +739,25 @@ const fn const_le(model: &[u8], at: usize, n: usize) -> usize {
 
 /// (rows, columns) of the first section tagged `wanted`, in `const`.
 const fn const_section(model: &[u8], wanted: u16) -> Option<(usize, usize)> {
+    use crate::container::layout::entry;
+    match const_entry(model, wanted) {
+        Some(e) => Some((
+            const_le(model, e + entry::ROWS, 4),
+            const_le(model, e + entry::COLS, 4),
+        )),
+        None => None,
+    }
+}
+
+/// Where the table entry of the first section tagged `wanted` lies, in `const`.
+const fn const_entry(model: &[u8], wanted: u16) -> Option<usize> {
     use crate::container::layout::{entry, entry_at, header};
     let n = const_le(model, header::N_SECTIONS, 2);
     let mut i = 0;
     while i < n {
         let e = entry_at(i);
         if const_le(model, e + entry::TAG, 2) == wanted as usize {
-            return Some((
-                const_le(model, e + entry::ROWS, 4),
-                const_le(model, e + entry::COLS, 4),
-            ));
+            return Some(e);
         }
         i += 1;
     }
