@@ -1,6 +1,7 @@
 //! `mil train/predict/cv/export` with the attention network: the command line fits the
 //! library's model, `mil cv` predicts each bag with the model of its fold, `--explain`
-//! gives every instance's attention weight, and what does not apply is refused.
+//! gives every instance's attention weight, `mil export` writes it for the device, and
+//! what does not apply is refused.
 
 use mil_suite::{
     assert_cv_is_the_librarys, find_key, instance_scores, mil_json, mil_refuses_naming, run_mil,
@@ -66,7 +67,7 @@ fn train_predict_and_cv_give_the_librarys_model() {
 }
 
 #[test]
-fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
+fn flags_of_other_classifiers_integer_input_steps_and_damaged_models_are_refused() {
     for (args, flag) in [
         (
             &["cv", "musk1", "--classifier", "attention", "--cost", "3"][..],
@@ -120,15 +121,36 @@ fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
     let mut args = vec!["train", "musk1", "-o", path, "--json"];
     args.extend_from_slice(&FLAGS);
     mil_json(&args);
+    // The device takes raw features: exported in Q15, refused with integer input steps.
     let device = dir.join("attention.milm");
-    let out = run_mil(&["export", path, "-o", device.to_str().unwrap()]);
+    let out = run_mil(&[
+        "export",
+        path,
+        "--format",
+        "q15",
+        "-o",
+        device.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let bytes = std::fs::read(&device).unwrap();
+    let parsed = mil_core::Model::parse(&bytes).unwrap();
+    assert_eq!(parsed.kind(), mil_core::ModelKind::Attention);
+    let integer = dir.join("attention-integer.milm");
+    let out = run_mil(&[
+        "export",
+        path,
+        "--format",
+        "q15",
+        "--input",
+        "integer",
+        "-o",
+        integer.to_str().unwrap(),
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("attention") && err.contains("not supported"),
-        "{err}"
-    );
-    assert!(!device.exists());
+    assert!(err.contains("input"), "{err}");
+    assert!(!integer.exists());
 
     // One weight of the first layer dropped, or a value that is not a number: refused.
     let text = std::fs::read_to_string(&model).unwrap();

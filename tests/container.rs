@@ -772,6 +772,43 @@ fn seed_models() -> Vec<Vec<u8>> {
     for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
         out.push(export(&vlad, encoding, &data).unwrap());
     }
+    // An attention network with gated pooling (every layer kind), its weights a fixed
+    // pattern.
+    use mil_toolkit::classifier::attention::{
+        AttentionMil, AttentionModel, Layer, Pooling as NetPooling,
+    };
+    let params = AttentionMil::default().pooling(NetPooling::Gated).hidden(8);
+    let mut net = AttentionModel {
+        params,
+        dim: 4,
+        n_classes: 2,
+        mean: vec![1.0, -2.0, 0.0, 3.0],
+        inv_sd: vec![0.01, 0.02, 0.0, 0.005],
+        layers: Vec::new(),
+        stop: mil_toolkit::classifier::attention::Stop::MaxEpochs,
+        best_epoch: 100,
+    };
+    net.layers = net
+        .layer_names()
+        .into_iter()
+        .map(|(name, rows, cols)| Layer {
+            name: name.into(),
+            rows,
+            cols,
+            weight: (0..rows * cols)
+                .map(|i| ((i * 7 + rows) % 11) as f32 / 5.0 - 1.0)
+                .collect(),
+            bias: (0..rows).map(|r| (r % 3) as f32 / 4.0 - 0.25).collect(),
+        })
+        .collect();
+    net.validate().unwrap();
+    let net = Compact {
+        stage: None,
+        head: Head::Attention(Box::new(net)),
+    };
+    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+        out.push(export(&net, encoding, &data).unwrap());
+    }
     out
 }
 
@@ -901,6 +938,14 @@ fn exercise(bytes: &[u8], rng: &mut Xoshiro256PlusPlus) -> bool {
         if model.mi_vlad().is_some() {
             let _ = core_svm_decide(&model, dataset_bag(&f, dim, n).bag(0));
         }
+        let buffers = model
+            .attention()
+            .map_or((0, 0), |a| (a.scratch_len(), a.ints_len()));
+        assert_eq!(mil_core::model::attention_buffers(bytes), buffers);
+        if model.attention().is_some() {
+            let bag = dataset_bag(&f, dim, n);
+            let _ = mil_toolkit::export::core_attention_decide(&model, bag.bag(0));
+        }
         if let Some(miles) = model.miles() {
             assert_eq!(
                 mil_core::model::miles_buffers(bytes),
@@ -1029,8 +1074,9 @@ fn exported_bytes_are_pinned() {
     // exporter wrote them when these values were taken: a change to the writer or the
     // layout that moves a single byte fails here. Update only with a format change (format
     // 2: Q7 projection rows stored by pairs, every model's version field; MILES's inverse
-    // standard deviations in `f32` in `ZSCORE_SCALE`, its three models).
-    let pinned: [(usize, u64); 27] = [
+    // standard deviations in `f32` in `ZSCORE_SCALE`, its three models; the attention
+    // network's kind, its three models).
+    let pinned: [(usize, u64); 30] = [
         (292, 0xef63ac5aad8ee153),
         (304, 0x6cf562efff10bd4a),
         (304, 0xb6bdd7549234fd2f),
@@ -1058,6 +1104,9 @@ fn exported_bytes_are_pinned() {
         (240, 0x4b5663839803b003),
         (260, 0xe6184ced90d18030),
         (252, 0x67b14e27e36ecff2),
+        (652, 0x90b0daf162fa8ee4),
+        (656, 0x1984ccba9ddd9056),
+        (572, 0x8691737ec9bdb96f),
     ];
     let got: Vec<(usize, u64)> = seed_models()
         .iter()

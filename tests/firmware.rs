@@ -73,6 +73,11 @@ fn run_firmware(model: &[u8], bags: &[u8], features: &[&str]) -> String {
         "qemu-system-arm is not installed: `apt-get install -y qemu-system-arm` (.ci/run does it)"
     );
     let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
+    run_firmware_locked(model, bags, features)
+}
+
+/// [`run_firmware`] for a caller that holds [`FIRMWARE`].
+fn run_firmware_locked(model: &[u8], bags: &[u8], features: &[&str]) -> String {
     let run = cargo_firmware("run", model, bags, features);
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&run.stderr);
@@ -290,7 +295,7 @@ fn the_firmware_links_without_a_panic_path() {
     // classifying, and (`svm`) in the set-kernel SVM's decision with all its box-kernel
     // estimators (fast and the paper's; k∧, k∨, k_min), which the firmware links
     // whatever the model, since the model's bytes choose among them, and in the
-    // MI-kernel SVM's, MILES's and miVLAD's decisions. Fat LTO folds the embedded model's kind and encoding, so
+    // MI-kernel SVM's, MILES's, miVLAD's and the attention network's decisions. Fat LTO folds the embedded model's kind and encoding, so
     // a path the model cannot take may not be linked at all: the check embeds a model of
     // every kind in every encoding.
     use mil_toolkit::classifier::citation_knn::Scaling;
@@ -327,6 +332,11 @@ fn the_firmware_links_without_a_panic_path() {
     let miles = Compact::from_host(&miles).unwrap().0;
     let vlad = deploy::train(&musk1, None, ClassifierParams::MiVlad(Default::default()));
     let vlad = Compact::from_host(&vlad).unwrap().0;
+    let net = mil_toolkit::classifier::attention::AttentionMil::default()
+        .hidden(16)
+        .epochs(1);
+    let net = deploy::train(&musk1, None, ClassifierParams::Attention(net));
+    let net = Compact::from_host(&net).unwrap().0;
     let mut builds = 0;
     for (compact, data, features) in [
         (&linear, &musk1, &["panic-check"][..]),
@@ -337,6 +347,7 @@ fn the_firmware_links_without_a_panic_path() {
         (&mi, &musk1, &["panic-check", "svm"][..]),
         (&miles, &musk1, &["panic-check", "svm"][..]),
         (&vlad, &musk1, &["panic-check", "svm"][..]),
+        (&net, &musk1, &["panic-check", "svm"][..]),
     ] {
         for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
             let model = export(compact, encoding, data).unwrap();
@@ -352,7 +363,7 @@ fn the_firmware_links_without_a_panic_path() {
             builds += 1;
         }
     }
-    assert_eq!(builds, 24);
+    assert_eq!(builds, 27);
 }
 
 #[test]
@@ -912,4 +923,184 @@ fn mi_vlad_runs_on_an_emulated_cortex_m4() {
         musk1.n_bags()
     );
     assert_eq!(agree, musk1.n_bags());
+}
+
+/// Flash and static RAM of the firmware ELF just built (sections `.vector_table`,
+/// `.text`, `.rodata`, `.data`; `.data`, `.bss`), from `llvm-objdump -h`; the caller
+/// holds [`FIRMWARE`].
+fn firmware_sections() -> (u64, u64) {
+    let elf = firmware_dir().join("target/thumbv7em-none-eabihf/release/mil-firmware");
+    let out = Command::new(objdump())
+        .arg("-h")
+        .arg(&elf)
+        .output()
+        .unwrap();
+    let (mut flash, mut ram) = (0, 0);
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if let [_, name, size, ..] = f[..] {
+            let size = u64::from_str_radix(size, 16).unwrap_or(0);
+            if matches!(name, ".vector_table" | ".text" | ".rodata" | ".data") {
+                flash += size;
+            }
+            if matches!(name, ".data" | ".bss") {
+                ram += size;
+            }
+        }
+    }
+    assert!(flash > 0, "no sections in {}", elf.display());
+    (flash, ram)
+}
+
+#[test]
+fn attention_runs_on_an_emulated_cortex_m4() {
+    // The attention network at the paper's size (hidden 256: 166 → 256 → 128, 64
+    // attention units) on musk1 in Q15 and Q7, and on elephant in Q15, each trained once
+    // (8 epochs, seed 1): one pass over each bag's instances with the online softmax.
+    // Labels equal the host model's on every bag; label, logit and witness equal the
+    // host-side core's on the same bytes. Prints flash (the firmware less its embedded
+    // bags), the pass's RAM (scratch and stack), and instructions per instance beside the
+    // dense layers' multiply-adds.
+    use mil_toolkit::classifier::attention::{AttentionMil, Pooling};
+    use mil_toolkit::classifier::ClassifierParams;
+    use mil_toolkit::export::core_attention_decide;
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    let elephant = mil_toolkit::data::load("elephant").unwrap();
+    let params = AttentionMil::default()
+        .pooling(Pooling::Attention)
+        .epochs(8)
+        .seed(1);
+    for (data, encodings) in [
+        (&musk1, &[Encoding::Q15, Encoding::Q7][..]),
+        (&elephant, &[Encoding::Q15][..]),
+    ] {
+        let model = deploy::train(data, None, ClassifierParams::Attention(params));
+        let host = model.scores(data).unwrap();
+        let (compact, _) = Compact::from_host(&model).unwrap();
+        let bags = deploy::bags_bin(data);
+        for &encoding in encodings {
+            let bytes = export(&compact, encoding, data).unwrap();
+            let core = Model::parse(&bytes).unwrap();
+            let net = core.attention().unwrap();
+            let (stdout, (flash, _)) = {
+                let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
+                let stdout = run_firmware_locked(&bytes, &bags, &["svm"]);
+                (stdout, firmware_sections())
+            };
+            let lines = bag_lines(&stdout);
+            assert_eq!(lines.len(), data.n_bags(), "{stdout}");
+            let mut agree = 0;
+            for (b, line) in lines.iter().enumerate() {
+                let (d, logits) = core_attention_decide(&core, data.bag(b)).unwrap();
+                let at = format!("{} {encoding:?} bag {b}", data.name());
+                assert_eq!(line.label, d.label, "{at}");
+                let witness = line_field(&stdout, b, "witness");
+                assert_eq!(witness, d.witness as i64, "{at}: witness");
+                let logit = line.scores[1];
+                assert!(
+                    (logit - logits[0]).abs() <= 1e-6 * logits[0].abs().max(1.0),
+                    "{at}: {logit} vs {}",
+                    logits[0]
+                );
+                agree += usize::from(line.label == host.label(b));
+            }
+            let per_tick = instructions_per_tick(&stdout);
+            let ticks: u64 = lines.iter().map(|l| l.ticks).sum();
+            let per_instance = ticks as f64 * per_tick / data.n_instances() as f64;
+            let macs = net.macs_per_instance();
+            let stack: u64 = stdout
+                .lines()
+                .find_map(|l| l.strip_prefix("stack parse "))
+                .and_then(|l| l.split(' ').nth(2))
+                .and_then(|v| v.parse().ok())
+                .expect("a stack line");
+            let scratch = 4 * net.scratch_len() + 2 * net.ints_len();
+            println!(
+                "firmware: attention {} {} hidden {}: model {} bytes, flash {} bytes (firmware less bags), RAM {} bytes (scratch {scratch} + stack {stack}), {per_instance:.0} instructions per instance, {macs} multiply-adds ({:.2} per multiply-add); the host model's label on {agree} of {} bags",
+                data.name(),
+                encoding.name(),
+                net.hidden(),
+                bytes.len(),
+                flash - bags.len() as u64,
+                scratch as u64 + stack,
+                per_instance / macs as f64,
+                data.n_bags()
+            );
+            assert_eq!(agree, data.n_bags(), "{} {encoding:?}", data.name());
+        }
+    }
+}
+
+/// The integer field `name` of bag `b`'s line.
+fn line_field(stdout: &str, b: usize, name: &str) -> i64 {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("bag {b} n ")))
+        .unwrap();
+    let at = line.find(&format!(" {name} ")).unwrap() + name.len() + 2;
+    line[at..].split(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn the_board_example_runs_an_attention_network_on_an_emulated_cortex_m4_and_builds_for_a_cortex_m0()
+{
+    // musk1's compact attention network (hidden 32, 8 epochs, seed 1) in Q15 embedded in the
+    // board example with all 92 musk1 bags as i16 counts: the model's kind chooses the
+    // network's path and sizes its buffers at compile time (`attention_buffers`), each
+    // instance is widened to f64 and added to one pass over its bag, and the label
+    // printed for every bag is the host model's (and the host-side core's).
+    use mil_toolkit::classifier::attention::AttentionMil;
+    use mil_toolkit::classifier::ClassifierParams;
+    use mil_toolkit::export::core_attention_decide;
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    let params = AttentionMil::default().hidden(32).epochs(8).seed(1);
+    let host = deploy::train(&musk1, None, ClassifierParams::Attention(params));
+    let scores = host.scores(&musk1).unwrap();
+    let (compact, _) = Compact::from_host(&host).unwrap();
+    let bytes = export(&compact, Encoding::Q15, &musk1).unwrap();
+    let core = Model::parse(&bytes).unwrap();
+    let mut expected = Vec::new();
+    for b in 0..musk1.n_bags() {
+        let (d, _) = core_attention_decide(&core, musk1.bag(b)).unwrap();
+        assert_eq!(d.label, scores.label(b), "bag {b}: the host-side core");
+        expected.push(format!("bag {b}: label {}", d.label));
+    }
+    let dir = std::env::temp_dir().join(format!("mil-board-attention-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("model.milm"), &bytes).unwrap();
+    std::fs::write(dir.join("bags.bin"), board_bags(&musk1)).unwrap();
+
+    let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
+    let run = cargo_board(&["run", "--release", "--quiet"], Some(&dir));
+    let m0 = cargo_board(
+        &[
+            "build",
+            "--release",
+            "--quiet",
+            "--target",
+            "thumbv6m-none-eabi",
+        ],
+        Some(&dir),
+    );
+    std::fs::remove_dir_all(&dir).ok();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "board example (attention) failed ({}):\n{stdout}\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let printed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("bag ")).collect();
+    assert_eq!(printed, expected);
+    assert!(
+        m0.status.success(),
+        "the thumbv6m build (attention) failed:\n{}",
+        String::from_utf8_lossy(&m0.stderr)
+    );
+    println!(
+        "firmware: board example, attention q15 ({} bytes): the host model's label on {} of {} musk1 bags",
+        bytes.len(),
+        printed.len(),
+        musk1.n_bags()
+    );
 }

@@ -1061,3 +1061,212 @@ fn mi_vlad_on_its_codebook() {
         }
     }
 }
+
+/// The attention network's device pass against the host on every bag of `data`, in every
+/// encoding: each logit within the stated bound of the host's `f64` logit, the label the
+/// host's wherever the host's margin exceeds the bound (binary: |logit|; more classes:
+/// the top logit less the second, against twice the bound), and, for attention and gated
+/// pooling, the witness the host explanation's wherever the device's gap between the two
+/// largest scores exceeds twice their bound. Returns (encoding, labels agreeing, largest
+/// |Δlogit|, largest bound) per encoding.
+fn attention_parity(
+    model: &mil_toolkit::classifier::attention::AttentionModel,
+    data: &Dataset,
+    what: &str,
+) -> Vec<(Encoding, usize, f64, f64)> {
+    use mil_toolkit::classifier::attention::Pooling as HostPooling;
+    use mil_toolkit::classifier::BagModel;
+    let learnt = matches!(
+        model.params.pooling,
+        HostPooling::Attention | HostPooling::Gated
+    );
+    let host = model.scores(data).unwrap();
+    let explained = model.explain(data).unwrap();
+    let compact = Compact {
+        stage: None,
+        head: Head::Attention(Box::new(model.clone())),
+    };
+    let mut out = Vec::new();
+    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+        let bytes = export(&compact, encoding, data).unwrap();
+        let core = Model::parse(&bytes).unwrap();
+        let (mut agree, mut worst, mut largest, mut witnessed) = (0, 0.0f64, 0.0f64, 0);
+        for (b, explanation) in explained.iter().enumerate() {
+            let (d, logits) =
+                mil_toolkit::export::core_attention_decide(&core, data.bag(b)).unwrap();
+            let want = model.logits(data.bag(b));
+            let at = format!("{what} {encoding:?} bag {b}");
+            assert_eq!(logits.len(), want.len(), "{at}");
+            for (c, h) in logits.iter().zip(&want) {
+                let err = (f64::from(*c) - h).abs();
+                assert!(err <= d.bound, "{at}: {c} vs {h}, bound {}", d.bound);
+                worst = worst.max(err);
+            }
+            let margin = if want.len() == 1 {
+                want[0].abs()
+            } else {
+                let mut sorted = want.clone();
+                sorted.sort_by(|a, b| b.total_cmp(a));
+                (sorted[0] - sorted[1]) / 2.0
+            };
+            if margin > d.bound {
+                assert_eq!(
+                    d.label,
+                    host.label(b),
+                    "{at}: margin {margin}, bound {}",
+                    d.bound
+                );
+            }
+            if learnt && f64::from(d.gap) > 2.0 * d.score_bound {
+                assert_eq!(d.witness, explanation.witnesses[0], "{at}: witness");
+                witnessed += 1;
+            }
+            agree += usize::from(d.label == host.label(b));
+            largest = largest.max(d.bound);
+        }
+        println!(
+            "{what} {encoding:?}: {} bytes, labels agree on {agree}/{}, max|Δlogit| {worst:.1e}, largest bound {largest:.1e}, certain witnesses {witnessed}",
+            bytes.len(),
+            data.n_bags()
+        );
+        out.push((encoding, agree, worst, largest));
+    }
+    out
+}
+
+/// An attention network with the given pooling and width, trained for a few epochs.
+fn attention_model(
+    data: &Dataset,
+    pooling: mil_toolkit::classifier::attention::Pooling,
+    hidden: usize,
+) -> mil_toolkit::classifier::attention::AttentionModel {
+    use mil_toolkit::classifier::attention::AttentionMil;
+    use mil_toolkit::classifier::Classifier;
+    AttentionMil::default()
+        .pooling(pooling)
+        .hidden(hidden)
+        .epochs(8)
+        .seed(1)
+        .fit(data)
+        .unwrap()
+}
+
+#[test]
+fn attention_network_on_musk1() {
+    use mil_toolkit::classifier::attention::Pooling as P;
+    let [musk1, _] = datasets();
+    for (pooling, hidden) in [
+        (P::Attention, 256),
+        (P::Gated, 64),
+        (P::Mean, 32),
+        (P::Max, 32),
+    ] {
+        let model = attention_model(&musk1, pooling, hidden);
+        let what = format!("musk1 {pooling} hidden {hidden}");
+        for (encoding, agree, _, _) in attention_parity(&model, &musk1, &what) {
+            if encoding != Encoding::Q7 {
+                assert_eq!(agree, musk1.n_bags(), "{what} {encoding:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn attention_network_on_elephant() {
+    use mil_toolkit::classifier::attention::Pooling as P;
+    let [_, elephant] = datasets();
+    for (pooling, hidden) in [(P::Attention, 64), (P::Gated, 32), (P::Max, 16)] {
+        let model = attention_model(&elephant, pooling, hidden);
+        let what = format!("elephant {pooling} hidden {hidden}");
+        for (encoding, agree, _, _) in attention_parity(&model, &elephant, &what) {
+            if encoding != Encoding::Q7 {
+                assert_eq!(agree, elephant.n_bags(), "{what} {encoding:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn attention_network_random_small_networks() {
+    // Networks with random weights (2 to 4 classes, every pooling) on random bags of 1 to
+    // 9 instances, every fourth spread three times wider: the bound, label and witness checks
+    // of `attention_parity` on every bag.
+    use mil_toolkit::classifier::attention::{AttentionMil, AttentionModel, Layer, Pooling, Stop};
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut checked = 0;
+    for seed in 0..24 {
+        let pooling = [
+            Pooling::Attention,
+            Pooling::Gated,
+            Pooling::Mean,
+            Pooling::Max,
+        ][seed % 4];
+        let n_classes = 2 + seed % 3;
+        let (dim, hidden) = (2 + seed % 5, 4 + 2 * (seed % 4));
+        let params = AttentionMil::default()
+            .pooling(pooling)
+            .hidden(hidden)
+            .epochs(1);
+        let mut model = AttentionModel {
+            params,
+            dim,
+            n_classes,
+            mean: (0..dim).map(|_| next() - 0.5).collect(),
+            inv_sd: (0..dim)
+                .map(|j| if j == 1 { 0.0 } else { 0.5 + next() })
+                .collect(),
+            layers: Vec::new(),
+            stop: Stop::MaxEpochs,
+            best_epoch: 1,
+        };
+        // The layers' shapes from a fitted model's naming.
+        let shapes = {
+            let probe = AttentionModel {
+                layers: Vec::new(),
+                ..model.clone()
+            };
+            probe.layer_names()
+        };
+        model.layers = shapes
+            .into_iter()
+            .map(|(name, rows, cols)| Layer {
+                name: name.into(),
+                rows,
+                cols,
+                weight: (0..rows * cols)
+                    .map(|_| (2.0 * next() - 1.0) as f32)
+                    .collect(),
+                bias: (0..rows).map(|_| (next() - 0.5) as f32).collect(),
+            })
+            .collect();
+        model.validate().unwrap();
+        let mut features = Vec::new();
+        let mut offsets = vec![0];
+        let n_bags = 12;
+        for b in 0..n_bags {
+            let n = 1 + (next() * 9.0) as usize;
+            let spread = if b % 4 == 0 { 6.0 } else { 2.0 };
+            features.extend((0..n * dim).map(|_| spread * (next() - 0.5)));
+            offsets.push(offsets.last().unwrap() + n);
+        }
+        let data = Dataset::new(
+            "random",
+            dim,
+            features,
+            offsets,
+            (0..n_bags).map(|b| format!("b{b}")).collect(),
+            Some((0..n_bags).map(|b| b % n_classes).collect()),
+            (0..n_classes).map(|c| c.to_string()).collect(),
+        )
+        .unwrap();
+        attention_parity(&model, &data, &format!("random {seed} {pooling}"));
+        checked += 1;
+    }
+    assert_eq!(checked, 24);
+}

@@ -97,6 +97,7 @@ keywords!(crate::ModelKind {
     crate::ModelKind::MiKernelSvm => "mi-kernel-svm": "SVM over stored bags with the MI kernel (sum of RBF over instance pairs)",
     crate::ModelKind::Miles => "miles": "MILES: a linear score on the bag's largest RBF similarity to each stored prototype",
     crate::ModelKind::MiVlad => "mi-vlad": "miVLAD: a linear score on the bag's normalised VLAD vector over a k-means codebook",
+    crate::ModelKind::Attention => "attention": "attention-based deep MIL: an instance encoder, attention (or gated, mean, max) pooling and a linear head",
 });
 
 keywords!(crate::box_kernel::BoxKernel {

@@ -9,7 +9,8 @@
 //! ([`project`]) and the model's head: pooled linear scores ([`score`]), Citation-kNN
 //! ([`citation`]), M³IC clusters ([`cluster`]), a set-kernel SVM ([`svm`], on the
 //! box-counting kernels of [`box_kernel`]), the MI-kernel SVM ([`mi_svm`]) or MILES
-//! ([`miles`]).
+//! ([`miles`]); miVLAD ([`mi_vlad`]) and the attention network ([`attention`]) have
+//! their own entry points too.
 //!
 //! ```
 //! use mil_core::{Instances, Model};
@@ -30,6 +31,7 @@
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod attention;
 pub mod bag;
 pub mod box_kernel;
 pub mod citation;

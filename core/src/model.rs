@@ -26,6 +26,7 @@
 //! # Ok::<(), mil_core::Error>(())
 //! ```
 
+use crate::attention::Attention;
 use crate::citation::CitationKnn;
 use crate::cluster::M3ic;
 use crate::container::{self, tag, Elem, Section, Sections, MAX_INPUT_EXP};
@@ -42,6 +43,9 @@ pub use crate::bag::{Decision, Instances};
 pub use crate::container::{Encoding, Header, ModelKind};
 
 /// What follows the projection stage: one per [`ModelKind`].
+// The attention network's per-layer bound constants make its variant the largest; a
+// device has no heap to box it, and a model is parsed once.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Copy)]
 pub enum Head<'a> {
     /// No head: the model outputs the projected instance.
@@ -60,6 +64,8 @@ pub enum Head<'a> {
     Miles(Miles<'a>),
     /// miVLAD over a stored codebook (its own entry point: [`MiVlad::decide`]).
     MiVlad(MiVlad<'a>),
+    /// An attention network (its own entry point: [`Attention::decide`]).
+    Attention(Attention<'a>),
 }
 
 impl<'a> Head<'a> {
@@ -150,6 +156,19 @@ impl<'a> Head<'a> {
                 }
                 Head::MiVlad(MiVlad::from_sections(sections, enc, header.input_dim)?)
             }
+            ModelKind::Attention => {
+                if projected {
+                    return Err(Error::BadModel(
+                        "an attention network has no projection stage",
+                    ));
+                }
+                Head::Attention(Attention::from_sections(
+                    sections,
+                    enc,
+                    header.input_dim,
+                    header.output_dim,
+                )?)
+            }
         })
     }
 }
@@ -193,6 +212,7 @@ impl<'a> Model<'a> {
                     | ModelKind::MiKernelSvm
                     | ModelKind::Miles
                     | ModelKind::MiVlad
+                    | ModelKind::Attention
             ) {
             let s = sections.require(tag::INPUT_EXP)?;
             s.expect(Elem::I8, 1, d_in)?;
@@ -342,6 +362,16 @@ impl<'a> Model<'a> {
         }
     }
 
+    /// The network of a [`ModelKind::Attention`] model, with its own entry point
+    /// [`Attention::decide`] (raw `f64` features, [`Attention::scratch_len`] `f32` and
+    /// [`Attention::ints_len`] `i16` of scratch, whatever the bag's size).
+    pub fn attention(&self) -> Option<&Attention<'a>> {
+        match &self.head {
+            Head::Attention(m) => Some(m),
+            _ => None,
+        }
+    }
+
     /// Quantises one raw instance into `out` with the model's input steps 2^e_j:
     /// `out[j] = round(x[j] · 2^−e_j)`, saturated to the `i16` range [−32768, 32767]
     /// (error ≤ 2^e_j / 2 unless saturated). Returns how many features saturated: the
@@ -470,7 +500,11 @@ impl<'a> Model<'a> {
             Head::LinearMil(_) => d + 3 * self.header.output_dim,
             Head::CitationKnn(c) => c.scratch_len(max_instances, d),
             Head::M3ic(_) => d + self.header.output_dim,
-            Head::SetKernelSvm(_) | Head::MiKernelSvm(_) | Head::Miles(_) | Head::MiVlad(_) => 0,
+            Head::SetKernelSvm(_)
+            | Head::MiKernelSvm(_)
+            | Head::Miles(_)
+            | Head::MiVlad(_)
+            | Head::Attention(_) => 0,
         }
     }
 
@@ -521,7 +555,8 @@ impl<'a> Model<'a> {
             | Head::SetKernelSvm(_)
             | Head::MiKernelSvm(_)
             | Head::Miles(_)
-            | Head::MiVlad(_) => Err(Error::WrongModelKind),
+            | Head::MiVlad(_)
+            | Head::Attention(_) => Err(Error::WrongModelKind),
             Head::LinearMil(s) => s.score_bag(stage, bag, n, scratch, scores),
             Head::CitationKnn(c) => c.classify(stage, bag, n, scratch, scores),
             Head::M3ic(c) => c.assign(stage, bag, n, scratch, scores),
@@ -650,6 +685,44 @@ pub const fn miles_buffers(model: &[u8]) -> (usize, usize) {
     (header_dims(model).0.saturating_add(k.saturating_mul(3)), k)
 }
 
+/// The buffers of an attention network's pass ([`Attention::decide`],
+/// [`Attention::begin`]) in a `const` context: ([`Attention::scratch_len`] `f32`,
+/// [`Attention::ints_len`] `i16`), read from the header and the layers' widths in
+/// `NET_LAYERS`; (0, 0) for other kinds. Unchecked, as [`scratch_bound`]; for every
+/// attention model [`Model::parse`] accepts it equals the parsed network's.
+pub const fn attention_buffers(model: &[u8]) -> (usize, usize) {
+    use crate::container::layout::{entry, header};
+    if !matches!(header_kind(model), Some(ModelKind::Attention)) {
+        return (0, 0);
+    }
+    let Some(e) = const_entry(model, tag::NET_LAYERS) else {
+        return (0, 0);
+    };
+    let at = const_le(model, e + entry::OFFSET, 4);
+    let layers = const_le(model, e + entry::ROWS, 4);
+    // Rows of encoder 1 and 2, and of V when the pooling has attention units.
+    let hidden = const_le(model, at, 4);
+    let embed = const_le(model, at.saturating_add(12), 4);
+    let attend = if layers > 3 {
+        const_le(model, at.saturating_add(24), 4)
+    } else {
+        0
+    };
+    let d = header_dims(model).0;
+    let shared = d
+        .saturating_add(hidden)
+        .saturating_add(embed.saturating_mul(2));
+    let quantised = const_le(model, header::ENCODING, 1) != 0;
+    (
+        shared.saturating_add(attend.saturating_mul(2)),
+        if quantised {
+            shared.saturating_add(attend)
+        } else {
+            0
+        },
+    )
+}
+
 /// The little-endian unsigned integer of `n` bytes at `at` (0 past the end), in `const`.
 const fn const_le(model: &[u8], at: usize, n: usize) -> usize {
     if at >= model.len() || model.len() - at < n {
@@ -666,16 +739,25 @@ const fn const_le(model: &[u8], at: usize, n: usize) -> usize {
 
 /// (rows, columns) of the first section tagged `wanted`, in `const`.
 const fn const_section(model: &[u8], wanted: u16) -> Option<(usize, usize)> {
+    use crate::container::layout::entry;
+    match const_entry(model, wanted) {
+        Some(e) => Some((
+            const_le(model, e + entry::ROWS, 4),
+            const_le(model, e + entry::COLS, 4),
+        )),
+        None => None,
+    }
+}
+
+/// Where the table entry of the first section tagged `wanted` lies, in `const`.
+const fn const_entry(model: &[u8], wanted: u16) -> Option<usize> {
     use crate::container::layout::{entry, entry_at, header};
     let n = const_le(model, header::N_SECTIONS, 2);
     let mut i = 0;
     while i < n {
         let e = entry_at(i);
         if const_le(model, e + entry::TAG, 2) == wanted as usize {
-            return Some((
-                const_le(model, e + entry::ROWS, 4),
-                const_le(model, e + entry::COLS, 4),
-            ));
+            return Some(e);
         }
         i += 1;
     }

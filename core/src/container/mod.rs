@@ -67,6 +67,9 @@ pub enum ModelKind {
     /// miVLAD (Wei, Wu & Zhou 2017): a linear score on the bag's normalised VLAD vector
     /// over a k-means codebook: see [`crate::mi_vlad`].
     MiVlad = 8,
+    /// Attention-based deep MIL (Ilse, Tomczak & Welling 2018): an encoder, attention,
+    /// gated, mean or max pooling and a linear head: see [`crate::attention`].
+    Attention = 9,
 }
 
 impl ModelKind {
@@ -81,6 +84,7 @@ impl ModelKind {
             6 => Some(ModelKind::MiKernelSvm),
             7 => Some(ModelKind::Miles),
             8 => Some(ModelKind::MiVlad),
+            9 => Some(ModelKind::Attention),
             _ => None,
         }
     }
@@ -210,7 +214,8 @@ pub mod tag {
     /// (integers below 2⁵³, exact). For an MI-kernel SVM, its min–max map: 2 × D, `f64`,
     /// row 0 the minima, row 1 the ranges ([`crate::mi_svm`]). For MILES, its z-score:
     /// 2 × D, `f64`, row 0 the means, row 1 the inverse standard deviations
-    /// ([`crate::miles`]), or 1 × D, `f64`, the means alone with [`ZSCORE_SCALE`].
+    /// ([`crate::miles`]), or 1 × D, `f64`, the means alone with [`ZSCORE_SCALE`]. For an
+    /// attention network, its means in `f32`, 1 × D ([`crate::attention`]).
     pub const GRID_MIN: u16 = 15;
     /// Grid size sᵢ per feature of a box-kernel grid, 1 × D, `u32`.
     pub const GRID_SIZE: u16 = 16;
@@ -238,8 +243,21 @@ pub mod tag {
     /// (0 for a constant feature), beside its means in [`GRID_MIN`] (1 × D, `f64`)
     /// ([`crate::miles`], [`crate::mi_vlad`]).
     pub const ZSCORE_SCALE: u16 = 23;
+    /// The layers of an attention network, L × 3, `u32`: rows, columns and 64 + e, 2^e
+    /// the step of the layer's quantised input ([`crate::attention`]).
+    pub const NET_LAYERS: u16 = 24;
+    /// The weight matrices of an attention network's layers one after another, 1 × Σ
+    /// rows·cols, in the model's encoding (Q7 rows by pairs).
+    pub const NET_WEIGHTS: u16 = 25;
+    /// The bias of every row of an attention network's layers, 1 × Σ rows, `f32`.
+    pub const NET_BIAS: u16 = 26;
+    /// The step of every quantised row of an attention network, 1 × Σ rows, `f32`.
+    pub const NET_SCALE: u16 = 27;
+    /// The accumulator shift of every quantised row of an attention network, 1 × Σ rows,
+    /// `u32`.
+    pub const NET_SHIFT: u16 = 28;
     /// Largest tag value.
-    pub const MAX: u16 = 23;
+    pub const MAX: u16 = 28;
 }
 
 /// One section of a parsed model: where its payload is and its shape.

@@ -5,9 +5,10 @@
 //!   MILR in Q15 with `--input integer`, 3,876 bytes; `make-data.sh` regenerates it, and
 //!   `make-data.sh miles` writes musk1's MILES model instead). Any model that
 //!   [`Model::classify`] runs fits — linear (MILR, MI-ALM), Citation-kNN, M³IC — and
-//!   MILES, which has its own entry point ([`mil_core::miles::Miles::begin`]): the
-//!   model's kind, read from its header at compile time, chooses the path and sizes its
-//!   buffers.
+//!   MILES and the attention network (`make-data.sh attention`), which have their own
+//!   entry points ([`mil_core::miles::Miles::begin`], [`mil_core::attention::Attention::begin`]):
+//!   the model's kind, read from its header at compile time, chooses the path and sizes
+//!   its buffers.
 //! - `data/bags.bin`: the instances as a sensor front end delivers them — `i16` counts
 //!   (musk1's features are integers), little-endian: `u32` bags, `u32` features D, then
 //!   per bag a `u32` instance count n and n × D `i16`.
@@ -18,9 +19,10 @@
 //! The model is parsed and checked once at start. For [`Model::classify`] each instance
 //! is quantised with integer shifts only ([`Model::quantize_fixed`], no FPU needed; a
 //! copy here, since `--input integer` gave every feature step 1, the counts' own). A
-//! MILES model takes raw features as `f64`: each instance's counts are widened as they
-//! are read and added to one pass over the bag ([`mil_core::miles::MilesPass`]), so
-//! the firmware holds one instance, not the bag. Each bag gets one line
+//! MILES model and an attention network take raw features: each instance's counts are
+//! widened as they are read and added to one pass over the bag
+//! ([`mil_core::miles::MilesPass`], [`mil_core::attention::AttentionPass`]), so the
+//! firmware holds one instance, not the bag. Each bag gets one line
 //! `bag B: label L` over semihosting (a debugger or QEMU prints it; on a board without
 //! one, send the label elsewhere). `cargo run --release` runs it under QEMU's
 //! Cortex-M4; `cargo build --release --target thumbv6m-none-eabi` builds it for a
@@ -34,7 +36,7 @@ use cortex_m as _; // the critical-section implementation
 use cortex_m_rt::entry;
 use cortex_m_semihosting::{debug, hprintln};
 use mil_core::container::{Aligned, ModelKind};
-use mil_core::model::{header_dims, header_kind, miles_buffers, scratch_bound};
+use mil_core::model::{attention_buffers, header_dims, header_kind, miles_buffers, scratch_bound};
 use mil_core::{Error, Instances, Model};
 
 /// The exported model, in flash, on an 8-byte boundary (`Aligned`: the Q15 weights are
@@ -51,16 +53,19 @@ const D: usize = header_dims(MODEL).0;
 const CLASSES: usize = header_dims(MODEL).1;
 /// A MILES model (its own entry point, one instance at a time), from the header.
 const MILES: bool = matches!(header_kind(MODEL), Some(ModelKind::Miles));
+const NET: bool = matches!(header_kind(MODEL), Some(ModelKind::Attention));
 /// The quantised bag [`Model::classify`] takes (none for MILES).
-const BAG_VALUES: usize = if MILES { 0 } else { MAX_INSTANCES * D };
+const BAG_VALUES: usize = if MILES || NET { 0 } else { MAX_INSTANCES * D };
 /// `f32` scratch [`Model::classify`] needs for bags of `MAX_INSTANCES`, from the model's
 /// own figures at compile time (16 for the MILR model: d + 3 × classes; 0 for MILES).
 const SCRATCH: usize = scratch_bound(MODEL, MAX_INSTANCES);
 /// MILES's buffers (0 for other kinds): the instance widened to `f64`, D + 3K `f32` of
 /// scratch and K `u32` (K prototypes; 166 + 120 and 40 for musk1's MILES model).
-const WIDE: usize = if MILES { D } else { 0 };
+const WIDE: usize = if MILES || NET { D } else { 0 };
 const MILES_SCRATCH: usize = miles_buffers(MODEL).0;
 const PROTOTYPES: usize = miles_buffers(MODEL).1;
+const NET_SCRATCH: usize = attention_buffers(MODEL).0;
+const NET_INTS: usize = attention_buffers(MODEL).1;
 
 #[panic_handler]
 fn panic(_: &PanicInfo) -> ! {
@@ -138,6 +143,29 @@ fn miles_label(
     Ok(pass.finish()?.label)
 }
 
+/// An attention network's label of one bag of counts: each instance widened and added to
+/// one pass (scratch of O(D + hidden), whatever the bag's size).
+fn attention_label(
+    model: &Model<'_>,
+    bag: &[u8],
+    raw: &mut [i16; D],
+    wide: &mut [f64],
+    scratch: &mut [f32],
+    ints: &mut [i16],
+    logits: &mut [f32],
+) -> Result<usize, Error> {
+    let net = model.attention().ok_or(Error::WrongModelKind)?;
+    let mut pass = net.begin(scratch, ints)?;
+    for counts in bag.chunks_exact(2 * D) {
+        read_counts(counts, raw);
+        for (w, &c) in wide.iter_mut().zip(raw.iter()) {
+            *w = f64::from(c);
+        }
+        pass.add(wide)?;
+    }
+    Ok(pass.finish(logits)?.label)
+}
+
 #[entry]
 fn main() -> ! {
     let model = match Model::parse(MODEL) {
@@ -162,6 +190,12 @@ fn main() -> ! {
     ) else {
         stop(false)
     };
+    let (Some(net_scratch), Some(net_ints)) = (
+        cortex_m::singleton!(: [f32; NET_SCRATCH] = [0.0; NET_SCRATCH]),
+        cortex_m::singleton!(: [i16; NET_INTS] = [0; NET_INTS]),
+    ) else {
+        stop(false)
+    };
     let (Some(n_bags), Some(d)) = (word(0), word(4)) else {
         stop(false)
     };
@@ -183,6 +217,8 @@ fn main() -> ! {
         at += 2 * D * n;
         let label = if MILES {
             miles_label(&model, bag, raw, wide, miles_scratch, nearest)
+        } else if NET {
+            attention_label(&model, bag, raw, wide, net_scratch, net_ints, scores)
         } else {
             classify_label(&model, bag, raw, q, scratch, scores)
         };

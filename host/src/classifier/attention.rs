@@ -419,6 +419,32 @@ impl AttentionModel {
     /// (the attention weights; 1/n for mean pooling; for max pooling, the share of the
     /// embedding's features whose maximum the instance holds).
     fn bag_forward(&self, bag: Bag<'_>) -> (Vec<f64>, Vec<f64>) {
+        let f = self.forward(bag);
+        (f.probs, f.weights)
+    }
+
+    /// One bag's head logits in `f64` (one for two classes, one per class otherwise):
+    /// what a device's [`mil_core::attention`] pass approximates within its bound.
+    pub fn logits(&self, bag: Bag<'_>) -> Vec<f64> {
+        self.forward(bag).logits
+    }
+
+    /// The largest value of each vector the device rounds to a step, over `bags`:
+    /// |z-scored feature|, hidden unit, embedding coordinate h, pooled coordinate z.
+    pub fn activation_maxima<'a>(&self, bags: impl Into<Bags<'a>>) -> [f64; 4] {
+        let bags = bags.into();
+        let mut top = [0.0f64; 4];
+        for i in 0..bags.len() {
+            let f = self.forward(bags.bag(i));
+            for (t, m) in top.iter_mut().zip(f.maxima) {
+                *t = t.max(m);
+            }
+        }
+        top
+    }
+
+    /// The whole forward pass of one bag.
+    fn forward(&self, bag: Bag<'_>) -> Forward {
         let affine = |l: &Layer, x: &[f64]| -> Vec<f64> {
             (0..l.rows)
                 .map(|r| {
@@ -432,10 +458,19 @@ impl AttentionModel {
                 .collect()
         };
         let relu = |v: Vec<f64>| -> Vec<f64> { v.into_iter().map(|a| a.max(0.0)).collect() };
+        let top = |v: &[f64]| v.iter().fold(0.0f64, |m, a| m.max(a.abs()));
+        let mut maxima = [0.0f64; 4];
         let h: Vec<Vec<f64>> = self
             .standardise(bag)
             .iter()
-            .map(|x| relu(affine(&self.layers[1], &relu(affine(&self.layers[0], x)))))
+            .map(|x| {
+                let a = relu(affine(&self.layers[0], x));
+                let h = relu(affine(&self.layers[1], &a));
+                maxima[0] = maxima[0].max(top(x));
+                maxima[1] = maxima[1].max(top(&a));
+                maxima[2] = maxima[2].max(top(&h));
+                h
+            })
             .collect();
         let n = h.len();
         let embed = self.layers[1].rows;
@@ -485,6 +520,7 @@ impl AttentionModel {
                 .map(|j| h.iter().zip(&weights).map(|(hk, a)| a * hk[j]).sum())
                 .collect(),
         };
+        maxima[3] = top(&z);
         let logits = affine(self.layers.last().expect("a head"), &z);
         let probs = if self.n_classes == 2 {
             let p = 1.0 / (1.0 + (-logits[0]).exp());
@@ -492,8 +528,22 @@ impl AttentionModel {
         } else {
             softmax(&logits)
         };
-        (probs, weights)
+        Forward {
+            probs,
+            weights,
+            logits,
+            maxima,
+        }
     }
+}
+
+/// One bag's forward pass ([`AttentionModel::forward`]).
+struct Forward {
+    probs: Vec<f64>,
+    weights: Vec<f64>,
+    logits: Vec<f64>,
+    /// [`AttentionModel::activation_maxima`] of the bag.
+    maxima: [f64; 4],
 }
 
 /// softmax(v), shifted by the maximum.

@@ -115,6 +115,29 @@ pub fn run(args: &InspectArgs) -> Result<Report> {
                 details.insert("centres".into(), json!(m.n_centres()));
             }
         }
+        ModelKind::Attention => {
+            if let Some(m) = model.attention() {
+                human.push_str(&format!(
+                    "\nattention network {} → {} → {}, {} pooling, {} multiply-adds per instance; scratch {} f32 and {} i16 whatever the bag's size",
+                    m.dim(),
+                    m.hidden(),
+                    m.embed(),
+                    match m.pooling() {
+                        mil_core::attention::Pooling::Attention => "attention",
+                        mil_core::attention::Pooling::Gated => "gated",
+                        mil_core::attention::Pooling::Mean => "mean",
+                        mil_core::attention::Pooling::Max => "max",
+                    },
+                    m.macs_per_instance(),
+                    m.scratch_len(),
+                    m.ints_len()
+                ));
+                details.insert("hidden".into(), json!(m.hidden()));
+                details.insert("macs_per_instance".into(), json!(m.macs_per_instance()));
+                details.insert("scratch_f32".into(), json!(m.scratch_len()));
+                details.insert("scratch_i16".into(), json!(m.ints_len()));
+            }
+        }
         ModelKind::Miles => {
             if let Some(m) = model.miles() {
                 human.push_str(&format!(

@@ -258,9 +258,23 @@ impl Compact {
                     None,
                 ))
             }
+            ClassifierModel::Attention(m) => {
+                if model.threshold.is_some() {
+                    return Err(Error::Unsupported(
+                        "exporting an attention network with a decision threshold".into(),
+                    ));
+                }
+                Ok((
+                    Compact {
+                        stage: projection,
+                        head: Head::Attention(Box::new(m.clone())),
+                    },
+                    None,
+                ))
+            }
             // Every other classifier: the core has no head for it.
             other => Err(Error::Unsupported(format!(
-                "exporting a {} model (the core has no head for it); export milr, citation-knn, a set-kernel svm, miles or mi-vlad",
+                "exporting a {} model (the core has no head for it); export milr, citation-knn, a set-kernel svm, miles, mi-vlad or attention",
                 other.kind()
             ))),
         }

@@ -94,6 +94,25 @@ pub fn m3ic_score_bound(model: &Model<'_>, bag: &[i16]) -> Result<f64> {
 
 /// Core inference on one host bag: the decision and the per-class (or per-cluster) scores.
 pub fn core_classify(model: &Model<'_>, bag: Bag<'_>) -> Result<(mil_core::Decision, Vec<f32>)> {
+    if model.kind() == ModelKind::Attention {
+        // Class probabilities from the logits, as the host's scores.
+        let (d, logits) = super::core_attention_decide(model, bag)?;
+        let probs = if logits.len() == 1 {
+            let p = 1.0 / (1.0 + (-logits[0]).exp());
+            vec![1.0 - p, p]
+        } else {
+            let top = logits.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+            let e: Vec<f32> = logits.iter().map(|v| (v - top).exp()).collect();
+            let sum: f32 = e.iter().sum();
+            e.into_iter().map(|v| v / sum).collect()
+        };
+        let decision = mil_core::Decision {
+            label: d.label,
+            score: probs[d.label.min(probs.len() - 1)],
+            witness: Some(d.witness),
+        };
+        return Ok((decision, probs));
+    }
     if matches!(
         model.kind(),
         ModelKind::SetKernelSvm | ModelKind::MiKernelSvm | ModelKind::Miles | ModelKind::MiVlad

@@ -184,6 +184,32 @@ impl HostModel {
             };
             return svm_measure(bytes, options, train, &host, &f, progress);
         }
+        if let (Some(_), crate::classifier::ClassifierModel::Attention(m)) =
+            (core.attention(), &self.classifier)
+        {
+            // The logits against the host's `f64` logits, with the bound the pass states.
+            let (mut worst, mut bound, mut agree) = (0.0f64, 0.0f64, 0);
+            let host = self.scores(train)?;
+            for b in 0..train.n_bags() {
+                let (d, logits) = super::core_attention_decide(&core, train.bag(b))?;
+                let want = m.logits(train.bag(b));
+                for (c, h) in logits.iter().zip(&want) {
+                    worst = worst.max((f64::from(*c) - h).abs());
+                }
+                bound = bound.max(d.bound);
+                agree += usize::from(d.label == host.label(b));
+            }
+            let warnings = warnings(options, &core, agree, train.n_bags());
+            return Ok(Exported {
+                bytes,
+                max_abs_error: worst,
+                error_bound: Some(bound),
+                labels_agree: agree,
+                bags: train.n_bags(),
+                stored_bags: None,
+                warnings,
+            });
+        }
         let host = self.scores(train)?;
         let max_abs_error = super::max_abs_error(&bytes, train, |b| {
             super::host_scores_as_compact(self, host.row(b))

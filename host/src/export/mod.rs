@@ -20,6 +20,7 @@ use mil_core::container::Encoding;
 use mil_core::score::Pooling;
 use mil_core::Model;
 
+use crate::classifier::attention::AttentionModel;
 use crate::classifier::mi_vlad::MiVladModel;
 use crate::classifier::miles::MilesModel;
 use crate::classifier::svm::{MiSvmDeployment, SvmDeployment};
@@ -27,6 +28,7 @@ use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::projection::LinearProjection;
 
+mod attention;
 mod compact;
 mod device;
 mod measured;
@@ -38,6 +40,7 @@ mod steps;
 mod svm;
 mod writer;
 
+pub use attention::core_attention_decide;
 pub use compact::host_scores_as_compact;
 pub use device::{core_classify, m3ic_score_bound, max_abs_error, CoreBag};
 pub use measured::{Export, Exported};
@@ -146,6 +149,8 @@ pub enum Head {
         /// logit t of a decision threshold t on the probability (0 without one).
         shift: f64,
     },
+    /// An attention network, on raw features with its z-score (no projection stage).
+    Attention(Box<AttentionModel>),
 }
 
 /// A host model in the shape the container stores.
@@ -363,6 +368,17 @@ pub fn export_with(
         Head::MiVlad { model, shift } => {
             unstaged("a miVLAD model")?;
             mi_vlad::export_mi_vlad(model, *shift, encoding, dim_in, Writer::new())
+        }
+        Head::Attention(model) => {
+            unstaged("an attention network")?;
+            if options.input == InputSteps::Integer {
+                return Err(Error::parameter(
+                    "input",
+                    "integer",
+                    "an attention network takes raw features and rounds its z-score",
+                ));
+            }
+            attention::export_attention(model, encoding, train, Writer::new())
         }
         _ => staged::export_staged(model, encoding, train, options),
     }

@@ -232,7 +232,11 @@ fn write_head(
             }
             (ModelKind::M3ic, k)
         }
-        Head::SetKernelSvm(_) | Head::MiKernelSvm(_) | Head::Miles { .. } | Head::MiVlad { .. } => {
+        Head::SetKernelSvm(_)
+        | Head::MiKernelSvm(_)
+        | Head::Miles { .. }
+        | Head::MiVlad { .. }
+        | Head::Attention(_) => {
             return Err(Error::Unsupported(
                 "an SVM or MILES head after a projection stage".into(),
             ))

@@ -40,6 +40,11 @@ impl Writer {
         });
     }
 
+    /// A section of `rows × cols` elements of type `elem` laid out in `bytes` already.
+    pub(super) fn raw(&mut self, tag: u16, elem: Elem, rows: usize, cols: usize, bytes: Vec<u8>) {
+        self.push(tag, elem, rows, cols, bytes);
+    }
+
     /// Replaces the payload of the section `tag` (same shape).
     pub(super) fn replace_bytes(&mut self, tag: u16, bytes: Vec<u8>) {
         if let Some(section) = self.sections.iter_mut().find(|s| s.tag == tag) {

@@ -20,6 +20,8 @@ use cortex_m_rt::entry;
 use cortex_m_semihosting::debug;
 #[cfg(not(feature = "panic-check"))]
 use cortex_m_semihosting::hprintln;
+#[cfg(feature = "svm")]
+use mil_core::attention::Attention;
 use mil_core::container::Aligned;
 use mil_core::keyword::Keyword;
 #[cfg(feature = "svm")]
@@ -357,7 +359,7 @@ fn main() -> ! {
         match result {
             Ok(d) => {
                 say!(
-                    "bag {} n {} label {} ticks {} quantise_ticks {} quantise_i16_ticks {} project_ticks {} scores {:?}",
+                    "bag {} n {} label {} ticks {} quantise_ticks {} quantise_i16_ticks {} project_ticks {} witness {} scores {:?}",
                     b,
                     n,
                     d.label,
@@ -365,6 +367,7 @@ fn main() -> ! {
                     tq,
                     tq_fixed,
                     tp,
+                    d.witness.map_or(-1, |w| w as i64),
                     scores.get(..out).unwrap_or_default()
                 );
             }
@@ -409,6 +412,12 @@ fn infer(
         // The estimator's integers are free here: they hold the nearest instances.
         let SvmBuffers { x, ints, .. } = svm_buffers;
         return miles_decide(miles, fb, x, scratch, ints, scores);
+    }
+    #[cfg(feature = "svm")]
+    if let Some(net) = model.attention() {
+        // One pass over the bag's f32 features in the model's scratch (whatever the bag's
+        // size): the f32 scratch, the i16 scratch from the SVM buffers.
+        return attention_decide(net, fb, scratch, &mut svm_buffers.net, scores);
     }
     #[cfg(feature = "svm")]
     if let Some(vlad) = model.mi_vlad() {
@@ -485,6 +494,8 @@ struct SvmBuffers {
     reference: [u32; MAX_VALUES],
     floats: [f64; MAX_PAIRS],
     ints: [u32; SVM_INTS],
+    /// An attention network's `i16` scratch.
+    net: [i16; NET_INTS],
 }
 
 #[cfg(feature = "svm")]
@@ -497,6 +508,7 @@ impl SvmBuffers {
             reference: [0; MAX_VALUES],
             floats: [0.0; MAX_PAIRS],
             ints: [0; SVM_INTS],
+            net: [0; NET_INTS],
         }
     }
 }
@@ -549,6 +561,41 @@ fn miles_decide(
         miles.decide(widen(bag, wide), scratch, nearest)?,
         scores,
     ))
+}
+
+#[cfg(feature = "svm")]
+/// `i16` scratch of an attention network: D + hidden + 2·embed + attend
+/// (`Attention::ints_len`; musk1's at the paper's size: 742).
+const NET_INTS: usize = 4 * 1024;
+
+#[cfg(feature = "svm")]
+/// An attention network's decision on one bag and its witness: the
+/// logits in `scores` ((0, logit) for two classes, as the SVMs report).
+fn attention_decide(
+    net: &Attention<'_>,
+    bag: &[f32],
+    scratch: &mut [f32],
+    ints: &mut [i16],
+    scores: &mut [f32],
+) -> Result<Decision, Error> {
+    let mut logits = [0.0f32; MAX_OUT];
+    let logits = logits.get_mut(..net.n_logits()).unwrap_or_default();
+    let d = net.decide_f32(bag, scratch, ints, logits)?;
+    match (logits, &mut *scores) {
+        ([logit], [zero, value, ..]) => {
+            *zero = 0.0;
+            *value = *logit;
+        }
+        (logits, scores) => scores
+            .iter_mut()
+            .zip(logits.iter())
+            .for_each(|(s, &l)| *s = l),
+    }
+    Ok(Decision {
+        label: d.label,
+        score: d.value,
+        witness: Some(d.witness),
+    })
 }
 
 #[cfg(feature = "svm")]
