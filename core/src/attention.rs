@@ -446,13 +446,7 @@ impl<'a> Attention<'a> {
         ints: &mut [i16],
         logits: &mut [f32],
     ) -> Result<AttentionDecision, Error> {
-        let d = self.dim();
-        let n = instance_count(bag.len(), d)?;
-        let mut pass = self.begin(scratch, ints)?;
-        for i in 0..n {
-            pass.add(bag.get(i * d..(i + 1) * d).ok_or(Error::Empty)?)?;
-        }
-        pass.finish(logits)
+        self.decide_with(bag, scratch, ints, logits, |p, x| p.add(x))
     }
 
     /// [`Attention::decide`] on a bag of `f32` features (the pass rounds `f64` features to
@@ -464,11 +458,23 @@ impl<'a> Attention<'a> {
         ints: &mut [i16],
         logits: &mut [f32],
     ) -> Result<AttentionDecision, Error> {
+        self.decide_with(bag, scratch, ints, logits, |p, x| p.add_f32(x))
+    }
+
+    /// One pass over the instances of `bag` (row-major, `n × D`), each given to `add`.
+    fn decide_with<T>(
+        &self,
+        bag: &[T],
+        scratch: &mut [f32],
+        ints: &mut [i16],
+        logits: &mut [f32],
+        add: impl Fn(&mut AttentionPass<'_, '_>, &[T]) -> Result<(), Error>,
+    ) -> Result<AttentionDecision, Error> {
         let d = self.dim();
         let n = instance_count(bag.len(), d)?;
         let mut pass = self.begin(scratch, ints)?;
         for i in 0..n {
-            pass.add_f32(bag.get(i * d..(i + 1) * d).ok_or(Error::Empty)?)?;
+            add(&mut pass, bag.get(i * d..(i + 1) * d).ok_or(Error::Empty)?)?;
         }
         pass.finish(logits)
     }
