@@ -319,3 +319,63 @@ fn box_kernel_cpu_time_is_estimated_before_work_and_refused_over_the_limit() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn a_choice_among_classifiers_is_estimated_and_trimmed_to_the_budget() {
+    // A pilot fit per candidate estimates the run; over the budget the dearest
+    // candidates are left out and the rest run.
+    let args = |limit: &'static str| {
+        [
+            "cv",
+            "musk1",
+            "--classifier",
+            "auto",
+            "--folds",
+            "3",
+            "--max-cpu-minutes",
+            limit,
+        ]
+    };
+    let out = run_mil(&args("0.005"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("choosing among") && stderr.contains("left out: "),
+        "{stderr}"
+    );
+    let left: usize = stderr
+        .split(" candidates left")
+        .next()
+        .and_then(|before| before.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the number of candidates left");
+    assert!(left >= 1, "{stderr}");
+    // A budget nothing fits in is refused before any fold, naming the flag.
+    let out = run_mil(&args("0.0000001"));
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--max-cpu-minutes") && stderr.contains("not even the cheapest"),
+        "{stderr}"
+    );
+    // A shard never trims: every shard must choose among the same candidates.
+    let out_path = std::env::temp_dir().join(format!("mil-trim-{}.json", std::process::id()));
+    let out = run_mil(&[
+        "cv",
+        "musk1",
+        "--classifier",
+        "auto",
+        "--folds",
+        "3",
+        "--shard",
+        "1/2",
+        "--output",
+        out_path.to_str().unwrap(),
+        "--max-cpu-minutes",
+        "0.005",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("a shard does not trim"), "{stderr}");
+    assert!(!out_path.exists());
+}

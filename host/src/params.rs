@@ -179,6 +179,48 @@ impl Shape {
     }
 }
 
+/// The CPU time of this process's threads at one moment (`/proc/self/task/*/schedstat`,
+/// in nanoseconds), to measure work that may run on several threads.
+#[derive(Debug, Clone)]
+pub(crate) struct ThreadTimes(Vec<(String, u64)>);
+
+impl ThreadTimes {
+    /// The threads' CPU times now; empty where they cannot be read.
+    pub(crate) fn now() -> ThreadTimes {
+        let mut times = Vec::new();
+        if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+            for task in tasks.flatten() {
+                let ns = std::fs::read_to_string(task.path().join("schedstat"))
+                    .ok()
+                    .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok());
+                if let Some(ns) = ns {
+                    times.push((task.file_name().to_string_lossy().into_owned(), ns));
+                }
+            }
+        }
+        ThreadTimes(times)
+    }
+
+    /// CPU seconds run since `self` by the threads alive now (a thread that ended
+    /// meanwhile is not counted; other threads of the process are); where the threads
+    /// cannot be read, the calling thread's ([`thread_cpu_seconds`]) since `start`.
+    pub(crate) fn since(&self, start_of_thread: f64) -> f64 {
+        let now = ThreadTimes::now();
+        if now.0.is_empty() {
+            return (thread_cpu_seconds() - start_of_thread).max(0.0);
+        }
+        let ns: u64 = now
+            .0
+            .iter()
+            .map(|(tid, after)| {
+                let before = self.0.iter().find(|(t, _)| t == tid).map_or(0, |x| x.1);
+                after.saturating_sub(before)
+            })
+            .sum();
+        ns as f64 * 1e-9
+    }
+}
+
 /// CPU seconds the calling thread has run (`/proc/thread-self/schedstat`, in
 /// nanoseconds), to measure a sample of work for an estimate; where that file cannot be
 /// read, wall-clock seconds since the first call, which overstate CPU time on a busy

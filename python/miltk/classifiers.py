@@ -1037,6 +1037,12 @@ class AutoMIL(_BagClassifier):
         Seed of the inner folds and of every candidate's randomised steps.
     n_jobs : int or None, default=None
         Threads, as :class:`CitationKNN`'s. Results do not depend on it.
+    max_cpu_minutes : float or None, default=None
+        CPU budget of the choice (``mil cv --max-cpu-minutes``). The work is estimated
+        before it starts by one pilot fit of each candidate (box kernels: a timed sample
+        of their Gram matrix); over the budget the dearest candidates are left out until
+        the rest fit, and ``ValueError`` is raised, with the estimate, when not even the
+        cheapest fits. None: no budget and no estimate.
 
     Attributes
     ----------
@@ -1044,6 +1050,11 @@ class AutoMIL(_BagClassifier):
         The labels, sorted.
     n_features_in_ : int
         Features per instance.
+    cpu_estimate_ : float or None
+        Estimated CPU seconds of the fit's choice among the candidates it kept (None
+        without ``max_cpu_minutes``).
+    left_out_ : list of str
+        The candidates the budget left out, dearest first removed.
     chosen_ : str
         The chosen classifier and its settings, e.g. ``"svm (kand kernel, rho 0.02,
         map none, C 10)"``.
@@ -1063,6 +1074,8 @@ class AutoMIL(_BagClassifier):
 
     chosen_: str
     n_candidates_: int
+    cpu_estimate_: Optional[float]
+    left_out_: list[str]
 
     def __init__(
         self,
@@ -1072,6 +1085,7 @@ class AutoMIL(_BagClassifier):
         class_weight: ClassWeight = None,
         random_state: RandomState = 1,
         n_jobs: Optional[int] = None,
+        max_cpu_minutes: Optional[float] = None,
     ) -> None:
         self.candidates = candidates
         self.inner_folds = inner_folds
@@ -1079,6 +1093,7 @@ class AutoMIL(_BagClassifier):
         self.class_weight = class_weight
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.max_cpu_minutes = max_cpu_minutes
 
     def _native_spec(self, classes: npt.NDArray[Any]) -> Any:
         seed = estimator_seed(self)
@@ -1091,6 +1106,7 @@ class AutoMIL(_BagClassifier):
             _class_weight(self.class_weight, classes),
             check_positive_int("inner_folds", self.inner_folds, minimum=2),
             self.select if self.select is not None else ("auroc" if len(classes) == 2 else "accuracy"),
+            None if self.max_cpu_minutes is None else float(self.max_cpu_minutes),
         )
 
     def _expanded(self) -> list[_BagClassifier]:
@@ -1140,8 +1156,10 @@ class AutoMIL(_BagClassifier):
             )
         spec = self._native_spec(classes)
         projected = isinstance(X, ProjectedBags)
-        self.model_, self.chosen_ = spec.fit(bags, projected, n_threads(self.n_jobs))
-        self.n_candidates_ = spec.n_candidates
+        self.model_, self.chosen_, self.cpu_estimate_, self.left_out_ = spec.fit(
+            bags, projected, n_threads(self.n_jobs)
+        )
+        self.n_candidates_ = spec.n_candidates - len(self.left_out_)
         self.classes_ = classes
         self.n_features_in_ = bags.dim
         self.projected_input_ = projected

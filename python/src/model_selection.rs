@@ -60,22 +60,32 @@ pub(crate) struct GridSpec {
     inner_folds: usize,
     select: Selection,
     seed: u64,
+    max_cpu_minutes: Option<f64>,
 }
 
 #[pymethods]
 impl GridSpec {
     /// `candidates` (`None`: the `auto` classifier's grid seeded by `seed`, with the class
     /// weights `class_weight`), chosen by an inner CV of `inner_folds` folds seeded by
-    /// `seed` that maximises `select` ("accuracy" or "auroc").
+    /// `seed` that maximises `select` ("accuracy" or "auroc"), within `max_cpu_minutes`
+    /// when given (the dearest candidates left out until the estimate fits).
     #[new]
-    #[pyo3(signature = (candidates, seed, class_weight="none", inner_folds=3, select="auroc"))]
+    #[pyo3(signature = (candidates, seed, class_weight="none", inner_folds=3, select="auroc", max_cpu_minutes=None))]
     fn new(
         candidates: Option<Vec<PyRef<'_, ClassifierSpec>>>,
         seed: u64,
         class_weight: &str,
         inner_folds: usize,
         select: &str,
+        max_cpu_minutes: Option<f64>,
     ) -> PyResult<Self> {
+        if let Some(m) = max_cpu_minutes {
+            if !(m > 0.0 && m.is_finite()) {
+                return Err(PyValueError::new_err(format!(
+                    "max_cpu_minutes = {m}: give a positive, finite number of minutes"
+                )));
+            }
+        }
         let grid = match candidates {
             None => {
                 ClassifierGrid::auto(seed).with_class_weight(class_weight.parse().map_err(py_err)?)
@@ -87,6 +97,7 @@ impl GridSpec {
             inner_folds,
             select: keyword("select", select)?,
             seed,
+            max_cpu_minutes,
         };
         spec.pipeline(false).check().map_err(py_err)?;
         Ok(spec)
@@ -99,19 +110,23 @@ impl GridSpec {
     }
 
     /// Fits the candidate the inner CV chooses on every bag of `bags` (`projected`: bags
-    /// a projection produced) on `n_threads` threads; returns the fitted classifier and
-    /// the chosen candidate's description.
+    /// a projection produced) on `n_threads` threads; returns the fitted classifier, the
+    /// chosen candidate's description, the estimated CPU seconds of the choice (`None`
+    /// when not estimated) and the candidates the budget left out.
     #[pyo3(signature = (bags, projected=false, n_threads=0))]
+    #[allow(clippy::type_complexity)]
     fn fit(
         &self,
         py: Python<'_>,
         bags: &Bags,
         projected: bool,
         n_threads: usize,
-    ) -> PyResult<(FittedClassifier, String)> {
+    ) -> PyResult<(FittedClassifier, String, Option<f64>, Vec<String>)> {
         let data = Arc::clone(&bags.data);
         self.check_memory(Shape::of(&data))?;
-        let pipeline = self.pipeline(projected);
+        let all: Vec<usize> = (0..data.n_bags()).collect();
+        let (pipeline, seconds, left_out) =
+            self.within_budget(self.pipeline(projected), &data, &all, 1)?;
         let train = Arc::clone(&data);
         let (model, chosen) = run(py, n_threads, move || {
             let model = pipeline.fit(train.as_ref())?;
@@ -128,6 +143,8 @@ impl GridSpec {
                 train: Some(data),
             },
             chosen,
+            seconds,
+            left_out,
         ))
     }
 }
@@ -151,6 +168,40 @@ impl GridSpec {
             .inner_folds(self.inner_folds)
             .select(self.select)
             .seed(self.seed)
+    }
+
+    /// `pipeline` within the budget `max_cpu_minutes` over `outer_fits` fits on training
+    /// sets like `outer_train` ([`Pipeline::cpu_estimate`]): the pipeline to run, its
+    /// estimated CPU seconds and the candidates left out (the dearest first until the
+    /// rest fit); `ValueError` with the estimate when not even the cheapest fits.
+    fn within_budget(
+        &self,
+        mut pipeline: Pipeline,
+        data: &Dataset,
+        outer_train: &[usize],
+        outer_fits: usize,
+    ) -> PyResult<(Pipeline, Option<f64>, Vec<String>)> {
+        let Some(limit) = self.max_cpu_minutes else {
+            return Ok((pipeline, None, Vec::new()));
+        };
+        let Some(estimate) = pipeline
+            .cpu_estimate(data, outer_train, outer_fits)
+            .map_err(py_err)?
+        else {
+            return Ok((pipeline, None, Vec::new()));
+        };
+        let seconds = estimate.cpu_seconds();
+        let Some((kept, dropped)) = estimate.within(60.0 * limit) else {
+            return Err(PyValueError::new_err(format!(
+                "max_cpu_minutes = {limit}: choosing among {} candidates on {} bags is estimated at {seconds:.1} CPU s and not even the cheapest fits: raise the limit, use fewer bags, or give fewer candidates",
+                estimate.candidates.len(),
+                data.n_bags()
+            )));
+        };
+        let left: f64 = seconds - dropped.iter().map(|c| c.cpu_seconds).sum::<f64>();
+        pipeline.classifier = ClassifierGrid::of(kept).map_err(py_err)?;
+        let names = dropped.iter().map(|c| c.classifier.to_string()).collect();
+        Ok((pipeline, Some(left), names))
     }
 
     fn check_memory(&self, shape: Shape) -> PyResult<()> {
@@ -217,6 +268,15 @@ pub(crate) fn cross_validate(
         Some(f) => Folds::Given(f),
         None => Folds::Stratified { k, repeats, seed },
     };
+    if let (AnySpec::Grid(g), None) = (&classifier, projection) {
+        let assignments = folds.assignments(&data).map_err(py_err)?;
+        let jobs = assignments.iter().map(|(_, f)| f.len()).sum();
+        let mut test = assignments[0].1[0].clone();
+        test.sort_unstable();
+        let all: Vec<usize> = (0..data.n_bags()).collect();
+        let first_train = mil_toolkit::eval::folds::complement(&all, &test);
+        pipeline = g.within_budget(pipeline, &data, &first_train, jobs)?.0;
+    }
     let train = Arc::clone(&data);
     let report = run(py, n_threads, move || {
         library_cv(&pipeline, &train, &folds, &Silent)

@@ -192,23 +192,23 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
     let description = args.classifier.describe(&args.projection);
     let chooses = pipeline.n_candidates() > 1;
     let jobs: usize = assignments.iter().map(|(_, f)| f.len()).sum();
-    // The fits of the run, in full-data Gram matrices: each outer fold's training bags,
-    // and the inner CV's when there is a choice.
-    let k = assignments.first().map_or(1, |(_, f)| f.len()).max(1) as f64;
-    let outer = ((k - 1.0) / k).powi(2);
-    let inner = match pipeline.n_candidates() > 1 {
-        true => {
-            let ki = args.inner.inner_folds.max(1) as f64;
-            ki * outer * ((ki - 1.0) / ki).powi(2)
-        }
-        false => 0.0,
+    // Folds cost about the same: equal shares of jobs.
+    let range = match shard {
+        Some(shard) => shard.range(&vec![1.0; jobs]),
+        None => 0..jobs,
     };
-    super::estimate::check_box_cpu(
-        &pipeline.classifier,
-        pipeline.projection.is_some(),
+    let first_train = {
+        let mut test = assignments[0].1[0].clone();
+        test.sort_unstable();
+        crate::eval::folds::complement(&(0..d.n_bags()).collect::<Vec<_>>(), &test)
+    };
+    let pipeline = super::estimate::check_cpu(
+        pipeline,
         &d,
-        jobs as f64 * (outer + inner),
+        &first_train,
+        range.len(),
         args.cpu.max_cpu_minutes,
+        shard.is_none(),
         progress,
     )?;
     let Some(shard) = shard else {
@@ -228,8 +228,6 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
         }
         return Ok(report);
     };
-    // Folds cost about the same: equal shares of jobs.
-    let range = shard.range(&vec![1.0; jobs]);
     let outcomes = run_folds(&pipeline, &d, &folds, range.clone(), progress)?;
     let fingerprint = Fingerprint::default()
         .dataset(&d)

@@ -6,7 +6,7 @@ use crate::classifier::ClassifierParams;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
 use crate::params::{Estimate, Shape};
-use crate::pipeline::ClassifierGrid;
+use crate::pipeline::{ClassifierGrid, Pipeline};
 use crate::progress::Progress;
 
 /// What to change besides the limit when a data set is too large for an algorithm.
@@ -70,26 +70,96 @@ fn check(what: &str, estimate: Estimate, limit_gib: f64, remedy: &str) -> Result
 /// Above this many estimated CPU seconds the estimate is printed before the work.
 const NOTE_SECONDS: f64 = 10.0;
 
+/// The CPU time of a run, estimated before the work and checked against
+/// `limit_minutes`; returns the pipeline to run. A grid of classifiers is estimated
+/// candidate by candidate ([`Pipeline::cpu_estimate`]: pilot fits and sampled Gram
+/// entries); over the limit, the dearest candidates are left out until the rest fit,
+/// and the run is refused when not even the cheapest fits or when `trim` is false (the
+/// shards of one run must choose among the same candidates). A single classifier is
+/// estimated when it is a box-kernel SVM ([`check_box_cpu`]). The estimate is printed
+/// through `progress` when above [`NOTE_SECONDS`] or when a limit is given. `outer_train`: the first outer
+/// fold's training bags (all bags for one fit); `outer_fits`: the run's outer fits.
+pub(super) fn check_cpu(
+    mut pipeline: Pipeline,
+    data: &Dataset,
+    outer_train: &[usize],
+    outer_fits: usize,
+    limit_minutes: Option<f64>,
+    trim: bool,
+    progress: &dyn Progress,
+) -> Result<Pipeline> {
+    let Some(estimate) = pipeline.cpu_estimate(data, outer_train, outer_fits)? else {
+        let (n, ki) = (data.n_bags() as f64, pipeline.inner_folds as f64);
+        let outer = (outer_train.len() as f64 / n).powi(2);
+        let inner = match pipeline.n_candidates() > 1 {
+            true => ki * outer * ((ki - 1.0) / ki).powi(2),
+            false => 0.0,
+        };
+        let fits = outer_fits as f64 * (outer + inner);
+        check_box_cpu(&pipeline, data, fits, limit_minutes, progress)?;
+        return Ok(pipeline);
+    };
+    let seconds = estimate.cpu_seconds();
+    let what = format!(
+        "choosing among {} classifier settings on {} bags is estimated at {seconds:.0} CPU s ({:.1} min; measured in {:.1} s)",
+        estimate.candidates.len(),
+        data.n_bags(),
+        seconds / 60.0,
+        estimate.measuring_seconds
+    );
+    let Some(limit) = limit_minutes.filter(|&l| seconds > 60.0 * l) else {
+        if seconds > NOTE_SECONDS || limit_minutes.is_some() {
+            progress.note(&format!("mil: {what}"));
+        }
+        return Ok(pipeline);
+    };
+    let trimmed = estimate.within(60.0 * limit).filter(|_| trim);
+    let Some((kept, dropped)) = trimmed else {
+        let why = if trim {
+            "not even the cheapest candidate fits"
+        } else {
+            "a shard does not trim the candidates (every shard must choose among the same ones)"
+        };
+        return Err(Error::parameter(
+            "--max-cpu-minutes",
+            limit,
+            format!("{what}; {why}: raise the limit, use fewer bags, or name fewer classifiers"),
+        ));
+    };
+    let left: f64 = estimate.cpu_seconds() - dropped.iter().map(|c| c.cpu_seconds).sum::<f64>();
+    let names: Vec<String> = dropped
+        .iter()
+        .filter(|c| c.cpu_seconds > 0.0)
+        .map(|c| format!("{} ({:.1} s)", c.classifier, c.cpu_seconds))
+        .collect();
+    progress.note(&format!(
+        "mil: {what}; over --max-cpu-minutes {limit}, left out: {}; {} candidates left, estimated at {left:.1} CPU s",
+        names.join(", "),
+        kept.len()
+    ));
+    pipeline.classifier = crate::pipeline::ClassifierGrid::of(kept)?;
+    Ok(pipeline)
+}
+
 /// The CPU time of the box-kernel Gram matrices a run computes, measured before the work
 /// on a sample of their entries ([`crate::kernel::boxes::box_gram_cost`]): one matrix
 /// over all bags per distinct kernel when cross-validation shares it, else one per fit
 /// (`fits`: the run's fits counted in full-data Gram matrices). Printed through
-/// `progress` when above [`NOTE_SECONDS`]; refused above `limit_minutes`. Not estimated
-/// after a projection (the kernel then sees other features). Returns the estimate.
-pub(super) fn check_box_cpu(
-    classifier: &ClassifierGrid,
-    projected: bool,
+/// `progress` when above [`NOTE_SECONDS`] or when a limit is given; refused above `limit_minutes`. Not estimated
+/// after a projection (the kernel then sees other features).
+fn check_box_cpu(
+    pipeline: &Pipeline,
     data: &Dataset,
     fits: f64,
     limit_minutes: Option<f64>,
     progress: &dyn Progress,
-) -> Result<Option<f64>> {
-    if projected {
-        return Ok(None);
+) -> Result<()> {
+    if pipeline.projection.is_some() {
+        return Ok(());
     }
     let mut seen = Vec::new();
     let (mut seconds, mut measured, mut entries) = (0.0, 0, 0);
-    for candidate in classifier.candidates() {
+    for candidate in pipeline.classifier.candidates() {
         let ClassifierParams::Svm(svm) = candidate else {
             continue;
         };
@@ -106,7 +176,7 @@ pub(super) fn check_box_cpu(
         }
     }
     if seen.is_empty() || entries == 0 {
-        return Ok(None);
+        return Ok(());
     }
     let what = format!(
         "the box-kernel Gram matrices of {} bags are estimated at {seconds:.0} CPU s ({:.1} min; {measured} of {entries} entries timed)",
@@ -124,8 +194,8 @@ pub(super) fn check_box_cpu(
             ));
         }
     }
-    if seconds > NOTE_SECONDS {
+    if seconds > NOTE_SECONDS || limit_minutes.is_some() {
         progress.note(&format!("mil: {what}"));
     }
-    Ok(Some(seconds))
+    Ok(())
 }

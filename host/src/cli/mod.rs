@@ -229,12 +229,14 @@ pub struct MemoryLimit {
     pub max_memory_gib: Option<f64>,
 }
 
-/// The CPU time `mil cv` and `mil train` may plan to spend on box-kernel Gram matrices.
+/// The CPU time `mil cv` and `mil train` may plan to spend.
 #[derive(Args, Debug, Clone)]
 pub struct CpuLimit {
-    /// Refuse to start when the box-kernel Gram matrices of the run are estimated (by
-    /// timing a sample of their entries) to take more CPU time than this (minutes;
-    /// default: no limit; the estimate is printed when above 10 s)
+    /// CPU budget (minutes; default: no limit). The run is estimated before the work: a
+    /// choice among classifiers (`auto`, lists) by one pilot fit of each candidate, a
+    /// box-kernel SVM by timing a sample of its Gram matrix; the estimate is printed with
+    /// this flag or when above 10 s. Over the budget, the dearest candidates of a choice are left out until
+    /// the rest fit; a run that cannot fit (or a shard) is refused
     #[arg(long, value_parser = output::parse_cpu_limit)]
     pub max_cpu_minutes: Option<f64>,
 }

@@ -33,19 +33,14 @@ pub fn run(args: &TrainArgs, progress: &dyn Progress) -> Result<Report> {
         &d,
         args.memory.gib(),
     )?;
-    let inner = match pipeline.n_candidates() > 1 {
-        true => {
-            let ki = args.inner.inner_folds.max(1) as f64;
-            ki * ((ki - 1.0) / ki).powi(2)
-        }
-        false => 0.0,
-    };
-    super::estimate::check_box_cpu(
-        &pipeline.classifier,
-        pipeline.projection.is_some(),
+    let all: Vec<usize> = (0..d.n_bags()).collect();
+    let pipeline = super::estimate::check_cpu(
+        pipeline,
         &d,
-        1.0 + inner,
+        &all,
+        1,
         args.cpu.max_cpu_minutes,
+        true,
         progress,
     )?;
     progress.start("training", 1);

@@ -24,6 +24,7 @@
 //! The module is split by what each part does: `grid` holds the candidates and the
 //! inner selection among them, `cv` the outer cross-validation, its shards and report.
 
+mod cost;
 mod cv;
 mod grid;
 
@@ -39,6 +40,7 @@ use crate::model::HostModel;
 use crate::progress::Progress;
 use crate::projection::{LinearProjection, ProjectionParams};
 
+pub use cost::{CandidateCost, CpuEstimate};
 pub use cv::{
     check_outcomes, cross_validate, read_folds_file, run_folds, summarize, CvReport, FoldOutcome,
     FoldSeeds, Folds,
