@@ -21,7 +21,7 @@ done
 [ ${#sets[@]} -gt 0 ] || sets=(musk1 elephant fox tiger)
 cd "$(dirname "$0")/.."
 cargo build --release -p mil-toolkit --features attention --quiet
-mil=target/release/mil
+mil="${CARGO_TARGET_DIR:-target}/release/mil"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
