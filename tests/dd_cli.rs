@@ -112,7 +112,7 @@ fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
 
     let dir = temp_dir("dd-bad");
     for classifier in ["dd", "em-dd"] {
-        let model = train_unexportable(&dir, classifier);
+        let model = train_unexportable(&dir, classifier, &[]);
         // One scale dropped: the concept no longer matches the feature dimension.
         let text = std::fs::read_to_string(model).unwrap();
         let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();

@@ -99,7 +99,7 @@ fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
     }
 
     let dir = temp_dir("mi-graph-bad");
-    let model = train_unexportable(&dir, "mi-graph");
+    let model = train_unexportable(&dir, "mi-graph", &[]);
     // One instance weight dropped: refused.
     let text = std::fs::read_to_string(model).unwrap();
     let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();

@@ -119,7 +119,24 @@ fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
 
     let dir = temp_dir("mi-svm-bad");
     for classifier in ["mi-svm", "mi-svm-bag"] {
-        let model = train_unexportable(&dir, classifier);
+        // The core scores linear instance functions: a linear model exports with the
+        // host's label on every bag, an rbf one is refused.
+        let linear = dir.join(format!("{classifier}-linear.json"));
+        let linear = linear.to_str().unwrap();
+        mil_json(&[
+            "train",
+            "musk1",
+            "--classifier",
+            classifier,
+            "-o",
+            linear,
+            "--json",
+        ]);
+        let device = dir.join(format!("{classifier}-linear.milm"));
+        let export = mil_json(&["export", linear, "-o", device.to_str().unwrap(), "--json"]);
+        assert_eq!(export["kind"], "linear-mil");
+        assert_eq!(export["labels_agree"], 92);
+        let model = train_unexportable(&dir, classifier, &["--kernel", "rbf"]);
         // One coefficient dropped: the support vectors no longer match their weights.
         let text = std::fs::read_to_string(model).unwrap();
         let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();

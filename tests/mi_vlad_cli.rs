@@ -142,7 +142,7 @@ fn flags_codebooks_and_damaged_models_are_refused() {
             assert_eq!(export["labels_agree"], 92);
             model
         } else {
-            train_unexportable(&dir, classifier)
+            train_unexportable(&dir, classifier, &[])
         };
         // Without its checksum a saved model gets the training checks: the undamaged
         // one passes them, each damaged one is refused.

@@ -13,7 +13,7 @@ use mil_core::{Encoding, Model};
 use mil_toolkit::classifier::citation_knn::Scaling;
 use mil_toolkit::classifier::milr::Pooling;
 use mil_toolkit::distance::{bag_distance, Hausdorff};
-use mil_toolkit::export::{core_classify, export, Compact, CoreBag, Head};
+use mil_toolkit::export::{core_classify, export, host_scores_as_compact, Compact, CoreBag, Head};
 use mil_toolkit::model::HostModel;
 use mil_toolkit::projection::ProjectionKind;
 use mil_toolkit::Dataset;
@@ -127,7 +127,8 @@ fn check_compact(
             }
             _ => Some(f64::INFINITY), // Citation-kNN votes: only the labels are compared
         };
-        for (c, (&got, &want)) in scores.iter().zip(host.row(b)).enumerate() {
+        let row = host_scores_as_compact(model, host.row(b));
+        for (c, (&got, &want)) in scores.iter().zip(&row).enumerate() {
             let err = (got as f64 - want).abs();
             let allowed = tolerance.unwrap_or(1e-5 * want.abs().max(1.0));
             assert!(
@@ -139,7 +140,7 @@ fn check_compact(
         if labels == Labels::Certified {
             let fragile = if linear {
                 // Binary: the decision flips only if P can cross ½.
-                let p = host.row(b);
+                let p = &row;
                 let bound = tolerance.unwrap_or(0.0);
                 p.len() == 2 && (p[1] - 0.5).abs() <= bound
                     || p.len() > 2 && {
@@ -159,8 +160,7 @@ fn check_compact(
         assert_eq!(
             decision.label,
             host.label(b),
-            "{what} {encoding:?} bag {b}: scores {scores:?} vs {:?}",
-            host.row(b)
+            "{what} {encoding:?} bag {b}: scores {scores:?} vs {row:?}"
         );
     }
     (bytes.len(), agree)
@@ -186,6 +186,22 @@ fn milr_without_projection_every_pooling() {
             let model = deploy::train(&data, None, deploy::milr(pooling));
             let what = format!("{} milr {pooling:?}", data.name());
             for encoding in [Encoding::F32, Encoding::Q15] {
+                check(&model, &data, encoding, &what);
+            }
+        }
+    }
+}
+
+/// A linear mi-SVM or MI-SVM is a linear instance scorer with max pooling: the core
+/// gives σ(f) of the largest instance decision f, so the host's label on every bag.
+#[test]
+fn linear_mi_svm_and_mi_svm_bag_as_max_pooled_instance_scores() {
+    use mil_toolkit::classifier::mi_svm::{Heuristic, MiSvm};
+    for data in datasets() {
+        for heuristic in [Heuristic::Instance, Heuristic::Bag] {
+            let model = deploy::train(&data, None, MiSvm::default().heuristic(heuristic).into());
+            let what = format!("{} {heuristic:?}", data.name());
+            for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
                 check(&model, &data, encoding, &what);
             }
         }

@@ -172,7 +172,7 @@ fn flags_of_other_classifiers_and_damaged_models_are_refused() {
 
     let dir = temp_dir("simple-mi-bad");
     for classifier in ["simple-mi", "mi-wrapper"] {
-        let model = train_unexportable(&dir, classifier);
+        let model = train_unexportable(&dir, classifier, &[]);
         // One coefficient dropped: the saved model no longer fits its data.
         let text = std::fs::read_to_string(model).unwrap();
         let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();

@@ -139,7 +139,7 @@ fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
 
     let dir = temp_dir("smil-bad");
     for classifier in ["smil", "sbmil"] {
-        let model = train_unexportable(&dir, classifier);
+        let model = train_unexportable(&dir, classifier, &[]);
         // One coefficient dropped: the support instances no longer match their weights.
         let text = std::fs::read_to_string(model).unwrap();
         let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();

@@ -47,13 +47,13 @@ pub fn mil_refuses_naming(args: &[&str], flag: &str) {
     assert!(err.contains(flag), "mil {args:?}: {err}");
 }
 
-/// Trains `classifier` on musk1 into `dir`, checks that `mil export` refuses the model
-/// (exit 2, naming the classifier: the core has no head for it) and writes nothing, and
-/// returns the saved model's path.
-pub fn train_unexportable(dir: &Path, classifier: &str) -> PathBuf {
+/// Trains `classifier` on musk1 into `dir` with the `extra` flags, checks that `mil
+/// export` refuses the model (exit 2, naming the classifier: the core has no head for
+/// it) and writes nothing, and returns the saved model's path.
+pub fn train_unexportable(dir: &Path, classifier: &str, extra: &[&str]) -> PathBuf {
     let model = dir.join(format!("{classifier}.json"));
     let path = model.to_str().unwrap();
-    let args = [
+    let mut args = vec![
         "train",
         "musk1",
         "--classifier",
@@ -62,6 +62,7 @@ pub fn train_unexportable(dir: &Path, classifier: &str) -> PathBuf {
         path,
         "--json",
     ];
+    args.extend_from_slice(extra);
     mil_json(&args);
     let device = dir.join(format!("{classifier}.milm"));
     let out = run_mil(&["export", path, "-o", device.to_str().unwrap()]);

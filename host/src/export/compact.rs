@@ -272,9 +272,43 @@ impl Compact {
                     None,
                 ))
             }
+            ClassifierModel::MiSvm(m) => {
+                use crate::classifier::mi_svm::InstanceKernel;
+                if m.params.kernel != InstanceKernel::Linear {
+                    return Err(Error::Unsupported(format!(
+                        "exporting an rbf-kernel {} model (the core scores linear instance functions); train it with --kernel linear",
+                        m.params.heuristic.kind()
+                    )));
+                }
+                // f(x) = w·z + b with z = (x − mean)·inv_sd and w = Σ αᵢyᵢ sᵢ: folded
+                // into weights on the raw features. The bag's decision is the largest
+                // instance's (Andrews et al.), which the core's max pooling of
+                // σ(f) keeps: σ is increasing and σ(f) > ½ ⇔ f > 0.
+                let mut weights = vec![0.0; m.dim];
+                for (s, c) in m.support.chunks_exact(m.dim).zip(&m.coefficients) {
+                    weights.iter_mut().zip(s).for_each(|(w, v)| *w += c * v);
+                }
+                let mut bias = m.bias - model.threshold.unwrap_or(0.0);
+                for ((w, mean), inv_sd) in weights.iter_mut().zip(&m.mean).zip(&m.inv_sd) {
+                    *w *= inv_sd;
+                    bias -= *w * mean;
+                }
+                Ok((
+                    Compact {
+                        stage: projection,
+                        head: Head::Linear {
+                            weights,
+                            bias: vec![bias],
+                            pooling: Pooling::Max,
+                            beta: 1.0,
+                        },
+                    },
+                    None,
+                ))
+            }
             // Every other classifier: the core has no head for it.
             other => Err(Error::Unsupported(format!(
-                "exporting a {} model (the core has no head for it); export milr, citation-knn, a set-kernel svm, miles, mi-vlad or attention",
+                "exporting a {} model (the core has no head for it); export milr, citation-knn, a set-kernel svm, a linear mi-svm or mi-svm-bag, miles, mi-vlad or attention",
                 other.kind()
             ))),
         }
@@ -283,8 +317,13 @@ impl Compact {
 
 /// The host model's scores of one bag (`row`, from [`HostModel::scores`]) in the form
 /// its compact model computes them ([`Compact::from_host`]): a thresholded binary MILR
-/// scores [t, P], a thresholded SVM or MILES [0, f − t]; otherwise the row itself.
+/// scores [t, P], a thresholded SVM or MILES [0, f − t], a linear mi-SVM or MI-SVM
+/// [1 − σ(f − t), σ(f − t)] of its largest instance decision f; otherwise the row itself.
 pub fn host_scores_as_compact(model: &HostModel, row: &[f64]) -> Vec<f64> {
+    if let (ClassifierModel::MiSvm(_), [_, f]) = (&model.classifier, row) {
+        let p = 1.0 / (1.0 + (-(f - model.threshold.unwrap_or(0.0))).exp());
+        return vec![1.0 - p, p];
+    }
     match (model.threshold, &model.classifier, row) {
         (Some(t), ClassifierModel::Milr(_), [_, p]) => vec![t, *p],
         (Some(t), ClassifierModel::Svm(_) | ClassifierModel::Miles(_), [z, f]) => vec![*z, f - t],
