@@ -324,8 +324,8 @@ fn box_kernel_cpu_time_is_estimated_before_work_and_refused_over_the_limit() {
 fn a_choice_among_classifiers_is_estimated_and_trimmed_to_the_budget() {
     // A pilot fit per candidate estimates the run; over the budget the dearest
     // candidates are left out and the rest run.
-    let args = |limit: &'static str| {
-        [
+    fn args<'a>(limit: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec![
             "cv",
             "musk1",
             "--classifier",
@@ -334,9 +334,11 @@ fn a_choice_among_classifiers_is_estimated_and_trimmed_to_the_budget() {
             "3",
             "--max-cpu-minutes",
             limit,
-        ]
-    };
-    let out = run_mil(&args("0.005"));
+        ];
+        args.extend_from_slice(extra);
+        args
+    }
+    let out = run_mil(&args("0.005", &[]));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
@@ -351,7 +353,7 @@ fn a_choice_among_classifiers_is_estimated_and_trimmed_to_the_budget() {
         .expect("the number of candidates left");
     assert!(left >= 1, "{stderr}");
     // A budget nothing fits in is refused before any fold, naming the flag.
-    let out = run_mil(&args("0.0000001"));
+    let out = run_mil(&args("0.0000001", &[]));
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -360,22 +362,10 @@ fn a_choice_among_classifiers_is_estimated_and_trimmed_to_the_budget() {
     );
     // A shard never trims: every shard must choose among the same candidates.
     let out_path = std::env::temp_dir().join(format!("mil-trim-{}.json", std::process::id()));
-    let out = run_mil(&[
-        "cv",
-        "musk1",
-        "--classifier",
-        "auto",
-        "--folds",
-        "3",
-        "--shard",
-        "1/2",
-        "--output",
-        out_path.to_str().unwrap(),
-        "--max-cpu-minutes",
-        "0.005",
-    ]);
+    let out_path = out_path.to_str().unwrap();
+    let out = run_mil(&args("0.005", &["--shard", "1/2", "--output", out_path]));
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("a shard does not trim"), "{stderr}");
-    assert!(!out_path.exists());
+    assert!(!std::path::Path::new(out_path).exists());
 }

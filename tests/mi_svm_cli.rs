@@ -4,7 +4,7 @@
 
 use mil_suite::{
     assert_cv_is_the_librarys, find_key, instance_scores, mil_json, mil_refuses_naming, run_mil,
-    temp_dir, train_unexportable,
+    temp_dir, train_musk1, train_unexportable,
 };
 use mil_toolkit::classifier::mi_svm::{Heuristic, InstanceKernel, MiSvm};
 use mil_toolkit::classifier::{BagModel, Classifier};
@@ -121,17 +121,8 @@ fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
     for classifier in ["mi-svm", "mi-svm-bag"] {
         // The core scores linear instance functions: a linear model exports with the
         // host's label on every bag, an rbf one is refused.
-        let linear = dir.join(format!("{classifier}-linear.json"));
+        let linear = train_musk1(&dir, &format!("{classifier}-linear"), classifier, &[]);
         let linear = linear.to_str().unwrap();
-        mil_json(&[
-            "train",
-            "musk1",
-            "--classifier",
-            classifier,
-            "-o",
-            linear,
-            "--json",
-        ]);
         let device = dir.join(format!("{classifier}-linear.milm"));
         let export = mil_json(&["export", linear, "-o", device.to_str().unwrap(), "--json"]);
         assert_eq!(export["kind"], "linear-mil");

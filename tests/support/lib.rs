@@ -47,23 +47,30 @@ pub fn mil_refuses_naming(args: &[&str], flag: &str) {
     assert!(err.contains(flag), "mil {args:?}: {err}");
 }
 
-/// Trains `classifier` on musk1 into `dir` with the `extra` flags, checks that `mil
-/// export` refuses the model (exit 2, naming the classifier: the core has no head for
-/// it) and writes nothing, and returns the saved model's path.
-pub fn train_unexportable(dir: &Path, classifier: &str, extra: &[&str]) -> PathBuf {
-    let model = dir.join(format!("{classifier}.json"));
-    let path = model.to_str().unwrap();
+/// Trains `classifier` on musk1 with the `extra` flags into `dir/NAME.json` and returns
+/// that path.
+pub fn train_musk1(dir: &Path, name: &str, classifier: &str, extra: &[&str]) -> PathBuf {
+    let model = dir.join(format!("{name}.json"));
     let mut args = vec![
         "train",
         "musk1",
         "--classifier",
         classifier,
         "-o",
-        path,
+        model.to_str().unwrap(),
         "--json",
     ];
     args.extend_from_slice(extra);
     mil_json(&args);
+    model
+}
+
+/// Trains `classifier` on musk1 into `dir` with the `extra` flags, checks that `mil
+/// export` refuses the model (exit 2, naming the classifier: the core has no head for
+/// it) and writes nothing, and returns the saved model's path.
+pub fn train_unexportable(dir: &Path, classifier: &str, extra: &[&str]) -> PathBuf {
+    let model = train_musk1(dir, classifier, classifier, extra);
+    let path = model.to_str().unwrap();
     let device = dir.join(format!("{classifier}.milm"));
     let out = run_mil(&["export", path, "-o", device.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
