@@ -2,7 +2,8 @@
 //! library's model, explains MI-Wrapper's bags, and refuses what does not apply.
 
 use mil_suite::{
-    find_key, instance_scores, mil_json, mil_refuses_naming, run_mil, temp_dir, train_unexportable,
+    find_key, instance_scores, mil_json, mil_refuses_naming, run_mil, temp_dir, train_musk1,
+    train_unexportable,
 };
 use mil_toolkit::classifier::mi_wrapper::{Combine, MiWrapper};
 use mil_toolkit::classifier::simple_mi::{SimpleMi, Summary};
@@ -172,7 +173,20 @@ fn flags_of_other_classifiers_and_damaged_models_are_refused() {
 
     let dir = temp_dir("simple-mi-bad");
     for classifier in ["simple-mi", "mi-wrapper"] {
-        let model = train_unexportable(&dir, classifier, &[]);
+        // Mean summaries and every combination are poolings of linear instance logits:
+        // exported with the host's label on every bag. SimpleMI's bounding-box summaries
+        // are not, and are refused.
+        let pooled = train_musk1(&dir, &format!("{classifier}-pooled"), classifier, &[]);
+        let device = dir.join(format!("{classifier}-pooled.milm"));
+        let pooled = pooled.to_str().unwrap();
+        let export = mil_json(&["export", pooled, "-o", device.to_str().unwrap(), "--json"]);
+        assert_eq!(export["kind"], "linear-mil");
+        assert_eq!(export["labels_agree"], 92);
+        let model = if classifier == "simple-mi" {
+            train_unexportable(&dir, classifier, &["--summary", "minmax"])
+        } else {
+            pooled.into()
+        };
         // One coefficient dropped: the saved model no longer fits its data.
         let text = std::fs::read_to_string(model).unwrap();
         let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();

@@ -109,6 +109,9 @@ impl Compact {
     /// n equal probabilities to 1 − (1 − t)ⁿ, which depends on the bag, and Citation-kNN's
     /// votes have no field for weights or a threshold: those are errors.
     pub fn from_host(model: &HostModel) -> Result<(Compact, Option<Dataset>)> {
+        if let Some(milr) = as_milr(model)? {
+            return Self::from_host(&milr);
+        }
         let projection = model.projection.as_ref().map(Affine::from_projection);
         match &model.classifier {
             ClassifierModel::Milr(m) => {
@@ -308,16 +311,54 @@ impl Compact {
             }
             // Every other classifier: the core has no head for it.
             other => Err(Error::Unsupported(format!(
-                "exporting a {} model (the core has no head for it); export milr, citation-knn, a set-kernel svm, a linear mi-svm or mi-svm-bag, miles, mi-vlad or attention",
+                "exporting a {} model (the core has no head for it); export milr, mi-wrapper, simple-mi (mean), citation-knn, a set-kernel svm, a linear mi-svm or mi-svm-bag, miles, mi-vlad or attention",
                 other.kind()
             ))),
         }
     }
 }
 
+/// MI-Wrapper and SimpleMI with mean summaries as the MILR model that scores every bag
+/// as they do, `None` for other models. Both fit one-vs-rest logistic rows w_k on
+/// instances: MI-Wrapper combines the instance probabilities σ(z_ik) by their mean, the
+/// normalised geometric mean σ(meanᵢ z_ik) or the maximum, MILR's mean, geometric and
+/// max pooling; SimpleMI scores σ(w_k·mean(x) + c_k) = σ(meanᵢ z_ik), the geometric
+/// pooling, since the logit is linear. SimpleMI's other summaries (the bounding box) are
+/// no pooling of instance scores: an error.
+fn as_milr(model: &HostModel) -> Result<Option<HostModel>> {
+    use crate::classifier::mi_wrapper::Combine;
+    use crate::classifier::simple_mi::Summary;
+    let (logistic, pooling) = match &model.classifier {
+        ClassifierModel::MiWrapper(m) => {
+            let pooling = match m.params.combine {
+                Combine::Arithmetic => Pooling::Mean,
+                Combine::Geometric => Pooling::Geometric,
+                Combine::Max => Pooling::Max,
+            };
+            (&m.logistic, pooling)
+        }
+        ClassifierModel::SimpleMi(m) if m.params.summary == Summary::Mean => {
+            (&m.logistic, Pooling::Geometric)
+        }
+        ClassifierModel::SimpleMi(m) => {
+            return Err(Error::Unsupported(format!(
+                "exporting a simple-mi model with {} summaries (the core pools linear instance scores, which the mean summary is); train it with --summary mean",
+                m.params.summary
+            )))
+        }
+        _ => return Ok(None),
+    };
+    let mut milr = logistic.clone();
+    milr.params.pooling = pooling;
+    Ok(Some(HostModel {
+        classifier: ClassifierModel::Milr(milr),
+        ..model.clone()
+    }))
+}
+
 /// The host model's scores of one bag (`row`, from [`HostModel::scores`]) in the form
-/// its compact model computes them ([`Compact::from_host`]): a thresholded binary MILR
-/// scores [t, P], a thresholded SVM or MILES [0, f − t], a linear mi-SVM or MI-SVM
+/// its compact model computes them ([`Compact::from_host`]): a thresholded binary MILR,
+/// MI-Wrapper or SimpleMI scores [t, P], a thresholded SVM or MILES [0, f − t], a linear mi-SVM or MI-SVM
 /// [1 − σ(f − t), σ(f − t)] of its largest instance decision f; otherwise the row itself.
 pub fn host_scores_as_compact(model: &HostModel, row: &[f64]) -> Vec<f64> {
     if let (ClassifierModel::MiSvm(_), [_, f]) = (&model.classifier, row) {
@@ -325,7 +366,11 @@ pub fn host_scores_as_compact(model: &HostModel, row: &[f64]) -> Vec<f64> {
         return vec![1.0 - p, p];
     }
     match (model.threshold, &model.classifier, row) {
-        (Some(t), ClassifierModel::Milr(_), [_, p]) => vec![t, *p],
+        (
+            Some(t),
+            ClassifierModel::Milr(_) | ClassifierModel::MiWrapper(_) | ClassifierModel::SimpleMi(_),
+            [_, p],
+        ) => vec![t, *p],
         (Some(t), ClassifierModel::Svm(_) | ClassifierModel::Miles(_), [z, f]) => vec![*z, f - t],
         _ => row.to_vec(),
     }
