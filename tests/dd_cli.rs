@@ -5,7 +5,7 @@
 
 use mil_suite::{
     assert_cv_is_the_librarys, find_key, instance_scores, mil_json, mil_refuses_naming, run_mil,
-    temp_dir, train_unexportable,
+    temp_dir, train_musk1, train_unexportable,
 };
 use mil_toolkit::classifier::dd::Dd;
 use mil_toolkit::classifier::{BagModel, Classifier};
@@ -112,7 +112,19 @@ fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
 
     let dir = temp_dir("dd-bad");
     for classifier in ["dd", "em-dd"] {
-        let model = train_unexportable(&dir, classifier, &[]);
+        // EM-DD's largest instance probability is one MILES prototype to the core, with
+        // the host's label on every bag; DD's noisy-OR is refused.
+        let model = if classifier == "em-dd" {
+            let model = train_musk1(&dir, classifier, classifier, &[]);
+            let device = dir.join("em-dd.milm");
+            let path = model.to_str().unwrap();
+            let export = mil_json(&["export", path, "-o", device.to_str().unwrap(), "--json"]);
+            assert_eq!(export["kind"], "miles");
+            assert_eq!(export["labels_agree"], 92);
+            model
+        } else {
+            train_unexportable(&dir, classifier, &[])
+        };
         // One scale dropped: the concept no longer matches the feature dimension.
         let text = std::fs::read_to_string(model).unwrap();
         let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();

@@ -901,60 +901,83 @@ fn mi_kernel_decisions_stay_within_their_bound_across_scales_and_gammas() {
     assert_eq!(checked, 5 * 3 * 2 * 3 * 10);
 }
 
-#[test]
-fn miles_on_its_prototypes() {
-    // MILES at the host's defaults on musk1 and elephant: the core's decision values within
-    // its stated bound of the host's in every encoding; labels identical wherever |f|
-    // exceeds the bound (and, in f32, on every bag); the witness the host's explanation
-    // names unless another instance's contribution lies within twice the bound of it.
-    use mil_toolkit::classifier::miles::Miles;
-    use mil_toolkit::classifier::ClassifierParams;
-    let [musk1, elephant] = datasets();
-    for data in [&musk1, &elephant] {
-        let model = deploy::train(data, None, ClassifierParams::Miles(Miles::default()));
-        let host = model.scores(data).unwrap();
-        let explained = model.explain(data).unwrap();
-        let (compact, _) = Compact::from_host(&model).unwrap();
-        for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
-            let bytes = export(&compact, encoding, data).unwrap();
-            let core = Model::parse(&bytes).unwrap();
-            assert_eq!(core.kind(), mil_core::ModelKind::Miles);
-            let (mut agree, mut witnesses, mut worst) = (0, 0, 0.0f64);
-            for (b, e) in explained.iter().enumerate() {
-                let d = mil_toolkit::export::core_miles_decide(&core, data.bag(b)).unwrap();
-                let f = host.row(b)[1];
-                let err = (d.value - f).abs();
-                let what = format!("{} {encoding:?} bag {b}", data.name());
-                assert!(
-                    err <= d.bound,
-                    "{what}: {} vs {f}, bound {}",
-                    d.value,
-                    d.bound
-                );
-                worst = worst.max(err / f.abs().max(1.0));
-                agree += usize::from(d.label == host.label(b));
-                if f.abs() > d.bound {
-                    assert_eq!(d.label, host.label(b), "{what}");
-                }
-                let (got, want) = (d.witness.unwrap(), e.witnesses[0]);
-                witnesses += usize::from(got == want);
-                if got != want {
-                    let g = &e.instance_scores;
-                    assert!(g[want] - g[got] <= 2.0 * d.bound, "{what}: witness");
-                }
-            }
-            println!(
-                "{} miles {encoding:?}: {} bytes, {} prototypes, labels agree on {agree}/{}, witnesses {witnesses}, largest relative error {worst:.1e}",
-                data.name(),
-                bytes.len(),
-                core.miles().unwrap().n_prototypes(),
-                data.n_bags()
+/// A model on the core's MILES head against the host: the core's decision values within
+/// its stated bound of the host's in every encoding; labels identical wherever |f|
+/// exceeds the bound (and, in f32, on every bag); the witness the host's explanation
+/// names unless another instance's score lies within twice the bound of it.
+fn check_miles(model: &HostModel, data: &Dataset, what: &str) {
+    let host = model.scores(data).unwrap();
+    let explained = model.explain(data).unwrap();
+    let (compact, _) = Compact::from_host(model).unwrap();
+    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+        let bytes = export(&compact, encoding, data).unwrap();
+        let core = Model::parse(&bytes).unwrap();
+        assert_eq!(core.kind(), mil_core::ModelKind::Miles);
+        let (mut agree, mut witnesses, mut worst) = (0, 0, 0.0f64);
+        for (b, e) in explained.iter().enumerate() {
+            let d = mil_toolkit::export::core_miles_decide(&core, data.bag(b)).unwrap();
+            let f = host_scores_as_compact(model, host.row(b))[1];
+            let err = (d.value - f).abs();
+            let what = format!("{what} {encoding:?} bag {b}");
+            assert!(
+                err <= d.bound,
+                "{what}: {} vs {f}, bound {}",
+                d.value,
+                d.bound
             );
-            if encoding == Encoding::F32 {
-                assert_eq!(agree, data.n_bags(), "{}", data.name());
+            worst = worst.max(err / f.abs().max(1.0));
+            agree += usize::from(d.label == host.label(b));
+            if f.abs() > d.bound {
+                assert_eq!(d.label, host.label(b), "{what}");
+            }
+            let (got, want) = (d.witness.unwrap(), e.witnesses[0]);
+            witnesses += usize::from(got == want);
+            if got != want {
+                let g = &e.instance_scores;
+                assert!(g[want] - g[got] <= 2.0 * d.bound, "{what}: witness");
             }
         }
+        println!(
+            "{what} {encoding:?}: {} bytes, {} prototypes, labels agree on {agree}/{}, witnesses {witnesses}, largest relative error {worst:.1e}",
+            bytes.len(),
+            core.miles().unwrap().n_prototypes(),
+            data.n_bags()
+        );
+        if encoding == Encoding::F32 {
+            assert_eq!(agree, data.n_bags(), "{what}");
+        }
     }
+}
+
+#[test]
+fn miles_on_its_prototypes() {
+    // MILES at the host's defaults on musk1 and elephant.
+    use mil_toolkit::classifier::miles::Miles;
+    use mil_toolkit::classifier::ClassifierParams;
+    for data in datasets() {
+        let model = deploy::train(&data, None, ClassifierParams::Miles(Miles::default()));
+        check_miles(&model, &data, &format!("{} miles", data.name()));
+    }
+}
+
+#[test]
+fn em_dd_as_one_miles_prototype() {
+    // EM-DD's largest instance probability (1 − ε)·exp(−Σ s²(x − t)²) is MILES'
+    // similarity to one prototype with the target as the mean and the scales as inverse
+    // deviations; DD's noisy-OR is refused.
+    use mil_toolkit::classifier::dd::{Dd, DdAlgorithm};
+    for data in datasets() {
+        let model = deploy::train(
+            &data,
+            None,
+            Dd::default().algorithm(DdAlgorithm::EmDd).into(),
+        );
+        check_miles(&model, &data, &format!("{} em-dd", data.name()));
+    }
+    let [musk1, _] = datasets();
+    let model = deploy::train(&musk1, None, Dd::default().into());
+    let err = Compact::from_host(&model).unwrap_err().to_string();
+    assert!(err.contains("--classifier em-dd"), "{err}");
 }
 
 #[test]

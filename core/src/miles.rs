@@ -54,7 +54,8 @@
 //! |m̂_k − m_k| ≤ Δ_k = max(m̂_k − L_k, U_k − m̂_k). The exponent's
 //! error is A_k = γΔ_k + 2u·γm̂_k (u = 2⁻²⁴, its rounding to `f32`), so the term moves by
 //! at most e^(−γm̂_k)(e^(A_k) − 1), plus two ulps of `expf` (2⁻²² relative, 2⁻¹²⁰
-//! absolute). w_k moves by |w_k|·2⁻²⁴ (f32) or half its step (Q15); the K-term sum (and
+//! absolute), and never by more than max(ŝ, e^(−γL_k)), the host's term lying in
+//! [0, e^(−γL_k)]. w_k moves by |w_k|·2⁻²⁴ (f32) or half its step (Q15); the K-term sum (and
 //! the host's own) adds (K + 16)·2⁻⁵² times |b| + Σ|w_k|s_k. A query coordinate beyond
 //! `f32`'s range makes the bound infinite (the decision is still computed).
 
@@ -310,7 +311,11 @@ impl MilesPass<'_, '_> {
             let a = (gamma * spread + 2.0 * U24 * f64::from(exponent)) * f64::from(ROUND_UP);
             let grown = libm::expm1(a) * f64::from(ROUND_UP);
             let tiny = f64::from(TINY);
-            let s_err = (s + tiny) * (grown + f64::from(EXPF_ULPS)) + tiny;
+            // The host's term lies in [0, e^(−γL)] and ŝ ≥ 0, so they are never further
+            // apart than the larger of the two: the bound of a far prototype stays small
+            // however loose its distance bound is.
+            let cap = s.max(libm::exp(-gamma * f64::from(*lo)) * f64::from(ROUND_UP)) + tiny;
+            let s_err = ((s + tiny) * (grown + f64::from(EXPF_ULPS)) + tiny).min(cap);
             let (w, dw) = m.weights.get(p);
             value += w * s;
             error += libm::fabs(w) * s_err + dw * (s + s_err);

@@ -5,6 +5,8 @@ use mil_core::keyword::Keyword;
 use mil_core::score::Pooling;
 
 use crate::classifier::citation_knn::Scaler;
+use crate::classifier::dd::{self, DdAlgorithm, DdModel};
+use crate::classifier::miles::{Miles, MilesEmbedding, MilesModel};
 use crate::classifier::svm::SetKernel;
 use crate::data::Dataset;
 use crate::error::{Error, Result};
@@ -238,6 +240,16 @@ impl Compact {
                 },
                 None,
             )),
+            ClassifierModel::Dd(m) => Ok((
+                Compact {
+                    stage: projection,
+                    head: Head::Miles {
+                        model: Box::new(em_dd_as_miles(m, model.threshold)?),
+                        shift: 0.0,
+                    },
+                },
+                None,
+            )),
             ClassifierModel::MiVlad(m) => {
                 let shift = match model.threshold {
                     Some(t) if t > 0.0 && t < 1.0 => (t / (1.0 - t)).ln(),
@@ -311,7 +323,7 @@ impl Compact {
             }
             // Every other classifier: the core has no head for it.
             other => Err(Error::Unsupported(format!(
-                "exporting a {} model (the core has no head for it); export milr, mi-wrapper, simple-mi (mean), citation-knn, a set-kernel svm, a linear mi-svm or mi-svm-bag, miles, mi-vlad or attention",
+                "exporting a {} model (the core has no head for it); export milr, mi-wrapper, simple-mi (mean), citation-knn, a set-kernel svm, a linear mi-svm or mi-svm-bag, em-dd, miles, mi-vlad or attention",
                 other.kind()
             ))),
         }
@@ -356,11 +368,49 @@ fn as_milr(model: &HostModel) -> Result<Option<HostModel>> {
     }))
 }
 
+/// EM-DD as a MILES model with one prototype: its bag probability is the largest
+/// (1 − ε)·exp(−Σₖ sₖ²(xₖ − tₖ)²) over the instances (Zhang & Goldman), which is MILES'
+/// exp(−γ‖z − p‖²) with the "z-score" (x − t)·|s|, the prototype p = 0 and γ = 1, weighed
+/// by 1 − ε with the bias −θ (θ the decision threshold, ½ by default): f > 0 ⇔ P > θ.
+/// DD's noisy-OR over the bag's instances is no pooling the core has: an error.
+fn em_dd_as_miles(m: &DdModel, threshold: Option<f64>) -> Result<MilesModel> {
+    if m.params.algorithm != DdAlgorithm::EmDd {
+        return Err(Error::Unsupported(
+            "exporting a dd model (the core has no noisy-OR over prototype similarities); train --classifier em-dd, whose largest instance probability it computes".into(),
+        ));
+    }
+    let threshold = threshold.unwrap_or(0.5);
+    if !(threshold > 0.0 && threshold < 1.0) {
+        return Err(Error::parameter(
+            "threshold",
+            threshold,
+            "an EM-DD threshold on its probability must be in (0, 1) to export",
+        ));
+    }
+    Ok(MilesModel {
+        params: Miles::default(),
+        candidates: 1,
+        embedding: MilesEmbedding {
+            dim: m.dim,
+            mean: m.target.clone(),
+            inv_sd: m.scale.iter().map(|s| s.abs()).collect(),
+            gamma: 1.0,
+            prototypes: vec![0.0; m.dim],
+        },
+        weights: vec![1.0 - dd::EPSILON],
+        bias: -threshold,
+    })
+}
+
 /// The host model's scores of one bag (`row`, from [`HostModel::scores`]) in the form
 /// its compact model computes them ([`Compact::from_host`]): a thresholded binary MILR,
-/// MI-Wrapper or SimpleMI scores [t, P], a thresholded SVM or MILES [0, f − t], a linear mi-SVM or MI-SVM
+/// MI-Wrapper or SimpleMI scores [t, P], a thresholded SVM or MILES [0, f − t], EM-DD
+/// [0, P − θ] (θ its threshold, ½ by default), a linear mi-SVM or MI-SVM
 /// [1 − σ(f − t), σ(f − t)] of its largest instance decision f; otherwise the row itself.
 pub fn host_scores_as_compact(model: &HostModel, row: &[f64]) -> Vec<f64> {
+    if let (ClassifierModel::Dd(_), [_, p]) = (&model.classifier, row) {
+        return vec![0.0, p - model.threshold.unwrap_or(0.5)];
+    }
     if let (ClassifierModel::MiSvm(_), [_, f]) = (&model.classifier, row) {
         let p = 1.0 / (1.0 + (-(f - model.threshold.unwrap_or(0.0))).exp());
         return vec![1.0 - p, p];

@@ -165,8 +165,8 @@ impl HostModel {
         let core = Model::parse(&bytes)?;
         if core.svm().is_some() || core.mi_svm().is_some() || core.miles().is_some() {
             let host = self.scores_with_progress(train, progress)?;
-            // The compact model's bias holds b − t.
-            let f = |b: usize| host.row(b)[1] - self.threshold.unwrap_or(0.0);
+            // The compact model's bias holds b − t (EM-DD's: −θ of its probability).
+            let f = |b: usize| super::host_scores_as_compact(self, host.row(b))[1];
             return svm_measure(bytes, options, train, &host, &f, progress);
         }
         if let (
