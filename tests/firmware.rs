@@ -16,7 +16,8 @@ use mil_core::keyword::Keyword;
 use mil_core::{Encoding, Model};
 use mil_toolkit::classifier::svm::bags::EmpiricalMap;
 use mil_toolkit::export::{
-    core_classify, core_svm_decide, export, export_with, Compact, ExportOptions, InputSteps,
+    core_classify, core_svm_decide, export, export_with, host_scores_as_compact, Compact,
+    ExportOptions, InputSteps,
 };
 
 /// One line of the firmware's report on a bag.
@@ -562,6 +563,41 @@ fn miles_runs_on_an_emulated_cortex_m4() {
     }
 }
 
+#[test]
+fn mi_svm_mi_wrapper_and_em_dd_run_on_an_emulated_cortex_m4() {
+    // The instance-level methods the core scores, at their defaults on musk1 in Q15, on
+    // all 92 bags: a linear mi-SVM and MI-Wrapper (linear instance scores, max and mean
+    // pooling) and EM-DD (one MILES prototype). Labels equal the host model's.
+    use mil_toolkit::classifier::dd::{Dd, DdAlgorithm};
+    use mil_toolkit::classifier::mi_svm::MiSvm;
+    use mil_toolkit::classifier::mi_wrapper::MiWrapper;
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    for (name, params) in [
+        ("mi-svm", MiSvm::default().into()),
+        ("mi-wrapper", MiWrapper::default().into()),
+    ] {
+        let model = deploy::train(&musk1, None, params);
+        let (_, agree) = run_on_device(&musk1, &model, Encoding::Q15);
+        assert_eq!(agree, musk1.n_bags(), "{name}");
+        println!(
+            "firmware: {name} q15: the host model's label on {agree} of {} bags",
+            musk1.n_bags()
+        );
+    }
+    let em_dd = deploy::train(
+        &musk1,
+        None,
+        Dd::default().algorithm(DdAlgorithm::EmDd).into(),
+    );
+    let all: Vec<usize> = (0..musk1.n_bags()).collect();
+    run_svm_on_device(&em_dd, Encoding::Q15, &musk1, &all, "em-dd");
+    println!(
+        "firmware: em-dd q15: one prototype, the host model's label on {} of {} bags",
+        all.len(),
+        all.len()
+    );
+}
+
 /// The `n` smallest bags of `data` (fewest instances, then first): enough to time a
 /// decision of an SVM over stored bags while the emulated run stays short.
 fn smallest(data: &mil_toolkit::Dataset, n: usize) -> Vec<usize> {
@@ -606,7 +642,8 @@ fn run_svm_on_device(
             host.label(i),
             "{what} {encoding:?} bag {b} vs the host"
         );
-        assert!((f - host.row(i)[1]).abs() <= d.bound + 1e-6 * f.abs().max(1.0));
+        let want = host_scores_as_compact(host_model, host.row(i))[1];
+        assert!((f - want).abs() <= d.bound + 1e-6 * f.abs().max(1.0));
         println!(
             "{what} {} bag {b} ({} instances): {:.0} instructions",
             encoding.name(),
