@@ -12,6 +12,7 @@ use mil_core::score::bag_score_bound;
 use mil_core::{Encoding, Model};
 use mil_toolkit::classifier::citation_knn::Scaling;
 use mil_toolkit::classifier::milr::Pooling;
+use mil_toolkit::data::Bag;
 use mil_toolkit::distance::{bag_distance, Hausdorff};
 use mil_toolkit::export::{core_classify, export, host_scores_as_compact, Compact, CoreBag, Head};
 use mil_toolkit::model::HostModel;
@@ -788,54 +789,23 @@ fn mi_kernel_svm_on_stored_bags() {
     // another instance's contribution lies within the bound of it.
     use mil_toolkit::classifier::svm::SetKernelSvm;
     use mil_toolkit::classifier::ClassifierParams;
-    let [musk1, elephant] = datasets();
-    for data in [&musk1, &elephant] {
-        let model = deploy::train(data, None, ClassifierParams::Svm(SetKernelSvm::mismo()));
-        let host = model.scores(data).unwrap();
-        let explained = model.explain(data).unwrap();
-        let (compact, _) = Compact::from_host(&model).unwrap();
-        for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
-            let bytes = export(&compact, encoding, data).unwrap();
-            let core = Model::parse(&bytes).unwrap();
-            assert_eq!(core.kind(), mil_core::ModelKind::MiKernelSvm);
-            let svm = core.mi_svm().unwrap();
-            let (mut agree, mut witnesses, mut worst) = (0, 0, 0.0f64);
-            for (b, e) in explained.iter().enumerate() {
-                let d = mil_toolkit::export::core_mi_svm_decide(&core, data.bag(b)).unwrap();
-                let f = host.row(b)[1];
-                let err = (d.value - f).abs();
-                let what = format!("{} {encoding:?} bag {b}", data.name());
-                assert!(
-                    err <= d.bound,
-                    "{what}: {} vs {f}, bound {}",
-                    d.value,
-                    d.bound
-                );
-                worst = worst.max(err / f.abs().max(1.0));
-                agree += usize::from(d.label == host.label(b));
-                if f.abs() > d.bound {
-                    assert_eq!(d.label, host.label(b), "{what}");
-                }
-                let (got, want) = (d.witness.unwrap(), e.witnesses[0]);
-                witnesses += usize::from(got == want);
-                if got != want {
-                    // Each contribution is off by at most the bag's bound.
-                    let g = &e.instance_scores;
-                    assert!(g[want] - g[got] <= 2.0 * d.bound, "{what}: witness");
-                }
-            }
-            println!(
-                "{} mi-kernel svm {encoding:?}: {} bytes, {} stored bags of {} instances, labels agree on {agree}/{}, witnesses {witnesses}, largest relative error {worst:.1e}",
-                data.name(),
-                bytes.len(),
-                svm.n_bags(),
-                svm.n_instances(),
-                data.n_bags()
-            );
-            if encoding == Encoding::F32 {
-                assert_eq!(agree, data.n_bags(), "{}", data.name());
-            }
-        }
+    for data in datasets() {
+        let model = deploy::train(&data, None, ClassifierParams::Svm(SetKernelSvm::mismo()));
+        check_decisions(
+            &model,
+            &data,
+            &format!("{} mi-kernel svm", data.name()),
+            mil_core::ModelKind::MiKernelSvm,
+            mil_toolkit::export::core_mi_svm_decide,
+            |core| {
+                let svm = core.mi_svm().unwrap();
+                format!(
+                    "{} stored bags of {} instances",
+                    svm.n_bags(),
+                    svm.n_instances()
+                )
+            },
+        );
     }
 }
 
@@ -901,21 +871,32 @@ fn mi_kernel_decisions_stay_within_their_bound_across_scales_and_gammas() {
     assert_eq!(checked, 5 * 3 * 2 * 3 * 10);
 }
 
-/// A model on the core's MILES head against the host: the core's decision values within
-/// its stated bound of the host's in every encoding; labels identical wherever |f|
-/// exceeds the bound (and, in f32, on every bag); the witness the host's explanation
-/// names unless another instance's score lies within twice the bound of it.
-fn check_miles(model: &HostModel, data: &Dataset, what: &str) {
+/// How the core decides a bag with a decision-value head (MILES, the MI-kernel SVM).
+type Decide = fn(&Model<'_>, Bag<'_>) -> mil_toolkit::Result<mil_core::svm::SvmDecision>;
+
+/// A model on a decision-value head of kind `kind` against the host: the core's decision
+/// values within its stated bound of the host's in every encoding; labels identical
+/// wherever |f| exceeds the bound (and, in f32, on every bag); the witness the host's
+/// explanation names unless another instance's score lies within twice the bound of it
+/// (each is off by at most the bag's bound). `describe` names the stored model's size.
+fn check_decisions(
+    model: &HostModel,
+    data: &Dataset,
+    what: &str,
+    kind: mil_core::ModelKind,
+    decide: Decide,
+    describe: fn(&Model<'_>) -> String,
+) {
     let host = model.scores(data).unwrap();
     let explained = model.explain(data).unwrap();
     let (compact, _) = Compact::from_host(model).unwrap();
     for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
         let bytes = export(&compact, encoding, data).unwrap();
         let core = Model::parse(&bytes).unwrap();
-        assert_eq!(core.kind(), mil_core::ModelKind::Miles);
+        assert_eq!(core.kind(), kind);
         let (mut agree, mut witnesses, mut worst) = (0, 0, 0.0f64);
         for (b, e) in explained.iter().enumerate() {
-            let d = mil_toolkit::export::core_miles_decide(&core, data.bag(b)).unwrap();
+            let d = decide(&core, data.bag(b)).unwrap();
             let f = host_scores_as_compact(model, host.row(b))[1];
             let err = (d.value - f).abs();
             let what = format!("{what} {encoding:?} bag {b}");
@@ -938,15 +919,27 @@ fn check_miles(model: &HostModel, data: &Dataset, what: &str) {
             }
         }
         println!(
-            "{what} {encoding:?}: {} bytes, {} prototypes, labels agree on {agree}/{}, witnesses {witnesses}, largest relative error {worst:.1e}",
+            "{what} {encoding:?}: {} bytes, {}, labels agree on {agree}/{}, witnesses {witnesses}, largest relative error {worst:.1e}",
             bytes.len(),
-            core.miles().unwrap().n_prototypes(),
+            describe(&core),
             data.n_bags()
         );
         if encoding == Encoding::F32 {
             assert_eq!(agree, data.n_bags(), "{what}");
         }
     }
+}
+
+/// [`check_decisions`] on the MILES head.
+fn check_miles(model: &HostModel, data: &Dataset, what: &str) {
+    check_decisions(
+        model,
+        data,
+        what,
+        mil_core::ModelKind::Miles,
+        mil_toolkit::export::core_miles_decide,
+        |core| format!("{} prototypes", core.miles().unwrap().n_prototypes()),
+    );
 }
 
 #[test]

@@ -311,11 +311,16 @@ impl MilesPass<'_, '_> {
             let a = (gamma * spread + 2.0 * U24 * f64::from(exponent)) * f64::from(ROUND_UP);
             let grown = libm::expm1(a) * f64::from(ROUND_UP);
             let tiny = f64::from(TINY);
+            let mut s_err = (s + tiny) * (grown + f64::from(EXPF_ULPS)) + tiny;
             // The host's term lies in [0, e^(−γL)] and ŝ ≥ 0, so they are never further
             // apart than the larger of the two: the bound of a far prototype stays small
-            // however loose its distance bound is.
-            let cap = s.max(libm::exp(-gamma * f64::from(*lo)) * f64::from(ROUND_UP)) + tiny;
-            let s_err = ((s + tiny) * (grown + f64::from(EXPF_ULPS)) + tiny).min(cap);
+            // however loose its distance bound is. That cap is at least ŝ, so it is only
+            // worth its `f64` exp (in software on an FPU-less or single-precision core)
+            // when the error above exceeds ŝ.
+            if s_err > s {
+                let cap = s.max(libm::exp(-gamma * f64::from(*lo)) * f64::from(ROUND_UP)) + tiny;
+                s_err = s_err.min(cap);
+            }
             let (w, dw) = m.weights.get(p);
             value += w * s;
             error += libm::fabs(w) * s_err + dw * (s + s_err);

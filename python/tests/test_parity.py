@@ -178,6 +178,32 @@ def test_export_svm_and_refusals(musk1):
         miltk.export(miltk.MILR().fit(sub, y[train]), "f16")
 
 
+def test_export_instance_methods(musk1):
+    # Linear mi-SVM and MI-SVM, MI-Wrapper, SimpleMI's mean summary and EM-DD are scorers
+    # the core runs: every musk1 bag gets the estimator's label from the Q15 model.
+    # An RBF mi-SVM, SimpleMI's bounding-box summaries and DD's noisy-OR are refused,
+    # each naming the setting that exports.
+    bags, y, _ = musk1
+    for make, kind in (
+        (miltk.MiSVM, "linear-mil"),
+        (miltk.MISVM, "linear-mil"),
+        (miltk.MIWrapper, "linear-mil"),
+        (miltk.SimpleMI, "linear-mil"),
+        (miltk.EMDD, "miles"),
+    ):
+        model = make().fit(bags, y)
+        core = miltk.CoreModel.from_estimator(model, "q15")
+        assert core.kind == kind
+        assert np.array_equal(core.predict(bags), model.predict(bags)), make.__name__
+    for model, fix in (
+        (miltk.MiSVM(kernel="rbf"), "--kernel linear"),
+        (miltk.SimpleMI(summary="minmax"), "--summary mean"),
+        (miltk.DiverseDensity(), "em-dd"),
+    ):
+        with pytest.raises(ValueError, match=fix):
+            miltk.export(model.fit(bags, y))
+
+
 def test_export_folded_projection(musk1):
     bags, y, _ = musk1
     pipe = Pipeline([("bmida", miltk.BMIDA(n_components=10)),
