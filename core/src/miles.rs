@@ -314,12 +314,14 @@ impl MilesPass<'_, '_> {
             let mut s_err = (s + tiny) * (grown + f64::from(EXPF_ULPS)) + tiny;
             // The host's term lies in [0, e^(−γL)] and ŝ ≥ 0, so they are never further
             // apart than the larger of the two: the bound of a far prototype stays small
-            // however loose its distance bound is. That cap is at least ŝ, so it is only
-            // worth its `f64` exp (in software on an FPU-less or single-precision core)
-            // when the error above exceeds ŝ.
+            // however loose its distance bound is. That cap is at least ŝ, so it only
+            // matters when the error above exceeds ŝ. e^(−γL) is taken from above in
+            // `f32`: the exponent rounded down (x ≤ γL), then expf's two ulps (within
+            // ROUND_UP) and its absolute 2⁻¹²⁰.
             if s_err > s {
-                let cap = s.max(libm::exp(-gamma * f64::from(*lo)) * f64::from(ROUND_UP)) + tiny;
-                s_err = s_err.min(cap);
+                let x = (gamma * f64::from(*lo)) as f32 * DOWN;
+                let ceiling = f64::from(libm::expf(-x)) * f64::from(ROUND_UP) + tiny;
+                s_err = s_err.min(s.max(ceiling) + tiny);
             }
             let (w, dw) = m.weights.get(p);
             value += w * s;
