@@ -24,9 +24,13 @@ def export(
     Parameters
     ----------
     estimator : fitted miltk classifier, Pipeline or M3IC
-        A :class:`miltk.CitationKNN`, :class:`miltk.MILR` or :class:`miltk.SetKernelSVM`
-        (box kernels), alone or after one miltk projection in a
-        ``sklearn.pipeline.Pipeline``; or a :class:`miltk.M3IC` clustering.
+        A classifier the core runs: :class:`miltk.MILR`, :class:`miltk.CitationKNN`,
+        a linear :class:`miltk.MiSVM` or :class:`miltk.MISVM`, :class:`miltk.MIWrapper`,
+        :class:`miltk.SimpleMI` (mean summary) — each alone or after one miltk
+        projection in a ``sklearn.pipeline.Pipeline`` — or, alone,
+        :class:`miltk.SetKernelSVM` (box kernels or the MI kernel), :class:`miltk.MILES`,
+        :class:`miltk.EMDD`, :class:`miltk.MiVLAD` or :class:`miltk.AttentionMIL`; or a
+        :class:`miltk.M3IC` clustering.
     format : {"f32", "q15", "q7"}, default="f32"
         Scalar encoding. Q15 and Q7 quantise inputs with the ranges of the bags the model
         (or its projection) was fitted on.
@@ -48,7 +52,8 @@ def export(
     ------
     ValueError
         For a model the core does not run (e.g. an NSK SVM, Citation-kNN with another
-        distance than the minimal Hausdorff distance).
+        distance than the minimal Hausdorff distance, an RBF mi-SVM, DD's noisy-OR),
+        naming the setting that exports where there is one.
     """
     clustering = getattr(estimator, "model_", None)
     if isinstance(clustering, _native.FittedCluster):

@@ -195,6 +195,11 @@ def test_export_instance_methods(musk1):
         core = miltk.CoreModel.from_estimator(model, "q15")
         assert core.kind == kind
         assert np.array_equal(core.predict(bags), model.predict(bags)), make.__name__
+    # The linear ones also after a projection: the core projects, then scores.
+    for make in (miltk.MiSVM, miltk.MIWrapper, miltk.SimpleMI):
+        pipe = Pipeline([("bmida", miltk.BMIDA(n_components=10)), ("clf", make())]).fit(bags, y)
+        core = miltk.CoreModel.from_estimator(pipe, "q15")
+        assert np.array_equal(core.predict(bags), pipe.predict(bags)), make.__name__
     for model, fix in (
         (miltk.MiSVM(kernel="rbf"), "--kernel linear"),
         (miltk.SimpleMI(summary="minmax"), "--summary mean"),
