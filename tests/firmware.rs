@@ -294,66 +294,42 @@ fn the_firmware_links_without_a_panic_path() {
     // The panic handler of `--features panic-check` calls an undefined function: the link
     // fails if any panic path survives in parsing, quantising (f32 and i16 inputs) and
     // classifying, and (`svm`) in the set-kernel SVM's decision with all its box-kernel
-    // estimators (fast and the paper's; k∧, k∨, k_min), which the firmware links
-    // whatever the model, since the model's bytes choose among them, and in the
-    // MI-kernel SVM's, MILES's, miVLAD's and the attention network's decisions. Fat LTO folds the embedded model's kind and encoding, so
-    // a path the model cannot take may not be linked at all: the check embeds a model of
-    // every kind in every encoding.
+    // estimators (fast and the paper's; k∧, k∨, k_min) and in the MI-kernel SVM's,
+    // MILES's, miVLAD's and the attention network's decisions. That build hides the
+    // embedded bytes from the optimiser, so fat LTO cannot fold the model's kind and
+    // encoding and every path of every kind is linked whatever the model: two models of
+    // other kinds and encodings give the same `.text`, byte for byte in size.
     use mil_toolkit::classifier::citation_knn::Scaling;
-    use mil_toolkit::classifier::svm::SetKernelSvm;
     use mil_toolkit::classifier::ClassifierParams;
-    use mil_toolkit::export::Head;
     use mil_toolkit::projection::ProjectionKind;
     let musk1 = mil_toolkit::data::load("musk1").unwrap();
-    let corel = mil_toolkit::data::load("corel3").unwrap();
+    let bags = deploy::bags_bin(&musk1.copy_bags(&[0]));
     let linear = Compact::from_host(&deploy::musk1_firmware_model(&musk1))
         .unwrap()
         .0;
-    let mut projection = linear.clone();
-    projection.head = Head::None;
     let citation = deploy::train(
         &musk1,
         Some((ProjectionKind::Bmida, 10)),
         deploy::citation_knn(Scaling::None),
     );
     let citation = Compact::from_host(&citation).unwrap().0;
-    let fit = mil_toolkit::cluster::m3ic::M3ic::default()
-        .k(3)
-        .seed(1)
-        .fit(&corel)
-        .unwrap();
-    let m = &fit.model;
-    let zscore = m.mean.as_deref().zip(m.std.as_deref());
-    let m3ic = Compact::from_m3ic(m.k, m.dim, &m.weights, zscore, m.normalize).unwrap();
-    let svm = deploy::train(&musk1, None, deploy::svm(EmpiricalMap::None));
-    let svm = Compact::from_host(&svm).unwrap().0;
-    let mi = deploy::train(&musk1, None, ClassifierParams::Svm(SetKernelSvm::mismo()));
-    let mi = Compact::from_host(&mi).unwrap().0;
     let miles = deploy::train(&musk1, None, ClassifierParams::Miles(Default::default()));
     let miles = Compact::from_host(&miles).unwrap().0;
-    let vlad = deploy::train(&musk1, None, ClassifierParams::MiVlad(Default::default()));
-    let vlad = Compact::from_host(&vlad).unwrap().0;
-    let net = mil_toolkit::classifier::attention::AttentionMil::default()
-        .hidden(16)
-        .epochs(1);
-    let net = deploy::train(&musk1, None, ClassifierParams::Attention(net));
-    let net = Compact::from_host(&net).unwrap().0;
-    let mut builds = 0;
-    for (compact, data, features) in [
-        (&linear, &musk1, &["panic-check"][..]),
-        (&projection, &musk1, &["panic-check"][..]),
-        (&citation, &musk1, &["panic-check"][..]),
-        (&m3ic, &corel, &["panic-check"][..]),
-        (&svm, &musk1, &["panic-check", "svm"][..]),
-        (&mi, &musk1, &["panic-check", "svm"][..]),
-        (&miles, &musk1, &["panic-check", "svm"][..]),
-        (&vlad, &musk1, &["panic-check", "svm"][..]),
-        (&net, &musk1, &["panic-check", "svm"][..]),
+    let mut text = Vec::new();
+    for (features, models) in [
+        (
+            &["panic-check"][..],
+            [(&linear, Encoding::F32), (&citation, Encoding::Q7)],
+        ),
+        (
+            &["panic-check", "svm"][..],
+            [(&linear, Encoding::Q15), (&miles, Encoding::Q7)],
+        ),
     ] {
-        for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
-            let model = export(compact, encoding, data).unwrap();
-            let bags = deploy::bags_bin(&data.copy_bags(&[0]));
-            let (out, _) = build_firmware(&model, &bags, features);
+        let mut sizes = Vec::new();
+        for (compact, encoding) in models {
+            let model = export(compact, encoding, &musk1).unwrap();
+            let (out, elf) = build_firmware(&model, &bags, features);
             let kind = Model::parse(&model).unwrap().kind();
             assert!(
                 out.status.success(),
@@ -361,10 +337,29 @@ fn the_firmware_links_without_a_panic_path() {
                 kind.name(),
                 String::from_utf8_lossy(&out.stderr)
             );
-            builds += 1;
+            sizes.push(section_size(&elf, ".text"));
         }
+        assert_eq!(
+            sizes[0], sizes[1],
+            "{features:?}: the code depends on the embedded model"
+        );
+        text.push(sizes[0]);
     }
-    assert_eq!(builds, 27);
+    assert!(text[1] > text[0], "the `svm` build links more: {text:?}");
+}
+
+/// The size of section `name` of the ELF file `elf`, from `llvm-objdump -h`.
+fn section_size(elf: &Path, name: &str) -> u64 {
+    let out = Command::new(objdump()).arg("-h").arg(elf).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(
+            |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+                [_, n, size, ..] if n == name => u64::from_str_radix(size, 16).ok(),
+                _ => None,
+            },
+        )
+        .unwrap_or_else(|| panic!("no section {name} in {}", elf.display()))
 }
 
 #[test]
@@ -793,6 +788,49 @@ fn board_bags(data: &mil_toolkit::Dataset) -> Vec<u8> {
     out
 }
 
+/// Runs the board example on the emulated Cortex-M4 with `embedded` (the model's and the
+/// bags' bytes; `None`: the example's own data), checks that it printed `expected`, one
+/// line per bag, and that it builds for a Cortex-M0 (no FPU, no DSP extension) from the
+/// same source.
+fn run_board(what: &str, embedded: Option<(&[u8], &[u8])>, expected: &[String]) {
+    let dir = embedded.map(|(model, bags)| {
+        let dir = std::env::temp_dir().join(format!("mil-board-{what}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("model.milm"), model).unwrap();
+        std::fs::write(dir.join("bags.bin"), bags).unwrap();
+        dir
+    });
+    let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
+    let run = cargo_board(&["run", "--release", "--quiet"], dir.as_deref());
+    let m0 = cargo_board(
+        &[
+            "build",
+            "--release",
+            "--quiet",
+            "--target",
+            "thumbv6m-none-eabi",
+        ],
+        dir.as_deref(),
+    );
+    if let Some(dir) = &dir {
+        std::fs::remove_dir_all(dir).ok();
+    }
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "board example ({what}) failed ({}):\n{stdout}\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let printed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("bag ")).collect();
+    assert_eq!(printed, expected, "board example ({what})");
+    assert!(
+        m0.status.success(),
+        "the thumbv6m build ({what}) failed (`rustup target add thumbv6m-none-eabi`; .ci/run does it):\n{}",
+        String::from_utf8_lossy(&m0.stderr)
+    );
+}
+
 #[test]
 fn the_board_example_runs_on_an_emulated_cortex_m4_and_builds_for_a_cortex_m0() {
     // The host's core on the example's own data: the labels the board must print.
@@ -828,33 +866,7 @@ fn the_board_example_runs_on_an_emulated_cortex_m4_and_builds_for_a_cortex_m0() 
     let labels: Vec<&str> = expected.iter().map(|l| &l[l.len() - 1..]).collect();
     assert_eq!(labels, ["1", "1", "1", "0", "0", "0"]);
 
-    let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
-    let run = cargo_board(&["run", "--release", "--quiet"], None);
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "board example failed ({}):\n{stdout}\n{}",
-        run.status,
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let printed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("bag ")).collect();
-    assert_eq!(printed, expected);
-    // A Cortex-M0 (no FPU, no DSP extension): it builds from the same source.
-    let m0 = cargo_board(
-        &[
-            "build",
-            "--release",
-            "--quiet",
-            "--target",
-            "thumbv6m-none-eabi",
-        ],
-        None,
-    );
-    assert!(
-        m0.status.success(),
-        "the thumbv6m build failed (`rustup target add thumbv6m-none-eabi`; .ci/run does it):\n{}",
-        String::from_utf8_lossy(&m0.stderr)
-    );
+    run_board("linear", None, &expected);
 }
 
 #[test]
@@ -878,42 +890,11 @@ fn the_board_example_runs_a_miles_model_on_an_emulated_cortex_m4_and_builds_for_
         assert_eq!(d.label, scores.label(b), "bag {b}: the host-side core");
         expected.push(format!("bag {b}: label {}", d.label));
     }
-    let dir = std::env::temp_dir().join(format!("mil-board-miles-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("model.milm"), &bytes).unwrap();
-    std::fs::write(dir.join("bags.bin"), board_bags(&musk1)).unwrap();
-
-    let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
-    let run = cargo_board(&["run", "--release", "--quiet"], Some(&dir));
-    let m0 = cargo_board(
-        &[
-            "build",
-            "--release",
-            "--quiet",
-            "--target",
-            "thumbv6m-none-eabi",
-        ],
-        Some(&dir),
-    );
-    std::fs::remove_dir_all(&dir).ok();
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "board example (MILES) failed ({}):\n{stdout}\n{}",
-        run.status,
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let printed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("bag ")).collect();
-    assert_eq!(printed, expected);
-    assert!(
-        m0.status.success(),
-        "the thumbv6m build (MILES) failed:\n{}",
-        String::from_utf8_lossy(&m0.stderr)
-    );
+    run_board("MILES", Some((&bytes, &board_bags(&musk1))), &expected);
     println!(
         "firmware: board example, miles q15 ({} bytes): the host model's label on {} of {} musk1 bags",
         bytes.len(),
-        printed.len(),
+        expected.len(),
         musk1.n_bags()
     );
 }
@@ -1102,42 +1083,11 @@ fn the_board_example_runs_an_attention_network_on_an_emulated_cortex_m4_and_buil
         assert_eq!(d.label, scores.label(b), "bag {b}: the host-side core");
         expected.push(format!("bag {b}: label {}", d.label));
     }
-    let dir = std::env::temp_dir().join(format!("mil-board-attention-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("model.milm"), &bytes).unwrap();
-    std::fs::write(dir.join("bags.bin"), board_bags(&musk1)).unwrap();
-
-    let _one_at_a_time = FIRMWARE.lock().unwrap_or_else(|e| e.into_inner());
-    let run = cargo_board(&["run", "--release", "--quiet"], Some(&dir));
-    let m0 = cargo_board(
-        &[
-            "build",
-            "--release",
-            "--quiet",
-            "--target",
-            "thumbv6m-none-eabi",
-        ],
-        Some(&dir),
-    );
-    std::fs::remove_dir_all(&dir).ok();
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "board example (attention) failed ({}):\n{stdout}\n{}",
-        run.status,
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let printed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("bag ")).collect();
-    assert_eq!(printed, expected);
-    assert!(
-        m0.status.success(),
-        "the thumbv6m build (attention) failed:\n{}",
-        String::from_utf8_lossy(&m0.stderr)
-    );
+    run_board("attention", Some((&bytes, &board_bags(&musk1))), &expected);
     println!(
         "firmware: board example, attention q15 ({} bytes): the host model's label on {} of {} musk1 bags",
         bytes.len(),
-        printed.len(),
+        expected.len(),
         musk1.n_bags()
     );
 }

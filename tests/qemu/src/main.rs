@@ -41,6 +41,17 @@ static MODEL_ALIGNED: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(
 static MODEL: &[u8] = &MODEL_ALIGNED.0;
 static BAGS: &[u8] = include_bytes!(concat!(env!("MIL_FIRMWARE_DATA"), "/bags.bin"));
 
+/// The embedded data, hidden from the optimiser in the `panic-check` build: fat LTO would
+/// otherwise fold the model's kind and encoding and link only the paths that one model
+/// takes; hidden, every kind and encoding is linked, so one build checks them all.
+#[inline(always)]
+fn embedded(data: &'static [u8]) -> &'static [u8] {
+    #[cfg(feature = "panic-check")]
+    return core::hint::black_box(data);
+    #[cfg(not(feature = "panic-check"))]
+    data
+}
+
 /// Largest bag, in values (instances × features).
 const MAX_VALUES: usize = 16 * 1024;
 /// Scratch for inference, in `f32` values: the largest need among the models the tests
@@ -76,7 +87,8 @@ macro_rules! say {
 }
 
 fn word(at: usize) -> Option<u32> {
-    BAGS.get(at..at + 4)
+    embedded(BAGS)
+        .get(at..at + 4)
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
@@ -237,7 +249,7 @@ fn main() -> ! {
 
     let (bottom, top) = paint_stack();
     let t0 = cortex_m::peripheral::SYST::get_current();
-    let parsed = Model::parse(MODEL);
+    let parsed = Model::parse(embedded(MODEL));
     let parse_ticks = ticks(t0);
     let parse_stack = stack_used(bottom, top);
     let model = match parsed {
