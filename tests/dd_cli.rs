@@ -4,8 +4,8 @@
 //! refused.
 
 use mil_suite::{
-    assert_cv_is_the_librarys, find_key, instance_scores, mil_json, mil_refuses_naming, run_mil,
-    temp_dir, train_musk1, train_unexportable,
+    assert_cv_is_the_librarys, assert_shortened_model_refused, instance_scores, mil_json,
+    mil_refuses_naming, temp_dir, train_exportable, train_unexportable,
 };
 use mil_toolkit::classifier::dd::Dd;
 use mil_toolkit::classifier::{BagModel, Classifier};
@@ -115,30 +115,12 @@ fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
         // EM-DD's largest instance probability is one MILES prototype to the core, with
         // the host's label on every bag; DD's noisy-OR is refused.
         let model = if classifier == "em-dd" {
-            let model = train_musk1(&dir, classifier, classifier, &[]);
-            let device = dir.join("em-dd.milm");
-            let path = model.to_str().unwrap();
-            let export = mil_json(&["export", path, "-o", device.to_str().unwrap(), "--json"]);
-            assert_eq!(export["kind"], "miles");
-            assert_eq!(export["labels_agree"], 92);
-            model
+            train_exportable(&dir, classifier, classifier, &[], "miles")
         } else {
             train_unexportable(&dir, classifier, &[])
         };
         // One scale dropped: the concept no longer matches the feature dimension.
-        let text = std::fs::read_to_string(model).unwrap();
-        let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let scale = find_key(&mut json, "scale").expect("the scales");
-        scale.as_array_mut().unwrap().pop();
-        let damaged = dir.join(format!("{classifier}-damaged.json"));
-        std::fs::write(&damaged, json.to_string()).unwrap();
-        let out = run_mil(&["predict", damaged.to_str().unwrap(), "musk1"]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(
-            err.contains("damaged.json") && err.contains(classifier),
-            "{err}"
-        );
+        assert_shortened_model_refused(&model, "scale", classifier);
     }
     std::fs::remove_dir_all(dir).ok();
 }

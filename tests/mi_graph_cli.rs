@@ -3,8 +3,8 @@
 //! instance's contribution, and what does not apply is refused.
 
 use mil_suite::{
-    assert_cv_is_the_librarys, find_key, instance_scores, mil_json, mil_refuses_naming, run_mil,
-    temp_dir, train_unexportable,
+    assert_cv_is_the_librarys, assert_shortened_model_refused, instance_scores, mil_json,
+    mil_refuses_naming, temp_dir, train_unexportable,
 };
 use mil_toolkit::classifier::mi_graph::MiGraph;
 use mil_toolkit::classifier::{BagModel, Classifier};
@@ -101,15 +101,6 @@ fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
     let dir = temp_dir("mi-graph-bad");
     let model = train_unexportable(&dir, "mi-graph", &[]);
     // One instance weight dropped: refused.
-    let text = std::fs::read_to_string(model).unwrap();
-    let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let weights = find_key(&mut json, "weights").expect("the instance weights");
-    weights.as_array_mut().unwrap().pop();
-    let damaged = dir.join("mi-graph-damaged.json");
-    std::fs::write(&damaged, json.to_string()).unwrap();
-    let out = run_mil(&["predict", damaged.to_str().unwrap(), "musk1"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("mi-graph-damaged.json"), "{err}");
+    assert_shortened_model_refused(&model, "weights", "mi-graph");
     std::fs::remove_dir_all(dir).ok();
 }

@@ -3,8 +3,8 @@
 //! gives every instance's decision value, and what does not apply is refused.
 
 use mil_suite::{
-    assert_cv_is_the_librarys, find_key, instance_scores, mil_json, mil_refuses_naming, run_mil,
-    temp_dir, train_musk1, train_unexportable,
+    assert_cv_is_the_librarys, assert_shortened_model_refused, instance_scores, mil_json,
+    mil_refuses_naming, temp_dir, train_exportable, train_unexportable,
 };
 use mil_toolkit::classifier::mi_svm::{Heuristic, InstanceKernel, MiSvm};
 use mil_toolkit::classifier::{BagModel, Classifier};
@@ -121,27 +121,11 @@ fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
     for classifier in ["mi-svm", "mi-svm-bag"] {
         // The core scores linear instance functions: a linear model exports with the
         // host's label on every bag, an rbf one is refused.
-        let linear = train_musk1(&dir, &format!("{classifier}-linear"), classifier, &[]);
-        let linear = linear.to_str().unwrap();
-        let device = dir.join(format!("{classifier}-linear.milm"));
-        let export = mil_json(&["export", linear, "-o", device.to_str().unwrap(), "--json"]);
-        assert_eq!(export["kind"], "linear-mil");
-        assert_eq!(export["labels_agree"], 92);
+        let name = format!("{classifier}-linear");
+        train_exportable(&dir, &name, classifier, &[], "linear-mil");
         let model = train_unexportable(&dir, classifier, &["--kernel", "rbf"]);
         // One coefficient dropped: the support vectors no longer match their weights.
-        let text = std::fs::read_to_string(model).unwrap();
-        let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let coefficients = find_key(&mut json, "coefficients").expect("the coefficients");
-        coefficients.as_array_mut().unwrap().pop();
-        let damaged = dir.join(format!("{classifier}-damaged.json"));
-        std::fs::write(&damaged, json.to_string()).unwrap();
-        let out = run_mil(&["predict", damaged.to_str().unwrap(), "musk1"]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(
-            err.contains("damaged.json") && err.contains(classifier),
-            "{err}"
-        );
+        assert_shortened_model_refused(&model, "coefficients", classifier);
     }
     std::fs::remove_dir_all(dir).ok();
 }

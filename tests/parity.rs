@@ -193,17 +193,38 @@ fn milr_without_projection_every_pooling() {
     }
 }
 
-/// A linear mi-SVM or MI-SVM is a linear instance scorer with max pooling: the core
-/// gives σ(f) of the largest instance decision f, so the host's label on every bag.
+/// A linear mi-SVM, MI-SVM or sbMIL is a linear instance scorer with max pooling, a linear
+/// sMIL one with the mean logit (the core's geometric pooling): the core gives σ of the
+/// host's bag decision f, so the host's label on every bag.
 #[test]
-fn linear_mi_svm_and_mi_svm_bag_as_max_pooled_instance_scores() {
+fn linear_instance_svms_as_pooled_instance_scores() {
     use mil_toolkit::classifier::mi_svm::{Heuristic, MiSvm};
+    use mil_toolkit::classifier::smil::{Smil, Variant};
     for data in datasets() {
-        for heuristic in [Heuristic::Instance, Heuristic::Bag] {
-            let model = deploy::train(&data, None, MiSvm::default().heuristic(heuristic).into());
-            let what = format!("{} {heuristic:?}", data.name());
+        let mut models: Vec<(String, HostModel)> = [Heuristic::Instance, Heuristic::Bag]
+            .into_iter()
+            .map(|heuristic| {
+                let params = MiSvm::default().heuristic(heuristic);
+                (
+                    format!("{heuristic:?}"),
+                    deploy::train(&data, None, params.into()),
+                )
+            })
+            .collect();
+        for variant in [Variant::Sparse, Variant::Balanced] {
+            let params = Smil {
+                variant,
+                ..Smil::default()
+            };
+            models.push((
+                format!("{variant:?}"),
+                deploy::train(&data, None, params.into()),
+            ));
+        }
+        for (what, model) in &models {
+            let what = format!("{} {what}", data.name());
             for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
-                check(&model, &data, encoding, &what);
+                check(model, &data, encoding, &what);
             }
         }
     }

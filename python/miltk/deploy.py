@@ -25,7 +25,8 @@ def export(
     ----------
     estimator : fitted miltk classifier, Pipeline or M3IC
         A classifier the core runs: :class:`miltk.MILR`, :class:`miltk.CitationKNN`,
-        a linear :class:`miltk.MiSVM` or :class:`miltk.MISVM`, :class:`miltk.MIWrapper`,
+        a linear :class:`miltk.MiSVM`, :class:`miltk.MISVM`, :class:`miltk.SMIL` or
+        :class:`miltk.SBMIL`, :class:`miltk.MIWrapper`,
         :class:`miltk.SimpleMI` (mean summary) — each alone or after one miltk
         projection in a ``sklearn.pipeline.Pipeline`` — or, alone,
         :class:`miltk.SetKernelSVM` (box kernels or the MI kernel), :class:`miltk.MILES`,
@@ -52,7 +53,8 @@ def export(
     ------
     ValueError
         For a model the core does not run (e.g. an NSK SVM, Citation-kNN with another
-        distance than the minimal Hausdorff distance, an RBF mi-SVM, DD's noisy-OR),
+        distance than the minimal Hausdorff distance, an RBF mi-SVM or sMIL, DD's
+        noisy-OR),
         naming the setting that exports where there is one.
     """
     clustering = getattr(estimator, "model_", None)

@@ -179,14 +179,16 @@ def test_export_svm_and_refusals(musk1):
 
 
 def test_export_instance_methods(musk1):
-    # Linear mi-SVM and MI-SVM, MI-Wrapper, SimpleMI's mean summary and EM-DD are scorers
-    # the core runs: every musk1 bag gets the estimator's label from the Q15 model.
-    # An RBF mi-SVM, SimpleMI's bounding-box summaries and DD's noisy-OR are refused,
-    # each naming the setting that exports.
+    # Linear mi-SVM, MI-SVM, sMIL and sbMIL, MI-Wrapper, SimpleMI's mean summary and EM-DD
+    # are scorers the core runs: every musk1 bag gets the estimator's label from the Q15
+    # model. An RBF mi-SVM or sMIL, SimpleMI's bounding-box summaries and DD's noisy-OR
+    # are refused, each naming the setting that exports.
     bags, y, _ = musk1
     for make, kind in (
         (miltk.MiSVM, "linear-mil"),
         (miltk.MISVM, "linear-mil"),
+        (miltk.SMIL, "linear-mil"),
+        (miltk.SBMIL, "linear-mil"),
         (miltk.MIWrapper, "linear-mil"),
         (miltk.SimpleMI, "linear-mil"),
         (miltk.EMDD, "miles"),
@@ -202,6 +204,7 @@ def test_export_instance_methods(musk1):
         assert np.array_equal(core.predict(bags), pipe.predict(bags)), make.__name__
     for model, fix in (
         (miltk.MiSVM(kernel="rbf"), "--kernel linear"),
+        (miltk.SMIL(kernel="rbf"), "--kernel linear"),
         (miltk.SimpleMI(summary="minmax"), "--summary mean"),
         (miltk.DiverseDensity(), "em-dd"),
     ):

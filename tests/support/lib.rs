@@ -65,6 +65,26 @@ pub fn train_musk1(dir: &Path, name: &str, classifier: &str, extra: &[&str]) -> 
     model
 }
 
+/// Trains `classifier` on musk1 into `dir/NAME.json` with the `extra` flags, checks that
+/// `mil export` writes a compact model of `kind` whose labels are the host model's on all
+/// 92 bags, and returns the saved model's path.
+pub fn train_exportable(
+    dir: &Path,
+    name: &str,
+    classifier: &str,
+    extra: &[&str],
+    kind: &str,
+) -> PathBuf {
+    let model = train_musk1(dir, name, classifier, extra);
+    let device = dir.join(format!("{name}.milm"));
+    let path = model.to_str().unwrap();
+    let export = mil_json(&["export", path, "-o", device.to_str().unwrap(), "--json"]);
+    assert_eq!(export["kind"], kind, "{name}: {export}");
+    assert_eq!(export["labels_agree"], 92, "{name}: {export}");
+    assert!(device.exists(), "{name}: no {}", device.display());
+    model
+}
+
 /// Trains `classifier` on musk1 into `dir` with the `extra` flags, checks that `mil
 /// export` refuses the model (exit 2, naming the classifier: the core has no head for
 /// it) and writes nothing, and returns the saved model's path.
@@ -81,6 +101,25 @@ pub fn train_unexportable(dir: &Path, classifier: &str, extra: &[&str]) -> PathB
     );
     assert!(!device.exists());
     model
+}
+
+/// Drops the last value of the saved model's first array under `key` and checks that
+/// `mil predict` refuses the damaged model (exit 2) naming its file and `name`.
+pub fn assert_shortened_model_refused(model: &Path, key: &str, name: &str) {
+    let text = std::fs::read_to_string(model).unwrap();
+    let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let values = find_key(&mut json, key).unwrap_or_else(|| panic!("no {key} in the model"));
+    values.as_array_mut().expect("an array").pop();
+    let stem = model.file_stem().unwrap().to_str().unwrap();
+    let damaged = model.with_file_name(format!("{stem}-damaged.json"));
+    std::fs::write(&damaged, json.to_string()).unwrap();
+    let out = run_mil(&["predict", damaged.to_str().unwrap(), "musk1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{stem}-damaged.json")) && err.contains(name),
+        "{err}"
+    );
 }
 
 /// The first value under `key` anywhere in `v`.

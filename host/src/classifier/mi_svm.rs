@@ -318,6 +318,102 @@ pub(super) fn zscore(row: &[f64], mean: &[f64], inv_sd: &[f64]) -> Vec<f64> {
         .collect()
 }
 
+/// An instance-level kernel expansion f(x) = Σₛ cₛ k(s, z(x)) + b over scaled instances
+/// z(x) = (x − mean)·inv_sd: the part of a model that mi-SVM/MI-SVM and sMIL/sbMIL share
+/// (their bags pool f differently), borrowed from the model.
+pub struct Expansion<'a> {
+    /// The instance kernel.
+    pub kernel: InstanceKernel,
+    /// γ of the RBF kernel as used (0 for the linear kernel).
+    pub gamma: f64,
+    /// Feature dimension.
+    pub dim: usize,
+    /// Offset of each feature.
+    pub mean: &'a [f64],
+    /// Factor of each feature after the offset (0 for a dropped feature).
+    pub inv_sd: &'a [f64],
+    /// Support points, row-major, scaled.
+    pub support: &'a [f64],
+    /// The coefficient cₛ of each support point.
+    pub coefficients: &'a [f64],
+    /// Bias b.
+    pub bias: f64,
+}
+
+impl Expansion<'_> {
+    /// f(x) of every instance of `bag`.
+    pub fn decisions(&self, bag: crate::data::Bag<'_>) -> Vec<f64> {
+        let kernel = Kernel {
+            kind: self.kernel,
+            gamma: self.gamma,
+        };
+        bag.instances()
+            .map(|row| {
+                let z = zscore(row, self.mean, self.inv_sd);
+                self.support
+                    .chunks_exact(self.dim)
+                    .zip(self.coefficients)
+                    .map(|(s, c)| c * kernel.eval(s, &z))
+                    .sum::<f64>()
+                    + self.bias
+            })
+            .collect()
+    }
+
+    /// The linear kernel's f as weights on the raw features and a bias, f(x) = w·x + b:
+    /// w = Σₛ cₛ s scaled by inv_sd, with the offsets moved into b. `None` for RBF.
+    pub fn linear(&self) -> Option<(Vec<f64>, f64)> {
+        if self.kernel != InstanceKernel::Linear {
+            return None;
+        }
+        let mut weights = vec![0.0; self.dim];
+        for (s, c) in self.support.chunks_exact(self.dim).zip(self.coefficients) {
+            weights.iter_mut().zip(s).for_each(|(w, v)| *w += c * v);
+        }
+        let mut bias = self.bias;
+        for ((w, mean), inv_sd) in weights.iter_mut().zip(self.mean).zip(self.inv_sd) {
+            *w *= inv_sd;
+            bias -= *w * mean;
+        }
+        Some((weights, bias))
+    }
+
+    /// Checks the expansion of a model read from a file (`name`: the method, for errors).
+    pub fn validate(&self, name: impl std::fmt::Display) -> Result<()> {
+        let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
+        if self.dim == 0
+            || self.mean.len() != self.dim
+            || self.inv_sd.len() != self.dim
+            || self.support.len() != self.coefficients.len() * self.dim
+        {
+            return Err(Error::Model(format!("{name}: vectors of the wrong length")));
+        }
+        if !(finite(self.mean)
+            && finite(self.inv_sd)
+            && finite(self.support)
+            && finite(self.coefficients)
+            && self.bias.is_finite())
+            || self.inv_sd.iter().any(|&s| s < 0.0)
+        {
+            return Err(Error::Model(format!(
+                "{name}: a value is not finite (or a scale is negative)"
+            )));
+        }
+        let gamma_ok = match self.kernel {
+            InstanceKernel::Linear => self.gamma == 0.0,
+            InstanceKernel::Rbf => self.gamma > 0.0 && self.gamma.is_finite(),
+        };
+        if !gamma_ok {
+            return Err(Error::Model(format!(
+                "{name}: gamma {} does not suit the {} kernel",
+                self.gamma,
+                mil_core::keyword::Keyword::name(self.kernel)
+            )));
+        }
+        Ok(())
+    }
+}
+
 impl Classifier for MiSvm {
     type Model = MiSvmModel;
 
@@ -476,23 +572,23 @@ impl Classifier for MiSvm {
 }
 
 impl MiSvmModel {
-    /// f(x) of every instance of bag `bag` of `data`.
-    pub fn instance_decisions(&self, bag: crate::data::Bag<'_>) -> Vec<f64> {
-        let kernel = Kernel {
-            kind: self.params.kernel,
+    /// The model's instance function f.
+    pub fn expansion(&self) -> Expansion<'_> {
+        Expansion {
+            kernel: self.params.kernel,
             gamma: self.gamma,
-        };
-        bag.instances()
-            .map(|row| {
-                let z = zscore(row, &self.mean, &self.inv_sd);
-                self.support
-                    .chunks_exact(self.dim)
-                    .zip(&self.coefficients)
-                    .map(|(s, c)| c * kernel.eval(s, &z))
-                    .sum::<f64>()
-                    + self.bias
-            })
-            .collect()
+            dim: self.dim,
+            mean: &self.mean,
+            inv_sd: &self.inv_sd,
+            support: &self.support,
+            coefficients: &self.coefficients,
+            bias: self.bias,
+        }
+    }
+
+    /// f(x) of every instance of `bag`.
+    pub fn instance_decisions(&self, bag: crate::data::Bag<'_>) -> Vec<f64> {
+        self.expansion().decisions(bag)
     }
 
     /// Checks a model read from a file.
@@ -501,37 +597,7 @@ impl MiSvmModel {
         self.params
             .check()
             .map_err(|e| Error::Model(format!("{name}: {e}")))?;
-        let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
-        if self.dim == 0
-            || self.mean.len() != self.dim
-            || self.inv_sd.len() != self.dim
-            || self.support.len() != self.coefficients.len() * self.dim
-        {
-            return Err(Error::Model(format!("{name}: vectors of the wrong length")));
-        }
-        if !(finite(&self.mean)
-            && finite(&self.inv_sd)
-            && finite(&self.support)
-            && finite(&self.coefficients)
-            && self.bias.is_finite())
-            || self.inv_sd.iter().any(|&s| s < 0.0)
-        {
-            return Err(Error::Model(format!(
-                "{name}: a value is not finite (or a scale is negative)"
-            )));
-        }
-        let gamma_ok = match self.params.kernel {
-            InstanceKernel::Linear => self.gamma == 0.0,
-            InstanceKernel::Rbf => self.gamma > 0.0 && self.gamma.is_finite(),
-        };
-        if !gamma_ok {
-            return Err(Error::Model(format!(
-                "{name}: gamma {} does not suit the {} kernel",
-                self.gamma,
-                mil_core::keyword::Keyword::name(self.params.kernel)
-            )));
-        }
-        Ok(())
+        self.expansion().validate(name)
     }
 }
 

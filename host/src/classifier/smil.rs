@@ -26,7 +26,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::imbalance::ClassWeight;
-use super::mi_svm::{gram, standardisation, zscore, InstanceKernel, Kernel};
+use super::mi_svm::{gram, standardisation, zscore, Expansion, InstanceKernel, Kernel};
 use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::Bags;
 use crate::error::{Error, Result};
@@ -460,23 +460,23 @@ impl Classifier for Smil {
 }
 
 impl SmilModel {
-    /// f(x) of every instance of bag `bag`.
-    pub fn instance_decisions(&self, bag: crate::data::Bag<'_>) -> Vec<f64> {
-        let kernel = Kernel {
-            kind: self.params.kernel,
+    /// The model's instance function f.
+    pub fn expansion(&self) -> Expansion<'_> {
+        Expansion {
+            kernel: self.params.kernel,
             gamma: self.gamma,
-        };
-        bag.instances()
-            .map(|row| {
-                let z = zscore(row, &self.mean, &self.inv_sd);
-                self.support
-                    .chunks_exact(self.dim)
-                    .zip(&self.coefficients)
-                    .map(|(s, c)| c * kernel.eval(s, &z))
-                    .sum::<f64>()
-                    + self.bias
-            })
-            .collect()
+            dim: self.dim,
+            mean: &self.mean,
+            inv_sd: &self.inv_sd,
+            support: &self.support,
+            coefficients: &self.coefficients,
+            bias: self.bias,
+        }
+    }
+
+    /// f(x) of every instance of `bag`.
+    pub fn instance_decisions(&self, bag: crate::data::Bag<'_>) -> Vec<f64> {
+        self.expansion().decisions(bag)
     }
 
     /// A bag's score from its instances' decision values: the mean (sMIL), the largest
@@ -494,37 +494,7 @@ impl SmilModel {
         self.params
             .check()
             .map_err(|e| Error::Model(format!("{name}: {e}")))?;
-        let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
-        if self.dim == 0
-            || self.mean.len() != self.dim
-            || self.inv_sd.len() != self.dim
-            || self.support.len() != self.coefficients.len() * self.dim
-        {
-            return Err(Error::Model(format!("{name}: vectors of the wrong length")));
-        }
-        if !(finite(&self.mean)
-            && finite(&self.inv_sd)
-            && finite(&self.support)
-            && finite(&self.coefficients)
-            && self.bias.is_finite())
-            || self.inv_sd.iter().any(|&s| s < 0.0)
-        {
-            return Err(Error::Model(format!(
-                "{name}: a value is not finite (or a scale is negative)"
-            )));
-        }
-        let gamma_ok = match self.params.kernel {
-            InstanceKernel::Linear => self.gamma == 0.0,
-            InstanceKernel::Rbf => self.gamma > 0.0 && self.gamma.is_finite(),
-        };
-        if !gamma_ok {
-            return Err(Error::Model(format!(
-                "{name}: gamma {} does not suit the {} kernel",
-                self.gamma,
-                mil_core::keyword::Keyword::name(self.params.kernel)
-            )));
-        }
-        Ok(())
+        self.expansion().validate(name)
     }
 }
 

@@ -288,42 +288,34 @@ impl Compact {
                 ))
             }
             ClassifierModel::MiSvm(m) => {
-                use crate::classifier::mi_svm::InstanceKernel;
-                if m.params.kernel != InstanceKernel::Linear {
-                    return Err(Error::Unsupported(format!(
-                        "exporting an rbf-kernel {} model (the core scores linear instance functions); train it with --kernel linear",
-                        m.params.heuristic.kind()
-                    )));
-                }
-                // f(x) = w·z + b with z = (x − mean)·inv_sd and w = Σ αᵢyᵢ sᵢ: folded
-                // into weights on the raw features. The bag's decision is the largest
-                // instance's (Andrews et al.), which the core's max pooling of
-                // σ(f) keeps: σ is increasing and σ(f) > ½ ⇔ f > 0.
-                let mut weights = vec![0.0; m.dim];
-                for (s, c) in m.support.chunks_exact(m.dim).zip(&m.coefficients) {
-                    weights.iter_mut().zip(s).for_each(|(w, v)| *w += c * v);
-                }
-                let mut bias = m.bias - model.threshold.unwrap_or(0.0);
-                for ((w, mean), inv_sd) in weights.iter_mut().zip(&m.mean).zip(&m.inv_sd) {
-                    *w *= inv_sd;
-                    bias -= *w * mean;
-                }
+                let name = m.params.heuristic.kind();
+                let head = linear_instance_head(&m.expansion(), Pooling::Max, model.threshold);
                 Ok((
                     Compact {
                         stage: projection,
-                        head: Head::Linear {
-                            weights,
-                            bias: vec![bias],
-                            pooling: Pooling::Max,
-                            beta: 1.0,
-                        },
+                        head: head.ok_or_else(|| rbf_refused(name))?,
+                    },
+                    None,
+                ))
+            }
+            ClassifierModel::Smil(m) => {
+                use crate::classifier::smil::Variant;
+                let pooling = match m.params.variant {
+                    Variant::Sparse => Pooling::Geometric,
+                    Variant::Balanced => Pooling::Max,
+                };
+                let head = linear_instance_head(&m.expansion(), pooling, model.threshold);
+                Ok((
+                    Compact {
+                        stage: projection,
+                        head: head.ok_or_else(|| rbf_refused(m.params.kind()))?,
                     },
                     None,
                 ))
             }
             // Every other classifier: the core has no head for it.
             other => Err(Error::Unsupported(format!(
-                "exporting a {} model (the core has no head for it); export milr, mi-wrapper, simple-mi (mean), citation-knn, a set-kernel svm, a linear mi-svm or mi-svm-bag, em-dd, miles, mi-vlad or attention",
+                "exporting a {} model (the core has no head for it); export milr, mi-wrapper, simple-mi (mean), citation-knn, a set-kernel svm, a linear mi-svm, mi-svm-bag, smil or sbmil, em-dd, miles, mi-vlad or attention",
                 other.kind()
             ))),
         }
@@ -402,16 +394,44 @@ fn em_dd_as_miles(m: &DdModel, threshold: Option<f64>) -> Result<MilesModel> {
     })
 }
 
+/// The core's linear head for a linear instance function f (mi-SVM, MI-SVM, sMIL, sbMIL)
+/// whose bag decision pools f: the largest f (`Pooling::Max`, Andrews et al.; sbMIL) or
+/// the mean f (`Pooling::Geometric`, sMIL). The core pools σ(f) by its max, or takes
+/// σ(mean f): σ is increasing and σ(·) > ½ ⇔ its argument > 0. f(x) = w·z + b with
+/// z = (x − mean)·inv_sd is folded into weights on the raw features, and a chosen
+/// threshold t moves the bias. `None` for an RBF kernel.
+fn linear_instance_head(
+    f: &crate::classifier::mi_svm::Expansion<'_>,
+    pooling: Pooling,
+    threshold: Option<f64>,
+) -> Option<Head> {
+    let (weights, bias) = f.linear()?;
+    Some(Head::Linear {
+        weights,
+        bias: vec![bias - threshold.unwrap_or(0.0)],
+        pooling,
+        beta: 1.0,
+    })
+}
+
+/// The refusal of an RBF instance model, naming the fix.
+fn rbf_refused(name: impl std::fmt::Display) -> Error {
+    Error::Unsupported(format!(
+        "exporting an rbf-kernel {name} model (the core scores linear instance functions); train it with --kernel linear"
+    ))
+}
+
 /// The host model's scores of one bag (`row`, from [`HostModel::scores`]) in the form
 /// its compact model computes them ([`Compact::from_host`]): a thresholded binary MILR,
 /// MI-Wrapper or SimpleMI scores [t, P], a thresholded SVM or MILES [0, f − t], EM-DD
-/// [0, P − θ] (θ its threshold, ½ by default), a linear mi-SVM or MI-SVM
-/// [1 − σ(f − t), σ(f − t)] of its largest instance decision f; otherwise the row itself.
+/// [0, P − θ] (θ its threshold, ½ by default), a linear mi-SVM, MI-SVM, sMIL or sbMIL
+/// [1 − σ(f − t), σ(f − t)] of its bag decision f; otherwise the row itself.
 pub fn host_scores_as_compact(model: &HostModel, row: &[f64]) -> Vec<f64> {
     if let (ClassifierModel::Dd(_), [_, p]) = (&model.classifier, row) {
         return vec![0.0, p - model.threshold.unwrap_or(0.5)];
     }
-    if let (ClassifierModel::MiSvm(_), [_, f]) = (&model.classifier, row) {
+    if let (ClassifierModel::MiSvm(_) | ClassifierModel::Smil(_), [_, f]) = (&model.classifier, row)
+    {
         let p = 1.0 / (1.0 + (-(f - model.threshold.unwrap_or(0.0))).exp());
         return vec![1.0 - p, p];
     }
