@@ -345,13 +345,17 @@ fn a_choice_among_classifiers_is_estimated_and_trimmed_to_the_budget() {
         stderr.contains("choosing among") && stderr.contains("left out: "),
         "{stderr}"
     );
-    let left: usize = stderr
-        .split(" candidates left")
+    // "…; N candidates left, …", or "1 candidate left".
+    let before = stderr.split(" left, estimated at").next().unwrap_or("");
+    let mut words = before.rsplit(' ');
+    let noun = words.next().unwrap_or("");
+    let left: usize = words
         .next()
-        .and_then(|before| before.rsplit(' ').next())
         .and_then(|n| n.parse().ok())
         .expect("the number of candidates left");
     assert!(left >= 1, "{stderr}");
+    let expected = if left == 1 { "candidate" } else { "candidates" };
+    assert_eq!(noun, expected, "{stderr}");
     // A budget nothing fits in is refused before any fold, naming the flag.
     let out = run_mil(&args("0.0000001", &[]));
     assert_eq!(out.status.code(), Some(2));

@@ -133,9 +133,10 @@ pub(super) fn check_cpu(
         .map(|c| format!("{} ({:.1} s)", c.classifier, c.cpu_seconds))
         .collect();
     progress.note(&format!(
-        "mil: {what}; over --max-cpu-minutes {limit}, left out: {}; {} candidates left, estimated at {left:.1} CPU s",
+        "mil: {what}; over --max-cpu-minutes {limit}, left out: {}; {} {} left, estimated at {left:.1} CPU s",
         names.join(", "),
-        kept.len()
+        kept.len(),
+        if kept.len() == 1 { "candidate" } else { "candidates" }
     ));
     pipeline.classifier = crate::pipeline::ClassifierGrid::of(kept)?;
     Ok(pipeline)
