@@ -250,22 +250,10 @@ fn decision_at(k: &[f64], n: usize, points: &[usize], coef: &[f64], bias: f64, t
 pub struct MiSvmModel {
     /// Hyper-parameters.
     pub params: MiSvm,
-    /// Feature dimension.
-    pub dim: usize,
-    /// Offset of each feature: its mean (z-score) or minimum (min-max) over the training
-    /// instances.
-    pub mean: Vec<f64>,
-    /// Factor of each feature after the offset: 1 / standard deviation (z-score) or
-    /// 1 / range (min-max); 0 for a constant feature, which is dropped.
-    pub inv_sd: Vec<f64>,
-    /// γ of the RBF kernel as used (0 for the linear kernel).
-    pub gamma: f64,
-    /// Support vectors, row-major, scaled.
-    pub support: Vec<f64>,
-    /// αᵢyᵢ of each support vector.
-    pub coefficients: Vec<f64>,
-    /// Bias b.
-    pub bias: f64,
+    /// The instance function f: the scaling (z-score, or min-max with the minimum as the
+    /// offset and 1 / range as the factor), support vectors, αᵢyᵢ and b.
+    #[serde(flatten)]
+    pub expansion: Expansion,
     /// Rounds of the alternation run.
     pub iterations: usize,
     /// Why the alternation stopped.
@@ -320,39 +308,39 @@ pub(super) fn zscore(row: &[f64], mean: &[f64], inv_sd: &[f64]) -> Vec<f64> {
 
 /// An instance-level kernel expansion f(x) = Σₛ cₛ k(s, z(x)) + b over scaled instances
 /// z(x) = (x − mean)·inv_sd: the part of a model that mi-SVM/MI-SVM and sMIL/sbMIL share
-/// (their bags pool f differently), borrowed from the model.
-pub struct Expansion<'a> {
-    /// The instance kernel.
-    pub kernel: InstanceKernel,
-    /// γ of the RBF kernel as used (0 for the linear kernel).
-    pub gamma: f64,
+/// (their bags pool f differently). Its fields are stored inline in the model's file; the
+/// kernel is the model's parameter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Expansion {
     /// Feature dimension.
     pub dim: usize,
     /// Offset of each feature.
-    pub mean: &'a [f64],
+    pub mean: Vec<f64>,
     /// Factor of each feature after the offset (0 for a dropped feature).
-    pub inv_sd: &'a [f64],
+    pub inv_sd: Vec<f64>,
+    /// γ of the RBF kernel as used (0 for the linear kernel).
+    pub gamma: f64,
     /// Support points, row-major, scaled.
-    pub support: &'a [f64],
+    pub support: Vec<f64>,
     /// The coefficient cₛ of each support point.
-    pub coefficients: &'a [f64],
+    pub coefficients: Vec<f64>,
     /// Bias b.
     pub bias: f64,
 }
 
-impl Expansion<'_> {
-    /// f(x) of every instance of `bag`.
-    pub fn decisions(&self, bag: crate::data::Bag<'_>) -> Vec<f64> {
+impl Expansion {
+    /// f(x) of every instance of `bag` under `kernel`.
+    pub fn decisions(&self, kernel: InstanceKernel, bag: crate::data::Bag<'_>) -> Vec<f64> {
         let kernel = Kernel {
-            kind: self.kernel,
+            kind: kernel,
             gamma: self.gamma,
         };
         bag.instances()
             .map(|row| {
-                let z = zscore(row, self.mean, self.inv_sd);
+                let z = zscore(row, &self.mean, &self.inv_sd);
                 self.support
                     .chunks_exact(self.dim)
-                    .zip(self.coefficients)
+                    .zip(&self.coefficients)
                     .map(|(s, c)| c * kernel.eval(s, &z))
                     .sum::<f64>()
                     + self.bias
@@ -362,16 +350,16 @@ impl Expansion<'_> {
 
     /// The linear kernel's f as weights on the raw features and a bias, f(x) = w·x + b:
     /// w = Σₛ cₛ s scaled by inv_sd, with the offsets moved into b. `None` for RBF.
-    pub fn linear(&self) -> Option<(Vec<f64>, f64)> {
-        if self.kernel != InstanceKernel::Linear {
+    pub fn linear(&self, kernel: InstanceKernel) -> Option<(Vec<f64>, f64)> {
+        if kernel != InstanceKernel::Linear {
             return None;
         }
         let mut weights = vec![0.0; self.dim];
-        for (s, c) in self.support.chunks_exact(self.dim).zip(self.coefficients) {
+        for (s, c) in self.support.chunks_exact(self.dim).zip(&self.coefficients) {
             weights.iter_mut().zip(s).for_each(|(w, v)| *w += c * v);
         }
         let mut bias = self.bias;
-        for ((w, mean), inv_sd) in weights.iter_mut().zip(self.mean).zip(self.inv_sd) {
+        for ((w, mean), inv_sd) in weights.iter_mut().zip(&self.mean).zip(&self.inv_sd) {
             *w *= inv_sd;
             bias -= *w * mean;
         }
@@ -379,7 +367,7 @@ impl Expansion<'_> {
     }
 
     /// Checks the expansion of a model read from a file (`name`: the method, for errors).
-    pub fn validate(&self, name: impl std::fmt::Display) -> Result<()> {
+    pub fn validate(&self, kernel: InstanceKernel, name: impl std::fmt::Display) -> Result<()> {
         let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
         if self.dim == 0
             || self.mean.len() != self.dim
@@ -388,10 +376,10 @@ impl Expansion<'_> {
         {
             return Err(Error::Model(format!("{name}: vectors of the wrong length")));
         }
-        if !(finite(self.mean)
-            && finite(self.inv_sd)
-            && finite(self.support)
-            && finite(self.coefficients)
+        if !(finite(&self.mean)
+            && finite(&self.inv_sd)
+            && finite(&self.support)
+            && finite(&self.coefficients)
             && self.bias.is_finite())
             || self.inv_sd.iter().any(|&s| s < 0.0)
         {
@@ -399,7 +387,7 @@ impl Expansion<'_> {
                 "{name}: a value is not finite (or a scale is negative)"
             )));
         }
-        let gamma_ok = match self.kernel {
+        let gamma_ok = match kernel {
             InstanceKernel::Linear => self.gamma == 0.0,
             InstanceKernel::Rbf => self.gamma > 0.0 && self.gamma.is_finite(),
         };
@@ -407,7 +395,7 @@ impl Expansion<'_> {
             return Err(Error::Model(format!(
                 "{name}: gamma {} does not suit the {} kernel",
                 self.gamma,
-                mil_core::keyword::Keyword::name(self.kernel)
+                mil_core::keyword::Keyword::name(kernel)
             )));
         }
         Ok(())
@@ -558,13 +546,15 @@ impl Classifier for MiSvm {
         }
         Ok(MiSvmModel {
             params: *self,
-            dim,
-            mean,
-            inv_sd,
-            gamma,
-            support,
-            coefficients,
-            bias,
+            expansion: Expansion {
+                dim,
+                mean,
+                inv_sd,
+                gamma,
+                support,
+                coefficients,
+                bias,
+            },
             iterations,
             stop,
         })
@@ -572,23 +562,9 @@ impl Classifier for MiSvm {
 }
 
 impl MiSvmModel {
-    /// The model's instance function f.
-    pub fn expansion(&self) -> Expansion<'_> {
-        Expansion {
-            kernel: self.params.kernel,
-            gamma: self.gamma,
-            dim: self.dim,
-            mean: &self.mean,
-            inv_sd: &self.inv_sd,
-            support: &self.support,
-            coefficients: &self.coefficients,
-            bias: self.bias,
-        }
-    }
-
     /// f(x) of every instance of `bag`.
     pub fn instance_decisions(&self, bag: crate::data::Bag<'_>) -> Vec<f64> {
-        self.expansion().decisions(bag)
+        self.expansion.decisions(self.params.kernel, bag)
     }
 
     /// Checks a model read from a file.
@@ -597,7 +573,7 @@ impl MiSvmModel {
         self.params
             .check()
             .map_err(|e| Error::Model(format!("{name}: {e}")))?;
-        self.expansion().validate(name)
+        self.expansion.validate(self.params.kernel, name)
     }
 }
 
@@ -607,14 +583,14 @@ impl BagModel for MiSvmModel {
     }
 
     fn input_dim(&self) -> usize {
-        self.dim
+        self.expansion.dim
     }
 
     /// Binary scores [0, max f(x)]: class 1 when the largest instance decision is > 0.
     fn scores<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<BagScores> {
         let bags = bags.into();
         let (data, bags) = (bags.dataset(), &*bags.indices());
-        check_dim(data, self.dim)?;
+        check_dim(data, self.expansion.dim)?;
         let values: Vec<f64> = bags
             .par_iter()
             .map(|&b| first_argmax(&self.instance_decisions(data.bag(b))).1)
@@ -629,7 +605,7 @@ impl BagModel for MiSvmModel {
     fn explain<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<Vec<Explanation>> {
         let bags = bags.into();
         let (data, bags) = (bags.dataset(), &*bags.indices());
-        check_dim(data, self.dim)?;
+        check_dim(data, self.expansion.dim)?;
         Ok(bags
             .iter()
             .map(|&b| {
@@ -751,7 +727,10 @@ mod tests {
                     .chunks_exact(3)
                     .zip(other.features().chunks_exact(3))
                 {
-                    let (u, v) = (zscore(x, &m.mean, &m.inv_sd), zscore(y, &n.mean, &n.inv_sd));
+                    let (u, v) = (
+                        zscore(x, &m.expansion.mean, &m.expansion.inv_sd),
+                        zscore(y, &n.expansion.mean, &n.expansion.inv_sd),
+                    );
                     assert!(u.iter().all(|u| (0.0..=1.0).contains(u)), "{u:?}");
                     for (u, v) in u.iter().zip(&v) {
                         assert!((u - v).abs() < 1e-12, "seed {seed}: {u} vs {v}");
@@ -837,13 +816,14 @@ mod tests {
                 .map(|b| {
                     let f = model.instance_decisions(data.bag(b));
                     let x = data.bag(b).instances().nth(first_argmax(&f).0).unwrap();
-                    zscore(x, &model.mean, &model.inv_sd)
+                    zscore(x, &model.expansion.mean, &model.expansion.inv_sd)
                 })
                 .collect();
             for (sv, c) in model
+                .expansion
                 .support
-                .chunks_exact(model.dim)
-                .zip(&model.coefficients)
+                .chunks_exact(model.expansion.dim)
+                .zip(&model.expansion.coefficients)
             {
                 if *c > 0.0 {
                     assert!(witnesses.iter().any(|w| w == sv), "seed {seed}");
@@ -935,7 +915,7 @@ mod tests {
         let z: Vec<f64> = data
             .features()
             .iter()
-            .map(|&x| (x - model.mean[0]) * model.inv_sd[0])
+            .map(|&x| (x - model.expansion.mean[0]) * model.expansion.inv_sd[0])
             .collect();
         let c = model.params.cost;
         let mut by_labelling = Vec::new();
@@ -1003,16 +983,16 @@ mod tests {
             .unwrap();
         assert!(model.validate().is_ok());
         let mut short = model.clone();
-        short.coefficients.pop();
+        short.expansion.coefficients.pop();
         assert!(short.validate().is_err());
         let mut nan = model.clone();
-        nan.bias = f64::NAN;
+        nan.expansion.bias = f64::NAN;
         assert!(nan.validate().is_err());
         let mut linear = model.clone();
         linear.params.kernel = InstanceKernel::Linear;
         assert!(linear.validate().is_err());
         let mut wide = model;
-        wide.mean.push(0.0);
+        wide.expansion.mean.push(0.0);
         assert!(wide.validate().is_err());
     }
 }

@@ -210,20 +210,9 @@ fn support_mean_bias(q: &[f64], y: &[f64], alpha: &[f64]) -> f64 {
 pub struct SmilModel {
     /// Hyper-parameters.
     pub params: Smil,
-    /// Feature dimension.
-    pub dim: usize,
-    /// Mean of each feature over the training instances.
-    pub mean: Vec<f64>,
-    /// 1 / standard deviation of each feature (0 for a constant feature, which is dropped).
-    pub inv_sd: Vec<f64>,
-    /// γ of the RBF kernel as used (0 for the linear kernel).
-    pub gamma: f64,
-    /// Support instances, row-major, z-scored.
-    pub support: Vec<f64>,
-    /// The coefficient cₛ of each support instance.
-    pub coefficients: Vec<f64>,
-    /// Bias b.
-    pub bias: f64,
+    /// The instance function f: the z-score, support instances, cₛ and b.
+    #[serde(flatten)]
+    pub expansion: Expansion,
     /// sbMIL: how many positive-bag instances were labelled positive (0 for sMIL).
     pub positives: usize,
 }
@@ -395,13 +384,15 @@ impl Classifier for Smil {
             }
             return Ok(SmilModel {
                 params: *self,
-                dim,
-                mean,
-                inv_sd,
-                gamma,
-                support,
-                coefficients,
-                bias,
+                expansion: Expansion {
+                    dim,
+                    mean,
+                    inv_sd,
+                    gamma,
+                    support,
+                    coefficients,
+                    bias,
+                },
                 positives: 0,
             });
         }
@@ -447,36 +438,24 @@ impl Classifier for Smil {
         }
         Ok(SmilModel {
             params: *self,
-            dim,
-            mean,
-            inv_sd,
-            gamma,
-            support,
-            coefficients,
-            bias: support_mean_bias(&k, &instance_y, &sil.alpha),
+            expansion: Expansion {
+                dim,
+                mean,
+                inv_sd,
+                gamma,
+                support,
+                coefficients,
+                bias: support_mean_bias(&k, &instance_y, &sil.alpha),
+            },
             positives: positive_labels.iter().filter(|&&l| l).count(),
         })
     }
 }
 
 impl SmilModel {
-    /// The model's instance function f.
-    pub fn expansion(&self) -> Expansion<'_> {
-        Expansion {
-            kernel: self.params.kernel,
-            gamma: self.gamma,
-            dim: self.dim,
-            mean: &self.mean,
-            inv_sd: &self.inv_sd,
-            support: &self.support,
-            coefficients: &self.coefficients,
-            bias: self.bias,
-        }
-    }
-
     /// f(x) of every instance of `bag`.
     pub fn instance_decisions(&self, bag: crate::data::Bag<'_>) -> Vec<f64> {
-        self.expansion().decisions(bag)
+        self.expansion.decisions(self.params.kernel, bag)
     }
 
     /// A bag's score from its instances' decision values: the mean (sMIL), the largest
@@ -494,7 +473,7 @@ impl SmilModel {
         self.params
             .check()
             .map_err(|e| Error::Model(format!("{name}: {e}")))?;
-        self.expansion().validate(name)
+        self.expansion.validate(self.params.kernel, name)
     }
 }
 
@@ -504,14 +483,14 @@ impl BagModel for SmilModel {
     }
 
     fn input_dim(&self) -> usize {
-        self.dim
+        self.expansion.dim
     }
 
     /// Binary scores [0, f(X)]: class 1 when the bag's decision value is > 0.
     fn scores<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<BagScores> {
         let bags = bags.into();
         let (data, bags) = (bags.dataset(), &*bags.indices());
-        check_dim(data, self.dim)?;
+        check_dim(data, self.expansion.dim)?;
         let values: Vec<f64> = bags
             .par_iter()
             .map(|&b| self.pool(&self.instance_decisions(data.bag(b))))
@@ -526,7 +505,7 @@ impl BagModel for SmilModel {
     fn explain<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<Vec<Explanation>> {
         let bags = bags.into();
         let (data, bags) = (bags.dataset(), &*bags.indices());
-        check_dim(data, self.dim)?;
+        check_dim(data, self.expansion.dim)?;
         Ok(bags
             .iter()
             .map(|&b| {
@@ -688,9 +667,9 @@ mod tests {
             let model = params.fit(&data).unwrap();
             let k = Kernel {
                 kind: kernel,
-                gamma: model.gamma,
+                gamma: model.expansion.gamma,
             };
-            let z = |x: &[f64]| zscore(x, &model.mean, &model.inv_sd);
+            let z = |x: &[f64]| zscore(x, &model.expansion.mean, &model.expansion.inv_sd);
             let mut points: Vec<(Vec<Vec<f64>>, f64)> = Vec::new();
             for (bag, &l) in bags.iter().zip(&labels) {
                 if l == 0 {
@@ -775,7 +754,7 @@ mod tests {
                                 / xs.len() as f64
                         })
                         .sum();
-                    assert!((fx - model.bias - g).abs() < 1e-9, "seed {seed}");
+                    assert!((fx - model.expansion.bias - g).abs() < 1e-9, "seed {seed}");
                 }
             }
         }
@@ -918,7 +897,10 @@ mod tests {
                         mi.instance_decisions(data.bag(b)),
                     );
                     for (a, c) in f.iter().zip(&g) {
-                        assert!(((a - sb.bias) - (c - mi.bias)).abs() < 1e-9, "seed {seed}");
+                        assert!(
+                            ((a - sb.expansion.bias) - (c - mi.expansion.bias)).abs() < 1e-9,
+                            "seed {seed}"
+                        );
                     }
                 }
             }
@@ -966,10 +948,10 @@ mod tests {
             .unwrap();
         assert!(model.validate().is_ok());
         let mut short = model.clone();
-        short.coefficients.pop();
+        short.expansion.coefficients.pop();
         assert!(short.validate().is_err());
         let mut nan = model.clone();
-        nan.bias = f64::NAN;
+        nan.expansion.bias = f64::NAN;
         assert!(nan.validate().is_err());
         let mut linear = model.clone();
         linear.params.kernel = InstanceKernel::Linear;
@@ -979,7 +961,7 @@ mod tests {
         sparse_eta.params.eta = 0.5;
         assert!(sparse_eta.validate().is_err());
         let mut wide = model;
-        wide.mean.push(0.0);
+        wide.expansion.mean.push(0.0);
         assert!(wide.validate().is_err());
     }
 

@@ -289,7 +289,7 @@ impl Compact {
             }
             ClassifierModel::MiSvm(m) => {
                 let name = m.params.heuristic.kind();
-                let head = linear_instance_head(&m.expansion(), Pooling::Max, model.threshold);
+                let head = linear_instance_head(m.expansion.linear(m.params.kernel), Pooling::Max, model.threshold);
                 Ok((
                     Compact {
                         stage: projection,
@@ -304,7 +304,7 @@ impl Compact {
                     Variant::Sparse => Pooling::Geometric,
                     Variant::Balanced => Pooling::Max,
                 };
-                let head = linear_instance_head(&m.expansion(), pooling, model.threshold);
+                let head = linear_instance_head(m.expansion.linear(m.params.kernel), pooling, model.threshold);
                 Ok((
                     Compact {
                         stage: projection,
@@ -394,18 +394,17 @@ fn em_dd_as_miles(m: &DdModel, threshold: Option<f64>) -> Result<MilesModel> {
     })
 }
 
-/// The core's linear head for a linear instance function f (mi-SVM, MI-SVM, sMIL, sbMIL)
-/// whose bag decision pools f: the largest f (`Pooling::Max`, Andrews et al.; sbMIL) or
+/// The core's linear head for a linear instance function f = w·x + b (mi-SVM, MI-SVM,
+/// sMIL, sbMIL; [`crate::classifier::mi_svm::Expansion::linear`]) whose bag decision pools f: the largest f (`Pooling::Max`, Andrews et al.; sbMIL) or
 /// the mean f (`Pooling::Geometric`, sMIL). The core pools σ(f) by its max, or takes
-/// σ(mean f): σ is increasing and σ(·) > ½ ⇔ its argument > 0. f(x) = w·z + b with
-/// z = (x − mean)·inv_sd is folded into weights on the raw features, and a chosen
-/// threshold t moves the bias. `None` for an RBF kernel.
+/// σ(mean f): σ is increasing and σ(·) > ½ ⇔ its argument > 0. A chosen threshold t moves
+/// the bias. `None` for an RBF kernel (no w).
 fn linear_instance_head(
-    f: &crate::classifier::mi_svm::Expansion<'_>,
+    f: Option<(Vec<f64>, f64)>,
     pooling: Pooling,
     threshold: Option<f64>,
 ) -> Option<Head> {
-    let (weights, bias) = f.linear()?;
+    let (weights, bias) = f?;
     Some(Head::Linear {
         weights,
         bias: vec![bias - threshold.unwrap_or(0.0)],
