@@ -559,17 +559,20 @@ fn miles_runs_on_an_emulated_cortex_m4() {
 }
 
 #[test]
-fn mi_svm_mi_wrapper_and_em_dd_run_on_an_emulated_cortex_m4() {
+fn instance_methods_run_on_an_emulated_cortex_m4() {
     // The instance-level methods the core scores, at their defaults on musk1 in Q15, on
-    // all 92 bags: a linear mi-SVM and MI-Wrapper (linear instance scores, max and mean
-    // pooling) and EM-DD (one MILES prototype). Labels equal the host model's.
+    // all 92 bags: a linear mi-SVM, MI-Wrapper and sMIL (linear instance scores; max,
+    // mean and geometric pooling) and EM-DD (one MILES prototype). Labels equal the host
+    // model's.
     use mil_toolkit::classifier::dd::{Dd, DdAlgorithm};
     use mil_toolkit::classifier::mi_svm::MiSvm;
     use mil_toolkit::classifier::mi_wrapper::MiWrapper;
+    use mil_toolkit::classifier::smil::Smil;
     let musk1 = mil_toolkit::data::load("musk1").unwrap();
     for (name, params) in [
         ("mi-svm", MiSvm::default().into()),
         ("mi-wrapper", MiWrapper::default().into()),
+        ("smil", Smil::default().into()),
     ] {
         let model = deploy::train(&musk1, None, params);
         let (_, agree) = run_on_device(&musk1, &model, Encoding::Q15);
