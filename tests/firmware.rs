@@ -348,17 +348,29 @@ fn the_firmware_links_without_a_panic_path() {
     assert!(text[1] > text[0], "the `svm` build links more: {text:?}");
 }
 
-/// The size of section `name` of the ELF file `elf`, from `llvm-objdump -h`.
-fn section_size(elf: &Path, name: &str) -> u64 {
+/// Every section of the ELF file `elf` with its size, from `llvm-objdump -h`.
+fn sections(elf: &Path) -> Vec<(String, u64)> {
     let out = Command::new(objdump()).arg("-h").arg(elf).output().unwrap();
-    String::from_utf8_lossy(&out.stdout)
+    let all: Vec<(String, u64)> = String::from_utf8_lossy(&out.stdout)
         .lines()
-        .find_map(
+        .filter_map(
             |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
-                [_, n, size, ..] if n == name => u64::from_str_radix(size, 16).ok(),
+                [_, name, size, ..] => {
+                    Some((name.to_string(), u64::from_str_radix(size, 16).ok()?))
+                }
                 _ => None,
             },
         )
+        .collect();
+    assert!(!all.is_empty(), "no sections in {}", elf.display());
+    all
+}
+
+/// The size of section `name` of the ELF file `elf`.
+fn section_size(elf: &Path, name: &str) -> u64 {
+    sections(elf)
+        .into_iter()
+        .find_map(|(n, size)| (n == name).then_some(size))
         .unwrap_or_else(|| panic!("no section {name} in {}", elf.display()))
 }
 
@@ -951,25 +963,16 @@ fn mi_vlad_runs_on_an_emulated_cortex_m4() {
 /// holds [`FIRMWARE`].
 fn firmware_sections() -> (u64, u64) {
     let elf = firmware_dir().join("target/thumbv7em-none-eabihf/release/mil-firmware");
-    let out = Command::new(objdump())
-        .arg("-h")
-        .arg(&elf)
-        .output()
-        .unwrap();
     let (mut flash, mut ram) = (0, 0);
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if let [_, name, size, ..] = f[..] {
-            let size = u64::from_str_radix(size, 16).unwrap_or(0);
-            if matches!(name, ".vector_table" | ".text" | ".rodata" | ".data") {
-                flash += size;
-            }
-            if matches!(name, ".data" | ".bss") {
-                ram += size;
-            }
+    for (name, size) in sections(&elf) {
+        if matches!(&*name, ".vector_table" | ".text" | ".rodata" | ".data") {
+            flash += size;
+        }
+        if matches!(&*name, ".data" | ".bss") {
+            ram += size;
         }
     }
-    assert!(flash > 0, "no sections in {}", elf.display());
+    assert!(flash > 0, "no flash sections in {}", elf.display());
     (flash, ram)
 }
 
