@@ -774,34 +774,18 @@ fn seed_models() -> Vec<Vec<u8>> {
     }
     // An attention network with gated pooling (every layer kind), its weights a fixed
     // pattern.
-    use mil_toolkit::classifier::attention::{
-        AttentionMil, AttentionModel, Layer, Pooling as NetPooling,
-    };
-    let params = AttentionMil::default().pooling(NetPooling::Gated).hidden(8);
-    let mut net = AttentionModel {
-        params,
-        dim: 4,
-        n_classes: 2,
-        mean: vec![1.0, -2.0, 0.0, 3.0],
-        inv_sd: vec![0.01, 0.02, 0.0, 0.005],
-        layers: Vec::new(),
-        stop: mil_toolkit::classifier::attention::Stop::MaxEpochs,
-        best_epoch: 100,
-    };
-    net.layers = net
-        .layer_names()
-        .into_iter()
-        .map(|(name, rows, cols)| Layer {
-            name: name.into(),
-            rows,
-            cols,
-            weight: (0..rows * cols)
-                .map(|i| ((i * 7 + rows) % 11) as f32 / 5.0 - 1.0)
-                .collect(),
-            bias: (0..rows).map(|r| (r % 3) as f32 / 4.0 - 0.25).collect(),
-        })
-        .collect();
-    net.validate().unwrap();
+    use mil_suite::Slot;
+    use mil_toolkit::classifier::attention::{AttentionMil, Pooling as NetPooling};
+    let net = mil_suite::attention_network(
+        AttentionMil::default().pooling(NetPooling::Gated).hidden(8),
+        2,
+        vec![1.0, -2.0, 0.0, 3.0],
+        vec![0.01, 0.02, 0.0, 0.005],
+        |slot| match slot {
+            Slot::Weight { rows, index } => ((index * 7 + rows) % 11) as f32 / 5.0 - 1.0,
+            Slot::Bias { row } => (row % 3) as f32 / 4.0 - 0.25,
+        },
+    );
     let net = Compact {
         stage: None,
         head: Head::Attention(Box::new(net)),

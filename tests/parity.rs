@@ -1290,7 +1290,7 @@ fn attention_network_random_small_networks() {
     // Networks with random weights (2 to 4 classes, every pooling) on random bags of 1 to
     // 9 instances, every fourth spread three times wider: the bound, label and witness checks
     // of `attention_parity` on every bag.
-    use mil_toolkit::classifier::attention::{AttentionMil, AttentionModel, Layer, Pooling, Stop};
+    use mil_toolkit::classifier::attention::{AttentionMil, Pooling};
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = move || {
         state ^= state << 13;
@@ -1312,39 +1312,15 @@ fn attention_network_random_small_networks() {
             .pooling(pooling)
             .hidden(hidden)
             .epochs(1);
-        let mut model = AttentionModel {
-            params,
-            dim,
-            n_classes,
-            mean: (0..dim).map(|_| next() - 0.5).collect(),
-            inv_sd: (0..dim)
-                .map(|j| if j == 1 { 0.0 } else { 0.5 + next() })
-                .collect(),
-            layers: Vec::new(),
-            stop: Stop::MaxEpochs,
-            best_epoch: 1,
-        };
-        // The layers' shapes from a fitted model's naming.
-        let shapes = {
-            let probe = AttentionModel {
-                layers: Vec::new(),
-                ..model.clone()
-            };
-            probe.layer_names()
-        };
-        model.layers = shapes
-            .into_iter()
-            .map(|(name, rows, cols)| Layer {
-                name: name.into(),
-                rows,
-                cols,
-                weight: (0..rows * cols)
-                    .map(|_| (2.0 * next() - 1.0) as f32)
-                    .collect(),
-                bias: (0..rows).map(|_| (next() - 0.5) as f32).collect(),
-            })
+        let mean = (0..dim).map(|_| next() - 0.5).collect();
+        let inv_sd = (0..dim)
+            .map(|j| if j == 1 { 0.0 } else { 0.5 + next() })
             .collect();
-        model.validate().unwrap();
+        let model =
+            mil_suite::attention_network(params, n_classes, mean, inv_sd, |slot| match slot {
+                mil_suite::Slot::Weight { .. } => (2.0 * next() - 1.0) as f32,
+                mil_suite::Slot::Bias { .. } => (next() - 0.5) as f32,
+            });
         let mut features = Vec::new();
         let mut offsets = vec![0];
         let n_bags = 12;

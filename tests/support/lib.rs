@@ -194,3 +194,58 @@ pub struct ReadmeExamples;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/guide/library.md")]
 pub struct LibraryGuideExamples;
+
+/// Where [`attention_network`] puts a value: weight `index` of a layer of `rows` rows, or
+/// the bias of row `row`.
+pub enum Slot {
+    /// A weight, row-major.
+    Weight {
+        /// Rows of the layer.
+        rows: usize,
+        /// Index into the layer's weights.
+        index: usize,
+    },
+    /// A bias.
+    Bias {
+        /// The row it belongs to.
+        row: usize,
+    },
+}
+
+/// An untrained attention network of `params`'s shape for the export tests: the z-score
+/// `mean`/`inv_sd` on `dim` features, `n_classes` outputs, and every layer's weights, then
+/// its biases, taken from `value` in order.
+pub fn attention_network(
+    params: mil_toolkit::classifier::attention::AttentionMil,
+    n_classes: usize,
+    mean: Vec<f64>,
+    inv_sd: Vec<f64>,
+    mut value: impl FnMut(Slot) -> f32,
+) -> mil_toolkit::classifier::attention::AttentionModel {
+    use mil_toolkit::classifier::attention::{AttentionModel, Layer, Stop};
+    let mut model = AttentionModel {
+        params,
+        dim: mean.len(),
+        n_classes,
+        mean,
+        inv_sd,
+        layers: Vec::new(),
+        stop: Stop::MaxEpochs,
+        best_epoch: params.epochs,
+    };
+    model.layers = model
+        .layer_names()
+        .into_iter()
+        .map(|(name, rows, cols)| Layer {
+            name: name.into(),
+            rows,
+            cols,
+            weight: (0..rows * cols)
+                .map(|index| value(Slot::Weight { rows, index }))
+                .collect(),
+            bias: (0..rows).map(|row| value(Slot::Bias { row })).collect(),
+        })
+        .collect();
+    model.validate().unwrap();
+    model
+}
