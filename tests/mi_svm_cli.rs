@@ -3,11 +3,10 @@
 //! gives every instance's decision value, and what does not apply is refused.
 
 use mil_suite::{
-    assert_cv_is_the_librarys, assert_shortened_model_refused, instance_scores, mil_json,
-    mil_refuses_naming, temp_dir, train_exportable, train_unexportable,
+    assert_instance_decisions_are_the_librarys, assert_shortened_model_refused, mil_refuses_naming,
+    temp_dir, train_exportable, train_unexportable,
 };
 use mil_toolkit::classifier::mi_svm::{Heuristic, InstanceKernel, MiSvm};
-use mil_toolkit::classifier::{BagModel, Classifier};
 
 /// The two heuristics as `mil` flags and as the library's parameters.
 fn cases() -> [(&'static str, Vec<&'static str>, MiSvm); 2] {
@@ -36,41 +35,18 @@ fn cases() -> [(&'static str, Vec<&'static str>, MiSvm); 2] {
 
 #[test]
 fn train_predict_and_cv_give_the_librarys_models() {
+    // The bag's score is the largest f(x) (mi-SVM, MI-SVM, sbMIL) or the mean (sMIL).
     let dir = temp_dir("mi-svm");
-    let musk1 = mil_toolkit::data::load("musk1").unwrap();
     for (name, flags, params) in cases() {
-        let model = dir.join(format!("{name}.json"));
-        let model = model.to_str().unwrap();
-        let mut args = vec!["train", "musk1", "-o", model, "--json"];
-        args.extend_from_slice(&flags);
-        mil_json(&args);
-        let p = mil_json(&["predict", model, "musk1", "--explain", "--json"]);
-        let lib = params.fit(&musk1).unwrap();
-        let scores = lib.scores(&musk1).unwrap();
-        let labels = scores.labels();
-        for (b, pred) in p["predictions"].as_array().unwrap().iter().enumerate() {
-            let label: usize = pred["label"].as_str().unwrap().parse().unwrap();
-            assert_eq!(label, labels[b], "{name} bag {b}");
-            let score = pred["score"].as_f64().unwrap();
-            assert!((score - scores.row(b)[1]).abs() < 1e-9, "{name} bag {b}");
-            // Every instance's f(x), as the library computes it; the witness is the
-            // largest and is the bag's score.
-            let e = &pred["explanation"];
-            assert_eq!(e["score_kind"], "decision");
-            let f = instance_scores(e);
-            let want = lib.instance_decisions(musk1.bag(b));
-            assert_eq!(f.len(), want.len());
-            for (a, w) in f.iter().zip(&want) {
-                assert!((a - w).abs() < 1e-9, "{name} bag {b}");
-            }
-            let w = e["witnesses"][0].as_u64().unwrap() as usize;
-            assert!(f.iter().all(|&v| v <= f[w]));
-            assert!((f[w] - score).abs() < 1e-9);
-        }
-
-        // `mil cv`: each bag's label is that of the model fitted on its fold's training
-        // bags (the library's folds of the same seed).
-        assert_cv_is_the_librarys("musk1", 10, &flags, &params, name);
+        assert_instance_decisions_are_the_librarys(
+            &dir,
+            name,
+            &flags,
+            &params,
+            10,
+            |model, bag| model.instance_decisions(bag),
+            |f, w| f[w],
+        );
     }
     std::fs::remove_dir_all(dir).ok();
 }
