@@ -4,8 +4,8 @@
 //! what does not apply is refused.
 
 use mil_suite::{
-    assert_cv_is_the_librarys, find_key, instance_scores, mil_json, mil_refuses_naming, run_mil,
-    temp_dir,
+    assert_cv_is_the_librarys, assert_explained_as_the_library, find_key, mil_json,
+    mil_refuses_naming, run_mil, temp_dir,
 };
 use mil_toolkit::classifier::attention::{AttentionMil, Pooling};
 use mil_toolkit::classifier::{BagModel, Classifier};
@@ -35,29 +35,25 @@ fn params(seed: u64) -> AttentionMil {
 fn train_predict_and_cv_give_the_librarys_model() {
     let dir = temp_dir("attention");
     let musk1 = mil_toolkit::data::load("musk1").unwrap();
-    let model = dir.join("attention.json");
-    let model = model.to_str().unwrap();
-    let mut args = vec!["train", "musk1", "-o", model, "--seed", "3", "--json"];
-    args.extend_from_slice(&FLAGS);
-    mil_json(&args);
-    let p = mil_json(&["predict", model, "musk1", "--explain", "--json"]);
+    // Every instance's attention weight, as the library computes it; they add up to 1.
     let lib = params(3).fit(&musk1).unwrap();
-    let scores = lib.scores(&musk1).unwrap();
-    let labels = scores.labels();
     let explained = lib.explain(&musk1).unwrap();
-    for (b, pred) in p["predictions"].as_array().unwrap().iter().enumerate() {
-        let label: usize = pred["label"].as_str().unwrap().parse().unwrap();
-        assert_eq!(label, labels[b], "bag {b}");
-        let score = pred["score"].as_f64().unwrap();
-        assert!((score - scores.row(b)[1]).abs() < 1e-12, "bag {b}");
-        let e = &pred["explanation"];
-        assert_eq!(e["score_kind"], "attention");
-        let a = instance_scores(e);
-        assert_eq!(a.len(), musk1.bag(b).len());
-        assert!((a.iter().sum::<f64>() - 1.0).abs() < 1e-9, "bag {b}");
-        for (x, w) in a.iter().zip(&explained[b].instance_scores) {
-            assert!((x - w).abs() < 1e-12, "bag {b}");
-        }
+    let mut flags = FLAGS.to_vec();
+    flags.extend(["--seed", "3"]);
+    let bags = assert_explained_as_the_library(
+        &dir,
+        "attention",
+        &flags,
+        &lib,
+        "attention",
+        1e-12,
+        |b, _| explained[b].instance_scores.clone(),
+    );
+    for (b, e) in bags.iter().enumerate() {
+        assert!(
+            (e.instances.iter().sum::<f64>() - 1.0).abs() < 1e-9,
+            "bag {b}"
+        );
     }
 
     // `mil cv`: each bag's label is that of the model fitted on its fold's training

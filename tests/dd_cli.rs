@@ -4,11 +4,11 @@
 //! refused.
 
 use mil_suite::{
-    assert_cv_is_the_librarys, assert_shortened_model_refused, instance_scores, mil_json,
+    assert_cv_is_the_librarys, assert_explained_as_the_library, assert_shortened_model_refused,
     mil_refuses_naming, temp_dir, train_exportable, train_unexportable,
 };
 use mil_toolkit::classifier::dd::Dd;
-use mil_toolkit::classifier::{BagModel, Classifier};
+use mil_toolkit::classifier::Classifier;
 
 /// The two algorithms as `mil` flags and as the library's parameters (few starts, so
 /// that ten fold fits stay quick). `mil` seeds the classifier with `--seed`.
@@ -39,33 +39,20 @@ fn train_predict_and_cv_give_the_librarys_models() {
     let dir = temp_dir("dd");
     let musk1 = mil_toolkit::data::load("musk1").unwrap();
     for (name, flags, params) in cases(5) {
-        let model = dir.join(format!("{name}.json"));
-        let model = model.to_str().unwrap();
-        let mut args = vec!["train", "musk1", "-o", model, "--seed", "5", "--json"];
-        args.extend_from_slice(&flags);
-        mil_json(&args);
-        let p = mil_json(&["predict", model, "musk1", "--explain", "--json"]);
+        // Every instance's probability, as the library computes it; the witness is the
+        // most probable.
         let lib = params.fit(&musk1).unwrap();
-        let scores = lib.scores(&musk1).unwrap();
-        let labels = scores.labels();
-        for (b, pred) in p["predictions"].as_array().unwrap().iter().enumerate() {
-            let label: usize = pred["label"].as_str().unwrap().parse().unwrap();
-            assert_eq!(label, labels[b], "{name} bag {b}");
-            let score = pred["score"].as_f64().unwrap();
-            assert!((score - scores.row(b)[1]).abs() < 1e-12, "{name} bag {b}");
-            // Every instance's probability, as the library computes it; the witness is
-            // the most probable.
-            let e = &pred["explanation"];
-            assert_eq!(e["score_kind"], "probability");
-            let p = instance_scores(e);
-            let want = lib.instance_probabilities(musk1.bag(b));
-            assert_eq!(p.len(), want.len());
-            for (a, w) in p.iter().zip(&want) {
-                assert!((a - w).abs() < 1e-12, "{name} bag {b}");
-            }
-            let w = e["witnesses"][0].as_u64().unwrap() as usize;
-            assert!(p.iter().all(|&v| v <= p[w]));
-        }
+        let mut train_flags = flags.clone();
+        train_flags.extend(["--seed", "5"]);
+        assert_explained_as_the_library(
+            &dir,
+            name,
+            &train_flags,
+            &lib,
+            "probability",
+            1e-12,
+            |_, bag| lib.instance_probabilities(bag),
+        );
 
         // `mil cv`: each bag's label is that of the model fitted on its fold's training
         // bags (the library's folds of the same seed).

@@ -3,7 +3,7 @@
 //! instance's contribution, and what does not apply is refused.
 
 use mil_suite::{
-    assert_cv_is_the_librarys, assert_shortened_model_refused, instance_scores, mil_json,
+    assert_cv_is_the_librarys, assert_explained_as_the_library, assert_shortened_model_refused,
     mil_refuses_naming, temp_dir, train_unexportable,
 };
 use mil_toolkit::classifier::mi_graph::MiGraph;
@@ -22,35 +22,22 @@ fn train_predict_and_cv_give_the_librarys_model() {
         "0.004",
     ];
     let params = MiGraph::default().cost(5.0).gamma(Some(0.004));
-    let model = dir.join("mi-graph.json");
-    let model = model.to_str().unwrap();
-    let mut args = vec!["train", "musk1", "-o", model, "--json"];
-    args.extend_from_slice(&flags);
-    mil_json(&args);
-    let p = mil_json(&["predict", model, "musk1", "--explain", "--json"]);
+    // The instance scores are the library's, they add up to the decision value with the
+    // bias, and the witness is the largest.
     let lib = params.fit(&musk1).unwrap();
-    let scores = lib.scores(&musk1).unwrap();
-    let labels = scores.labels();
     let explained = lib.explain(&musk1).unwrap();
-    for (b, pred) in p["predictions"].as_array().unwrap().iter().enumerate() {
-        let label: usize = pred["label"].as_str().unwrap().parse().unwrap();
-        assert_eq!(label, labels[b], "bag {b}");
-        let score = pred["score"].as_f64().unwrap();
-        assert!((score - scores.row(b)[1]).abs() < 1e-9, "bag {b}");
-        // The instance scores are the library's, they add up to the decision value with
-        // the bias, and the witness is the largest.
-        let e = &pred["explanation"];
-        assert_eq!(e["score_kind"], "contribution");
-        let g = instance_scores(e);
-        let want = &explained[b].instance_scores;
-        assert_eq!(g.len(), musk1.bag(b).len());
-        for (a, w) in g.iter().zip(want) {
-            assert!((a - w).abs() < 1e-9, "bag {b}");
-        }
-        let f = g.iter().sum::<f64>() + lib.svm.bias;
-        assert!((f - score).abs() < 1e-9, "bag {b}: {f} {score}");
-        let w = e["witnesses"][0].as_u64().unwrap() as usize;
-        assert!(g.iter().all(|&v| v <= g[w]));
+    let bags = assert_explained_as_the_library(
+        &dir,
+        "mi-graph",
+        &flags,
+        &lib,
+        "contribution",
+        1e-9,
+        |b, _| explained[b].instance_scores.clone(),
+    );
+    for (b, e) in bags.iter().enumerate() {
+        let f = e.instances.iter().sum::<f64>() + lib.svm.bias;
+        assert!((f - e.score).abs() < 1e-9, "bag {b}: {f} {}", e.score);
     }
 
     // `mil cv`: each bag's label is that of the model fitted on its fold's training

@@ -4,8 +4,8 @@
 //! host's labels, and what does not apply is refused.
 
 use mil_suite::{
-    assert_cv_is_the_librarys, find_key, instance_scores, mil_json, mil_refuses_naming, run_mil,
-    temp_dir,
+    assert_cv_is_the_librarys, assert_explained_as_the_library, find_key, mil_json,
+    mil_refuses_naming, run_mil, temp_dir,
 };
 use mil_toolkit::classifier::miles::Miles;
 use mil_toolkit::classifier::{BagModel, Classifier};
@@ -16,32 +16,17 @@ fn train_predict_and_cv_give_the_librarys_model() {
     let musk1 = mil_toolkit::data::load("musk1").unwrap();
     let flags = ["--classifier", "miles", "--cost", "5", "--gamma", "0.004"];
     let params = Miles::default().cost(5.0).gamma(Some(0.004));
-    let model = dir.join("miles.json");
-    let model = model.to_str().unwrap();
-    let mut args = vec!["train", "musk1", "-o", model, "--json"];
-    args.extend_from_slice(&flags);
-    mil_json(&args);
-    let p = mil_json(&["predict", model, "musk1", "--explain", "--json"]);
+    // The instance scores are the library's, and the witness is the largest.
     let lib = params.fit(&musk1).unwrap();
-    let scores = lib.scores(&musk1).unwrap();
-    let labels = scores.labels();
-    for (b, pred) in p["predictions"].as_array().unwrap().iter().enumerate() {
-        let label: usize = pred["label"].as_str().unwrap().parse().unwrap();
-        assert_eq!(label, labels[b], "bag {b}");
-        let score = pred["score"].as_f64().unwrap();
-        assert!((score - scores.row(b)[1]).abs() < 1e-9, "bag {b}");
-        // The instance scores are the library's, and the witness is the largest.
-        let e = &pred["explanation"];
-        assert_eq!(e["score_kind"], "contribution");
-        let g = instance_scores(e);
-        let want = lib.decision(musk1.bag(b)).1;
-        assert_eq!(g.len(), want.len());
-        for (a, w) in g.iter().zip(&want) {
-            assert!((a - w).abs() < 1e-9, "bag {b}");
-        }
-        let w = e["witnesses"][0].as_u64().unwrap() as usize;
-        assert!(g.iter().all(|&v| v <= g[w]));
-    }
+    assert_explained_as_the_library(
+        &dir,
+        "miles",
+        &flags,
+        &lib,
+        "contribution",
+        1e-9,
+        |_, bag| lib.decision(bag).1,
+    );
 
     // `mil cv`: each bag's label is that of the model fitted on its fold's training
     // bags (the library's folds of the same seed).

@@ -175,19 +175,30 @@ pub fn assert_cv_is_the_librarys<C: Classifier>(
     }
 }
 
-/// `mil train musk1 FLAGS` then `mil predict --explain` give the model `params` fits in
-/// the library: each bag's label and score, every instance's decision value as
-/// `decisions` computes it (score kind `decision`), the largest as the witness, and the
-/// bag's score `pool(f, witness)`. Then [`assert_cv_is_the_librarys`] with `folds`.
-pub fn assert_instance_decisions_are_the_librarys<C: Classifier>(
+/// One bag of `mil predict --explain --json`: every instance's score, the witness and the
+/// bag's score.
+pub struct ExplainedBag {
+    /// The instance scores.
+    pub instances: Vec<f64>,
+    /// The witness (the largest instance score).
+    pub witness: usize,
+    /// The bag's score.
+    pub score: f64,
+}
+
+/// `mil train musk1 -o DIR/NAME.json FLAGS` then `mil predict --explain --json` agree with
+/// `lib`, the library's model of the same parameters: each bag's label and score (within
+/// `tolerance`), the score kind `kind`, every instance's score as `instances(b, bag)`
+/// computes it for bag number b, and the largest as the witness. Returns every bag as explained.
+pub fn assert_explained_as_the_library<M: BagModel>(
     dir: &Path,
     name: &str,
     flags: &[&str],
-    params: &C,
-    folds: usize,
-    decisions: impl Fn(&C::Model, mil_toolkit::data::Bag<'_>) -> Vec<f64>,
-    pool: impl Fn(&[f64], usize) -> f64,
-) {
+    lib: &M,
+    kind: &str,
+    tolerance: f64,
+    instances: impl Fn(usize, mil_toolkit::data::Bag<'_>) -> Vec<f64>,
+) -> Vec<ExplainedBag> {
     let musk1 = mil_toolkit::data::load("musk1").unwrap();
     let model = dir.join(format!("{name}.json"));
     let model = model.to_str().unwrap();
@@ -195,29 +206,38 @@ pub fn assert_instance_decisions_are_the_librarys<C: Classifier>(
     args.extend_from_slice(flags);
     mil_json(&args);
     let p = mil_json(&["predict", model, "musk1", "--explain", "--json"]);
-    let lib = params.fit(&musk1).unwrap();
     let scores = lib.scores(&musk1).unwrap();
     let labels = scores.labels();
-    for (b, pred) in p["predictions"].as_array().unwrap().iter().enumerate() {
-        let label: usize = pred["label"].as_str().unwrap().parse().unwrap();
-        assert_eq!(label, labels[b], "{name} bag {b}");
-        let score = pred["score"].as_f64().unwrap();
-        assert!((score - scores.row(b)[1]).abs() < 1e-9, "{name} bag {b}");
-        let e = &pred["explanation"];
-        assert_eq!(e["score_kind"], "decision");
-        let f = instance_scores(e);
-        let want = decisions(&lib, musk1.bag(b));
-        assert_eq!(f.len(), want.len());
-        for (a, w) in f.iter().zip(&want) {
-            assert!((a - w).abs() < 1e-9, "{name} bag {b}");
-        }
-        let w = e["witnesses"][0].as_u64().unwrap() as usize;
-        assert!(f.iter().all(|&v| v <= f[w]), "{name} bag {b}");
-        assert!((pool(&f, w) - score).abs() < 1e-9, "{name} bag {b}");
-    }
-    // `mil cv`: each bag's label is that of the model fitted on its fold's training bags
-    // (the library's folds of the same seed).
-    assert_cv_is_the_librarys("musk1", folds, flags, params, name);
+    let predictions = p["predictions"].as_array().unwrap();
+    assert_eq!(predictions.len(), musk1.n_bags(), "{name}");
+    predictions
+        .iter()
+        .enumerate()
+        .map(|(b, pred)| {
+            let label: usize = pred["label"].as_str().unwrap().parse().unwrap();
+            assert_eq!(label, labels[b], "{name} bag {b}");
+            let score = pred["score"].as_f64().unwrap();
+            assert!(
+                (score - scores.row(b)[1]).abs() < tolerance,
+                "{name} bag {b}"
+            );
+            let e = &pred["explanation"];
+            assert_eq!(e["score_kind"], kind, "{name}");
+            let got = instance_scores(e);
+            let want = instances(b, musk1.bag(b));
+            assert_eq!(got.len(), want.len(), "{name} bag {b}");
+            for (a, w) in got.iter().zip(&want) {
+                assert!((a - w).abs() < tolerance, "{name} bag {b}: {a} vs {w}");
+            }
+            let witness = e["witnesses"][0].as_u64().unwrap() as usize;
+            assert!(got.iter().all(|&v| v <= got[witness]), "{name} bag {b}");
+            ExplainedBag {
+                instances: got,
+                witness,
+                score,
+            }
+        })
+        .collect()
 }
 
 /// The `instance_scores` of one bag's `explanation` in `mil predict --explain --json`.
