@@ -371,6 +371,20 @@ impl Classifier for Smil {
         let sol = smo::solve_general(&q, &y, &params, &bounds, &linear);
         let bias = support_mean_bias(&q, &y, &sol.alpha);
 
+        // The fitted model, from the support points the variant chooses.
+        let model = |support, coefficients, bias, positives| SmilModel {
+            params: *self,
+            expansion: Expansion {
+                dim,
+                mean,
+                inv_sd,
+                gamma,
+                support,
+                coefficients,
+                bias,
+            },
+            positives,
+        };
         let (mut support, mut coefficients) = (Vec::new(), Vec::new());
         if self.variant == Variant::Sparse {
             for (p, a) in points.iter().zip(&sol.alpha) {
@@ -382,19 +396,7 @@ impl Classifier for Smil {
                     }
                 }
             }
-            return Ok(SmilModel {
-                params: *self,
-                expansion: Expansion {
-                    dim,
-                    mean,
-                    inv_sd,
-                    gamma,
-                    support,
-                    coefficients,
-                    bias,
-                },
-                positives: 0,
-            });
+            return Ok(model(support, coefficients, bias, 0));
         }
 
         // sbMIL: sMIL's decision values on the positive bags' instances label them.
@@ -436,19 +438,12 @@ impl Classifier for Smil {
                 coefficients.push(a * y);
             }
         }
-        Ok(SmilModel {
-            params: *self,
-            expansion: Expansion {
-                dim,
-                mean,
-                inv_sd,
-                gamma,
-                support,
-                coefficients,
-                bias: support_mean_bias(&k, &instance_y, &sil.alpha),
-            },
-            positives: positive_labels.iter().filter(|&&l| l).count(),
-        })
+        Ok(model(
+            support,
+            coefficients,
+            support_mean_bias(&k, &instance_y, &sil.alpha),
+            positive_labels.iter().filter(|&&l| l).count(),
+        ))
     }
 }
 
