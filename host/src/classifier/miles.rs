@@ -11,9 +11,10 @@
 //!   hold more than `max_prototypes` instances, that many are drawn without replacement
 //!   (seeded by `seed`) as the candidate prototypes.
 //! - 1-norm SVM (the paper's LP): minimise Σₖ|wₖ| + C(μ Σ₊ ξᵢ + (1 − μ) Σ₋ ξᵢ) subject to
-//!   yᵢ(w·m(Bᵢ) + b) ≥ 1 − ξᵢ, ξ ≥ 0, with w = u − v, u, v ≥ 0, solved by Clarabel's
-//!   interior point. C = 1/λ of the paper; μ weighs errors on positive bags against
-//!   errors on negative ones; each bag's cost is also multiplied by its class weight.
+//!   yᵢ(w·m(Bᵢ) + b) ≥ 1 − ξᵢ, ξ ≥ 0, with w = u − v, u, v ≥ 0, solved by an interior
+//!   point on the bags × bags normal equations (`optim::l1_svm`). C = 1/λ of the paper;
+//!   μ weighs errors on positive bags against errors on negative ones; each bag's cost is
+//!   also multiplied by its class weight.
 //! - The model keeps only the selected prototypes, the candidates with
 //!   |wₖ| > [`WEIGHT_TOLERANCE`] · maxₖ|wₖ|, and their weights: a bag's score is
 //!   f(B) = Σₖ wₖ s(xᵏ, B) + b, positive when f(B) > 0.
@@ -166,13 +167,15 @@ impl Miles {
 }
 
 /// Memory and work of fitting MILES on data of this shape: the embedded training bags
-/// (bags × candidate prototypes) held three times (the vectors, the LP's constraint
-/// matrix and its factorisation), beside the data and its z-scored copy; the work is one
-/// squared distance per pair of instances.
+/// (bags × candidate prototypes) held twice (the vectors and the interior point's scaled
+/// copy) with room for a group's distances, the bags × bags normal equations and their
+/// factor, beside the data and its z-scored copy; the work is one squared distance per
+/// pair of instances.
 pub fn footprint(shape: crate::params::Shape, max_prototypes: usize) -> crate::params::Estimate {
     let n = shape.instances.min(max_prototypes) as f64;
+    let bags = shape.bags as f64;
     crate::params::Estimate::values(
-        3.0 * shape.bags as f64 * n + 3.0 * n + 2.0 * shape.values(),
+        3.0 * bags * n + 2.0 * bags * bags + 3.0 * n + 2.0 * shape.values(),
         n * shape.instances as f64 * shape.dim as f64,
     )
 }
@@ -215,12 +218,30 @@ impl MilesEmbedding {
         let bags = bags.into();
         let (data, bags) = (bags.dataset(), &*bags.indices());
         check_dim(data, self.dim)?;
-        Ok(embed(data, bags, |bag| {
-            self.nearest(bag)
-                .into_iter()
-                .map(|(_, d2)| (-self.gamma * d2).exp())
-                .collect()
-        }))
+        // Bags in groups of about GROUP_INSTANCES instances, so that one matrix product
+        // serves many small bags (the prototypes are packed once per group, not per bag).
+        let mut groups: Vec<&[usize]> = Vec::new();
+        let (mut start, mut count) = (0, 0);
+        for (i, &b) in bags.iter().enumerate() {
+            count += data.bag(b).len();
+            if count >= GROUP_INSTANCES || i + 1 == bags.len() {
+                groups.push(&bags[start..=i]);
+                (start, count) = (i + 1, 0);
+            }
+        }
+        Ok(groups
+            .par_iter()
+            .map(|group| {
+                crate::cancel::checkpoint();
+                let group: Vec<_> = group.iter().map(|&b| data.bag(b)).collect();
+                nearest_in_bags(&self.prototypes, self.dim, &self.mean, &self.inv_sd, &group)
+                    .into_iter()
+                    .flatten()
+                    .map(|(_, d2)| (-self.gamma * d2).exp())
+                    .collect::<Vec<_>>()
+            })
+            .collect::<Vec<_>>()
+            .concat())
     }
 
     /// Checks an embedding read from a file.
@@ -261,9 +282,11 @@ fn embed(
         .concat()
 }
 
+/// Instances per matrix product of [`MilesEmbedding::transform`].
+const GROUP_INSTANCES: usize = 256;
+
 /// For each prototype (z-scored rows of `prototypes`), the nearest instance of `bag`
-/// after z-scoring and the squared distance: ‖p‖² + ‖x‖² − 2 p·x (at least 0), the dot
-/// products by one matrix product.
+/// after z-scoring and the squared distance.
 fn nearest(
     prototypes: &[f64],
     dim: usize,
@@ -271,13 +294,27 @@ fn nearest(
     inv_sd: &[f64],
     bag: crate::data::Bag<'_>,
 ) -> Vec<(usize, f64)> {
-    let x: Vec<f64> = bag
-        .instances()
-        .flat_map(|row| zscore(row, mean, inv_sd))
+    nearest_in_bags(prototypes, dim, mean, inv_sd, &[bag]).remove(0)
+}
+
+/// [`nearest`] for each bag of `bags`, bag by bag: squared distances ‖p‖² + ‖x‖² − 2 p·x
+/// (at least 0), the dot products of all the bags' instances by one matrix product.
+/// Each dot product depends on its two vectors alone ([`crate::fast::gram_block`]), so
+/// the result does not depend on how bags are grouped.
+fn nearest_in_bags(
+    prototypes: &[f64],
+    dim: usize,
+    mean: &[f64],
+    inv_sd: &[f64],
+    bags: &[crate::data::Bag<'_>],
+) -> Vec<Vec<(usize, f64)>> {
+    let x: Vec<f64> = bags
+        .iter()
+        .flat_map(|bag| bag.instances().flat_map(|row| zscore(row, mean, inv_sd)))
         .collect();
-    let (np, nx) = (prototypes.len() / dim, bag.len());
+    let (np, nx) = (prototypes.len() / dim, x.len() / dim);
     if np == 0 || nx == 0 {
-        return vec![(0, f64::INFINITY); np];
+        return vec![vec![(0, f64::INFINITY); np]; bags.len()];
     }
     let mut dots = vec![0.0; np * nx];
     crate::fast::gram_block(prototypes, &x, dim, &mut dots);
@@ -287,110 +324,30 @@ fn nearest(
             .collect()
     };
     let (pn, xn) = (norms(prototypes), norms(&x));
-    dots.chunks_exact(nx)
-        .zip(&pn)
-        .map(|(row, p)| {
-            let mut best = (0, f64::INFINITY);
-            for (j, (d, q)) in row.iter().zip(&xn).enumerate() {
-                let d2 = (p + q - 2.0 * d).max(0.0);
-                if d2 < best.1 {
-                    best = (j, d2);
-                }
-            }
-            best
+    let mut first = 0;
+    bags.iter()
+        .map(|bag| {
+            let range = first..first + bag.len();
+            first += bag.len();
+            dots.chunks_exact(nx)
+                .zip(&pn)
+                .map(|(row, p)| {
+                    let mut best = (0, f64::INFINITY);
+                    for (j, (d, q)) in row[range.clone()]
+                        .iter()
+                        .zip(&xn[range.clone()])
+                        .enumerate()
+                    {
+                        let d2 = (p + q - 2.0 * d).max(0.0);
+                        if d2 < best.1 {
+                            best = (j, d2);
+                        }
+                    }
+                    best
+                })
+                .collect()
         })
         .collect()
-}
-
-/// The 1-norm SVM's LP on embedded bags `m` (row-major bags × `n` prototypes) with labels
-/// ±1 `y` and per-bag error costs `costs`: variables [u (n), v (n), b, ξ (bags)], minimise
-/// Σ(u + v) + Σ costsᵢ ξᵢ subject to yᵢ((u − v)·mᵢ + b) + ξᵢ ≥ 1 and u, v, ξ ≥ 0, as
-/// Clarabel's A x + s = rhs, s ≥ 0. Returns the matrices and vectors of that form.
-pub(crate) struct Lp {
-    pub(crate) c: Vec<f64>,
-    pub(crate) a: clarabel::algebra::CscMatrix<f64>,
-    pub(crate) rhs: Vec<f64>,
-}
-
-impl Lp {
-    pub(crate) fn new(m: &[f64], n: usize, y: &[f64], costs: &[f64]) -> Lp {
-        let bags = y.len();
-        let vars = 2 * n + 1 + bags;
-        let mut c = vec![1.0; 2 * n];
-        c.push(0.0);
-        c.extend_from_slice(costs);
-        // Rows 0..bags: −yᵢ mᵢ·u + yᵢ mᵢ·v − yᵢ b − ξᵢ ≤ −1; then −x ≤ 0 for u, v, ξ.
-        let nonneg_row = |var: usize| {
-            if var < 2 * n {
-                bags + var
-            } else {
-                bags + var - 1
-            }
-        };
-        let (mut colptr, mut rowval, mut nzval) = (vec![0], Vec::new(), Vec::new());
-        for var in 0..vars {
-            if var < 2 * n {
-                let (k, sign) = if var < n { (var, -1.0) } else { (var - n, 1.0) };
-                for (i, yi) in y.iter().enumerate() {
-                    let v = m[i * n + k];
-                    if v != 0.0 {
-                        rowval.push(i);
-                        nzval.push(sign * yi * v);
-                    }
-                }
-            } else if var == 2 * n {
-                for (i, yi) in y.iter().enumerate() {
-                    rowval.push(i);
-                    nzval.push(-yi);
-                }
-            } else {
-                rowval.push(var - 2 * n - 1);
-                nzval.push(-1.0);
-            }
-            if var != 2 * n {
-                rowval.push(nonneg_row(var));
-                nzval.push(-1.0);
-            }
-            colptr.push(rowval.len());
-        }
-        let rows = bags + vars - 1;
-        let mut rhs = vec![-1.0; bags];
-        rhs.resize(rows, 0.0);
-        Lp {
-            c,
-            a: clarabel::algebra::CscMatrix::new(rows, vars, colptr, rowval, nzval),
-            rhs,
-        }
-    }
-
-    /// The primal optimum x and the dual z (Clarabel's: Aᵀz + c = 0, z ≥ 0).
-    pub(crate) fn solve(&self) -> Result<(Vec<f64>, Vec<f64>)> {
-        use clarabel::algebra::CscMatrix;
-        use clarabel::solver::{
-            DefaultSettingsBuilder, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus,
-        };
-        let numerical = |reason: String| Error::Numerical {
-            method: "MILES 1-norm SVM (LP)",
-            reason,
-        };
-        let vars = self.c.len();
-        let p = CscMatrix::zeros((vars, vars));
-        let settings = DefaultSettingsBuilder::default()
-            .verbose(false)
-            .max_iter(500)
-            .build()
-            .map_err(|e| numerical(e.to_string()))?;
-        let cones = [NonnegativeConeT(self.rhs.len())];
-        let mut solver = DefaultSolver::new(&p, &self.c, &self.a, &self.rhs, &cones, settings)
-            .map_err(|e| numerical(format!("{e:?}")))?;
-        solver.solve();
-        match solver.solution.status {
-            SolverStatus::Solved | SolverStatus::AlmostSolved => {
-                Ok((solver.solution.x.clone(), solver.solution.z.clone()))
-            }
-            status => Err(numerical(format!("interior point: {status:?}"))),
-        }
-    }
 }
 
 impl Classifier for Miles {
@@ -425,8 +382,8 @@ impl Classifier for Miles {
                 self.cost * share * weights[l]
             })
             .collect();
-        let (x, _) = Lp::new(&m, n, &y, &costs).solve()?;
-        let w: Vec<f64> = (0..n).map(|k| x[k] - x[n + k]).collect();
+        let solution = crate::optim::l1_svm::solve(&m, n, &y, &costs)?;
+        let w = &solution.w;
         let largest = w.iter().fold(0.0f64, |a, v| a.max(v.abs()));
         let dim = embedding.dim;
         let (mut prototypes, mut kept) = (Vec::new(), Vec::new());
@@ -444,7 +401,7 @@ impl Classifier for Miles {
                 ..embedding
             },
             weights: kept,
-            bias: x[2 * n],
+            bias: solution.bias,
         })
     }
 }
@@ -665,45 +622,6 @@ mod tests {
     }
 
     #[test]
-    fn the_lp_solution_is_optimal() {
-        // Primal feasibility, dual feasibility (Aᵀz + c = 0, z ≥ 0) and equal objectives
-        // (cᵀx = −rhsᵀz): the optimality conditions of the LP, checked on its own terms.
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
-        for case in 0..10 {
-            let (bags, n) = (rng.random_range(2..12), rng.random_range(1..15));
-            let m: Vec<f64> = (0..bags * n).map(|_| rng.random_range(0.0..1.0)).collect();
-            let y: Vec<f64> = (0..bags)
-                .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
-                .collect();
-            let costs: Vec<f64> = (0..bags).map(|_| rng.random_range(0.1..10.0)).collect();
-            let lp = Lp::new(&m, n, &y, &costs);
-            let (x, z) = lp.solve().unwrap();
-            let (u, v, b, xi) = (&x[..n], &x[n..2 * n], x[2 * n], &x[2 * n + 1..]);
-            let tol = 1e-7;
-            for i in 0..bags {
-                let f: f64 = (0..n).map(|k| (u[k] - v[k]) * m[i * n + k]).sum::<f64>() + b;
-                assert!(y[i] * f + xi[i] >= 1.0 - tol, "case {case} bag {i}");
-            }
-            assert!(x.iter().enumerate().all(|(j, &v)| j == 2 * n || v >= -tol));
-            // Aᵀz + c from the CSC columns.
-            let a = &lp.a;
-            for j in 0..x.len() {
-                let col: f64 = (a.colptr[j]..a.colptr[j + 1])
-                    .map(|p| a.nzval[p] * z[a.rowval[p]])
-                    .sum();
-                assert!((col + lp.c[j]).abs() < 1e-6, "case {case} variable {j}");
-            }
-            assert!(z.iter().all(|&v| v >= -tol));
-            let primal: f64 = lp.c.iter().zip(&x).map(|(c, x)| c * x).sum();
-            let dual: f64 = -lp.rhs.iter().zip(&z).map(|(r, z)| r * z).sum::<f64>();
-            assert!(
-                (primal - dual).abs() <= 1e-6 * primal.abs().max(1.0),
-                "case {case}: {primal} vs {dual}"
-            );
-        }
-    }
-
-    #[test]
     fn separable_bags_are_all_classified_on_held_out_bags() {
         for seed in 0..5 {
             let (train, train_labels) = bags(10 + seed, 30);
@@ -738,10 +656,9 @@ mod tests {
                 .map(|&l| if l == 1 { 1.0 } else { -1.0 })
                 .collect();
             let costs: Vec<f64> = y.iter().map(|_| 3.0 * 0.5).collect();
-            let (x, _) = Lp::new(&e.transform(&data).unwrap(), n, &y, &costs)
-                .solve()
-                .unwrap();
-            let w: Vec<f64> = (0..n).map(|k| x[k] - x[n + k]).collect();
+            let w = crate::optim::l1_svm::solve(&e.transform(&data).unwrap(), n, &y, &costs)
+                .unwrap()
+                .w;
             let largest = w.iter().fold(0.0f64, |a, v| a.max(v.abs()));
             let kept: Vec<usize> = (0..n)
                 .filter(|&k| w[k].abs() > WEIGHT_TOLERANCE * largest)
