@@ -21,7 +21,7 @@
 //!
 //! The method is Mehrotra's predictor–corrector (Nocedal & Wright, Numerical
 //! Optimization, 2nd ed., Algorithm 14.3) with separate primal and dual step lengths,
-//! started from the infeasible point x = z = 1, λ = 0, b = 0. The free variable b is
+//! started from Mehrotra's point (§14.2). The free variable b is
 //! eliminated by the Schur complement of the normal equations on y. It stops when the
 //! primal and dual residuals are below [`TOLERANCE`] (relative to the data's scale) and
 //! the duality gap is below [`TOLERANCE`] · (1 + |objective|), or when it stalls within
@@ -44,9 +44,9 @@ pub const TOLERANCE: f64 = 1e-8;
 
 /// Accuracy accepted when the iteration stalls before [`TOLERANCE`]: near the optimum
 /// the normal equations' matrix is as ill-conditioned as the ratios x/z are spread, and
-/// round-off in the step can keep the primal residual from falling further. Worse than
-/// this is an error.
-pub const REDUCED_TOLERANCE: f64 = 1e-6;
+/// round-off in the step can keep the residuals from falling further. Clarabel's
+/// reduced gap tolerance (its "almost solved"); worse than this is an error.
+pub const REDUCED_TOLERANCE: f64 = 5e-5;
 
 /// Iterations without a better point after which a point within [`REDUCED_TOLERANCE`] is
 /// taken as the solution (the iterates only drift once round-off dominates).
@@ -112,9 +112,11 @@ pub fn solve(m: &[f64], n: usize, y: &[f64], costs: &[f64]) -> Result<Solution> 
         costs,
     };
     // Blocks in the order u, v, ξ, s.
-    let mut pairs = [Pair::ones(n), Pair::ones(n), Pair::ones(p), Pair::ones(p)];
-    let mut lambda = vec![0.0; p];
-    let mut bias = 0.0;
+    let Some((mut pairs, mut lambda, mut bias)) = lp.start() else {
+        return Err(numerical(
+            "the starting point's normal equations are singular".into(),
+        ));
+    };
     let total = (2 * n + 2 * p) as f64;
     let cost_scale = 1.0 + costs.iter().fold(0.0f64, |a, c| a.max(*c));
     let mut best: Option<(f64, Solution)> = None;
@@ -129,7 +131,14 @@ pub fn solve(m: &[f64], n: usize, y: &[f64], costs: &[f64]) -> Result<Solution> 
                 .map(|(c, x)| c * x)
                 .sum::<f64>();
         let dual: f64 = lambda.iter().sum();
-        let error = (res.primal_norm())
+        // Relative residuals, as general interior-point solvers measure them (Clarabel:
+        // ‖Ax + s − b‖ / (1 + ‖b‖ + ‖x‖)): with near-identical embedded bags (a small γ)
+        // the weights grow large, and the primal residual's round-off grows with them.
+        let x_scale = pairs
+            .iter()
+            .flat_map(|pair| &pair.x)
+            .fold(bias.abs(), |a, x| a.max(x.abs()));
+        let error = (res.primal_norm() / (2.0 + x_scale))
             .max(res.dual_norm() / cost_scale)
             .max((primal - dual).abs() / (1.0 + primal.abs()));
         if best.as_ref().is_none_or(|(e, _)| error < *e) {
@@ -235,11 +244,20 @@ impl Residuals {
 /// The Cholesky factor of the normal equations' matrix K and K⁻¹y, yᵀK⁻¹y (the Schur
 /// complement that eliminates Δb).
 struct NormalEquations {
-    /// The lower-triangular factor L of K = L Lᵀ (its strict upper triangle unused).
+    /// D_u + D_v, which K applies between G and Gᵀ.
+    weights: Vec<f64>,
+    /// D_ξ + D_s, K's diagonal term.
+    diagonal: Vec<f64>,
+    /// The lower-triangular factor L of K (plus any shift) = L Lᵀ (its strict upper
+    /// triangle unused).
     factor: Mat<f64>,
     k_inv_y: Vec<f64>,
     y_k_inv_y: f64,
 }
+
+/// Refinement steps of each Newton direction against K applied exactly (see
+/// [`Problem::reduced_solve`]).
+const REFINEMENTS: usize = 2;
 
 impl Problem<'_> {
     /// G w = y ∘ (M w).
@@ -262,6 +280,55 @@ impl Problem<'_> {
         let mt = self.m.transpose();
         matmul(out.as_mut(), Accum::Replace, mt, yl.as_ref(), 1.0, Par::Seq);
         (0..n).map(|k| out[(k, 0)]).collect()
+    }
+
+    /// Mehrotra's starting point (Nocedal & Wright, §14.2): the least-norm x with
+    /// A x + y b = 1 and the least-norm z with Aᵀλ + z = c, yᵀλ = 0 (both through the
+    /// normal equations at D = I), shifted to be positive and then shifted again so that
+    /// no product xᵢzᵢ is far below the average. Its scale follows the costs', which
+    /// x = z = 1 does not: with large C that start leaves only tiny steps.
+    fn start(&self) -> Option<([Pair; 4], Vec<f64>, f64)> {
+        let (p, n) = (self.y.len(), self.m.ncols());
+        let ones = [Pair::ones(n), Pair::ones(n), Pair::ones(p), Pair::ones(p)];
+        let normal = self.normal_equations(&ones)?;
+        // x = Aᵀw (blocks Gᵀw, −Gᵀw, w, −w) and b from (AAᵀ)w + y b = 1, yᵀw = 0.
+        let (w, bias) = self.reduced_solve(&normal, &vec![1.0; p], 0.0);
+        let gw = self.gt(&w);
+        let neg = |v: &[f64]| -> Vec<f64> { v.iter().map(|a| -a).collect() };
+        let mut x = [gw.clone(), neg(&gw), w.clone(), neg(&w)];
+        // λ from (AAᵀ)λ + y ν = A c = costs, yᵀλ = 0; z = c − Aᵀλ.
+        let (lambda, _) = self.reduced_solve(&normal, self.costs, 0.0);
+        let gl = self.gt(&lambda);
+        let mut z = [
+            gl.iter().map(|g| 1.0 - g).collect::<Vec<_>>(),
+            gl.iter().map(|g| 1.0 + g).collect(),
+            self.costs.iter().zip(&lambda).map(|(c, l)| c - l).collect(),
+            lambda.clone(),
+        ];
+        let shift = |v: &mut [Vec<f64>; 4]| {
+            let least = v.iter().flatten().fold(f64::INFINITY, |a, b| a.min(*b));
+            let by = (-1.5 * least).max(0.0);
+            v.iter_mut().flatten().for_each(|a| *a += by);
+        };
+        shift(&mut x);
+        shift(&mut z);
+        let dot: f64 = x
+            .iter()
+            .flatten()
+            .zip(z.iter().flatten())
+            .map(|(a, b)| a * b)
+            .sum();
+        let (sx, sz): (f64, f64) = (x.iter().flatten().sum(), z.iter().flatten().sum());
+        let (dx, dz) = (0.5 * dot / sz, 0.5 * dot / sx);
+        // All-zero x or z (a problem with nothing to fit) keeps the plain start.
+        if !(dx.is_finite() && dz.is_finite() && dx + dz > 0.0) {
+            return Some((ones, vec![0.0; p], 0.0));
+        }
+        let pairs = std::array::from_fn(|j| Pair {
+            x: x[j].iter().map(|a| a + dx).collect(),
+            z: z[j].iter().map(|a| a + dz).collect(),
+        });
+        Some((pairs, lambda, bias))
     }
 
     fn residuals(&self, pairs: &[Pair; 4], lambda: &[f64], bias: f64) -> Residuals {
@@ -302,9 +369,10 @@ impl Problem<'_> {
     /// added. `None` when no shift up to 10⁻⁶ · max Kᵢᵢ works.
     fn normal_equations(&self, pairs: &[Pair; 4]) -> Option<NormalEquations> {
         let (p, n) = (self.y.len(), self.m.ncols());
-        let root: Vec<f64> = (0..n)
-            .map(|k| (pairs[0].x[k] / pairs[0].z[k] + pairs[1].x[k] / pairs[1].z[k]).sqrt())
+        let weights: Vec<f64> = (0..n)
+            .map(|k| pairs[0].x[k] / pairs[0].z[k] + pairs[1].x[k] / pairs[1].z[k])
             .collect();
+        let root: Vec<f64> = weights.iter().map(|w| w.sqrt()).collect();
         // Row by row, as M is stored.
         let mut scaled = vec![0.0; p * n];
         for (i, row) in scaled.chunks_exact_mut(n).enumerate() {
@@ -374,10 +442,61 @@ impl Problem<'_> {
         let k_inv_y = solve_with(&factor, self.y);
         let y_k_inv_y = self.y.iter().zip(&k_inv_y).map(|(a, b)| a * b).sum();
         Some(NormalEquations {
+            weights,
+            diagonal,
             factor,
             k_inv_y,
             y_k_inv_y,
         })
+    }
+
+    /// K v = G ((D_u + D_v) ∘ Gᵀ v) + (D_ξ + D_s) ∘ v, without forming K.
+    fn apply_k(&self, normal: &NormalEquations, v: &[f64]) -> Vec<f64> {
+        let gv: Vec<f64> = self
+            .gt(v)
+            .iter()
+            .zip(&normal.weights)
+            .map(|(g, w)| g * w)
+            .collect();
+        self.g(&gv)
+            .iter()
+            .zip(&normal.diagonal)
+            .zip(v)
+            .map(|((a, d), v)| a + d * v)
+            .collect()
+    }
+
+    /// Solves K Δλ + y Δb = h, yᵀ Δλ = r_b through the factor: Δλ = K⁻¹h − Δb K⁻¹y with
+    /// Δb = (yᵀK⁻¹h − r_b) / yᵀK⁻¹y, then refines the solution against K applied
+    /// exactly. Near the optimum K is as ill-conditioned as D is spread, and the primal
+    /// residual after a full step is exactly this system's residual, so the refinement
+    /// is what lets the primal residual keep falling.
+    fn reduced_solve(&self, normal: &NormalEquations, h: &[f64], r_b: f64) -> (Vec<f64>, f64) {
+        let once = |h: &[f64], r_b: f64| -> (Vec<f64>, f64) {
+            let k_inv_h = solve_with(&normal.factor, h);
+            let y_k_inv_h: f64 = self.y.iter().zip(&k_inv_h).map(|(a, b)| a * b).sum();
+            let db = (y_k_inv_h - r_b) / normal.y_k_inv_y;
+            let dl = k_inv_h
+                .iter()
+                .zip(&normal.k_inv_y)
+                .map(|(a, b)| a - db * b)
+                .collect();
+            (dl, db)
+        };
+        let (mut dl, mut db) = once(h, r_b);
+        for _ in 0..REFINEMENTS {
+            let kdl = self.apply_k(normal, &dl);
+            let r1: Vec<f64> = (0..h.len())
+                .map(|i| h[i] - kdl[i] - self.y[i] * db)
+                .collect();
+            let r2 = r_b - self.y.iter().zip(&dl).map(|(y, d)| y * d).sum::<f64>();
+            let (cl, cb) = once(&r1, r2);
+            for (d, c) in dl.iter_mut().zip(&cl) {
+                *d += c;
+            }
+            db += cb;
+        }
+        (dl, db)
     }
 
     /// The Newton direction for the complementarity targets `target(block, i)`: with
@@ -406,15 +525,7 @@ impl Problem<'_> {
         let h: Vec<f64> = (0..self.y.len())
             .map(|i| res.primal[i] - ge[i] - e[2][i] + e[3][i])
             .collect();
-        // K Δλ + y Δb = h and yᵀΔλ = r_b: Δλ = K⁻¹h − Δb K⁻¹y.
-        let k_inv_h = solve_with(&normal.factor, &h);
-        let y_k_inv_h: f64 = self.y.iter().zip(&k_inv_h).map(|(a, b)| a * b).sum();
-        let db = (y_k_inv_h - res.bias) / normal.y_k_inv_y;
-        let dl: Vec<f64> = k_inv_h
-            .iter()
-            .zip(&normal.k_inv_y)
-            .map(|(a, b)| a - db * b)
-            .collect();
+        let (dl, db) = self.reduced_solve(normal, &h, res.bias);
         // Aᵀ Δλ per block: Gᵀ Δλ, −Gᵀ Δλ, Δλ, −Δλ.
         let gl = self.gt(&dl);
         let at = |j: usize, i: usize| match j {
@@ -600,6 +711,43 @@ mod tests {
             assert!(
                 primal - dual <= 1e-7 * (1.0 + primal) && dual <= primal + 1e-7 * (1.0 + primal),
                 "case {case} ({p} × {n}): primal {primal}, dual {dual}"
+            );
+        }
+    }
+
+    #[test]
+    fn badly_scaled_problems_are_solved_within_the_stated_accuracy() {
+        // Large costs and near-identical rows (MILES with a small γ: every similarity near
+        // 1) make the optimal weights large and the normal equations ill-conditioned.
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(17);
+        for case in 0..12 {
+            let (p, n) = (rng.random_range(10..60), rng.random_range(20..300));
+            let (mut m, y, mut costs) = problem(&mut rng, p, n, false);
+            let spread = [1e-1, 1e-2, 1e-3][case % 3];
+            m.iter_mut().for_each(|v| *v = 1.0 - spread * *v);
+            costs.iter_mut().for_each(|c| *c *= 100.0);
+            let s = solve(&m, n, &y, &costs).unwrap();
+            let tol = 1e-7;
+            for (l, c) in s.dual.iter().zip(&costs) {
+                assert!(
+                    *l >= -tol * c && *l <= c + tol * c,
+                    "case {case}: λ {l} of cost {c}"
+                );
+            }
+            for k in 0..n {
+                let g: f64 = (0..p).map(|i| s.dual[i] * y[i] * m[i * n + k]).sum();
+                assert!(g.abs() <= 1.0 + 1e-6, "case {case}: |Gᵀλ|_{k} = {g}");
+            }
+            let primal = objective(&m, n, &y, &costs, &s.w, s.bias);
+            let dual: f64 = s.dual.iter().sum();
+            assert!(
+                (primal - dual).abs() <= REDUCED_TOLERANCE * (1.0 + primal),
+                "case {case} ({p} × {n}, spread {spread}): primal {primal}, dual {dual}"
+            );
+            let reference = clarabel_optimum(&m, n, &y, &costs);
+            assert!(
+                (primal - reference).abs() <= REDUCED_TOLERANCE * (1.0 + reference),
+                "case {case}: {primal} vs Clarabel's {reference}"
             );
         }
     }
