@@ -57,6 +57,7 @@ CSV_COLUMNS = [
     "load_average",
     "date",
     "commit",
+    "machine",
     "arguments",
     "message",
 ]
@@ -183,6 +184,11 @@ def cpu(x):
     return f"{x:.2f}" if x < 10 else f"{x:.1f}" if x < 100 else f"{x:.0f}"
 
 
+def machine_name(m):
+    """`CPU model (N cores)` of a benchlib.machine() record."""
+    return f"{m['cpu']} ({m['cores']} cores)"
+
+
 def render(results, methods, repeats):
     """The generated part of the page."""
     entries = {(e["method"], e["data"]): e for e in results["entries"]}
@@ -191,10 +197,10 @@ def render(results, methods, repeats):
     loads = [e["load_average"] for e in done]
     dates = sorted(e["date"] for e in done)
     commits = sorted({e["commit"] for e in done})
-    m = results["machine"]
+    machines = sorted({e["machine"] for e in done})
     out = io.StringIO()
     w = out.write
-    w(f"Measured on {m['cpu']} ({m['cores']} cores), ")
+    w(f"Measured on {'; '.join(machines) or '—'} (each cell's machine is in the CSV), ")
     if dates:
         w(f"{dates[0][:16].replace('T', ' ')} to {dates[-1][:16].replace('T', ' ')} UTC, ")
     w(f"commit {', '.join(f'`{c}`' for c in commits) or '—'}; ")
@@ -337,9 +343,14 @@ def main():
         old = json.loads(json_path.read_text())
         if (old.get("format"), old.get("version"), old.get("repeats")) == (FORMAT, VERSION, repeats):
             results = old
-    results["machine"] = machine()
+    # Each cell keeps the machine it ran on (cells of one table may come from several).
+    here = machine()
+    for e in results["entries"]:
+        e.setdefault("machine", machine_name(results.get("machine", here)))
+    results["machine"] = here
     results["methods"] = methods
-    stamp = {"commit": commit(["docs/results.md", "benches/results"])}
+    stamp = {"commit": commit(["docs/results.md", "benches/results"]),
+             "machine": machine_name(here)}
 
     todo = [(m, d) for d in DATA for m in methods
             if (not only or m["name"] in only) and (not data or d in data)]

@@ -33,7 +33,7 @@ svm-nsk               | --classifier svm --kernel nsk
 svm-mi-rbf            | --classifier svm --kernel mi-rbf --scaling minmax
 smil                  | --classifier smil                               | musk2=3
 sbmil                 | --classifier sbmil                              | musk2=3
-miles                 | --classifier miles                              | musk2=3
+miles                 | --classifier miles                              | corel_dogs=1
 mi-graph              | --classifier mi-graph
 attention             | --classifier attention                          | musk2=1,corel_dogs=1,corel3=1,sival6=1
 bmida10-citation-knn  | --projection bmida --dim 10 --classifier citation-knn --references 2 --citers 4
