@@ -170,13 +170,13 @@ impl Miles {
 /// (bags × candidate prototypes) held twice (the vectors and the interior point's scaled
 /// copy) with room for a group's distances, the bags × bags normal equations and their
 /// factor, beside the data and its z-scored copy; the work is one squared distance per
-/// pair of instances.
+/// pair of instances and, for the LP, about 20 interior-point steps of bags² × N each.
 pub fn footprint(shape: crate::params::Shape, max_prototypes: usize) -> crate::params::Estimate {
     let n = shape.instances.min(max_prototypes) as f64;
     let bags = shape.bags as f64;
     crate::params::Estimate::values(
         3.0 * bags * n + 2.0 * bags * bags + 3.0 * n + 2.0 * shape.values(),
-        n * shape.instances as f64 * shape.dim as f64,
+        n * shape.instances as f64 * shape.dim as f64 + 20.0 * bags * bags * n,
     )
 }
 
