@@ -1,9 +1,12 @@
 """What the generated-page scripts of benches/ share: atomic writes, the machine and the
-commit that a page's numbers were measured on."""
+commit that a page's numbers were measured on, and the peer benches' timed child runs,
+folds files and AUROC."""
 
+import csv
 import os
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,3 +53,44 @@ def commit(generated):
     dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".",
                 *(f":!{g}" for g in generated))
     return head + ("-dirty" if dirty else "")
+
+
+def auroc(labels, scores):
+    """Mann-Whitney AUROC of the scores of the positive (1) against the negative bags."""
+    pos = [s for y, s in zip(labels, scores) if y == 1]
+    neg = [s for y, s in zip(labels, scores) if y != 1]
+    if not pos or not neg:
+        return None
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def measure(cmd, env, out_path):
+    """Runs cmd as a child with stdout to out_path: its CPU, peak RSS, wall and status."""
+    load = os.getloadavg()[0]
+    with open(out_path, "w") as out, open(out_path + ".err", "w") as err:
+        t0 = time.perf_counter()
+        child = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=ROOT)
+        _, status, ru = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - t0
+        child.returncode = os.waitstatus_to_exitcode(status)
+    return {"cpu": ru.ru_utime + ru.ru_stime, "user": ru.ru_utime, "sys": ru.ru_stime,
+            "peak_mib": ru.ru_maxrss / 1024, "wall": wall, "load": load,
+            "status": child.returncode}
+
+
+def folds_file(data, repetition, path):
+    """Writes repetition `repetition` of benches/results/folds/DATA_seed1.csv as a
+    --folds-file; returns the number of folds."""
+    src = ROOT / f"benches/results/folds/{data}_seed1.csv"
+    with open(src, newline="") as f, open(path, "w", newline="") as out:
+        w = csv.writer(out)
+        w.writerow(["bag_id", "label", "fold"])
+        folds = set()
+        for r in csv.DictReader(f):
+            if int(r["repetition"]) == repetition:
+                w.writerow([r["bag_id"], r["label"], r["fold"]])
+                folds.add(r["fold"])
+    if not folds:
+        raise SystemExit(f"{src}: no repetition {repetition}")
+    return len(folds)
