@@ -52,7 +52,7 @@ musk1-kandor gram gram musk1 --kernel kandor -o $work/g.csv
 musk1-kmin gram gram musk1 --kernel kmin -o $work/g.csv
 musk2-kand gram gram musk2 --kernel kand -o $work/g.csv
 musk1-kand-paper gram gram musk1 --kernel kand --estimator paper -o $work/g.csv
-musk2-kandor-svm-cv cv cv musk2 --classifier svm --kernel kandor --folds 10 --seed 1
+musk2-kandor-svm-cv cv cv musk2 --classifier svm --kernel kandor --rho 0.02 --folds 10 --seed 1
 JOBS
 weka=/usr/share/java/weka.jar
 if command -v java >/dev/null && [ -f "$weka" ]; then

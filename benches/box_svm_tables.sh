@@ -74,7 +74,7 @@ block() {
         for map in none emp emp-trans; do
             local ours=() cpus=""
             for data in musk1 musk2; do
-                timed cv "$data" --classifier svm --kernel "$kernel" --map "$map" --folds 10 --seed 1
+                timed cv "$data" --classifier svm --kernel "$kernel" --map "$map" --rho 0.02 --folds 10 --seed 1
                 ours+=("$(field "'%.3f ± %.3f' % (1 - d['accuracy'], d['fold_summary']['sd'])")")
                 cpus="$cpus${cpus:+ / }$(cat "$work/cpu")"
             done

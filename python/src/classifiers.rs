@@ -270,7 +270,7 @@ impl ClassifierSpec {
         delta: f64,
         precision: Option<i32>,
         gamma: Option<f64>,
-        rho: f64,
+        rho: &str,
         map: &str,
         cost: f64,
         seed: u64,
@@ -291,7 +291,7 @@ impl ClassifierSpec {
             },
         };
         let settings = BagSvmSettings::default()
-            .rho(rho)
+            .rho(rho.parse().map_err(py_err)?)
             .map(keyword::<EmpiricalMap>("map", map)?)
             .cost(cost);
         let params = SetKernelSvm::default()

@@ -231,7 +231,15 @@ def test_a_gram_matrix_that_is_the_identity_warns_with_its_remedy():
     bags = [rng.normal(size=(3 + b % 4, 700)) for b in range(20)]
     y = np.array([b % 2 for b in range(20)])
     with pytest.warns(RuntimeWarning, match="numerically the identity.*use rho"):
-        miltk.SetKernelSVM(kernel="kand").fit(bags, y)
+        miltk.SetKernelSVM(kernel="kand", rho=0.02).fit(bags, y)
+    # The default rho, scaled to the training bags, keeps the kernel informative.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = miltk.SetKernelSVM(kernel="kand").fit(bags, y)
+    assert len(set(model.predict(bags))) == 2
+    for bad in ("scale", -1.0, 2.0):
+        with pytest.raises(ValueError, match="rho"):
+            miltk.SetKernelSVM(kernel="kand", rho=bad).fit(bags, y)
     # A spread of similarities says nothing.
     small = [b[:, :2] for b in bags]
     with warnings.catch_warnings():

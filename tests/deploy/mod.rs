@@ -107,7 +107,7 @@ pub fn svm(map: mil_toolkit::classifier::svm::bags::EmpiricalMap) -> ClassifierP
             precision: None,
         },
         settings: mil_toolkit::classifier::svm::bags::BagSvmSettings {
-            rho: 0.02,
+            rho: mil_toolkit::classifier::svm::Rho::Fixed(0.02),
             map,
             cost: 1e10,
         },

@@ -342,7 +342,7 @@ impl Classifier for MiGraph {
         let weights: Option<Vec<f64>> = (!self.class_weight.is_none())
             .then(|| labels.iter().map(|&l| class_weights[l]).collect());
         let settings = BagSvmSettings {
-            rho: 1.0,
+            rho: super::svm::Rho::Fixed(1.0),
             map: EmpiricalMap::None,
             cost: self.cost,
         };

@@ -10,6 +10,7 @@ use crate::classifier::mi_wrapper::{Combine, MiWrapper};
 use crate::classifier::miles::Miles;
 use crate::classifier::simple_mi::{SimpleMi, Summary};
 use crate::classifier::smil::{Smil, Variant};
+use crate::classifier::svm::Rho;
 use mil_core::keyword::Keyword;
 
 /// Classifier choice and its hyper-parameters. Defaults are the library's
@@ -136,10 +137,11 @@ pub struct ClassifierArgs {
     /// --seed [default: 10000].
     #[arg(long)]
     pub max_prototypes: Option<usize>,
-    /// SVM with a box kernel: ρ of the subpolynomial map φ(k) = k^ρ before the SVM [default:
-    /// 0.02, the paper's 1/50].
-    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
-    pub rho: Vec<f64>,
+    /// SVM with a box kernel or the NSK: ρ of the subpolynomial map φ(k) = k^ρ before the
+    /// SVM, a number in (0, 1] (the paper's: 0.02) or `scaled`, the ρ that puts the median
+    /// similarity of two training bags at 0.15 [default: scaled].
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = parse_rho)]
+    pub rho: Vec<Rho>,
     #[command(flatten)]
     pub set_kernel: SetKernelArgs,
     /// Weight of each class's bags in the fit: `balanced` (n / (k · n_c) over the
@@ -221,6 +223,14 @@ impl clap::builder::TypedValueParser for ClassifierChoiceParser {
 /// `--class-weight`'s parser: the library's [`ClassWeight`] syntax.
 pub(super) fn parse_class_weight(text: &str) -> std::result::Result<ClassWeight, String> {
     text.parse::<ClassWeight>().map_err(|e| match e {
+        Error::Parameter { reason, .. } => reason,
+        other => other.to_string(),
+    })
+}
+
+/// `--rho`'s parser: `scaled` or a number.
+pub(super) fn parse_rho(text: &str) -> std::result::Result<Rho, String> {
+    text.parse::<Rho>().map_err(|e| match e {
         Error::Parameter { reason, .. } => reason,
         other => other.to_string(),
     })

@@ -22,10 +22,11 @@ pub struct GramArgs {
     /// 1 / (number of non-constant features).
     #[arg(long, allow_negative_numbers = true)]
     pub gamma: Option<f64>,
-    /// ρ of the subpolynomial map φ(k) = k^ρ (the paper: 1/50); the summary reports the
-    /// negative eigenvalues of φ(K) too.
-    #[arg(long, default_value_t = BagSvmSettings::default().rho, allow_negative_numbers = true)]
-    pub rho: f64,
+    /// ρ of the subpolynomial map φ(k) = k^ρ, a number in (0, 1] (the paper: 0.02) or
+    /// `scaled` (the median similarity of two bags 0.15), as the SVM's `--rho`; the
+    /// summary reports the negative eigenvalues of φ(K) too [default: scaled].
+    #[arg(long, default_value = "scaled", allow_negative_numbers = true, value_parser = super::classifier_args::parse_rho)]
+    pub rho: crate::classifier::svm::Rho,
     /// Output: .csv (bags × bags) or .npy (float64); without it only the summary. With
     /// --shard, the tile (JSON) that `mil gram merge` joins.
     #[arg(short, long)]

@@ -7,6 +7,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::{GramArgs, GramMerge, GramMergeArgs, Report};
+use crate::classifier::svm::Rho;
 use crate::data;
 use crate::data::standardize::ZScore;
 use crate::error::{Error, Result};
@@ -242,9 +243,12 @@ fn report(
     output: Option<&str>,
 ) -> Report {
     let normalised = spectrum(gram.normalised());
-    let rho = summary["rho"].as_f64().unwrap_or(0.02);
-    let mapped = spectrum(gram.powered(rho));
     let n = gram.n;
+    let all: Vec<usize> = (0..n).collect();
+    let rho = serde_json::from_value::<Rho>(summary["rho"].clone())
+        .unwrap_or_default()
+        .resolve(&gram.ln, n, &all);
+    let mapped = spectrum(gram.powered(rho));
     let (lo, hi) = gram
         .ln
         .iter()
@@ -255,7 +259,7 @@ fn report(
     let ns_per_sample = seconds * 1e9 / gram.samples.max(1) as f64;
     let human = format!(
         "{}: {n}×{n} ln {} Gram ({}, ε = {}, δ = {}, precision 10^{}) in {seconds:.2} s → {}\n\
-         ln k in [{lo:.2}, {hi:.2}]; {:.1}% negative eigenvalues of the normalised matrix (smallest {:.3e}), {:.1}% of k^ρ (ρ = {}); {} samples, {ns_per_sample:.0} ns of wall time each",
+         ln k in [{lo:.2}, {hi:.2}]; {:.1}% negative eigenvalues of the normalised matrix (smallest {:.3e}), {:.1}% of k^ρ (ρ = {:.3e}); {} samples, {ns_per_sample:.0} ns of wall time each",
         text("data"),
         text("kernel"),
         text("estimator"),
@@ -297,6 +301,7 @@ fn report(
     ] {
         json[key] = summary[key].clone();
     }
+    json["rho"] = json!(rho);
     Report { human, json }
 }
 

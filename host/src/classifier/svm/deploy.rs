@@ -77,7 +77,7 @@ impl SvmModel {
         let train = self.train_set()?;
         let grid = GridData::fit(&train, precision)?;
         let m = train.n_bags();
-        let rho = self.svm.settings.rho;
+        let rho = self.svm.rho();
         let log_gram = &self.train_log_gram;
         let log_offset = rho
             * (0..m)

@@ -7,21 +7,19 @@
 //! about the bias, and every bag gets the majority class. When every pair has similarity
 //! ≈ 1 the kernel is a constant, with the same result. Both happen with the box kernels'
 //! ρ or the MI kernel's γ far from the data's scale: with many features the box counts of
-//! two different bags differ by hundreds of orders of magnitude, and ρ = 1/50 leaves them
-//! orders of magnitude apart.
+//! two different bags differ by hundreds of orders of magnitude, and a fixed ρ = 1/50
+//! leaves them orders of magnitude apart. The scaled ρ ([`super::Rho::Scaled`], the
+//! default) avoids both by construction.
 
 use std::fmt;
 
-use super::bags::BagSvmSettings;
+use super::bags::{BagSvmSettings, Rho};
 use super::SetKernel;
 
 /// Largest off-diagonal similarity of a kernel taken for the identity.
 pub const IDENTITY_SIMILARITY: f64 = 0.01;
 /// Smallest off-diagonal similarity of a kernel taken for a constant.
 pub const CONSTANT_SIMILARITY: f64 = 0.99;
-/// The median similarity the suggested ρ aims at: what the paper's ρ = 1/50 gives on
-/// `elephant`, `fox` and `tiger` (0.044–0.056; 0.17 on `musk1`), where it wins.
-const TARGET_SIMILARITY: f64 = 0.05;
 
 /// Why a Gram matrix gives the SVM nothing to learn from.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -68,10 +66,9 @@ impl GramDiagnosis {
     }
 
     /// The setting that fixes it for `kernel` with SVM settings `settings`. For the box
-    /// kernels without the empirical map the similarity at ρ′ is c^(ρ′/ρ), so ρ′ =
-    /// ρ · ln 0.05 / ln c̃ puts the median similarity c̃ of `log_gram`'s training bags at
-    /// 0.05
-    /// (`log_gram`: ln k over `n` bags).
+    /// kernels and the NSK the scaled ρ ([`Rho::scaled`]): it puts the median similarity
+    /// of `log_gram`'s training bags at [`super::SCALED_SIMILARITY`] (`log_gram`: ln k
+    /// over `n` bags).
     pub fn remedy(
         &self,
         kernel: &SetKernel,
@@ -82,19 +79,24 @@ impl GramDiagnosis {
     ) -> String {
         let lower = matches!(self, GramDiagnosis::Identity { .. });
         match kernel {
-            SetKernel::Box { .. } => {
-                let rho = settings.rho;
-                let median = median_log_similarity(log_gram, n, train);
-                let data_rho = median
-                    .filter(|&l| l < 0.0)
-                    .map(|l| (TARGET_SIMILARITY.ln() / l).min(1.0));
-                match data_rho {
-                    Some(r) if lower || r > rho => format!(
-                        "use rho {r:.3e} (it puts the median similarity of the training bags at 0.05, as rho 0.02 does on the benchmarks; rho is {rho})"
-                    ),
-                    _ if lower => format!("lower rho below {rho}"),
-                    _ => format!("raise rho above {rho}"),
+            SetKernel::Box { .. } | SetKernel::Nsk { .. } if settings.rho != Rho::scaled() => {
+                let rho = settings.rho.resolve(log_gram, n, train);
+                let scaled = Rho::scaled().resolve(log_gram, n, train);
+                if (lower && scaled < rho) || (!lower && scaled > rho) {
+                    format!(
+                        "use rho {scaled:.3e} (rho scaled: it puts the median similarity of the training bags at {}; rho is {rho})",
+                        super::SCALED_SIMILARITY
+                    )
+                } else if lower {
+                    format!("lower rho below {rho}")
+                } else {
+                    format!("raise rho above {rho}")
                 }
+            }
+            // Only a ρ clamped at 1 leaves the scaled median similarity above its target.
+            SetKernel::Box { .. } if lower => "lower rho".to_string(),
+            SetKernel::Box { .. } => {
+                "raise the precision (finer boxes tell near bags apart)".to_string()
             }
             SetKernel::MiRbf { gamma } | SetKernel::Nsk { gamma: Some(gamma) } => {
                 if lower {
@@ -144,24 +146,6 @@ fn similarity_range(kernel: &[f64], n: usize, train: &[usize]) -> Option<(f64, f
     Some(range)
 }
 
-/// The median over distinct training bags of ln c(X, Y) at ρ = 1, from ln k.
-fn median_log_similarity(log_gram: &[f64], n: usize, train: &[usize]) -> Option<f64> {
-    let mut logs: Vec<f64> = Vec::new();
-    for (a, &i) in train.iter().enumerate() {
-        for &j in &train[a + 1..] {
-            let l = log_gram[i * n + j] - 0.5 * (log_gram[i * n + i] + log_gram[j * n + j]);
-            if l.is_finite() {
-                logs.push(l);
-            }
-        }
-    }
-    if logs.is_empty() {
-        return None;
-    }
-    logs.sort_by(f64::total_cmp);
-    Some(logs[logs.len() / 2])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,17 +173,18 @@ mod tests {
         let n = 7;
         let log = log_gram(n, |i, j| 300.0 + (i + j) as f64);
         let train: Vec<usize> = (0..n).collect();
-        let settings = BagSvmSettings::default();
-        let k = mapped(&log, settings.rho);
+        let settings = BagSvmSettings::paper();
+        let k = mapped(&log, super::super::PAPER_RHO);
         let d = GramDiagnosis::of(&k, n, &train).expect("diagnosed");
         assert!(matches!(d, GramDiagnosis::Identity { .. }), "{d:?}");
         let remedy = d.remedy(&SetKernel::default(), &settings, &log, n, &train);
-        // Brute force: the median of the pairs' gaps, and the ρ that maps it to 0.05.
+        // Brute force: the median of the pairs' gaps, and the ρ that maps it to the scaled
+        // similarity.
         let mut gaps: Vec<f64> = (0..n)
             .flat_map(|i| (i + 1..n).map(move |j| 300.0 + (i + j) as f64))
             .collect();
         gaps.sort_by(f64::total_cmp);
-        let want = -(0.05f64.ln()) / gaps[gaps.len() / 2];
+        let want = -(super::super::SCALED_SIMILARITY.ln()) / gaps[gaps.len() / 2];
         assert!(remedy.contains(&format!("{want:.3e}")), "{remedy} / {want}");
         let k = mapped(&log, want);
         assert_eq!(GramDiagnosis::of(&k, n, &train), None);
@@ -212,8 +197,9 @@ mod tests {
         let n = 5;
         let log = log_gram(n, |i, j| 0.01 * (1 + i + j) as f64);
         let train: Vec<usize> = (0..n).collect();
-        let settings = BagSvmSettings::default();
-        let d = GramDiagnosis::of(&mapped(&log, settings.rho), n, &train).expect("diagnosed");
+        let settings = BagSvmSettings::paper();
+        let d = GramDiagnosis::of(&mapped(&log, super::super::PAPER_RHO), n, &train)
+            .expect("diagnosed");
         assert!(matches!(d, GramDiagnosis::Constant { .. }), "{d:?}");
         let remedy = d.remedy(&SetKernel::default(), &settings, &log, n, &train);
         assert!(remedy.starts_with("use rho"), "{remedy}");

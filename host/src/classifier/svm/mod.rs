@@ -13,6 +13,7 @@
 //! in cross-validation only.
 
 pub mod bags;
+pub use bags::{Rho, PAPER_RHO, SCALED_SIMILARITY};
 pub mod maps;
 
 use rand_core::SeedableRng;
@@ -171,7 +172,7 @@ impl SetKernelSvm {
             let base = self.settings(self.settings.cost(cost));
             match self.kernel {
                 SetKernel::Box { .. } => {
-                    for rho in [self.settings.rho, 0.001] {
+                    for rho in [self.settings.rho, Rho::Fixed(0.001)] {
                         push(base.settings(base.settings.rho(rho)));
                     }
                 }
@@ -212,7 +213,9 @@ impl SetKernelSvm {
             kernel: SetKernel::MiRbf {
                 gamma: MI_RBF_GAMMA,
             },
-            settings: BagSvmSettings::default().cost(MI_RBF_COST).rho(1.0),
+            settings: BagSvmSettings::default()
+                .cost(MI_RBF_COST)
+                .rho(Rho::Fixed(1.0)),
             seed: 1,
             preprocessing: Preprocessing::MinMax,
             class_weight: ClassWeight::None,
@@ -222,7 +225,7 @@ impl SetKernelSvm {
     /// The SVM settings actually used: the MI kernel is used as is (ρ = 1).
     fn effective_settings(&self) -> BagSvmSettings {
         match self.kernel {
-            SetKernel::MiRbf { .. } => self.settings.rho(1.0),
+            SetKernel::MiRbf { .. } => self.settings.rho(Rho::Fixed(1.0)),
             _ => self.settings,
         }
     }
@@ -240,8 +243,7 @@ impl SetKernelSvm {
         train: &[usize],
         mean_bag_size: f64,
     ) -> Result<(Vec<f64>, f64, BagSvmSettings)> {
-        let settings = self.effective_settings();
-        let (k, scale) = svm_kernel(log_gram, n, train, &settings)?;
+        let (k, scale, settings) = svm_kernel(log_gram, n, train, &self.effective_settings())?;
         let smo = match self.kernel {
             SetKernel::MiRbf { .. } => settings.cost(settings.cost * mean_bag_size * scale),
             _ => settings,
@@ -254,16 +256,17 @@ impl SetKernelSvm {
     /// that fixes it; `None` when it is not.
     ///
     /// ```
+    /// use mil_toolkit::classifier::svm::bags::BagSvmSettings;
     /// use mil_toolkit::classifier::svm::{GramDiagnosis, SetKernelSvm};
     ///
-    /// // Three bags whose box counts differ by 10^300 from pair to pair: at ρ = 1/50 the
-    /// // normalised kernel is the identity.
+    /// // Three bags whose box counts differ by 10^300 from pair to pair: at the paper's
+    /// // ρ = 1/50 the normalised kernel is the identity; the scaled ρ (the default) fixes it.
     /// let log_gram = [700.0, 10.0, 10.0, 10.0, 700.0, 10.0, 10.0, 10.0, 700.0];
-    /// let (diagnosis, remedy) = SetKernelSvm::default()
-    ///     .diagnose(&log_gram, 3, &[0, 1, 2])?
-    ///     .expect("degenerate");
+    /// let paper = SetKernelSvm::default().settings(BagSvmSettings::paper());
+    /// let (diagnosis, remedy) = paper.diagnose(&log_gram, 3, &[0, 1, 2])?.expect("degenerate");
     /// assert!(matches!(diagnosis, GramDiagnosis::Identity { .. }));
-    /// assert!(remedy.starts_with("use rho 4.342e-3"), "{remedy}");
+    /// assert!(remedy.starts_with("use rho 2.749e-3"), "{remedy}");
+    /// assert!(SetKernelSvm::default().diagnose(&log_gram, 3, &[0, 1, 2])?.is_none());
     /// # Ok::<(), mil_toolkit::error::Error>(())
     /// ```
     pub fn diagnose(
@@ -275,7 +278,7 @@ impl SetKernelSvm {
         // The empirical map of an identity (or constant) kernel is one too, so φ(k)
         // alone decides, in O(n²) where the map costs O(n³).
         let settings = self.effective_settings().map(EmpiricalMap::None);
-        let (k, _) = svm_kernel(log_gram, n, train, &settings)?;
+        let (k, _, settings) = svm_kernel(log_gram, n, train, &settings)?;
         Ok(GramDiagnosis::of(&k, n, train).map(|d| {
             let remedy = d.remedy(&self.kernel, &settings, log_gram, n, train);
             (d, remedy)
@@ -673,7 +676,7 @@ impl BagModel for SvmModel {
         };
         let cross = kernel.cross(&wanted, &train, &cols, &self.train_log_self)?;
         let w = cols.len();
-        let rho = self.svm.settings.rho;
+        let rho = self.svm.rho();
         let phi = |l: f64| crate::classifier::svm::maps::subpolynomial_from_log(l, rho);
         let machines: Vec<&BagSvm> = self.machines().collect();
         let mut values = Vec::with_capacity(wanted.n_bags() * machines.len());
@@ -799,7 +802,7 @@ mod tests {
         SetKernelSvm {
             kernel,
             settings: BagSvmSettings {
-                rho: 0.5,
+                rho: Rho::Fixed(0.5),
                 map,
                 cost: 1e10,
             },
