@@ -65,10 +65,10 @@ smil                  | --classifier smil
 sbmil                 | --classifier sbmil
 dd                    | --classifier dd
 em-dd                 | --classifier em-dd
-svm-kand              | --classifier svm --kernel kand --epsilon 0.5 --delta 0.1
-svm-kandor            | --classifier svm --kernel kandor --epsilon 0.5 --delta 0.1
-svm-kmin              | --classifier svm --kernel kmin --epsilon 0.5 --delta 0.1
-svm-nsk               | --classifier svm --kernel nsk
+svm-kand              | --classifier svm --kernel kand --epsilon 0.5 --delta 0.1 --rho 0.02
+svm-kandor            | --classifier svm --kernel kandor --epsilon 0.5 --delta 0.1 --rho 0.02
+svm-kmin              | --classifier svm --kernel kmin --epsilon 0.5 --delta 0.1 --rho 0.02
+svm-nsk               | --classifier svm --kernel nsk --rho 0.02
 svm-mi-rbf            | --classifier svm --kernel mi-rbf --scaling minmax
 """
 
