@@ -239,37 +239,28 @@ fn a_gram_matrix_that_is_the_identity_is_named_with_the_rho_that_fixes_it() {
     // no longer the identity, in training or CV (the labels are noise: what CV predicts
     // from it is not the point).
     let model = dir.join("m.json");
+    let cv = [
+        "cv",
+        &wide,
+        "--classifier",
+        "svm",
+        "--folds",
+        "5",
+        "--quiet",
+    ];
+    let at_rho = ["--rho", rho];
+    let train = [
+        "train",
+        &wide,
+        "--classifier",
+        "svm",
+        "-o",
+        model.to_str().unwrap(),
+    ];
     for args in [
-        vec![
-            "cv",
-            &wide,
-            "--classifier",
-            "svm",
-            "--folds",
-            "5",
-            "--quiet",
-        ],
-        vec![
-            "cv",
-            &wide,
-            "--classifier",
-            "svm",
-            "--folds",
-            "5",
-            "--quiet",
-            "--rho",
-            rho,
-        ],
-        vec![
-            "train",
-            &wide,
-            "--classifier",
-            "svm",
-            "--rho",
-            rho,
-            "-o",
-            model.to_str().unwrap(),
-        ],
+        cv.to_vec(),
+        [&cv[..], &at_rho].concat(),
+        [&train[..], &at_rho].concat(),
     ] {
         let out = run_mil(&args);
         assert!(out.status.success());
@@ -280,16 +271,7 @@ fn a_gram_matrix_that_is_the_identity_is_named_with_the_rho_that_fixes_it() {
         );
     }
     // `mil train` at the paper's ρ says so too, before anyone predicts with the model.
-    let out = run_mil(&[
-        "train",
-        &wide,
-        "--classifier",
-        "svm",
-        "--rho",
-        "0.02",
-        "-o",
-        model.to_str().unwrap(),
-    ]);
+    let out = run_mil(&[&train[..], &["--rho", "0.02"]].concat());
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("numerically the identity: no two training bags"));
