@@ -119,7 +119,7 @@ class ClassifierSpec:
         delta: float,
         precision: Optional[int],
         gamma: Optional[float],
-        rho: float,
+        rho: str,
         map: str,
         cost: float,
         seed: int,
