@@ -207,8 +207,7 @@ fn wide_set(dir: &std::path::Path) -> String {
 fn a_gram_matrix_that_is_the_identity_is_named_with_the_rho_that_fixes_it() {
     let dir = temp_dir("svm-identity");
     let wide = wide_set(&dir);
-    // The paper's fixed ρ = 1/50 makes the kernel the identity on these many features.
-    let cv = run_mil(&[
+    let cv = [
         "cv",
         &wide,
         "--classifier",
@@ -216,11 +215,12 @@ fn a_gram_matrix_that_is_the_identity_is_named_with_the_rho_that_fixes_it() {
         "--folds",
         "5",
         "--quiet",
-        "--rho",
-        "0.02",
-    ]);
-    assert!(cv.status.success());
-    let warning = String::from_utf8_lossy(&cv.stderr).to_string();
+    ];
+    let paper = ["--rho", "0.02"];
+    // The paper's fixed ρ = 1/50 makes the kernel the identity on these many features.
+    let out = run_mil(&[&cv[..], &paper].concat());
+    assert!(out.status.success());
+    let warning = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(
         warning.contains("every out-of-fold prediction is class 0")
             && warning.contains("numerically the identity"),
@@ -239,15 +239,6 @@ fn a_gram_matrix_that_is_the_identity_is_named_with_the_rho_that_fixes_it() {
     // no longer the identity, in training or CV (the labels are noise: what CV predicts
     // from it is not the point).
     let model = dir.join("m.json");
-    let cv = [
-        "cv",
-        &wide,
-        "--classifier",
-        "svm",
-        "--folds",
-        "5",
-        "--quiet",
-    ];
     let at_rho = ["--rho", rho];
     let train = [
         "train",
@@ -271,7 +262,7 @@ fn a_gram_matrix_that_is_the_identity_is_named_with_the_rho_that_fixes_it() {
         );
     }
     // `mil train` at the paper's ρ says so too, before anyone predicts with the model.
-    let out = run_mil(&[&train[..], &["--rho", "0.02"]].concat());
+    let out = run_mil(&[&train[..], &paper].concat());
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("numerically the identity: no two training bags"));
