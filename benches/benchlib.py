@@ -3,6 +3,8 @@ commit that a page's numbers were measured on, and the peer benches' timed child
 folds files and AUROC."""
 
 import csv
+import io
+import json
 import os
 import subprocess
 import tempfile
@@ -94,3 +96,28 @@ def folds_file(data, repetition, path):
     if not folds:
         raise SystemExit(f"{src}: no repetition {repetition}")
     return len(folds)
+
+
+PEER_FIELDS = ["data", "side", "settings", "folds", "bags", "accuracy", "auroc", "cpu",
+               "user", "sys", "setup_cpu", "wall", "peak_mib", "load", "status"]
+
+
+def publish(text, rows, meta, page_path, block_name, results, atomic_write):
+    """Puts `text` between the page's `<!-- block_name:begin/end -->` markers (the rule of
+    benches/replace_block.py) and writes the rows to `results`.csv and .json, each file
+    replaced atomically."""
+    page = page_path.read_text(encoding="utf-8")
+    begin, end = f"<!-- {block_name}:begin -->", f"<!-- {block_name}:end -->"
+    if page.count(begin) != 1 or page.count(end) != 1:
+        raise SystemExit(f"{page_path}: expected one `{begin}` and one `{end}`")
+    i, j = page.index(begin) + len(begin), page.index(end)
+    atomic_write(page_path, page[:i] + "\n" + text + "\n" + page[j:])
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(PEER_FIELDS)
+    for r in rows:
+        w.writerow(["" if r.get(f) is None else r[f] for f in PEER_FIELDS])
+    atomic_write(f"{results}.csv", buf.getvalue())
+    atomic_write(f"{results}.json",
+                 json.dumps({"meta": meta, "rows": rows}, indent=1, ensure_ascii=False)
+                 + "\n")

@@ -49,7 +49,6 @@ benches/results/miles_peer.csv and .json. The driver uses the standard library o
 import argparse
 import csv
 import datetime
-import io
 import json
 import os
 import sys
@@ -59,7 +58,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from benchlib import auroc, folds_file, measure  # noqa: E402
+from benchlib import auroc, folds_file, measure, publish  # noqa: E402
 PAGE = ROOT / "docs/methods/miles.md"
 RESULTS = ROOT / "benches/results/miles_peer"
 BLOCK = "miles-peer"
@@ -377,24 +376,7 @@ def write(rows, meta, to_files, atomic_write):
     text = block(rows, meta)
     print(text)
     if to_files:
-        # The markers and rule of benches/replace_block.py, written atomically.
-        page = PAGE.read_text(encoding="utf-8")
-        begin, end = f"<!-- {BLOCK}:begin -->", f"<!-- {BLOCK}:end -->"
-        if page.count(begin) != 1 or page.count(end) != 1:
-            raise SystemExit(f"{PAGE}: expected one `{begin}` and one `{end}`")
-        i, j = page.index(begin) + len(begin), page.index(end)
-        atomic_write(PAGE, page[:i] + "\n" + text + "\n" + page[j:])
-        fields = ["data", "side", "settings", "folds", "bags", "accuracy", "auroc", "cpu",
-                  "user", "sys", "setup_cpu", "wall", "peak_mib", "load", "status"]
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(fields)
-        for r in rows:
-            w.writerow(["" if r.get(f) is None else r[f] for f in fields])
-        atomic_write(f"{RESULTS}.csv", buf.getvalue())
-        atomic_write(f"{RESULTS}.json",
-                     json.dumps({"meta": meta, "rows": rows}, indent=1, ensure_ascii=False)
-                     + "\n")
+        publish(text, rows, meta, PAGE, BLOCK, RESULTS, atomic_write)
 
 
 if __name__ == "__main__":
