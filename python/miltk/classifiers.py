@@ -1013,8 +1013,8 @@ class AutoMIL(_BagClassifier):
 
     ``fit`` runs a stratified inner CV over the candidates on the training bags alone,
     keeps the candidate of best inner score (the first on ties) and fits it on every
-    training bag. By default the candidates are eleven classifiers at their defaults —
-    SimpleMI, miVLAD, miFV, the set-kernel SVM with k∧, k∧∨ and the MI kernel,
+    training bag. By default the candidates are twelve classifiers at their defaults —
+    SimpleMI, miVLAD, miFV, the set-kernel SVM with k∧, k∧∨, the NSK and the MI kernel,
     Citation-kNN, MILR, mi-Graph, the attention network and MILES (mi-Graph and MILES on
     two classes only), as ``mil cv --classifier auto`` has them. Work shared across folds
     (Gram matrices, bag distances) is computed once.

@@ -20,8 +20,8 @@ use mil_core::keyword::Keyword;
 #[derive(Args, Debug, Clone)]
 pub struct ClassifierArgs {
     /// The bag classifier, or `auto`: an inner CV on the training bags of each fit
-    /// chooses among SimpleMI, miVLAD, miFV, the SVM with k∧, k∧∨ and the MI kernel,
-    /// Citation-kNN, MILR, mi-Graph, the attention network and MILES at their defaults
+    /// chooses among SimpleMI, miVLAD, miFV, the SVM with k∧, k∧∨, the NSK and the MI
+    /// kernel, Citation-kNN, MILR, mi-Graph, the attention network and MILES at their defaults
     /// (with --tune: each with its default grid; mi-Graph and MILES on two classes only),
     /// by pooled inner AUROC on two classes unless --select says otherwise.
     #[arg(long, value_parser = ClassifierChoiceParser, required = true)]
