@@ -151,9 +151,10 @@ impl ClassifierGrid {
     /// [`attention::TRAINABLE`]) and MILES, each at its defaults, cheap families first,
     /// every randomised step seeded by `seed` ([`ClassifierGrid::tuned_all`] adds each
     /// family's default grid). On more than two classes the inner CV passes over the
-    /// binary ones (mi-Graph, MILES: [`ClassifierParams::binary_only`]). mi-SVM, MI-SVM, MI-Wrapper, sMIL, sbMIL, DD
-    /// and EM-DD are left out: they cost one to two orders of magnitude more CPU or
-    /// trail the others on every shipped benchmark (the results table).
+    /// binary ones (mi-Graph, MILES: [`ClassifierParams::binary_only`]). mi-SVM, MI-SVM,
+    /// MI-Wrapper, sMIL, sbMIL, DD and EM-DD are left out: they cost one to two orders of
+    /// magnitude more CPU or trail the others on every shipped benchmark (the results
+    /// table).
     ///
     /// [`attention::TRAINABLE`]: crate::classifier::attention::TRAINABLE
     ///
