@@ -235,3 +235,68 @@ fn auto_and_lists_refuse_what_does_not_apply() {
     let out = run_mil(&["cv", "musk1", "--classifier", "svm", "--cost", "1,x"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A small two-class set as CSV (`label,bag,features…`): `positives` positive bags among
+/// `bags`, three instances each, four features drawn by a fixed LCG; a positive bag's
+/// first instance is shifted so that the classes can be told apart.
+fn small_set(bags: usize, positives: usize) -> String {
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    };
+    let mut csv = String::new();
+    for b in 0..bags {
+        let label = usize::from(b < positives);
+        for i in 0..3 {
+            let shift = if label == 1 && i == 0 { 1.5 } else { 0.0 };
+            let x: Vec<String> = (0..4).map(|_| format!("{:.4}", next() + shift)).collect();
+            csv.push_str(&format!("{label},bag{b},{}\n", x.join(",")));
+        }
+    }
+    csv
+}
+
+/// `mil cv` on the set, two outer folds, with `flags`; the timing removed.
+fn small_cv(data: &str, flags: &[&str]) -> serde_json::Value {
+    let mut args = vec!["cv", data, "--folds", "2", "--json"];
+    args.extend(flags);
+    let mut v = mil_json(&args);
+    v.as_object_mut().unwrap().remove("seconds");
+    v
+}
+
+#[test]
+fn inner_folds_are_at_most_one_per_bag_of_the_smallest_class() {
+    let dir = temp_dir("inner-folds");
+    // 4 positive bags of 40: each training half has 2, so at most two inner folds,
+    // whatever is asked (here among MILR's poolings); one positive bag in training
+    // leaves nothing to choose with.
+    let lists = ["--classifier", "milr", "--pooling", "noisy-or,mean,max"];
+    let rare = dir.join("rare.csv");
+    std::fs::write(&rare, small_set(40, 4)).unwrap();
+    let rare = rare.to_str().unwrap();
+    let two = small_cv(rare, &[&lists[..], &["--inner-folds", "2"]].concat());
+    assert_eq!(small_cv(rare, &lists), two);
+    assert_eq!(
+        small_cv(rare, &[&lists[..], &["--inner-folds", "8"]].concat()),
+        two
+    );
+    let single = dir.join("single.csv");
+    std::fs::write(&single, small_set(40, 2)).unwrap();
+    let out = run_mil(
+        &[
+            &["cv", single.to_str().unwrap(), "--folds", "2"],
+            &lists[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--inner-folds") && err.contains("smallest class has 1"),
+        "{err}"
+    );
+}

@@ -1028,7 +1028,8 @@ class AutoMIL(_BagClassifier):
         ``sklearn.model_selection.ParameterGrid`` over clones of the classifier, e.g.
         ``[(SetKernelSVM(kernel="mi-rbf"), {"gamma": [0.001, 0.01, 0.1], "C": [1, 10]})]``.
     inner_folds : int, default=3
-        Folds of the inner CV.
+        Folds of the inner CV (at most one per bag of the smallest class among the
+        training bags).
     select : {"auroc", "accuracy"} or None, default=None
         What the inner CV maximises: the AUROC of the pooled inner out-of-fold scores
         (two classes), or correct predictions. None: AUROC for two classes (it ties less

@@ -114,14 +114,15 @@ impl Pipeline {
             return Ok(None);
         }
         let labels = data.require_labels(2)?;
-        let Ok(folds) = inner_folds(labels, outer_train, self.inner_folds, self.seed) else {
+        let Ok(k) = self.inner_fold_count(labels, outer_train) else {
             return Ok(None);
         };
+        let folds = inner_folds(labels, outer_train, k, self.seed)?;
         let test = &folds[0];
         let train = complement(outer_train, test);
         let (n, n_outer) = (data.n_bags() as f64, outer_train.len() as f64);
         let (m_train, m_test) = (train.len() as f64, test.len() as f64);
-        let k_inner = self.inner_folds as f64;
+        let k_inner = k as f64;
         let fits = outer_fits as f64;
         // A full matrix over every bag against the pilot's (its training bags among
         // themselves and against its test bags).

@@ -350,21 +350,8 @@ impl Pipeline {
                 "AUROC selection needs two classes; use accuracy",
             ));
         }
-        let smallest_class = (0..data.n_classes())
-            .map(|c| train.iter().filter(|&&b| labels[b] == c).count())
-            .filter(|&n| n > 0)
-            .min()
-            .unwrap_or(0);
-        if self.inner_folds > smallest_class {
-            return Err(Error::parameter(
-                "inner_folds",
-                self.inner_folds,
-                format!(
-                    "must be at most the smallest class among the training bags ({smallest_class} bags)"
-                ),
-            ));
-        }
-        let folds = inner_folds(labels, train, self.inner_folds, seed)?;
+        let k = self.inner_fold_count(labels, train)?;
+        let folds = inner_folds(labels, train, k, seed)?;
         // Inner out-of-fold predictions per candidate, index p · classifiers + c:
         // (predicted label, positive score, true label) of every inner test bag.
         let mut oof = vec![Vec::new(); projections.len() * classifiers.len()];

@@ -148,7 +148,9 @@ impl Pipeline {
         self
     }
 
-    /// The same pipeline with `folds` inner folds for choosing among candidates.
+    /// The same pipeline with `folds` inner folds for choosing among candidates (fewer
+    /// where the smallest class of the training bags has fewer bags:
+    /// [`Pipeline::inner_fold_count`]).
     #[must_use]
     pub fn inner_folds(mut self, folds: usize) -> Self {
         self.inner_folds = folds;
@@ -180,6 +182,40 @@ impl Pipeline {
             }
         }
         Ok(())
+    }
+
+    /// The inner folds of a fit on the bags `train`: [`Pipeline::inner_folds`], or the
+    /// bags of the smallest class among them when fewer (more folds would leave some
+    /// inner test folds without a bag of that class). An error when that class has
+    /// fewer than two bags.
+    ///
+    /// ```
+    /// use mil_toolkit::pipeline::{ClassifierGrid, Pipeline};
+    ///
+    /// let labels = [0, 0, 0, 0, 0, 0, 1, 1, 1];
+    /// let all: Vec<usize> = (0..labels.len()).collect();
+    /// let pipeline = Pipeline::new(ClassifierGrid::auto(1)).inner_folds(5);
+    /// assert_eq!(pipeline.inner_fold_count(&labels, &all)?, 3);
+    /// assert!(pipeline.inner_fold_count(&labels, &all[..7]).is_err());
+    /// # Ok::<(), mil_toolkit::Error>(())
+    /// ```
+    pub fn inner_fold_count(&self, labels: &[usize], train: &[usize]) -> Result<usize> {
+        let n_classes = train.iter().map(|&b| labels[b] + 1).max().unwrap_or(0);
+        let smallest = (0..n_classes)
+            .map(|c| train.iter().filter(|&&b| labels[b] == c).count())
+            .filter(|&n| n > 0)
+            .min()
+            .unwrap_or(0);
+        if smallest < 2 {
+            return Err(Error::parameter(
+                "inner_folds",
+                self.inner_folds,
+                format!(
+                    "an inner CV needs at least two bags of each class among the training bags; the smallest class has {smallest}"
+                ),
+            ));
+        }
+        Ok(self.inner_folds.min(smallest))
     }
 
     /// Checks what depends on the data: a threshold needs two classes, class weights one
@@ -216,21 +252,8 @@ impl Pipeline {
             Threshold::Value(t) => Ok(Some(t)),
             Threshold::Auto => {
                 let labels = data.require_labels(2)?;
-                let smallest = [0, 1]
-                    .iter()
-                    .map(|&c| train.iter().filter(|&&b| labels[b] == c).count())
-                    .min()
-                    .unwrap_or(0);
-                if self.inner_folds > smallest {
-                    return Err(Error::parameter(
-                        "inner_folds",
-                        self.inner_folds,
-                        format!(
-                            "the inner CV that chooses the threshold needs at most the smallest class among the training bags ({smallest} bags)"
-                        ),
-                    ));
-                }
-                let folds = inner_folds(labels, train, self.inner_folds, seed)?;
+                let k = self.inner_fold_count(labels, train)?;
+                let folds = inner_folds(labels, train, k, seed)?;
                 let (mut scores, mut positive) = (Vec::new(), Vec::new());
                 for test in &folds {
                     let mut sorted = test.clone();
