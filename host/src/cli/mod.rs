@@ -349,8 +349,9 @@ pub struct TrainArgs {
 /// The inner CV of `mil cv` and `mil train`.
 #[derive(Args, Debug)]
 pub struct InnerCvArgs {
-    /// Folds of the inner CV that chooses among hyper-parameter lists (at most one per
-    /// bag of the smallest class among the training bags).
+    /// Folds of the inner CV that chooses among hyper-parameter lists: at most the
+    /// training bags, and one per bag of the smallest class among them where that class
+    /// has fewer bags.
     #[arg(long, default_value_t = crate::pipeline::DEFAULT_INNER_FOLDS)]
     pub inner_folds: usize,
     /// What that inner CV maximises [default: auroc for `--classifier auto` on two

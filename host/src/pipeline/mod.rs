@@ -186,8 +186,8 @@ impl Pipeline {
 
     /// The inner folds of a fit on the bags `train`: [`Pipeline::inner_folds`], or the
     /// bags of the smallest class among them when fewer (more folds would leave some
-    /// inner test folds without a bag of that class). An error when that class has
-    /// fewer than two bags.
+    /// inner test folds without a bag of that class). An error when the folds are more
+    /// than the training bags, or when a class has fewer than two of them.
     ///
     /// ```
     /// use mil_toolkit::pipeline::{ClassifierGrid, Pipeline};
@@ -197,9 +197,20 @@ impl Pipeline {
     /// let pipeline = Pipeline::new(ClassifierGrid::auto(1)).inner_folds(5);
     /// assert_eq!(pipeline.inner_fold_count(&labels, &all)?, 3);
     /// assert!(pipeline.inner_fold_count(&labels, &all[..7]).is_err());
+    /// assert!(pipeline.inner_fold_count(&labels, &all[4..8]).is_err());
     /// # Ok::<(), mil_toolkit::Error>(())
     /// ```
     pub fn inner_fold_count(&self, labels: &[usize], train: &[usize]) -> Result<usize> {
+        if self.inner_folds > train.len() {
+            return Err(Error::parameter(
+                "inner_folds",
+                self.inner_folds,
+                format!(
+                    "must be at most the number of training bags ({})",
+                    train.len()
+                ),
+            ));
+        }
         let n_classes = train.iter().map(|&b| labels[b] + 1).max().unwrap_or(0);
         let smallest = (0..n_classes)
             .map(|c| train.iter().filter(|&&b| labels[b] == c).count())
