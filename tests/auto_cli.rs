@@ -6,6 +6,8 @@ use mil_suite::{mil_json, mil_refuses_naming, run_mil, temp_dir};
 use mil_toolkit::classifier::milr::{Milr, Pooling};
 use mil_toolkit::classifier::ClassifierParams;
 use mil_toolkit::pipeline::ClassifierGrid;
+use rand_core::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
 
 /// The per-fold `chosen` classifiers of a `mil cv --json` report.
 fn chosen(report: &serde_json::Value) -> Vec<String> {
@@ -237,16 +239,12 @@ fn auto_and_lists_refuse_what_does_not_apply() {
 }
 
 /// A small two-class set as CSV (`label,bag,features…`): `positives` positive bags among
-/// `bags`, three instances each, four features drawn by a fixed LCG; a positive bag's
-/// first instance is shifted so that the classes can be told apart.
+/// `bags`, three instances each, four features uniform in [-0.5, 0.5) from a seeded
+/// generator; a positive bag's first instance is shifted so that the classes can be
+/// told apart.
 fn small_set(bags: usize, positives: usize) -> String {
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-    };
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+    let mut next = || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
     let mut csv = String::new();
     for b in 0..bags {
         let label = usize::from(b < positives);

@@ -21,7 +21,6 @@ use crate::classifier::{BagModel, ClassifierParams};
 use crate::data::Dataset;
 use crate::error::Result;
 use crate::eval::folds::complement;
-use crate::eval::inner_folds;
 use crate::params::{thread_cpu_seconds, ThreadTimes};
 
 /// A pilot fit quicker than this (CPU seconds) is repeated, up to
@@ -114,15 +113,14 @@ impl Pipeline {
             return Ok(None);
         }
         let labels = data.require_labels(2)?;
-        let Ok(k) = self.inner_fold_count(labels, outer_train) else {
+        let Ok(folds) = self.inner_cv(labels, outer_train, self.seed) else {
             return Ok(None);
         };
-        let folds = inner_folds(labels, outer_train, k, self.seed)?;
         let test = &folds[0];
         let train = complement(outer_train, test);
         let (n, n_outer) = (data.n_bags() as f64, outer_train.len() as f64);
         let (m_train, m_test) = (train.len() as f64, test.len() as f64);
-        let k_inner = k as f64;
+        let k_inner = folds.len() as f64;
         let fits = outer_fits as f64;
         // A full matrix over every bag against the pilot's (its training bags among
         // themselves and against its test bags).

@@ -4,8 +4,8 @@
 use crate::classifier::{BagModel, ClassifierKind, ClassifierParams, FoldScorer, GramCache};
 use crate::data::Dataset;
 use crate::error::{Error, Result};
+use crate::eval::auroc;
 use crate::eval::folds::complement;
-use crate::eval::{auroc, inner_folds};
 use crate::progress::Progress;
 use crate::projection::ProjectionParams;
 use mil_core::keyword::Keyword;
@@ -350,8 +350,7 @@ impl Pipeline {
                 "AUROC selection needs two classes; use accuracy",
             ));
         }
-        let k = self.inner_fold_count(labels, train)?;
-        let folds = inner_folds(labels, train, k, seed)?;
+        let folds = self.inner_cv(labels, train, seed)?;
         // Inner out-of-fold predictions per candidate, index p · classifiers + c:
         // (predicted label, positive score, true label) of every inner test bag.
         let mut oof = vec![Vec::new(); projections.len() * classifiers.len()];
@@ -447,6 +446,7 @@ mod tests {
     use crate::classifier::svm::SetKernelSvm;
     use crate::classifier::ClassifierKind;
     use crate::data;
+    use crate::eval::inner_folds;
 
     /// Every classifier's default grid starts with its own parameters, holds no
     /// candidate twice, and every candidate passes the parameter checks.

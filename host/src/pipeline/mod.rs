@@ -150,7 +150,7 @@ impl Pipeline {
 
     /// The same pipeline with `folds` inner folds for choosing among candidates (fewer
     /// where the smallest class of the training bags has fewer bags:
-    /// [`Pipeline::inner_fold_count`]).
+    /// [`Pipeline::inner_cv`]).
     #[must_use]
     pub fn inner_folds(mut self, folds: usize) -> Self {
         self.inner_folds = folds;
@@ -184,10 +184,11 @@ impl Pipeline {
         Ok(())
     }
 
-    /// The inner folds of a fit on the bags `train`: [`Pipeline::inner_folds`], or the
-    /// bags of the smallest class among them when fewer (more folds would leave some
-    /// inner test folds without a bag of that class). An error when the folds are more
-    /// than the training bags, or when a class has fewer than two of them.
+    /// The stratified inner test folds of a fit on the bags `train`, seeded by `seed`:
+    /// [`Pipeline::inner_folds`] of them, or one per bag of the smallest class among
+    /// `train` when that class has fewer (more folds would leave some inner test folds
+    /// without a bag of it). An error when the folds are more than the training bags, or
+    /// when a class has fewer than two of them.
     ///
     /// ```
     /// use mil_toolkit::pipeline::{ClassifierGrid, Pipeline};
@@ -195,12 +196,17 @@ impl Pipeline {
     /// let labels = [0, 0, 0, 0, 0, 0, 1, 1, 1];
     /// let all: Vec<usize> = (0..labels.len()).collect();
     /// let pipeline = Pipeline::new(ClassifierGrid::auto(1)).inner_folds(5);
-    /// assert_eq!(pipeline.inner_fold_count(&labels, &all)?, 3);
-    /// assert!(pipeline.inner_fold_count(&labels, &all[..7]).is_err());
-    /// assert!(pipeline.inner_fold_count(&labels, &all[4..8]).is_err());
+    /// assert_eq!(pipeline.inner_cv(&labels, &all, 1)?.len(), 3);
+    /// assert!(pipeline.inner_cv(&labels, &all[..7], 1).is_err());
+    /// assert!(pipeline.inner_cv(&labels, &all[4..8], 1).is_err());
     /// # Ok::<(), mil_toolkit::Error>(())
     /// ```
-    pub fn inner_fold_count(&self, labels: &[usize], train: &[usize]) -> Result<usize> {
+    pub fn inner_cv(
+        &self,
+        labels: &[usize],
+        train: &[usize],
+        seed: u64,
+    ) -> Result<Vec<Vec<usize>>> {
         if self.inner_folds > train.len() {
             return Err(Error::parameter(
                 "inner_folds",
@@ -226,7 +232,7 @@ impl Pipeline {
                 ),
             ));
         }
-        Ok(self.inner_folds.min(smallest))
+        inner_folds(labels, train, self.inner_folds.min(smallest), seed)
     }
 
     /// Checks what depends on the data: a threshold needs two classes, class weights one
@@ -263,8 +269,7 @@ impl Pipeline {
             Threshold::Value(t) => Ok(Some(t)),
             Threshold::Auto => {
                 let labels = data.require_labels(2)?;
-                let k = self.inner_fold_count(labels, train)?;
-                let folds = inner_folds(labels, train, k, seed)?;
+                let folds = self.inner_cv(labels, train, seed)?;
                 let (mut scores, mut positive) = (Vec::new(), Vec::new());
                 for test in &folds {
                     let mut sorted = test.clone();
