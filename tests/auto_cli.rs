@@ -298,3 +298,34 @@ fn inner_folds_are_at_most_one_per_bag_of_the_smallest_class() {
         "{err}"
     );
 }
+
+#[test]
+fn candidates_that_cannot_fit_so_few_bags_are_passed_over() {
+    let dir = temp_dir("few-bags");
+    // 8 bags, two outer folds of two inner folds: an inner fit sees 2 bags, too few for
+    // Citation-kNN's 4 citers (its default), which auto and lists pass over.
+    let tiny = dir.join("tiny.csv");
+    std::fs::write(&tiny, small_set(8, 4)).unwrap();
+    let tiny = tiny.to_str().unwrap();
+    let auto = small_cv(tiny, &["--classifier", "auto"]);
+    assert_eq!(chosen(&auto).len(), 2);
+    assert!(chosen(&auto).iter().all(|c| !c.starts_with("citation-knn")));
+    let list = small_cv(tiny, &["--classifier", "citation-knn", "--citers", "4,1"]);
+    for c in chosen(&list) {
+        assert!(c.contains("C 1,"), "{c}");
+    }
+    // When no candidate can fit, the first one's reason is the error.
+    mil_refuses_naming(
+        &[
+            "cv",
+            tiny,
+            "--folds",
+            "2",
+            "--classifier",
+            "citation-knn",
+            "--citers",
+            "4,5",
+        ],
+        "--citers",
+    );
+}

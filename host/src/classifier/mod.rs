@@ -495,6 +495,17 @@ impl ClassifierParams {
         }
     }
 
+    /// Checks the parameters as [`ClassifierParams::check`] does and against the number
+    /// of training bags: Citation-kNN needs at most `n_train` references and fewer citers
+    /// ([`citation_knn::CitationKnn::check_fit`]); every other classifier fits on any
+    /// number of bags.
+    pub fn check_fit(&self, n_train: usize) -> Result<()> {
+        match self {
+            ClassifierParams::CitationKnn(c) => c.check_fit(n_train),
+            other => other.check(),
+        }
+    }
+
     /// The parameters to use on projected instances: Citation-kNN's automatic scaling
     /// becomes none, since a projection standardises its input and rescaling its output
     /// dimensions would discard its weighting.

@@ -117,6 +117,8 @@ impl Pipeline {
             return Ok(None);
         };
         let test = &folds[0];
+        let smallest_train = folds.iter().map(|t| outer_train.len() - t.len()).min();
+        let smallest_train = smallest_train.unwrap_or(0);
         let train = complement(outer_train, test);
         let (n, n_outer) = (data.n_bags() as f64, outer_train.len() as f64);
         let (m_train, m_test) = (train.len() as f64, test.len() as f64);
@@ -146,8 +148,10 @@ impl Pipeline {
             }
             keys.push(shared.unwrap_or(*c));
             let group = keys.len() - 1;
-            let seconds = if c.binary_only() && data.n_classes() != 2 {
-                // The inner CV passes over it.
+            let seconds = if c.binary_only() && data.n_classes() != 2
+                || c.check_fit(smallest_train).is_err()
+            {
+                // The inner CV passes over it ([`Pipeline::choose`]).
                 0.0
             } else if let Some(cost) = box_cost(c, data)? {
                 let times = match c {

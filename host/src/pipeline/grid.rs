@@ -151,7 +151,9 @@ impl ClassifierGrid {
     /// [`attention::TRAINABLE`]) and MILES, each at its defaults, cheap families first,
     /// every randomised step seeded by `seed` ([`ClassifierGrid::tuned_all`] adds each
     /// family's default grid). On more than two classes the inner CV passes over the
-    /// binary ones (mi-Graph, MILES: [`ClassifierParams::binary_only`]). mi-SVM, MI-SVM,
+    /// binary ones (mi-Graph, MILES: [`ClassifierParams::binary_only`]), and on a few
+    /// bags over those that cannot fit the inner training bags
+    /// ([`ClassifierParams::check_fit`]). mi-SVM, MI-SVM,
     /// MI-Wrapper, sMIL, sbMIL, DD and EM-DD are left out: they cost one to two orders of
     /// magnitude more CPU or trail the others on every shipped benchmark (the results
     /// table).
@@ -351,6 +353,14 @@ impl Pipeline {
             ));
         }
         let folds = self.inner_cv(labels, train, seed)?;
+        // A candidate that cannot fit on the smallest inner training set (Citation-kNN
+        // with more citers than bags) is passed over, as are the binary families on more
+        // classes; the first such reason is the error when no candidate is left.
+        let smallest = folds.iter().map(|t| train.len() - t.len()).min();
+        let unfit: Vec<Option<Error>> = classifiers
+            .iter()
+            .map(|c| c.check_fit(smallest.unwrap_or(0)).err())
+            .collect();
         // Inner out-of-fold predictions per candidate, index p · classifiers + c:
         // (predicted label, positive score, true label) of every inner test bag.
         let mut oof = vec![Vec::new(); projections.len() * classifiers.len()];
@@ -360,7 +370,7 @@ impl Pipeline {
                 let projected = Self::fit_projection(spec.as_ref(), data, &inner_train)?;
                 let on = projected.as_ref().map_or(data, |(_, d)| d);
                 for (c, classifier) in classifiers.iter().enumerate() {
-                    if classifier.binary_only() && data.n_classes() != 2 {
+                    if unfit[c].is_some() || classifier.binary_only() && data.n_classes() != 2 {
                         continue;
                     }
                     let s = match (spec, shared.get(c).and_then(Option::as_ref)) {
@@ -390,8 +400,12 @@ impl Pipeline {
                 auroc(&scores, &positive).unwrap_or(f64::NEG_INFINITY)
             }
         };
-        // A candidate that does not take the data's classes has no predictions and is
-        // never chosen.
+        // A candidate passed over has no predictions and is never chosen.
+        if oof.iter().all(Vec::is_empty) {
+            if let Some(e) = unfit.into_iter().flatten().next() {
+                return Err(e);
+            }
+        }
         let merits: Vec<f64> = oof
             .iter()
             .map(|o| {
