@@ -146,9 +146,9 @@ pub fn check_trainable() -> Result<()> {
         Ok(())
     } else {
         Err(Error::Unsupported(
-            "training the attention network needs mil-toolkit's `attention` feature (candle): \
-             cargo install mil-toolkit --features attention; saved attention models load and \
-             score without it"
+            "training the attention network in a build without mil-toolkit's `attention` \
+             feature (candle; `cargo install mil-toolkit --features attention`; saved \
+             attention models load and score without it)"
                 .into(),
         ))
     }

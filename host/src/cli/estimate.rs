@@ -89,7 +89,11 @@ pub(super) fn check_cpu(
     progress: &dyn Progress,
 ) -> Result<Pipeline> {
     let Some(estimate) = pipeline.cpu_estimate(data, outer_train, outer_fits)? else {
-        let (n, ki) = (data.n_bags() as f64, pipeline.inner_folds as f64);
+        // The inner folds the run makes: fewer on a small class ([`Pipeline::inner_cv`]).
+        let ki = (data.require_labels(2).ok())
+            .and_then(|labels| pipeline.inner_cv(labels, outer_train, pipeline.seed).ok())
+            .map_or(pipeline.inner_folds, |folds| folds.len());
+        let (n, ki) = (data.n_bags() as f64, ki as f64);
         let outer = (outer_train.len() as f64 / n).powi(2);
         let inner = match pipeline.n_candidates() > 1 {
             true => ki * outer * ((ki - 1.0) / ki).powi(2),

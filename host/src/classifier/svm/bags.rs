@@ -386,6 +386,8 @@ impl BagSvm {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::{RngExt, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
 
     /// Saved models write the names the CLI, Python and help texts use, and read the
     /// spellings earlier builds wrote.
@@ -456,13 +458,8 @@ mod tests {
     /// median pair is more similar), and the kernel the SVM sees is finite.
     #[test]
     fn a_scaled_rho_puts_the_median_pair_at_its_target_within_its_bounds() {
-        let mut state: u64 = 0x2545_F491_4F6C_DD1D;
-        let mut uniform = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(0x2545_F491_4F6C_DD1D);
+        let mut uniform = move || rng.random::<f64>();
         let mut binding = [0; 3];
         for case in 0..200 {
             let n = 2 + case % 9;
