@@ -329,3 +329,100 @@ fn candidates_that_cannot_fit_so_few_bags_are_passed_over() {
         "--citers",
     );
 }
+
+#[test]
+fn a_vote_reports_its_members_and_predicts_by_their_majority() {
+    let dir = temp_dir("vote");
+    let lists = ["--classifier", "milr", "--pooling", "noisy-or,mean,max"];
+    let cv = mil_json(
+        &[
+            &["cv", "musk1", "--folds", "3", "--vote", "3", "--json"],
+            &lists[..],
+        ]
+        .concat(),
+    );
+    let folds = cv["chosen"].as_array().unwrap();
+    assert_eq!(folds.len(), 3);
+    for fold in folds {
+        let mut members = vec![fold["classifier"].as_str().unwrap().to_owned()];
+        for v in fold["voters"].as_array().unwrap() {
+            members.push(v.as_str().unwrap().to_owned());
+        }
+        members.sort();
+        members.dedup();
+        assert_eq!(members.len(), 3, "{fold}");
+    }
+    // A saved vote predicts the majority of the three poolings, each trained alone (on
+    // musk1; predicting musk2, where they disagree).
+    let model = dir.join("vote.json");
+    let model = model.to_str().unwrap();
+    mil_json(
+        &[
+            &["train", "musk1", "--vote", "3", "-o", model, "--json"],
+            &lists[..],
+        ]
+        .concat(),
+    );
+    let vote = mil_json(&["predict", model, "musk2", "--json"]);
+    let mut alone = Vec::new();
+    for pooling in ["noisy-or", "mean", "max"] {
+        let m = dir.join(format!("{pooling}.json"));
+        let m = m.to_str().unwrap();
+        mil_json(&[
+            "train",
+            "musk1",
+            "--classifier",
+            "milr",
+            "--pooling",
+            pooling,
+            "-o",
+            m,
+            "--json",
+        ]);
+        alone.push(mil_json(&["predict", m, "musk2", "--json"])["predictions"].clone());
+    }
+    let predictions = vote["predictions"].as_array().unwrap();
+    let mut disagreements = 0;
+    for (i, p) in predictions.iter().enumerate() {
+        let labels: Vec<&str> = alone
+            .iter()
+            .map(|a| a[i]["label"].as_str().unwrap())
+            .collect();
+        let ones = labels.iter().filter(|&&l| l == "1").count();
+        assert_eq!(
+            p["label"].as_str(),
+            Some(if ones >= 2 { "1" } else { "0" }),
+            "bag {i}"
+        );
+        disagreements += usize::from(labels.iter().any(|&l| l != labels[0]));
+    }
+    assert!(
+        disagreements > 0,
+        "the poolings never disagree: the test shows nothing"
+    );
+    // What needs one classifier is refused, naming the vote; so are a threshold and a
+    // vote of more members than candidates.
+    let out = run_mil(&[
+        "export",
+        model,
+        "-o",
+        dir.join("vote.bin").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("vote"));
+    let out = run_mil(&["predict", model, "musk1", "--explain"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("vote"));
+    mil_refuses_naming(
+        &[
+            &["cv", "musk1", "--vote", "2", "--threshold", "auto"],
+            &lists[..],
+        ]
+        .concat(),
+        "--vote",
+    );
+    mil_refuses_naming(
+        &[&["cv", "musk1", "--vote", "4"], &lists[..]].concat(),
+        "--vote",
+    );
+}

@@ -42,6 +42,22 @@ pub struct Chosen {
     /// MILR's ridge.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ridge: Option<f64>,
+    /// The other members of a vote ([`crate::pipeline::Pipeline::vote`]), in rank order,
+    /// as `classifier` names the best-ranked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub voters: Vec<String>,
+}
+
+impl Chosen {
+    /// The same choice with the candidates `voters` (in rank order) voting beside it.
+    #[must_use]
+    pub fn with_voters(mut self, voters: &[(crate::pipeline::Candidate, usize)]) -> Self {
+        self.voters = voters
+            .iter()
+            .map(|(c, _)| c.classifier.to_string())
+            .collect();
+        self
+    }
 }
 
 impl std::fmt::Display for Chosen {
@@ -58,6 +74,9 @@ impl std::fmt::Display for Chosen {
         }
         if let Some(r) = self.ridge {
             parts.push(format!("ridge {r}"));
+        }
+        if !self.voters.is_empty() {
+            parts.push(format!("voting with {}", self.voters.join("; ")));
         }
         f.write_str(&parts.join(", "))
     }
@@ -85,8 +104,13 @@ pub struct HostModel {
     pub input_dim: usize,
     /// Projection applied to every instance first, if any.
     pub projection: Option<LinearProjection>,
-    /// The classifier on the (projected) bags.
+    /// The classifier on the (projected) bags; in a vote, the best-ranked member.
     pub classifier: ClassifierModel,
+    /// The other members of a vote, in rank order ([`crate::pipeline::Pipeline::vote`]):
+    /// with them the model predicts the majority of the members' labels
+    /// ([`BagScores::vote`]); empty: `classifier` alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub voters: Vec<ClassifierModel>,
     /// The training data as `mil train` was given it (built-in name or path), so that
     /// `mil export` can quantise inputs and measure its error on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -121,6 +145,7 @@ impl HostModel {
             input_dim,
             projection,
             classifier,
+            voters: Vec::new(),
             training_data: None,
             training_fingerprint: None,
             threshold: None,
@@ -145,7 +170,14 @@ impl HostModel {
         }
         let scores = match &self.projection {
             Some(p) => self.classifier.scores(p.transform(data)?.select(bags))?,
-            None => self.classifier.scores(data.select(bags))?,
+            None if self.voters.is_empty() => self.classifier.scores(data.select(bags))?,
+            None => {
+                let members = std::iter::once(&self.classifier)
+                    .chain(&self.voters)
+                    .map(|m| m.scores(data.select(bags)))
+                    .collect::<Result<Vec<_>>>()?;
+                BagScores::vote(&members)
+            }
         }
         .with_threshold(self.threshold);
         // A model read from a file can hold finite numbers whose products overflow.
@@ -165,6 +197,7 @@ impl HostModel {
     /// ([`crate::explain`]): instance indices are those of the raw bags; instance scores
     /// are computed on the projected instances when the model has a projection.
     pub fn explain<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<Vec<Explanation>> {
+        self.check_single("explaining")?;
         let bags = bags.into();
         let (data, bags) = (bags.dataset(), &*bags.indices());
         if data.dim() != self.input_dim {
@@ -191,6 +224,7 @@ impl HostModel {
         &self,
         bags: impl Into<Bags<'a>>,
     ) -> Result<crate::instances::InstancePredictions> {
+        self.check_single("scoring the instances of")?;
         self.classifier.check_instance_scores()?;
         let bags = bags.into();
         let predictions = crate::instances::InstancePredictions::new(
@@ -225,7 +259,7 @@ impl HostModel {
         data: &Dataset,
         progress: &dyn Progress,
     ) -> Result<BagScores> {
-        if !matches!(self.classifier, ClassifierModel::Svm(_)) {
+        if !matches!(self.classifier, ClassifierModel::Svm(_)) || !self.voters.is_empty() {
             return self.scores(data);
         }
         progress.start("scoring bags", data.n_bags() as u64);
@@ -307,8 +341,33 @@ impl HostModel {
         Ok(model)
     }
 
+    /// Refuses ([`Error::Unsupported`]) `what` on a vote, which has no single classifier
+    /// whose reasons to give.
+    pub fn check_single(&self, what: &str) -> Result<()> {
+        match self.voters.len() {
+            0 => Ok(()),
+            n => Err(Error::Unsupported(format!(
+                "{what} a vote of {} classifiers (a model trained with --vote 1 has one)",
+                n + 1
+            ))),
+        }
+    }
+
     fn validate(&self) -> Result<()> {
         self.classifier.validate()?;
+        for voter in &self.voters {
+            voter.validate()?;
+            if voter.n_classes() != self.classifier.n_classes() {
+                return Err(Error::Model(
+                    "the members of a vote differ in their classes".into(),
+                ));
+            }
+        }
+        if !self.voters.is_empty() && (self.projection.is_some() || self.threshold.is_some()) {
+            return Err(Error::Model(
+                "a vote has neither a projection nor a threshold".into(),
+            ));
+        }
         if let Some(t) = self.threshold {
             if !t.is_finite() || self.classifier.n_classes() != 2 {
                 return Err(Error::Model(
@@ -343,11 +402,13 @@ impl HostModel {
             }
             None => self.input_dim,
         };
-        if inner_dim != self.classifier.input_dim() {
-            return Err(Error::Model(format!(
-                "the classifier expects {} features but receives {inner_dim}",
-                self.classifier.input_dim()
-            )));
+        for c in std::iter::once(&self.classifier).chain(&self.voters) {
+            if inner_dim != c.input_dim() {
+                return Err(Error::Model(format!(
+                    "the classifier expects {} features but receives {inner_dim}",
+                    c.input_dim()
+                )));
+            }
         }
         Ok(())
     }

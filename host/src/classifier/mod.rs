@@ -188,6 +188,42 @@ impl BagScores {
     pub fn extend(&mut self, other: &BagScores) {
         self.scores.extend_from_slice(&other.scores);
     }
+
+    /// The majority vote of `members`' labels ([`BagScores::label`]) on the same bags, best
+    /// member first: each class scores its share of the votes, the first member's vote
+    /// counting 1.5 and every other's 1, so that a tie goes to the first member's class and
+    /// a majority of the others outvotes it. Binary: the positive score is the share of
+    /// votes for class 1.
+    ///
+    /// ```
+    /// use mil_toolkit::classifier::BagScores;
+    ///
+    /// // Three members on two bags of two classes.
+    /// let first = BagScores::new(2, vec![0.9, 0.1, 0.2, 0.8]);
+    /// let second = BagScores::new(2, vec![0.3, 0.7, 0.6, 0.4]);
+    /// let third = BagScores::new(2, vec![0.4, 0.6, 0.7, 0.3]);
+    /// let vote = BagScores::vote(&[first.clone(), second.clone(), third]);
+    /// assert_eq!(vote.labels(), [1, 0]); // the two others outvote the first
+    /// assert_eq!(BagScores::vote(&[first, second]).labels(), [0, 1]); // ties: the first
+    /// ```
+    ///
+    /// # Panics
+    /// When `members` is empty or its tables differ in shape.
+    pub fn vote(members: &[BagScores]) -> BagScores {
+        let first = &members[0];
+        assert!(members
+            .iter()
+            .all(|m| m.n_classes == first.n_classes && m.len() == first.len()));
+        let total = members.len() as f64 + 0.5;
+        let mut scores = vec![0.0; first.scores.len()];
+        for (r, m) in members.iter().enumerate() {
+            let weight = if r == 0 { 1.5 } else { 1.0 };
+            for i in 0..m.len() {
+                scores[i * m.n_classes + m.label(i)] += weight / total;
+            }
+        }
+        BagScores::new(first.n_classes, scores)
+    }
 }
 
 /// Fits on a fold's training bags and scores its test bags: `score(train, test)`
@@ -1034,4 +1070,42 @@ pub(crate) fn check_dim(data: &Dataset, expected: usize) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BagScores;
+    use rand::{RngExt, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    /// A vote's label against counting by hand: the class with the most votes, a tie
+    /// among the most going to the first member's class when it is among them.
+    #[test]
+    fn a_vote_is_the_majority_with_ties_to_the_first_member() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+        for case in 0..500 {
+            let (k, classes, bags) = (1 + case % 6, 2 + case % 3, 5);
+            let members: Vec<BagScores> = (0..k)
+                .map(|_| {
+                    let scores = (0..bags * classes).map(|_| rng.random::<f64>()).collect();
+                    BagScores::new(classes, scores)
+                })
+                .collect();
+            let vote = BagScores::vote(&members);
+            for i in 0..bags {
+                let mut counts = vec![0; classes];
+                for m in &members {
+                    counts[m.label(i)] += 1;
+                }
+                let most = *counts.iter().max().unwrap();
+                let first = members[0].label(i);
+                let expected = if counts[first] == most {
+                    first
+                } else {
+                    counts.iter().position(|&c| c == most).unwrap()
+                };
+                assert_eq!(vote.label(i), expected, "case {case}, bag {i}: {counts:?}");
+            }
+        }
+    }
 }

@@ -43,6 +43,7 @@ pub(super) fn pipeline(
         .seed(seed)
         .inner_folds(inner.inner_folds)
         .select(select)
+        .vote(inner.vote)
         .threshold(classifier.threshold)
         .threshold_metric(classifier.threshold_metric);
     match projection.projection.0 {

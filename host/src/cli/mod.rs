@@ -358,6 +358,12 @@ pub struct InnerCvArgs {
     /// classes, accuracy otherwise].
     #[arg(long, value_parser = keyword::<Selection>())]
     pub select: Option<Selection>,
+    /// Let the K classifier settings the inner CV ranks best vote on every bag (the
+    /// majority of their labels, ties to the best-ranked); the model keeps all K. 1: the
+    /// best alone. Not with a projection or --threshold; a vote is not exported to the
+    /// core and gives no --explain or --instances.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub vote: usize,
 }
 
 /// `mil predict`.

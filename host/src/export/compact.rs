@@ -111,6 +111,8 @@ impl Compact {
     /// n equal probabilities to 1 − (1 − t)ⁿ, which depends on the bag, and Citation-kNN's
     /// votes have no field for weights or a threshold: those are errors.
     pub fn from_host(model: &HostModel) -> Result<(Compact, Option<Dataset>)> {
+        // The core scores one classifier per model.
+        model.check_single("exporting")?;
         if let Some(milr) = as_milr(model)? {
             return Self::from_host(&milr);
         }

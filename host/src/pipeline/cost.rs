@@ -129,7 +129,9 @@ impl Pipeline {
         let full_over_pilot = n * (n + 1.0) / (m_train * (m_train + 1.0) + 2.0 * m_train * m_test);
         // Box-kernel Gram matrices in full-data matrices per run (fold sizes squared).
         let box_fits = fits * ((n_outer / n).powi(2) + k_inner * (m_train / n).powi(2));
-        let final_share = fits * (n_outer / m_train).powi(2) / candidates.len() as f64;
+        // Each outer fit's final fits (one, or the vote's members), spread over the candidates.
+        let finals = self.vote.min(candidates.len()) as f64;
+        let final_share = fits * finals * (n_outer / m_train).powi(2) / candidates.len() as f64;
         let (start, start_of_thread) = (ThreadTimes::now(), thread_cpu_seconds());
         let mut keys: Vec<ClassifierParams> = Vec::new();
         let mut out = Vec::with_capacity(candidates.len());

@@ -216,9 +216,29 @@ pub fn run_folds(
             let seeds = FoldSeeds::of(*seed, f);
             let share = Budget::new(progress, steps);
             let out = pipeline
-                .choose(data, &train, seeds.inner_cv, &shared)
-                .and_then(|(c, index)| {
+                .rank(data, &train, seeds.inner_cv, &shared)
+                .and_then(|ranked| {
+                    let (c, index) = ranked[0];
                     let chosen = pipeline.chosen(&c);
+                    // A vote: every member scored as a lone choice would be (no threshold).
+                    let members = &ranked[..pipeline.vote.min(ranked.len())];
+                    if members.len() > 1 {
+                        let scores = members
+                            .iter()
+                            .map(
+                                |&(c, index)| match shared.get(index).and_then(Option::as_ref) {
+                                    Some(score) => score(&train, test),
+                                    None => {
+                                        let (fitted, projected) =
+                                            pipeline.fit_candidate(&c, data, &train)?;
+                                        fitted.scores(data, projected.as_ref(), test)
+                                    }
+                                },
+                            )
+                            .collect::<Result<Vec<_>>>()?;
+                        let chosen = chosen.map(|ch| ch.with_voters(&members[1..]));
+                        return Ok((BagScores::vote(&scores), chosen, None));
+                    }
                     if let Some(score) = shared.get(index).and_then(Option::as_ref) {
                         let t = pipeline.decide_threshold(
                             data,

@@ -317,32 +317,33 @@ pub struct Candidate {
 }
 
 impl Pipeline {
-    /// Picks the candidate with the best inner-CV accuracy (or pooled AUROC, per
-    /// [`Pipeline::select`]) on `train` (the first on ties, projection candidates
-    /// outermost, then the classifier's in the order given); with a single candidate,
-    /// no inner CV is run. Within an inner fold each
+    /// Ranks the candidates by inner-CV accuracy (or pooled AUROC, per
+    /// [`Pipeline::select`]) on `train`, best first (equal merits in the grid's order:
+    /// projection candidates outermost, then the classifier's in the order given),
+    /// without those the inner CV passed over (all but the first, when it passed over
+    /// all); with a single candidate, no inner CV is run. Within an inner fold each
     /// projection candidate is fitted once and every classifier candidate is fitted
     /// on its projected bags; without a projection, a classifier candidate with work
     /// shared across folds (`shared`, by candidate: [`Pipeline::shared_scorers`]) is
-    /// scored from it. The loop is sequential, so the choice does not depend on the
-    /// number of threads. Returns the candidate and its classifier's index.
-    pub(super) fn choose(
+    /// scored from it. The loop is sequential, so the ranking does not depend on the
+    /// number of threads. Each candidate comes with its classifier's index.
+    pub(super) fn rank(
         &self,
         data: &Dataset,
         train: &[usize],
         seed: u64,
         shared: &[Option<FoldScorer<'_>>],
-    ) -> Result<(Candidate, usize)> {
+    ) -> Result<Vec<(Candidate, usize)>> {
         let projections = self.projection_candidates()?;
         let classifiers = self.classifier.candidates();
         if projections.len() * classifiers.len() == 1 {
-            return Ok((
+            return Ok(vec![(
                 Candidate {
                     projection: projections[0],
                     classifier: classifiers[0],
                 },
                 0,
-            ));
+            )]);
         }
         let labels = data.require_labels(2)?;
         if self.select == Selection::Auroc && data.n_classes() != 2 {
@@ -416,20 +417,24 @@ impl Pipeline {
                 }
             })
             .collect();
-        // The first maximum.
-        let mut best = 0;
-        for (i, &m) in merits.iter().enumerate() {
-            if m > merits[best] {
-                best = i;
-            }
-        }
-        Ok((
-            Candidate {
-                projection: projections[best / classifiers.len()],
-                classifier: classifiers[best % classifiers.len()],
-            },
-            best % classifiers.len(),
-        ))
+        // Best first; a stable sort keeps equal merits in the grid's order.
+        let mut order: Vec<usize> = (0..merits.len()).collect();
+        order.sort_by(|&a, &b| merits[b].total_cmp(&merits[a]));
+        let passed_over = |i: &usize| oof[*i].is_empty();
+        let ranked: Vec<usize> = match order.iter().filter(|i| !passed_over(i)).count() {
+            0 => order.into_iter().take(1).collect(),
+            _ => order.into_iter().filter(|i| !passed_over(i)).collect(),
+        };
+        Ok(ranked
+            .into_iter()
+            .map(|i| {
+                let candidate = Candidate {
+                    projection: projections[i / classifiers.len()],
+                    classifier: classifiers[i % classifiers.len()],
+                };
+                (candidate, i % classifiers.len())
+            })
+            .collect())
     }
 
     /// Per classifier candidate, its work shared by every fold on the raw features
@@ -450,6 +455,20 @@ impl Pipeline {
             .iter()
             .map(|c| c.fold_scorer(data, progress, &mut grams))
             .collect()
+    }
+}
+
+#[cfg(test)]
+impl Pipeline {
+    /// The first of [`Pipeline::rank`]: the candidate a single fit takes.
+    fn choose(
+        &self,
+        data: &Dataset,
+        train: &[usize],
+        seed: u64,
+        shared: &[Option<FoldScorer<'_>>],
+    ) -> Result<(Candidate, usize)> {
+        Ok(self.rank(data, train, seed, shared)?[0])
     }
 }
 

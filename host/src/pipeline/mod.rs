@@ -65,6 +65,9 @@ pub struct Pipeline {
     pub threshold_metric: ThresholdMetric,
     /// The seed of the inner CVs' fold assignments ([`crate::eval::seeds`]).
     pub seed: u64,
+    /// How many of the classifier candidates ranked best by the inner CV are fitted and
+    /// vote on every bag ([`Pipeline::vote`]); 1: the best alone.
+    pub vote: usize,
 }
 
 /// Fits on the first bags and scores the second: `score(train, test)`.
@@ -102,6 +105,7 @@ impl Pipeline {
             threshold: Threshold::None,
             threshold_metric: ThresholdMetric::default(),
             seed: DEFAULT_SEED,
+            vote: 1,
         }
     }
 
@@ -164,6 +168,29 @@ impl Pipeline {
         self
     }
 
+    /// The same pipeline letting the `k` classifier candidates ranked best by the inner CV
+    /// vote ([`BagScores::vote`]: the majority of their labels, ties to the best-ranked):
+    /// each is fitted on the training bags and the model keeps them all
+    /// ([`HostModel::voters`]). Candidates the inner CV passes over do not vote, so fewer
+    /// may. A vote takes classifiers on the raw features and decides by its majority: no
+    /// projection, no threshold. The guide's selection page measures votes of `auto`'s
+    /// best candidates against the best alone.
+    ///
+    /// ```
+    /// use mil_toolkit::pipeline::{ClassifierGrid, Pipeline};
+    ///
+    /// let data = mil_toolkit::data::load("musk1")?;
+    /// let model = Pipeline::new(ClassifierGrid::auto(1)).vote(3).fit(&data)?;
+    /// assert_eq!(model.voters.len(), 2); // beside the best-ranked, `model.classifier`
+    /// assert_eq!(model.chosen.unwrap().voters.len(), 2);
+    /// # Ok::<(), mil_toolkit::Error>(())
+    /// ```
+    #[must_use]
+    pub fn vote(mut self, k: usize) -> Self {
+        self.vote = k;
+        self
+    }
+
     /// Checks every candidate before any work: inner folds ≥ 2, the projection grid
     /// builds, every classifier candidate is valid.
     pub fn check(&self) -> Result<()> {
@@ -174,6 +201,7 @@ impl Pipeline {
                 "must be at least 2",
             ));
         }
+        self.check_vote()?;
         self.projection_candidates()?;
         for c in self.classifier.candidates() {
             c.check()?;
@@ -182,6 +210,26 @@ impl Pipeline {
             }
         }
         Ok(())
+    }
+
+    /// Checks [`Pipeline::vote`]: at least 1, at most the classifier candidates, and
+    /// above 1 only without a projection or a threshold.
+    fn check_vote(&self) -> Result<()> {
+        let (k, n) = (self.vote, self.classifier.candidates().len());
+        let problem = if k == 0 {
+            "must be at least 1".to_string()
+        } else if k == 1 {
+            return Ok(());
+        } else if k > n {
+            format!("must be at most the number of classifier candidates ({n})")
+        } else if self.projection.is_some() {
+            "a vote takes classifiers on the raw features: leave out the projection".into()
+        } else if self.threshold != Threshold::None {
+            "a vote decides by its majority: leave out the threshold".into()
+        } else {
+            return Ok(());
+        };
+        Err(Error::parameter("vote", k, problem))
     }
 
     /// The stratified inner test folds of a fit on the bags `train`, seeded by `seed`:
@@ -343,6 +391,7 @@ impl Pipeline {
             dim: c.projection.map(|p| p.dim()),
             alpha: c.projection.and_then(|p| p.alpha()),
             ridge: c.classifier.ridge(),
+            voters: Vec::new(),
         })
     }
 
@@ -444,9 +493,15 @@ impl Pipeline {
         } else {
             Vec::new()
         };
-        let (candidate, _) = self.choose(data, train, seed, &shared)?;
+        let ranked = self.rank(data, train, seed, &shared)?;
         drop(shared);
+        let members = &ranked[..self.vote.min(ranked.len())];
+        let candidate = members[0].0;
         let (fitted, _) = self.fit_candidate_reporting(&candidate, data, train, progress)?;
+        let voters = members[1..]
+            .iter()
+            .map(|(c, _)| Ok(self.fit_candidate(c, data, train)?.0.classifier))
+            .collect::<Result<Vec<_>>>()?;
         let threshold =
             self.decide_threshold(data, train, Stream::Threshold.seed(seed, 0), &|tr, te| {
                 let (f, projected) = self.fit_candidate(&candidate, data, tr)?;
@@ -459,7 +514,10 @@ impl Pipeline {
             fitted.classifier,
         );
         model.threshold = threshold;
-        model.chosen = self.chosen(&candidate);
+        model.voters = voters;
+        model.chosen = self
+            .chosen(&candidate)
+            .map(|c| c.with_voters(&members[1..]));
         Ok((model, candidate))
     }
 }
@@ -491,6 +549,7 @@ mod tests {
             threshold: Threshold::None,
             threshold_metric: ThresholdMetric::default(),
             seed: DEFAULT_SEED,
+            vote: 1,
         };
         let folds = Folds::Stratified {
             k: 5,
@@ -556,6 +615,7 @@ mod tests {
             threshold: Threshold::None,
             threshold_metric: ThresholdMetric::default(),
             seed: DEFAULT_SEED,
+            vote: 1,
         };
         let seed = 5;
         let r = cross_validate(
@@ -642,6 +702,7 @@ mod tests {
             threshold: Threshold::None,
             threshold_metric: ThresholdMetric::default(),
             seed: DEFAULT_SEED,
+            vote: 1,
         }
     }
 
@@ -742,6 +803,7 @@ mod tests {
             threshold: Threshold::None,
             threshold_metric: ThresholdMetric::default(),
             seed: DEFAULT_SEED,
+            vote: 1,
         };
         let r = cross_validate(
             &p,
@@ -758,5 +820,91 @@ mod tests {
         assert_eq!(r.confusion.iter().flatten().sum::<usize>(), 2 * d.n_bags());
         let auc = r.auroc.unwrap();
         assert!(auc > 0.6 && auc <= 1.0, "{auc}");
+    }
+
+    /// A vote of three predicts the majority of its members, each fitted alone on the
+    /// training bags, in the inner CV's ranking; it survives a save and load; what needs a
+    /// single classifier is refused.
+    #[test]
+    fn a_vote_predicts_the_majority_of_its_members() {
+        use crate::classifier::simple_mi::SimpleMi;
+        let d = data::load("musk1").unwrap();
+        let train: Vec<usize> = (0..d.n_bags()).step_by(2).collect();
+        let test: Vec<usize> = (1..d.n_bags()).step_by(2).collect();
+        let grid = ClassifierGrid::of(vec![
+            CitationKnn::default().into(),
+            Milr::default().into(),
+            SimpleMi::default().into(),
+        ])
+        .unwrap();
+        let pipeline = Pipeline::new(grid).vote(3);
+        let model = pipeline.fit(d.select(&train)).unwrap();
+        assert_eq!(model.voters.len(), 2);
+        let ranked = pipeline.rank(&d, &train, pipeline.seed, &[]).unwrap();
+        let labels: Vec<Vec<usize>> = ranked
+            .iter()
+            .map(|(c, _)| {
+                let alone = c.classifier.fit(d.select(&train)).unwrap();
+                alone.scores(d.select(&test)).unwrap().labels()
+            })
+            .collect();
+        let predicted = model.predict(d.select(&test)).unwrap();
+        let mut disagreements = 0;
+        for (i, &p) in predicted.iter().enumerate() {
+            let positive = labels.iter().filter(|l| l[i] == 1).count();
+            assert_eq!(p, usize::from(positive >= 2), "bag {}", test[i]);
+            disagreements += usize::from(labels.iter().any(|l| l[i] != labels[0][i]));
+        }
+        assert!(
+            disagreements > 0,
+            "the members never disagree: the test shows nothing"
+        );
+        let chosen = model.chosen.clone().unwrap();
+        assert_eq!(chosen.voters.len(), 2);
+        assert_eq!(chosen.classifier, Some(ranked[0].0.classifier.to_string()));
+
+        let path = std::env::temp_dir().join(format!("mil-vote-{}.json", std::process::id()));
+        model.save(&path).unwrap();
+        let loaded = HostModel::load(&path).unwrap();
+        std::fs::remove_file(&path).ok();
+        assert_eq!(loaded, model);
+        assert_eq!(loaded.predict(d.select(&test)).unwrap(), predicted);
+        assert!(matches!(
+            model.explain(d.select(&test)),
+            Err(Error::Unsupported(_))
+        ));
+        assert!(matches!(
+            model.predict_instances(d.select(&test)),
+            Err(Error::Unsupported(_))
+        ));
+        assert!(matches!(
+            model.export(d.select(&train), crate::export::Export::default()),
+            Err(Error::Unsupported(_))
+        ));
+    }
+
+    #[test]
+    fn a_vote_needs_candidates_and_raw_features_and_no_threshold() {
+        let grid = || {
+            ClassifierGrid::of(vec![Milr::default().into(), CitationKnn::default().into()]).unwrap()
+        };
+        assert!(Pipeline::new(grid()).vote(2).check().is_ok());
+        for (pipeline, why) in [
+            (Pipeline::new(grid()).vote(0), "at least 1"),
+            (Pipeline::new(grid()).vote(3), "at most the number"),
+            (
+                Pipeline::new(grid())
+                    .vote(2)
+                    .projection(crate::projection::mida::Bmida::default().dim(2)),
+                "projection",
+            ),
+            (
+                Pipeline::new(grid()).vote(2).threshold(Threshold::Auto),
+                "threshold",
+            ),
+        ] {
+            let err = pipeline.check().unwrap_err().to_string();
+            assert!(err.contains("vote") && err.contains(why), "{err}");
+        }
     }
 }
