@@ -49,13 +49,13 @@ pub struct Chosen {
 }
 
 impl Chosen {
-    /// The same choice with the candidates `voters` (in rank order) voting beside it.
+    /// The same choice with the classifiers `voters` (in rank order) voting beside it.
     #[must_use]
-    pub fn with_voters(mut self, voters: &[(crate::pipeline::Candidate, usize)]) -> Self {
-        self.voters = voters
-            .iter()
-            .map(|(c, _)| c.classifier.to_string())
-            .collect();
+    pub fn with_voters(
+        mut self,
+        voters: impl IntoIterator<Item = crate::classifier::ClassifierParams>,
+    ) -> Self {
+        self.voters = voters.into_iter().map(|c| c.to_string()).collect();
         self
     }
 }

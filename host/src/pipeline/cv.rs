@@ -236,7 +236,9 @@ pub fn run_folds(
                                 },
                             )
                             .collect::<Result<Vec<_>>>()?;
-                        let chosen = chosen.map(|ch| ch.with_voters(&members[1..]));
+                        let chosen = chosen.map(|ch| {
+                            ch.with_voters(members[1..].iter().map(|(v, _)| v.classifier))
+                        });
                         return Ok((BagScores::vote(&scores), chosen, None));
                     }
                     if let Some(score) = shared.get(index).and_then(Option::as_ref) {

@@ -420,10 +420,15 @@ impl Pipeline {
         // Best first; a stable sort keeps equal merits in the grid's order.
         let mut order: Vec<usize> = (0..merits.len()).collect();
         order.sort_by(|&a, &b| merits[b].total_cmp(&merits[a]));
-        let passed_over = |i: &usize| oof[*i].is_empty();
-        let ranked: Vec<usize> = match order.iter().filter(|i| !passed_over(i)).count() {
-            0 => order.into_iter().take(1).collect(),
-            _ => order.into_iter().filter(|i| !passed_over(i)).collect(),
+        let scored: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|&i| !oof[i].is_empty())
+            .collect();
+        let ranked = if scored.is_empty() {
+            vec![order[0]]
+        } else {
+            scored
         };
         Ok(ranked
             .into_iter()

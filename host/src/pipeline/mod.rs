@@ -517,7 +517,7 @@ impl Pipeline {
         model.voters = voters;
         model.chosen = self
             .chosen(&candidate)
-            .map(|c| c.with_voters(&members[1..]));
+            .map(|c| c.with_voters(members[1..].iter().map(|(v, _)| v.classifier)));
         Ok((model, candidate))
     }
 }
