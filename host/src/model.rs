@@ -72,7 +72,8 @@ impl std::fmt::Display for Chosen {
         if let Some(a) = self.alpha {
             parts.push(format!("alpha {a}"));
         }
-        if let Some(r) = self.ridge {
+        // A named classifier states its own ridge.
+        if let (Some(r), None) = (self.ridge, &self.classifier) {
             parts.push(format!("ridge {r}"));
         }
         if !self.voters.is_empty() {
@@ -347,7 +348,7 @@ impl HostModel {
         match self.voters.len() {
             0 => Ok(()),
             n => Err(Error::Unsupported(format!(
-                "{what} a vote of {} classifiers (a model trained with --vote 1 has one)",
+                "{what} a vote of {} classifiers (a vote of 1 is a single classifier)",
                 n + 1
             ))),
         }

@@ -16,9 +16,10 @@ use mil_toolkit::classifier::simple_mi::{SimpleMi, Summary};
 use mil_toolkit::classifier::smil::{Smil, Variant};
 use mil_toolkit::classifier::svm::bags::{BagSvmSettings, EmpiricalMap};
 use mil_toolkit::classifier::svm::{Preprocessing, SetKernel, SetKernelSvm};
-use mil_toolkit::classifier::{BagModel, ClassifierParams};
+use mil_toolkit::classifier::{BagModel, BagScores, ClassifierParams};
 use mil_toolkit::data::Dataset;
 use mil_toolkit::distance::Hausdorff;
+use mil_toolkit::explain::InstanceScore;
 use mil_toolkit::kernel::SetKernelName;
 use mil_toolkit::model::{ClassifierModel, HostModel};
 use mil_toolkit::params::Shape;
@@ -330,10 +331,7 @@ impl ClassifierSpec {
         crate::memory::check_classifier(&params, Shape::of(&data))?;
         let train = Arc::clone(&data);
         let model = run(py, n_threads, move || params.fit(train.as_ref()))?.map_err(py_err)?;
-        Ok(FittedClassifier {
-            model: Arc::new(model),
-            train: Some(data),
-        })
+        Ok(FittedClassifier::single(model, Some(data)))
     }
 }
 
@@ -378,11 +376,33 @@ pub(crate) fn host_model(
     )
 }
 
-/// A fitted classifier and the bags it was fitted on (for export).
+/// A fitted classifier (or a vote of several: [`HostModel::voters`]) and the bags it was
+/// fitted on (for export).
 #[pyclass(module = "miltk._native", frozen)]
 pub(crate) struct FittedClassifier {
+    /// The classifier; in a vote, its best-ranked member.
     pub(crate) model: Arc<ClassifierModel>,
+    /// The other members of a vote, in rank order; empty: `model` alone.
+    pub(crate) voters: Arc<Vec<ClassifierModel>>,
     pub(crate) train: Option<Arc<Dataset>>,
+}
+
+impl FittedClassifier {
+    /// One fitted classifier, fitted on `train` when kept.
+    pub(crate) fn single(model: ClassifierModel, train: Option<Arc<Dataset>>) -> Self {
+        FittedClassifier {
+            model: Arc::new(model),
+            voters: Arc::new(Vec::new()),
+            train,
+        }
+    }
+
+    /// The saved form, as the library writes it (class names 0..n), with `projection`.
+    pub(crate) fn host_model(&self, projection: Option<LinearProjection>) -> HostModel {
+        let mut host = host_model(projection, (*self.model).clone());
+        host.voters = (*self.voters).clone();
+        host
+    }
 }
 
 #[pymethods]
@@ -397,7 +417,17 @@ impl FittedClassifier {
         n_threads: usize,
     ) -> PyResult<(Bound<'py, PyArray2<f64>>, Vec<usize>)> {
         let model = Arc::clone(&self.model);
-        score_bags(py, bags, n_threads, move |d| model.scores(d))
+        let voters = Arc::clone(&self.voters);
+        score_bags(py, bags, n_threads, move |d| {
+            if voters.is_empty() {
+                return model.scores(d);
+            }
+            let members = std::iter::once(model.as_ref())
+                .chain(voters.iter())
+                .map(|m| m.scores(d))
+                .collect::<mil_toolkit::Result<Vec<_>>>()?;
+            Ok(BagScores::vote(&members))
+        })
     }
 
     /// Per bag, its instances' scores as the model defines them
@@ -410,6 +440,9 @@ impl FittedClassifier {
         bags: &Bags,
         n_threads: usize,
     ) -> PyResult<Vec<Bound<'py, PyArray1<f64>>>> {
+        self.host_model(None)
+            .check_single("scoring the instances of")
+            .map_err(py_err)?;
         let model = Arc::clone(&self.model);
         let data = Arc::clone(&bags.data);
         let got = run(py, n_threads, move || {
@@ -423,16 +456,29 @@ impl FittedClassifier {
             .collect())
     }
 
-    /// What the instance scores measure ("none": the model defines none).
+    /// What the instance scores measure ("none": the model, or a vote, defines none).
     #[getter]
     fn instance_score_kind(&self) -> &'static str {
-        self.model.instance_score_kind().name()
+        if self.voters.is_empty() {
+            self.model.instance_score_kind().name()
+        } else {
+            InstanceScore::None.name()
+        }
     }
 
     /// The score above which an instance is labelled positive, if the method defines one.
     #[getter]
     fn instance_threshold(&self) -> Option<f64> {
-        self.model.instance_threshold()
+        self.voters
+            .is_empty()
+            .then(|| self.model.instance_threshold())
+            .flatten()
+    }
+
+    /// Number of classifiers whose majority the model predicts (1: a single one).
+    #[getter]
+    fn n_voters(&self) -> usize {
+        1 + self.voters.len()
     }
 
     /// Number of classes.
@@ -454,21 +500,23 @@ impl FittedClassifier {
     }
 
     /// A set-kernel SVM's degenerate Gram matrix (numerically the identity or a
-    /// constant) with the setting that fixes it; `None` otherwise.
+    /// constant) with the setting that fixes it, of the first member of a vote that has
+    /// one; `None` otherwise.
     fn gram_diagnosis(&self) -> PyResult<Option<String>> {
-        let ClassifierModel::Svm(svm) = self.model.as_ref() else {
-            return Ok(None);
-        };
-        Ok(svm
-            .gram_diagnosis()
-            .map_err(py_err)?
-            .map(|(diagnosis, remedy)| format!("{diagnosis}: {remedy}")))
+        for member in std::iter::once(self.model.as_ref()).chain(self.voters.iter()) {
+            let ClassifierModel::Svm(svm) = member else {
+                continue;
+            };
+            if let Some((diagnosis, remedy)) = svm.gram_diagnosis().map_err(py_err)? {
+                return Ok(Some(format!("{diagnosis}: {remedy}")));
+            }
+        }
+        Ok(None)
     }
 
     /// The library's saved-model JSON (a `mil-host-model` without projection).
     fn to_json(&self) -> PyResult<String> {
-        serde_json::to_string(&host_model(None, (*self.model).clone()))
-            .map_err(|e| json_err("classifier", e))
+        serde_json::to_string(&self.host_model(None)).map_err(|e| json_err("classifier", e))
     }
 
     /// The training bags kept for export, if any.
@@ -491,6 +539,7 @@ impl FittedClassifier {
         }
         Ok(FittedClassifier {
             model: Arc::new(host.classifier),
+            voters: Arc::new(host.voters),
             train: train.map(|b| Arc::clone(&b.data)),
         })
     }

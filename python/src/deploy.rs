@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::bags::{matrix, Bags};
-use crate::classifiers::{host_model, FittedClassifier};
+use crate::classifiers::FittedClassifier;
 use crate::errors::{keyword, py_err};
 use crate::parallel::run;
 use crate::projections::FittedProjection;
@@ -47,10 +47,7 @@ pub(crate) fn export_model<'py>(
             )));
         }
     }
-    let host = host_model(
-        projection.map(|p| p.projection.clone()),
-        (*classifier.model).clone(),
-    );
+    let host = classifier.host_model(projection.map(|p| p.projection.clone()));
     let options = export::Export::new(encoding)
         .fold_projection(fold_projection)
         .input(input);

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use mil_toolkit::classifier::ClassifierParams;
 use mil_toolkit::data::Dataset;
+use mil_toolkit::model::Chosen;
 use mil_toolkit::params::Shape;
 use mil_toolkit::pipeline::{
     cross_validate as library_cv, ClassifierGrid, Folds, Pipeline, Selection,
@@ -61,6 +62,7 @@ pub(crate) struct GridSpec {
     select: Selection,
     seed: u64,
     max_cpu_minutes: Option<f64>,
+    vote: usize,
 }
 
 #[pymethods]
@@ -68,9 +70,10 @@ impl GridSpec {
     /// `candidates` (`None`: the `auto` classifier's grid seeded by `seed`, with the class
     /// weights `class_weight`), chosen by an inner CV of `inner_folds` folds seeded by
     /// `seed` that maximises `select` ("accuracy" or "auroc"), within `max_cpu_minutes`
-    /// when given (the dearest candidates left out until the estimate fits).
+    /// when given (the dearest candidates left out until the estimate fits); the `vote`
+    /// best-ranked candidates vote ([`Pipeline::vote`]).
     #[new]
-    #[pyo3(signature = (candidates, seed, class_weight="none", inner_folds=3, select="auroc", max_cpu_minutes=None))]
+    #[pyo3(signature = (candidates, seed, class_weight="none", inner_folds=3, select="auroc", max_cpu_minutes=None, vote=1))]
     fn new(
         candidates: Option<Vec<PyRef<'_, ClassifierSpec>>>,
         seed: u64,
@@ -78,6 +81,7 @@ impl GridSpec {
         inner_folds: usize,
         select: &str,
         max_cpu_minutes: Option<f64>,
+        vote: usize,
     ) -> PyResult<Self> {
         if let Some(m) = max_cpu_minutes {
             if !(m > 0.0 && m.is_finite()) {
@@ -98,6 +102,7 @@ impl GridSpec {
             select: keyword("select", select)?,
             seed,
             max_cpu_minutes,
+            vote,
         };
         spec.pipeline(false).check().map_err(py_err)?;
         Ok(spec)
@@ -109,10 +114,11 @@ impl GridSpec {
         self.grid.candidates().len()
     }
 
-    /// Fits the candidate the inner CV chooses on every bag of `bags` (`projected`: bags
-    /// a projection produced) on `n_threads` threads; returns the fitted classifier, the
-    /// chosen candidate's description, the estimated CPU seconds of the choice (`None`
-    /// when not estimated) and the candidates the budget left out.
+    /// Fits the candidate the inner CV chooses (or the vote of the best-ranked) on every
+    /// bag of `bags` (`projected`: bags a projection produced) on `n_threads` threads;
+    /// returns the fitted classifier, the choice's description, the estimated CPU
+    /// seconds of the choice (`None` when not estimated) and the candidates the budget
+    /// left out.
     #[pyo3(signature = (bags, projected=false, n_threads=0))]
     #[allow(clippy::type_complexity)]
     fn fit(
@@ -128,18 +134,19 @@ impl GridSpec {
         let (pipeline, seconds, left_out) =
             self.within_budget(self.pipeline(projected), &data, &all, 1)?;
         let train = Arc::clone(&data);
-        let (model, chosen) = run(py, n_threads, move || {
+        let (model, voters, chosen) = run(py, n_threads, move || {
             let model = pipeline.fit(train.as_ref())?;
+            let first = pipeline.classifier.candidates()[0];
             let chosen = model
                 .chosen
-                .and_then(|c| c.classifier)
-                .unwrap_or_else(|| pipeline.classifier.candidates()[0].to_string());
-            Ok::<_, mil_toolkit::Error>((model.classifier, chosen))
+                .map_or_else(|| first.to_string(), |c| described(c, first));
+            Ok::<_, mil_toolkit::Error>((model.classifier, model.voters, chosen))
         })?
         .map_err(py_err)?;
         Ok((
             FittedClassifier {
                 model: Arc::new(model),
+                voters: Arc::new(voters),
                 train: Some(data),
             },
             chosen,
@@ -168,6 +175,7 @@ impl GridSpec {
             .inner_folds(self.inner_folds)
             .select(self.select)
             .seed(self.seed)
+            .vote(self.vote)
     }
 
     /// `pipeline` within the budget `max_cpu_minutes` over `outer_fits` fits on training
@@ -198,6 +206,15 @@ impl GridSpec {
                 data.n_bags()
             )));
         };
+        if kept.len() < self.vote {
+            return Err(PyValueError::new_err(format!(
+                "max_cpu_minutes = {limit}: choosing among {} candidates on {} bags is estimated at {seconds:.1} CPU s, and within the limit {} candidates are left, fewer than vote = {}: raise the limit or lower vote",
+                estimate.candidates.len(),
+                data.n_bags(),
+                kept.len(),
+                self.vote
+            )));
+        }
         let left: f64 = seconds - dropped.iter().map(|c| c.cpu_seconds).sum::<f64>();
         pipeline.classifier = ClassifierGrid::of(kept).map_err(py_err)?;
         let names = dropped.iter().map(|c| c.classifier.to_string()).collect();
@@ -277,6 +294,10 @@ pub(crate) fn cross_validate(
         let first_train = mil_toolkit::eval::folds::complement(&all, &test);
         pipeline = g.within_budget(pipeline, &data, &first_train, jobs)?.0;
     }
+    let (first, grid) = (
+        pipeline.classifier.candidates()[0],
+        matches!(classifier, AnySpec::Grid(_)),
+    );
     let train = Arc::clone(&data);
     let report = run(py, n_threads, move || {
         library_cv(&pipeline, &train, &folds, &Silent)
@@ -296,9 +317,20 @@ pub(crate) fn cross_validate(
         report
             .chosen
             .into_iter()
-            .map(|c| c.and_then(|c| c.classifier))
+            .map(|c| c.filter(|_| grid).map(|c| described(c, first)))
             .collect(),
     ))
+}
+
+/// `chosen` as a sentence that names the classifier: candidates that differ in the ridge
+/// alone are reported by the ridge, so the classifier (`first` of the grid) is named with
+/// it.
+fn described(mut chosen: Chosen, first: ClassifierParams) -> String {
+    if chosen.classifier.is_none() {
+        let named = chosen.ridge.and_then(|r| first.with_ridge(r));
+        chosen.classifier = Some(named.unwrap_or(first).to_string());
+    }
+    chosen.to_string()
 }
 
 /// The accuracy of a clustering under the best one-to-one matching of clusters to classes.

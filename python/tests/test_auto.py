@@ -66,3 +66,63 @@ def test_a_cpu_budget_leaves_out_the_dearest_candidates(musk1):
         miltk.AutoMIL(candidates, max_cpu_minutes=1e-9).fit(bags, y)
     with pytest.raises(ValueError, match="max_cpu_minutes"):
         miltk.AutoMIL(candidates, max_cpu_minutes=-1.0).fit(bags, y)
+
+
+POOLINGS = ("mean", "max", "noisy-or")
+
+
+def test_a_vote_predicts_the_majority_of_its_members(musk1, tmp_path):
+    import pickle
+
+    bags, y, _ = musk1
+    grid = [(miltk.MILR(), {"pooling": list(POOLINGS)})]
+    vote = miltk.AutoMIL(grid, vote=3).fit(bags, y)
+    assert vote.model_.n_voters == 3
+    assert "voting with" in vote.chosen_ and vote.chosen_.count("milr (") == 3
+    alone = np.array([miltk.MILR(pooling=p).fit(bags, y).predict(bags) for p in POOLINGS])
+    majority = np.array([np.bincount(column).argmax() for column in alone.T])
+    assert (alone != alone[0]).any(), "the poolings never disagree: the test shows nothing"
+    assert np.array_equal(vote.predict(bags), majority)
+    # A vote survives pickling with all its members.
+    again = pickle.loads(pickle.dumps(vote))
+    assert np.array_equal(again.predict(bags), majority)
+    # What needs a single classifier is refused, naming the vote.
+    with pytest.raises(ValueError, match="vote of 3"):
+        vote.predict_instances(bags[:2])
+    with pytest.raises(ValueError, match="vote of 3"):
+        miltk.export(vote)
+    # A vote of one is the choice alone.
+    single = miltk.AutoMIL(grid, vote=1).fit(bags, y)
+    assert single.model_.n_voters == 1 and "voting" not in single.chosen_
+
+
+def test_a_vote_in_nested_cv_equals_the_command_line(musk1):
+    bags, y, _ = musk1
+    auto = miltk.AutoMIL([(miltk.MILR(), {"pooling": list(POOLINGS)})], vote=3, random_state=3)
+    report = miltk.cross_validate_native(auto, bags, y, cv=miltk.StratifiedBagKFold(4, 3))
+    cli = run_mil(
+        "cv", "musk1", "--classifier", "milr", "--pooling", ",".join(POOLINGS),
+        "--vote", "3", "--folds", "4", "--seed", "3",
+    )
+    if cli is None:
+        pytest.skip("the mil program is not built")
+    assert report["accuracy"] == cli["accuracy"]
+    assert all("voting with" in c for c in report["chosen"])
+    assert [c.split(", voting")[0] for c in report["chosen"]] == [c["classifier"] for c in cli["chosen"]]
+
+
+@pytest.mark.parametrize("vote", [0, 4, 1.5, True])
+def test_a_bad_vote_is_refused(musk1, vote):
+    bags, y, _ = musk1
+    auto = miltk.AutoMIL([(miltk.MILR(), {"pooling": list(POOLINGS)})], vote=vote)
+    with pytest.raises((ValueError, TypeError), match="vote"):
+        auto.fit(bags, y)
+
+
+def test_a_grid_of_ridges_names_the_chosen_ridge(musk1):
+    bags, y, _ = musk1
+    auto = miltk.AutoMIL([(miltk.MILR(pooling="mean"), {"ridge": [1e-6, 1e3]})]).fit(bags, y)
+    ridge = {"milr (mean pooling, ridge 0.000001)": 1e-6, "milr (mean pooling, ridge 1000)": 1e3}
+    assert auto.chosen_ in ridge
+    alone = miltk.MILR(pooling="mean", ridge=ridge[auto.chosen_]).fit(bags, y)
+    assert np.array_equal(auto._scores(bags)[0], alone._scores(bags)[0])

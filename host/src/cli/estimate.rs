@@ -130,6 +130,17 @@ pub(super) fn check_cpu(
             format!("{what}; {why}: raise the limit, use fewer bags, or name fewer classifiers"),
         ));
     };
+    if kept.len() < pipeline.vote {
+        return Err(Error::parameter(
+            "--max-cpu-minutes",
+            limit,
+            format!(
+                "{what}; within the limit {} candidates are left, fewer than --vote {}: raise the limit or lower --vote",
+                kept.len(),
+                pipeline.vote
+            ),
+        ));
+    }
     let left: f64 = estimate.cpu_seconds() - dropped.iter().map(|c| c.cpu_seconds).sum::<f64>();
     let names: Vec<String> = dropped
         .iter()

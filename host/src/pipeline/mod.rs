@@ -822,6 +822,23 @@ mod tests {
         assert!(auc > 0.6 && auc <= 1.0, "{auc}");
     }
 
+    /// A chosen classifier that names its ridge is reported with it once; a grid of
+    /// ridges alone is reported by the ridge.
+    #[test]
+    fn a_chosen_classifier_states_its_ridge_once() {
+        use crate::classifier::simple_mi::SimpleMi;
+        let d = data::load("musk1").unwrap();
+        let grid = ClassifierGrid::of(vec![milr(1.0), SimpleMi::default().into()]).unwrap();
+        let chosen = Pipeline::new(grid).fit(&d).unwrap().chosen.unwrap();
+        let shown = chosen.to_string();
+        assert_eq!(Some(shown.as_str()), chosen.classifier.as_deref());
+        assert_eq!(shown.matches("ridge").count(), 1, "{shown}");
+        let ridges = ClassifierGrid::of(vec![milr(1.0), milr(10.0)]).unwrap();
+        let chosen = Pipeline::new(ridges).fit(&d).unwrap().chosen.unwrap();
+        assert_eq!(chosen.classifier, None);
+        assert!(chosen.to_string().starts_with("ridge "), "{chosen}");
+    }
+
     /// A vote of three predicts the majority of its members, each fitted alone on the
     /// training bags, in the inner CV's ranking; it survives a save and load; what needs a
     /// single classifier is refused.
