@@ -171,14 +171,7 @@ impl HostModel {
         }
         let scores = match &self.projection {
             Some(p) => self.classifier.scores(p.transform(data)?.select(bags))?,
-            None if self.voters.is_empty() => self.classifier.scores(data.select(bags))?,
-            None => {
-                let members = std::iter::once(&self.classifier)
-                    .chain(&self.voters)
-                    .map(|m| m.scores(data.select(bags)))
-                    .collect::<Result<Vec<_>>>()?;
-                BagScores::vote(&members)
-            }
+            None => ClassifierModel::vote_scores(&self.members(), data.select(bags))?,
         }
         .with_threshold(self.threshold);
         // A model read from a file can hold finite numbers whose products overflow.
@@ -342,16 +335,17 @@ impl HostModel {
         Ok(model)
     }
 
+    /// The classifier and the other members of its vote, best-ranked first.
+    pub fn members(&self) -> Vec<&ClassifierModel> {
+        std::iter::once(&self.classifier)
+            .chain(&self.voters)
+            .collect()
+    }
+
     /// Refuses ([`Error::Unsupported`]) `what` on a vote, which has no single classifier
     /// whose reasons to give.
     pub fn check_single(&self, what: &str) -> Result<()> {
-        match self.voters.len() {
-            0 => Ok(()),
-            n => Err(Error::Unsupported(format!(
-                "{what} a vote of {} classifiers (a vote of 1 is a single classifier)",
-                n + 1
-            ))),
-        }
+        check_single(self.voters.len() + 1, what)
     }
 
     fn validate(&self) -> Result<()> {
@@ -403,7 +397,7 @@ impl HostModel {
             }
             None => self.input_dim,
         };
-        for c in std::iter::once(&self.classifier).chain(&self.voters) {
+        for c in self.members() {
             if inner_dim != c.input_dim() {
                 return Err(Error::Model(format!(
                     "the classifier expects {} features but receives {inner_dim}",
@@ -412,6 +406,17 @@ impl HostModel {
             }
         }
         Ok(())
+    }
+}
+
+/// Refuses ([`Error::Unsupported`]) `what` on a vote of `members` classifiers (more than
+/// one), which has no single classifier whose reasons to give or to export.
+pub fn check_single(members: usize, what: &str) -> Result<()> {
+    match members {
+        0 | 1 => Ok(()),
+        n => Err(Error::Unsupported(format!(
+            "{what} a vote of {n} classifiers (a vote of 1 is a single classifier)"
+        ))),
     }
 }
 

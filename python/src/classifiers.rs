@@ -16,7 +16,7 @@ use mil_toolkit::classifier::simple_mi::{SimpleMi, Summary};
 use mil_toolkit::classifier::smil::{Smil, Variant};
 use mil_toolkit::classifier::svm::bags::{BagSvmSettings, EmpiricalMap};
 use mil_toolkit::classifier::svm::{Preprocessing, SetKernel, SetKernelSvm};
-use mil_toolkit::classifier::{BagModel, BagScores, ClassifierParams};
+use mil_toolkit::classifier::{BagModel, ClassifierParams};
 use mil_toolkit::data::Dataset;
 use mil_toolkit::distance::Hausdorff;
 use mil_toolkit::explain::InstanceScore;
@@ -419,14 +419,10 @@ impl FittedClassifier {
         let model = Arc::clone(&self.model);
         let voters = Arc::clone(&self.voters);
         score_bags(py, bags, n_threads, move |d| {
-            if voters.is_empty() {
-                return model.scores(d);
-            }
-            let members = std::iter::once(model.as_ref())
+            let members: Vec<&ClassifierModel> = std::iter::once(model.as_ref())
                 .chain(voters.iter())
-                .map(|m| m.scores(d))
-                .collect::<mil_toolkit::Result<Vec<_>>>()?;
-            Ok(BagScores::vote(&members))
+                .collect();
+            ClassifierModel::vote_scores(&members, d)
         })
     }
 
@@ -440,8 +436,7 @@ impl FittedClassifier {
         bags: &Bags,
         n_threads: usize,
     ) -> PyResult<Vec<Bound<'py, PyArray1<f64>>>> {
-        self.host_model(None)
-            .check_single("scoring the instances of")
+        mil_toolkit::model::check_single(1 + self.voters.len(), "scoring the instances of")
             .map_err(py_err)?;
         let model = Arc::clone(&self.model);
         let data = Arc::clone(&bags.data);

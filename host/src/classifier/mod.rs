@@ -937,6 +937,26 @@ pub enum ClassifierModel {
 }
 
 impl ClassifierModel {
+    /// The scores of a vote of `members` (best-ranked first) on `bags`: each member
+    /// scores them and [`BagScores::vote`] takes the majority; a single member scores
+    /// alone.
+    pub fn vote_scores<'a>(
+        members: &[&ClassifierModel],
+        bags: impl Into<Bags<'a>>,
+    ) -> Result<BagScores> {
+        let bags = bags.into();
+        match members {
+            [one] => one.scores(bags),
+            _ => {
+                let scored = members
+                    .iter()
+                    .map(|m| m.scores(bags.clone()))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(BagScores::vote(&scored))
+            }
+        }
+    }
+
     /// Which algorithm.
     pub fn kind(&self) -> ClassifierKind {
         match self {
