@@ -273,7 +273,8 @@ fn a_ridge_list_is_chosen_by_nested_cv_and_reported() {
     for key in ["predictions", "per_fold", "accuracy", "auroc", "confusion"] {
         assert_eq!(listed[key], single[key], "{key}");
     }
-    // Ridge 10⁶ ties every bag's score, AUROC ½: choosing by AUROC picks ridge 1 too.
+    // Ridge 10⁶ shrinks every bag's score towards the intercept's: choosing by AUROC picks
+    // ridge 1 too.
     let by_auroc = mil_json(&[
         "cv",
         "musk1",
@@ -286,7 +287,32 @@ fn a_ridge_list_is_chosen_by_nested_cv_and_reported() {
         "--json",
         "--quiet",
     ]);
-    assert_eq!(by_auroc["chosen"], listed["chosen"]);
+    for (a, l) in by_auroc["chosen"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(listed["chosen"].as_array().unwrap())
+    {
+        assert_eq!(a["ridge"], l["ridge"]);
+        assert_eq!(
+            (a["metric"].as_str(), l["metric"].as_str()),
+            (Some("auroc"), Some("accuracy"))
+        );
+        // Every fold reports both candidates' inner scores, ridge 10⁶ last.
+        let inner = a["inner"].as_array().unwrap();
+        assert_eq!(inner.len(), 2, "{a}");
+        assert!(
+            inner[1]["candidate"]
+                .as_str()
+                .unwrap()
+                .contains("ridge 1000000"),
+            "{a}"
+        );
+        assert!(
+            inner[1]["score"].as_f64() < inner[0]["score"].as_f64(),
+            "{a}"
+        );
+    }
     assert_eq!(by_auroc["predictions"], single["predictions"]);
     // AUROC needs two classes.
     mil_refuses_naming(

@@ -27,7 +27,7 @@ const SVM_CHUNK: usize = 8;
 
 /// What a pipeline chose (or was given) in one fit, as `mil cv`/`mil train` report it and
 /// a saved model records it ([`HostModel::chosen`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Chosen {
     /// The classifier and its settings ([`crate::classifier::ClassifierParams`]'s
     /// `Display`), when the grid held more than one classifier setting besides the ridge.
@@ -46,6 +46,25 @@ pub struct Chosen {
     /// as `classifier` names the best-ranked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub voters: Vec<String>,
+    /// What the inner CV ranked the candidates by: `auroc` or `accuracy`
+    /// ([`crate::pipeline::Selection`]); absent when no inner CV ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<String>,
+    /// Every candidate the inner CV scored, best first, with its score: how far the
+    /// chosen one was ahead of the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inner: Vec<InnerScore>,
+}
+
+/// One candidate's inner-CV score ([`Chosen::inner`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InnerScore {
+    /// The candidate, named as [`Chosen`]'s `Display` names a choice.
+    pub candidate: String,
+    /// Its pooled inner out-of-fold AUROC or its share of inner test bags predicted
+    /// right ([`Chosen::metric`]); `None` where undefined (NaN scores, or one class
+    /// among the inner test bags).
+    pub score: Option<f64>,
 }
 
 impl Chosen {
@@ -80,6 +99,42 @@ impl std::fmt::Display for Chosen {
             parts.push(format!("voting with {}", self.voters.join("; ")));
         }
         f.write_str(&parts.join(", "))
+    }
+}
+
+impl Chosen {
+    /// The chosen candidate's inner score and the runner-up's, e.g. "inner AUROC 0.912,
+    /// next 0.905 of 12"; `None` without an inner CV.
+    ///
+    /// ```
+    /// use mil_toolkit::classifier::milr::{Milr, Pooling};
+    /// use mil_toolkit::pipeline::{ClassifierGrid, Pipeline};
+    ///
+    /// let data = mil_toolkit::data::load("musk1")?;
+    /// let grid = ClassifierGrid::of(vec![
+    ///     Milr::default().pooling(Pooling::Mean).into(),
+    ///     Milr::default().pooling(Pooling::Max).into(),
+    /// ])?;
+    /// let chosen = Pipeline::new(grid).fit(&data)?.chosen.unwrap();
+    /// assert_eq!(chosen.inner.len(), 2);
+    /// assert_eq!(chosen.inner[0].candidate, chosen.to_string());
+    /// assert!(chosen.margin().unwrap().starts_with("inner accuracy"));
+    /// # Ok::<(), mil_toolkit::Error>(())
+    /// ```
+    pub fn margin(&self) -> Option<String> {
+        let metric = self.metric.as_deref()?;
+        let metric = if metric == "auroc" { "AUROC" } else { metric };
+        let show = |s: Option<f64>| s.map_or("n/a".to_string(), |s| format!("{s:.3}"));
+        let best = self.inner.first()?;
+        Some(match self.inner.get(1) {
+            Some(next) => format!(
+                "inner {metric} {}, next {} of {}",
+                show(best.score),
+                show(next.score),
+                self.inner.len()
+            ),
+            None => format!("inner {metric} {}", show(best.score)),
+        })
     }
 }
 

@@ -143,7 +143,13 @@ class GridSpec:
     def n_candidates(self) -> int: ...
     def fit(
         self, bags: Bags, projected: bool = False, n_threads: int = 0
-    ) -> tuple[FittedClassifier, str, Optional[float], list[str]]: ...
+    ) -> tuple[
+        FittedClassifier,
+        str,
+        Optional[float],
+        list[str],
+        list[tuple[str, Optional[float]]],
+    ]: ...
 
 class FittedClassifier:
     def scores(self, bags: Bags, n_threads: int = 0) -> tuple[_Matrix, list[int]]: ...

@@ -1074,6 +1074,10 @@ class AutoMIL(_BagClassifier):
         order.
     n_candidates_ : int
         Number of candidates the inner CV compared.
+    inner_scores_ : list of (str, float or None)
+        Every candidate the inner CV compared, best first, with its inner score: the
+        pooled inner out-of-fold AUROC (``select="auroc"``) or the share of inner test
+        bags predicted right; None where undefined. How far the choice was ahead.
     model_ : object
         The native fitted model of the chosen candidate.
 
@@ -1088,6 +1092,7 @@ class AutoMIL(_BagClassifier):
 
     chosen_: str
     n_candidates_: int
+    inner_scores_: list[tuple[str, Optional[float]]]
     cpu_estimate_: Optional[float]
     left_out_: list[str]
 
@@ -1173,9 +1178,13 @@ class AutoMIL(_BagClassifier):
             )
         spec = self._native_spec(classes)
         projected = isinstance(X, ProjectedBags)
-        self.model_, self.chosen_, self.cpu_estimate_, self.left_out_ = spec.fit(
-            bags, projected, n_threads(self.n_jobs)
-        )
+        (
+            self.model_,
+            self.chosen_,
+            self.cpu_estimate_,
+            self.left_out_,
+            self.inner_scores_,
+        ) = spec.fit(bags, projected, n_threads(self.n_jobs))
         self.n_candidates_ = spec.n_candidates - len(self.left_out_)
         self.classes_ = classes
         self.n_features_in_ = bags.dim

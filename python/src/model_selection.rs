@@ -127,20 +127,32 @@ impl GridSpec {
         bags: &Bags,
         projected: bool,
         n_threads: usize,
-    ) -> PyResult<(FittedClassifier, String, Option<f64>, Vec<String>)> {
+    ) -> PyResult<(
+        FittedClassifier,
+        String,
+        Option<f64>,
+        Vec<String>,
+        InnerScores,
+    )> {
         let data = Arc::clone(&bags.data);
         self.check_memory(Shape::of(&data))?;
         let all: Vec<usize> = (0..data.n_bags()).collect();
         let (pipeline, seconds, left_out) =
             self.within_budget(self.pipeline(projected), &data, &all, 1)?;
         let train = Arc::clone(&data);
-        let (model, voters, chosen) = run(py, n_threads, move || {
+        let (model, voters, chosen, inner) = run(py, n_threads, move || {
             let model = pipeline.fit(train.as_ref())?;
             let first = pipeline.classifier.candidates()[0];
+            let inner = model.chosen.as_ref().map_or_else(Vec::new, |c| {
+                c.inner
+                    .iter()
+                    .map(|s| (s.candidate.clone(), s.score))
+                    .collect()
+            });
             let chosen = model
                 .chosen
                 .map_or_else(|| first.to_string(), |c| described(c, first));
-            Ok::<_, mil_toolkit::Error>((model.classifier, model.voters, chosen))
+            Ok::<_, mil_toolkit::Error>((model.classifier, model.voters, chosen, inner))
         })?
         .map_err(py_err)?;
         Ok((
@@ -152,9 +164,13 @@ impl GridSpec {
             chosen,
             seconds,
             left_out,
+            inner,
         ))
     }
 }
+
+/// Every candidate the inner CV scored, best first, with its score ([`Chosen::inner`]).
+type InnerScores = Vec<(String, Option<f64>)>;
 
 impl GridSpec {
     /// The pipeline that fits the grid (candidates as after a projection when

@@ -30,6 +30,11 @@ def test_parameter_grids_expand_to_every_point(musk1):
     expected = [f"milr ({p} pooling, ridge {r})" for p in ("mean", "max") for r in (1, 10)]
     expected.append("simple-mi (mean summary, ridge 1)")
     assert auto.chosen_ in expected
+    # Every candidate's inner score, best first, the chosen one at the top.
+    names = [name for name, _ in auto.inner_scores_]
+    scores = [score for _, score in auto.inner_scores_]
+    assert sorted(names) == sorted(expected) and names[0] == auto.chosen_
+    assert all(0.5 < s <= 1 for s in scores) and scores == sorted(scores, reverse=True)
     # The fitted model is the chosen candidate fitted on every bag.
     chosen = expected.index(auto.chosen_)
     if chosen < 4:

@@ -456,6 +456,9 @@ fn report(
         for (f, c) in r.chosen.iter().enumerate() {
             if let Some(c) = c {
                 human.push_str(&format!("\n  {:>3}: {c}", f + 1));
+                if let Some(m) = c.margin() {
+                    human.push_str(&format!(" [{m}]"));
+                }
             }
         }
     }

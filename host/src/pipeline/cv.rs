@@ -218,27 +218,22 @@ pub fn run_folds(
             let out = pipeline
                 .rank(data, &train, seeds.inner_cv, &shared)
                 .and_then(|ranked| {
-                    let (c, index) = ranked[0];
-                    let chosen = pipeline.chosen(&c);
+                    let (c, index) = (ranked[0].candidate, ranked[0].index);
+                    let chosen = pipeline.chosen_among(&ranked);
                     // A vote: every member scored as a lone choice would be (no threshold).
                     let members = &ranked[..pipeline.vote.min(ranked.len())];
                     if members.len() > 1 {
                         let scores = members
                             .iter()
-                            .map(
-                                |&(c, index)| match shared.get(index).and_then(Option::as_ref) {
-                                    Some(score) => score(&train, test),
-                                    None => {
-                                        let (fitted, projected) =
-                                            pipeline.fit_candidate(&c, data, &train)?;
-                                        fitted.scores(data, projected.as_ref(), test)
-                                    }
-                                },
-                            )
+                            .map(|m| match shared.get(m.index).and_then(Option::as_ref) {
+                                Some(score) => score(&train, test),
+                                None => {
+                                    let (fitted, projected) =
+                                        pipeline.fit_candidate(&m.candidate, data, &train)?;
+                                    fitted.scores(data, projected.as_ref(), test)
+                                }
+                            })
                             .collect::<Result<Vec<_>>>()?;
-                        let chosen = chosen.map(|ch| {
-                            ch.with_voters(members[1..].iter().map(|(v, _)| v.classifier))
-                        });
                         return Ok((BagScores::vote(&scores), chosen, None));
                     }
                     if let Some(score) = shared.get(index).and_then(Option::as_ref) {

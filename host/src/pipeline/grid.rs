@@ -11,7 +11,7 @@ use crate::projection::ProjectionParams;
 use mil_core::keyword::Keyword;
 
 use super::Pipeline;
-pub use crate::model::Chosen;
+pub use crate::model::{Chosen, InnerScore};
 
 /// The projection part of a pipeline with its hyper-parameter candidates.
 #[derive(Debug, Clone, PartialEq)]
@@ -307,6 +307,19 @@ mil_core::keywords!(Selection {
     Selection::Auroc => "auroc": "AUROC of the pooled inner out-of-fold scores (two classes; the MI-ALM paper's criterion)",
 });
 
+/// A candidate as the inner CV ranked it ([`Pipeline::rank`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Ranked {
+    /// The candidate.
+    pub candidate: Candidate,
+    /// Its classifier's index in the classifier grid (for the work shared by folds).
+    pub index: usize,
+    /// Its inner score: pooled inner out-of-fold AUROC, or the share of inner test bags
+    /// predicted right ([`Pipeline::select`]); `None` without an inner CV or where the
+    /// score is undefined (NaN scores, one class among the inner test bags).
+    pub score: Option<f64>,
+}
+
 /// One point of a pipeline's grid: a projection (if any) and a classifier.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Candidate {
@@ -326,24 +339,26 @@ impl Pipeline {
     /// on its projected bags; without a projection, a classifier candidate with work
     /// shared across folds (`shared`, by candidate: [`Pipeline::shared_scorers`]) is
     /// scored from it. The loop is sequential, so the ranking does not depend on the
-    /// number of threads. Each candidate comes with its classifier's index.
+    /// number of threads. Each candidate comes with its classifier's index and its
+    /// inner score.
     pub(super) fn rank(
         &self,
         data: &Dataset,
         train: &[usize],
         seed: u64,
         shared: &[Option<FoldScorer<'_>>],
-    ) -> Result<Vec<(Candidate, usize)>> {
+    ) -> Result<Vec<Ranked>> {
         let projections = self.projection_candidates()?;
         let classifiers = self.classifier.candidates();
         if projections.len() * classifiers.len() == 1 {
-            return Ok(vec![(
-                Candidate {
+            return Ok(vec![Ranked {
+                candidate: Candidate {
                     projection: projections[0],
                     classifier: classifiers[0],
                 },
-                0,
-            )]);
+                index: 0,
+                score: None,
+            }]);
         }
         let labels = data.require_labels(2)?;
         if self.select == Selection::Auroc && data.n_classes() != 2 {
@@ -393,7 +408,9 @@ impl Pipeline {
             }
         }
         let merit = |o: &[(usize, f64, usize)]| match self.select {
-            Selection::Accuracy => o.iter().filter(|(l, _, t)| l == t).count() as f64,
+            Selection::Accuracy => {
+                o.iter().filter(|(l, _, t)| l == t).count() as f64 / o.len() as f64
+            }
             Selection::Auroc => {
                 let scores: Vec<f64> = o.iter().map(|x| x.1).collect();
                 let positive: Vec<bool> = o.iter().map(|x| x.2 == 1).collect();
@@ -432,14 +449,49 @@ impl Pipeline {
         };
         Ok(ranked
             .into_iter()
-            .map(|i| {
-                let candidate = Candidate {
+            .map(|i| Ranked {
+                candidate: Candidate {
                     projection: projections[i / classifiers.len()],
                     classifier: classifiers[i % classifiers.len()],
-                };
-                (candidate, i % classifiers.len())
+                },
+                index: i % classifiers.len(),
+                score: merits[i].is_finite().then_some(merits[i]),
             })
             .collect())
+    }
+
+    /// Every ranked candidate, named by its classifier and settings (and the
+    /// projection's), with its inner score: what a report gives as [`Chosen::inner`];
+    /// empty when no inner CV ran.
+    pub(super) fn inner_scores(&self, ranked: &[Ranked]) -> Vec<InnerScore> {
+        if ranked.iter().all(|r| r.score.is_none()) {
+            return Vec::new();
+        }
+        ranked
+            .iter()
+            .map(|r| {
+                let named = self.chosen(&r.candidate).map(|c| Chosen {
+                    classifier: Some(r.candidate.classifier.to_string()),
+                    ..c
+                });
+                InnerScore {
+                    candidate: named
+                        .map_or_else(|| r.candidate.classifier.to_string(), |c| c.to_string()),
+                    score: r.score,
+                }
+            })
+            .collect()
+    }
+
+    /// What [`Pipeline::fit`] and a CV fold report of the choice among `ranked`: the best
+    /// ranked candidate, the other members of a vote, every candidate's inner score.
+    pub(super) fn chosen_among(&self, ranked: &[Ranked]) -> Option<Chosen> {
+        let members = &ranked[..self.vote.min(ranked.len())];
+        self.chosen(&members[0].candidate).map(|c| Chosen {
+            metric: ranked[0].score.map(|_| self.select.name().to_string()),
+            inner: self.inner_scores(ranked),
+            ..c.with_voters(members[1..].iter().map(|r| r.candidate.classifier))
+        })
     }
 
     /// Per classifier candidate, its work shared by every fold on the raw features
@@ -473,7 +525,8 @@ impl Pipeline {
         seed: u64,
         shared: &[Option<FoldScorer<'_>>],
     ) -> Result<(Candidate, usize)> {
-        Ok(self.rank(data, train, seed, shared)?[0])
+        let best = self.rank(data, train, seed, shared)?[0];
+        Ok((best.candidate, best.index))
     }
 }
 
@@ -594,6 +647,15 @@ mod tests {
         let best = correct.iter().max().unwrap();
         assert_eq!(index, correct.iter().position(|c| c == best).unwrap());
         assert_eq!(chosen.classifier, grid.candidates()[index]);
+        // Every candidate's reported inner score is its brute-force share of hits.
+        for r in pipeline.rank(&d, &train, 5, &[]).unwrap() {
+            let share = correct[r.index] as f64 / train.len() as f64;
+            assert!(
+                (r.score.unwrap() - share).abs() < 1e-12,
+                "{}",
+                r.candidate.classifier
+            );
+        }
     }
 
     /// Work shared across folds (one Gram matrix for candidates differing in ρ and C,

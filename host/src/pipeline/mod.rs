@@ -45,7 +45,7 @@ pub use cv::{
     check_outcomes, cross_validate, read_folds_file, run_folds, summarize, CvReport, FoldOutcome,
     FoldSeeds, Folds,
 };
-pub use grid::{Candidate, Chosen, ClassifierGrid, ProjectionGrid, Selection};
+pub use grid::{Candidate, Chosen, ClassifierGrid, InnerScore, ProjectionGrid, Selection};
 
 /// A pipeline: optional projection and a classifier, each with its candidates.
 #[derive(Debug, Clone, PartialEq)]
@@ -392,6 +392,8 @@ impl Pipeline {
             alpha: c.projection.and_then(|p| p.alpha()),
             ridge: c.classifier.ridge(),
             voters: Vec::new(),
+            metric: None,
+            inner: Vec::new(),
         })
     }
 
@@ -496,11 +498,11 @@ impl Pipeline {
         let ranked = self.rank(data, train, seed, &shared)?;
         drop(shared);
         let members = &ranked[..self.vote.min(ranked.len())];
-        let candidate = members[0].0;
+        let candidate = members[0].candidate;
         let (fitted, _) = self.fit_candidate_reporting(&candidate, data, train, progress)?;
         let voters = members[1..]
             .iter()
-            .map(|(c, _)| Ok(self.fit_candidate(c, data, train)?.0.classifier))
+            .map(|r| Ok(self.fit_candidate(&r.candidate, data, train)?.0.classifier))
             .collect::<Result<Vec<_>>>()?;
         let threshold =
             self.decide_threshold(data, train, Stream::Threshold.seed(seed, 0), &|tr, te| {
@@ -515,9 +517,7 @@ impl Pipeline {
         );
         model.threshold = threshold;
         model.voters = voters;
-        model.chosen = self
-            .chosen(&candidate)
-            .map(|c| c.with_voters(members[1..].iter().map(|(v, _)| v.classifier)));
+        model.chosen = self.chosen_among(&ranked);
         Ok((model, candidate))
     }
 }
@@ -860,8 +860,8 @@ mod tests {
         let ranked = pipeline.rank(&d, &train, pipeline.seed, &[]).unwrap();
         let labels: Vec<Vec<usize>> = ranked
             .iter()
-            .map(|(c, _)| {
-                let alone = c.classifier.fit(d.select(&train)).unwrap();
+            .map(|r| {
+                let alone = r.candidate.classifier.fit(d.select(&train)).unwrap();
                 alone.scores(d.select(&test)).unwrap().labels()
             })
             .collect();
@@ -878,7 +878,22 @@ mod tests {
         );
         let chosen = model.chosen.clone().unwrap();
         assert_eq!(chosen.voters.len(), 2);
-        assert_eq!(chosen.classifier, Some(ranked[0].0.classifier.to_string()));
+        assert_eq!(
+            chosen.classifier,
+            Some(ranked[0].candidate.classifier.to_string())
+        );
+        // The report's inner scores are the ranking's, best first.
+        let named: Vec<String> = ranked
+            .iter()
+            .map(|r| r.candidate.classifier.to_string())
+            .collect();
+        let reported: Vec<String> = chosen.inner.iter().map(|s| s.candidate.clone()).collect();
+        assert_eq!(reported, named);
+        assert!(chosen
+            .inner
+            .windows(2)
+            .all(|w| w[0].score.unwrap() >= w[1].score.unwrap()));
+        assert_eq!(chosen.metric.as_deref(), Some("accuracy"));
 
         let path = std::env::temp_dir().join(format!("mil-vote-{}.json", std::process::id()));
         model.save(&path).unwrap();
