@@ -35,7 +35,7 @@ smil                  | --classifier smil                               | musk2=
 sbmil                 | --classifier sbmil                              | musk2=3
 miles                 | --classifier miles                              | corel_dogs=1
 mi-graph              | --classifier mi-graph
-attention             | --classifier attention                          | musk2=1,corel_dogs=1,corel3=1,sival6=1
+attention             | --classifier attention                          | corel_dogs=1,corel3=1,sival6=1
 bmida10-citation-knn  | --projection bmida --dim 10 --classifier citation-knn --references 2 --citers 4
 auto                  | --classifier auto | musk2=2,elephant=2,fox=2,tiger=2,corel_dogs=1,corel3=1,sival6=1
 auto-vote3            | --classifier auto --vote 3 | musk2=2,elephant=2,fox=2,tiger=2,corel_dogs=1,corel3=1,sival6=1

@@ -366,6 +366,15 @@ fn a_choice_among_classifiers_is_estimated_and_trimmed_to_the_budget() {
     assert!(left >= 1, "{stderr}");
     let expected = if left == 1 { "candidate" } else { "candidates" };
     assert_eq!(noun, expected, "{stderr}");
+    // The report counts the candidates the run compared, not the grid's.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "auto ({left} of 12 candidates of 12 classifier families, chosen by inner CV; {} left out by --max-cpu-minutes)",
+            12 - left
+        )),
+        "{stdout}"
+    );
     // A budget nothing fits in is refused before any fold, naming the flag.
     let out = run_mil(&args("0.0000001", &[]));
     assert_eq!(out.status.code(), Some(2));

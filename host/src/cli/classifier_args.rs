@@ -906,8 +906,10 @@ fn first<T: Copy>(given: &[T], default: T) -> T {
 }
 
 impl ClassifierArgs {
-    /// A short description of the pipeline for human output, in the names users type.
-    pub(super) fn describe(&self, projection: &ProjectionArgs) -> String {
+    /// A short description of the pipeline for human output, in the names users type;
+    /// `kept` is the number of classifier candidates the run compares (fewer than the
+    /// grid's when a CPU budget left some out).
+    pub(super) fn describe(&self, projection: &ProjectionArgs, kept: usize) -> String {
         let args = self;
         let kind = match args.classifier.unwrap_or(ClassifierChoice::Auto) {
             ClassifierChoice::Auto => {
@@ -916,10 +918,17 @@ impl ClassifierArgs {
                 if self.tune {
                     grid = grid.tuned_all();
                 }
-                return format!(
-                    "auto ({} candidates of {families} classifier families, chosen by inner CV)",
-                    grid.candidates().len()
-                );
+                let all = grid.candidates().len();
+                return if kept < all {
+                    format!(
+                        "auto ({kept} of {all} candidates of {families} classifier families, chosen by inner CV; {} left out by --max-cpu-minutes)",
+                        all - kept
+                    )
+                } else {
+                    format!(
+                        "auto ({all} candidates of {families} classifier families, chosen by inner CV)"
+                    )
+                };
             }
             ClassifierChoice::Kind(kind) => kind,
         };

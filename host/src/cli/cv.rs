@@ -190,7 +190,6 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
         },
     };
     let assignments = folds.assignments(&d)?;
-    let description = args.classifier.describe(&args.projection);
     let chooses = pipeline.n_candidates() > 1;
     let jobs: usize = assignments.iter().map(|(_, f)| f.len()).sum();
     // Folds cost about the same: equal shares of jobs.
@@ -212,6 +211,9 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
         shard.is_none(),
         progress,
     )?;
+    let description = args
+        .classifier
+        .describe(&args.projection, pipeline.classifier.candidates().len());
     let Some(shard) = shard else {
         let outcomes = run_folds(&pipeline, &d, &folds, 0..jobs, progress)?;
         let r = summarize(&d, &assignments, &outcomes)?;

@@ -65,7 +65,8 @@ pub fn run(args: &TrainArgs, progress: &dyn Progress) -> Result<Report> {
     let mut human = format!(
         "{}: trained {} on {} bags → {}",
         d.name(),
-        args.classifier.describe(&args.projection),
+        args.classifier
+            .describe(&args.projection, pipeline.classifier.candidates().len()),
         d.n_bags(),
         args.output
     );
