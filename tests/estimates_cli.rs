@@ -370,9 +370,8 @@ fn a_choice_among_classifiers_is_estimated_and_trimmed_to_the_budget() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains(&format!(
-            "auto ({left} of 12 candidates of 12 classifier families, chosen by inner CV; {} left out by --max-cpu-minutes)",
-            12 - left
-        )),
+            "auto ({left} of 12 candidates of 12 classifier families"
+        )) && stdout.contains(&format!("{} left out by --max-cpu-minutes)", 12 - left)),
         "{stdout}"
     );
     // A budget nothing fits in is refused before any fold, naming the flag.

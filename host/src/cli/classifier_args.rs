@@ -920,8 +920,9 @@ impl ClassifierArgs {
                 }
                 let all = grid.candidates().len();
                 return if kept < all {
+                    let chosen = if kept > 1 { ", chosen by inner CV" } else { "" };
                     format!(
-                        "auto ({kept} of {all} candidates of {families} classifier families, chosen by inner CV; {} left out by --max-cpu-minutes)",
+                        "auto ({kept} of {all} candidates of {families} classifier families{chosen}; {} left out by --max-cpu-minutes)",
                         all - kept
                     )
                 } else {

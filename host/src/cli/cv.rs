@@ -190,7 +190,6 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
         },
     };
     let assignments = folds.assignments(&d)?;
-    let chooses = pipeline.n_candidates() > 1;
     let jobs: usize = assignments.iter().map(|(_, f)| f.len()).sum();
     // Folds cost about the same: equal shares of jobs.
     let range = match shard {
@@ -214,6 +213,7 @@ pub fn run(args: &CvArgs, progress: &dyn Progress) -> Result<Report> {
     let description = args
         .classifier
         .describe(&args.projection, pipeline.classifier.candidates().len());
+    let chooses = pipeline.n_candidates() > 1;
     let Some(shard) = shard else {
         let outcomes = run_folds(&pipeline, &d, &folds, 0..jobs, progress)?;
         let r = summarize(&d, &assignments, &outcomes)?;
