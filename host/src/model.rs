@@ -77,34 +77,9 @@ impl Chosen {
         self.voters = voters.into_iter().map(|c| c.to_string()).collect();
         self
     }
-}
 
-impl std::fmt::Display for Chosen {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut parts = Vec::new();
-        if let Some(c) = &self.classifier {
-            parts.push(c.clone());
-        }
-        if let Some(d) = self.dim {
-            parts.push(format!("dim {d}"));
-        }
-        if let Some(a) = self.alpha {
-            parts.push(format!("alpha {a}"));
-        }
-        // A named classifier states its own ridge.
-        if let (Some(r), None) = (self.ridge, &self.classifier) {
-            parts.push(format!("ridge {r}"));
-        }
-        if !self.voters.is_empty() {
-            parts.push(format!("voting with {}", self.voters.join("; ")));
-        }
-        f.write_str(&parts.join(", "))
-    }
-}
-
-impl Chosen {
     /// The chosen candidate's inner score and the runner-up's, e.g. "inner AUROC 0.912,
-    /// next 0.905 of 12"; `None` without an inner CV.
+    /// runner-up 0.905, 12 candidates"; `None` without an inner CV.
     ///
     /// ```
     /// use mil_toolkit::classifier::milr::{Milr, Pooling};
@@ -128,13 +103,36 @@ impl Chosen {
         let best = self.inner.first()?;
         Some(match self.inner.get(1) {
             Some(next) => format!(
-                "inner {metric} {}, next {} of {}",
+                "inner {metric} {}, runner-up {}, {} candidates",
                 show(best.score),
                 show(next.score),
                 self.inner.len()
             ),
             None => format!("inner {metric} {}", show(best.score)),
         })
+    }
+}
+
+impl std::fmt::Display for Chosen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(c) = &self.classifier {
+            parts.push(c.clone());
+        }
+        if let Some(d) = self.dim {
+            parts.push(format!("dim {d}"));
+        }
+        if let Some(a) = self.alpha {
+            parts.push(format!("alpha {a}"));
+        }
+        // A named classifier states its own ridge.
+        if let (Some(r), None) = (self.ridge, &self.classifier) {
+            parts.push(format!("ridge {r}"));
+        }
+        if !self.voters.is_empty() {
+            parts.push(format!("voting with {}", self.voters.join("; ")));
+        }
+        f.write_str(&parts.join(", "))
     }
 }
 
