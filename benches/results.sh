@@ -36,6 +36,8 @@ sbmil                 | --classifier sbmil                              | musk2=
 miles                 | --classifier miles                              | corel_dogs=1
 mi-graph              | --classifier mi-graph
 attention             | --classifier attention                          | corel_dogs=1,corel3=1,sival6=1
+attention-h64         | --classifier attention --hidden 64              | corel_dogs=1,corel3=1,sival6=1
+attention-h32         | --classifier attention --hidden 32              | corel_dogs=1,corel3=1,sival6=1
 bmida10-citation-knn  | --projection bmida --dim 10 --classifier citation-knn --references 2 --citers 4
 auto                  | --classifier auto | musk2=2,elephant=2,fox=2,tiger=2,corel_dogs=1,corel3=1,sival6=1
 auto-vote3            | --classifier auto --vote 3 | musk2=2,elephant=2,fox=2,tiger=2,corel_dogs=1,corel3=1,sival6=1

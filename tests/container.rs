@@ -756,21 +756,22 @@ fn seed_models() -> Vec<Vec<u8>> {
     for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
         out.push(export(&miles, encoding, &data).unwrap());
     }
-    // miVLAD: two k-means centres on the four features.
+    // miVLAD and miFV: two k-means centres, or two mixture components, on the four
+    // features.
+    use mil_toolkit::classifier::mi_vlad::MiVlad;
     use mil_toolkit::classifier::Classifier;
-    let vlad = mil_toolkit::classifier::mi_vlad::MiVlad::vlad()
-        .codebook(2)
-        .fit(&data)
-        .unwrap();
-    let vlad = Compact {
-        stage: None,
-        head: Head::MiVlad {
-            model: Box::new(vlad),
-            shift: 0.0,
-        },
-    };
-    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
-        out.push(export(&vlad, encoding, &data).unwrap());
+    for params in [MiVlad::vlad(), MiVlad::fisher()] {
+        let model = params.codebook(2).fit(&data).unwrap();
+        let compact = Compact {
+            stage: None,
+            head: Head::MiVlad {
+                model: Box::new(model),
+                shift: 0.0,
+            },
+        };
+        for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+            out.push(export(&compact, encoding, &data).unwrap());
+        }
     }
     // An attention network with gated pooling (every layer kind), its weights a fixed
     // pattern.
@@ -1059,8 +1060,8 @@ fn exported_bytes_are_pinned() {
     // layout that moves a single byte fails here. Update only with a format change (format
     // 2: Q7 projection rows stored by pairs, every model's version field; MILES's inverse
     // standard deviations in `f32` in `ZSCORE_SCALE`, its three models; the attention
-    // network's kind, its three models).
-    let pinned: [(usize, u64); 30] = [
+    // network's kind, its three models; the miFV kind, its three models).
+    let pinned: [(usize, u64); 33] = [
         (292, 0xef63ac5aad8ee153),
         (304, 0x6cf562efff10bd4a),
         (304, 0xb6bdd7549234fd2f),
@@ -1088,6 +1089,9 @@ fn exported_bytes_are_pinned() {
         (240, 0x4b5663839803b003),
         (260, 0xe6184ced90d18030),
         (252, 0x67b14e27e36ecff2),
+        (384, 0x91b5a7cf03c8f80e),
+        (388, 0x4392cdafe4aeb1d4),
+        (380, 0x7ca5de19dabb846c),
         (652, 0x90b0daf162fa8ee4),
         (656, 0x1984ccba9ddd9056),
         (572, 0x8691737ec9bdb96f),

@@ -916,46 +916,50 @@ fn the_board_example_runs_a_miles_model_on_an_emulated_cortex_m4_and_builds_for_
 
 #[test]
 fn mi_vlad_runs_on_an_emulated_cortex_m4() {
-    // miVLAD at the host's defaults on musk1 (k = 1) in Q15 on all 92 bags: one pass over
-    // a bag's instances adding residuals, then the signed square root, the ℓ2
-    // normalisation and the logistic score. Labels equal the host model's on every bag,
-    // and each label and value the host-side core's on the same bytes.
+    // miVLAD and miFV at the host's defaults on musk1 (one centre, one mixture component)
+    // in Q15 on all 92 bags: one pass over a bag's instances adding residuals (miVLAD) or
+    // posterior-weighted standardised residuals and their squares (miFV), then the signed
+    // square root, the ℓ2 normalisation and the logistic score. Labels equal the host
+    // model's on every bag, and each label and value the host-side core's on the same
+    // bytes.
     use mil_toolkit::classifier::mi_vlad::MiVlad;
     use mil_toolkit::classifier::ClassifierParams;
     let musk1 = mil_toolkit::data::load("musk1").unwrap();
-    let model = deploy::train(&musk1, None, ClassifierParams::MiVlad(MiVlad::vlad()));
-    let host = model.scores(&musk1).unwrap();
-    let (compact, _) = Compact::from_host(&model).unwrap();
-    let bytes = export(&compact, Encoding::Q15, &musk1).unwrap();
-    let core = Model::parse(&bytes).unwrap();
-    let stdout = run_firmware(&bytes, &deploy::bags_bin(&musk1), &["svm"]);
-    let lines = bag_lines(&stdout);
-    assert_eq!(lines.len(), musk1.n_bags(), "{stdout}");
-    let mut agree = 0;
-    for (b, line) in lines.iter().enumerate() {
-        let d = core_svm_decide(&core, musk1.bag(b)).unwrap();
-        assert_eq!(line.label, d.label, "bag {b}");
-        let f = line.scores[1] as f64;
-        assert!(
-            (f - d.value).abs() <= 1e-6 * d.value.abs().max(1.0),
-            "bag {b}: {f} vs {}",
-            d.value
+    for (name, params) in [("mi-vlad", MiVlad::vlad()), ("mi-fv", MiVlad::fisher())] {
+        let model = deploy::train(&musk1, None, ClassifierParams::MiVlad(params));
+        let host = model.scores(&musk1).unwrap();
+        let (compact, _) = Compact::from_host(&model).unwrap();
+        let bytes = export(&compact, Encoding::Q15, &musk1).unwrap();
+        let core = Model::parse(&bytes).unwrap();
+        let stdout = run_firmware(&bytes, &deploy::bags_bin(&musk1), &["svm"]);
+        let lines = bag_lines(&stdout);
+        assert_eq!(lines.len(), musk1.n_bags(), "{stdout}");
+        let mut agree = 0;
+        for (b, line) in lines.iter().enumerate() {
+            let d = core_svm_decide(&core, musk1.bag(b)).unwrap();
+            assert_eq!(line.label, d.label, "{name} bag {b}");
+            let f = line.scores[1] as f64;
+            assert!(
+                (f - d.value).abs() <= 1e-6 * d.value.abs().max(1.0),
+                "{name} bag {b}: {f} vs {}",
+                d.value
+            );
+            agree += usize::from(line.label == host.label(b));
+        }
+        let per_tick = instructions_per_tick(&stdout);
+        print_firmware_line(
+            &core,
+            bytes.len(),
+            &lines,
+            per_tick,
+            musk1.n_instances() as u64,
         );
-        agree += usize::from(line.label == host.label(b));
+        println!(
+            "firmware: {name} q15: the host model's label on {agree} of {} bags",
+            musk1.n_bags()
+        );
+        assert_eq!(agree, musk1.n_bags(), "{name}");
     }
-    let per_tick = instructions_per_tick(&stdout);
-    print_firmware_line(
-        &core,
-        bytes.len(),
-        &lines,
-        per_tick,
-        musk1.n_instances() as u64,
-    );
-    println!(
-        "firmware: mi-vlad q15: the host model's label on {agree} of {} bags",
-        musk1.n_bags()
-    );
-    assert_eq!(agree, musk1.n_bags());
 }
 
 /// Flash and static RAM of the firmware ELF just built (sections `.vector_table`,
@@ -979,8 +983,9 @@ fn firmware_sections() -> (u64, u64) {
 #[test]
 fn attention_runs_on_an_emulated_cortex_m4() {
     // The attention network at the paper's size (hidden 256: 166 → 256 → 128, 64
-    // attention units) on musk1 in Q15 and Q7, and on elephant in Q15, each trained once
-    // (8 epochs, seed 1): one pass over each bag's instances with the online softmax.
+    // attention units) on musk1 in Q15 and Q7 and on elephant in Q15, and the compact
+    // variant (hidden 64) on musk1 in Q15 within 32 KiB, each trained once (8 epochs,
+    // seed 1): one pass over each bag's instances with the online softmax.
     // Labels equal the host model's on every bag; label, logit and witness equal the
     // host-side core's on the same bytes. Prints flash (the firmware less its embedded
     // bags), the pass's RAM (scratch and stack), and instructions per instance beside the
@@ -994,11 +999,13 @@ fn attention_runs_on_an_emulated_cortex_m4() {
         .pooling(Pooling::Attention)
         .epochs(8)
         .seed(1);
-    for (data, encodings) in [
-        (&musk1, &[Encoding::Q15, Encoding::Q7][..]),
-        (&elephant, &[Encoding::Q15][..]),
+    for (data, hidden, encodings) in [
+        (&musk1, 256, &[Encoding::Q15, Encoding::Q7][..]),
+        (&musk1, 64, &[Encoding::Q15][..]),
+        (&elephant, 256, &[Encoding::Q15][..]),
     ] {
-        let model = deploy::train(data, None, ClassifierParams::Attention(params));
+        let params = ClassifierParams::Attention(params.hidden(hidden));
+        let model = deploy::train(data, None, params);
         let host = model.scores(data).unwrap();
         let (compact, _) = Compact::from_host(&model).unwrap();
         let bags = deploy::bags_bin(data);
@@ -1051,6 +1058,9 @@ fn attention_runs_on_an_emulated_cortex_m4() {
                 data.n_bags()
             );
             assert_eq!(agree, data.n_bags(), "{} {encoding:?}", data.name());
+            if hidden == 64 {
+                assert!(bytes.len() <= 32 * 1024, "{} bytes", bytes.len());
+            }
         }
     }
 }

@@ -1105,58 +1105,111 @@ fn mi_vlad_on_its_codebook() {
     // and so in f32 at k = 4 (its centres decide every assignment; no coordinate that
     // cancels to rounding noise, which the host zeroes, is left to the weights).
     use mil_toolkit::classifier::mi_vlad::MiVlad;
+    let [musk1, elephant] = datasets();
+    for k in [1usize, 4] {
+        let params = MiVlad::vlad().codebook(k);
+        codebook_parity(
+            params,
+            &[&musk1, &elephant],
+            |encoding, certain, agree, bags| {
+                if k == 1 || encoding == Encoding::F32 {
+                    assert_eq!(certain, bags, "{encoding:?}");
+                    if encoding != Encoding::Q7 {
+                        assert_eq!(agree, bags, "{encoding:?}");
+                    }
+                }
+            },
+        );
+    }
+}
+
+#[test]
+fn mi_fv_on_its_mixture() {
+    // miFV with one mixture component on musk1 and elephant and with two on musk1: the
+    // core's decision value within its stated bound of the host's logit β₀ + β·v (v the
+    // bag's normalised Fisher vector) on every bag in every encoding, the bound finite on
+    // every bag (the posteriors' error enters through the softmax's sensitivity, never an
+    // assignment), and the labels the host's on every bag in every encoding. With two
+    // components on elephant one coordinate of the Fisher vector is reached only through
+    // posteriors near 10⁻³⁰⁰, its weight in raw units is beyond f32, and the export says
+    // so.
+    use mil_toolkit::classifier::mi_vlad::MiVlad;
     use mil_toolkit::classifier::ClassifierParams;
     let [musk1, elephant] = datasets();
-    for data in [&musk1, &elephant] {
-        for k in [1usize, 4] {
-            let params = MiVlad::vlad().codebook(k);
-            let model = deploy::train(data, None, ClassifierParams::MiVlad(params));
-            let host = model.scores(data).unwrap();
-            let mil_toolkit::classifier::ClassifierModel::MiVlad(m) = &model.classifier else {
-                panic!("not a miVLAD model");
-            };
-            let beta = &m.logistic.weights[0];
-            let (compact, _) = Compact::from_host(&model).unwrap();
-            for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
-                let bytes = export(&compact, encoding, data).unwrap();
-                let core = Model::parse(&bytes).unwrap();
-                let (mut agree, mut certain, mut worst, mut largest) = (0, 0, 0.0f64, 0.0f64);
-                for b in 0..data.n_bags() {
-                    let d = mil_toolkit::export::core_mi_vlad_decide(&core, data.bag(b)).unwrap();
-                    let v = m.encoder.vector(data.bag(b));
-                    let f = beta[0] + beta[1..].iter().zip(&v).map(|(w, x)| w * x).sum::<f64>();
-                    let what = format!("{} k {k} {encoding:?} bag {b}", data.name());
-                    assert_eq!(usize::from(f > 0.0), host.label(b), "{what}: host logit");
-                    let err = (d.value - f).abs();
-                    assert!(
-                        err <= d.bound,
-                        "{what}: {} vs {f}, bound {}",
-                        d.value,
-                        d.bound
-                    );
-                    if f.abs() > d.bound {
-                        assert_eq!(d.label, host.label(b), "{what}");
-                    }
-                    agree += usize::from(d.label == host.label(b));
-                    certain += usize::from(d.bound.is_finite());
-                    worst = worst.max(err);
-                    if d.bound.is_finite() {
-                        largest = largest.max(d.bound);
-                    }
-                }
-                println!(
-                    "{} mi-vlad k {k} {encoding:?}: {} bytes, labels agree on {agree}/{}, finite bound on {certain}, max|Δf| {worst:.1e}, largest finite bound {largest:.1e}",
-                    data.name(),
-                    bytes.len(),
-                    data.n_bags()
+    let every_bag = |encoding: Encoding, certain: usize, agree: usize, bags: usize| {
+        assert_eq!(certain, bags, "{encoding:?}");
+        assert_eq!(agree, bags, "{encoding:?}");
+    };
+    codebook_parity(MiVlad::fisher(), &[&musk1, &elephant], every_bag);
+    codebook_parity(MiVlad::fisher().codebook(2), &[&musk1], every_bag);
+    let params = ClassifierParams::MiVlad(MiVlad::fisher().codebook(2));
+    let model = deploy::train(&elephant, None, params);
+    let (compact, _) = Compact::from_host(&model).unwrap();
+    for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+        let err = export(&compact, encoding, &elephant)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("has no f32") && err.contains("--ridge"),
+            "{err}"
+        );
+    }
+}
+
+/// A miVLAD or miFV model trained on each of `sets`, exported in every encoding:
+/// the core's value within its bound of the host's logit on every bag, the label the
+/// host's where |f| exceeds the bound; `check(encoding, finite bounds, labels agreeing,
+/// bags)` asserts the rest.
+fn codebook_parity(
+    params: mil_toolkit::classifier::mi_vlad::MiVlad,
+    sets: &[&Dataset],
+    check: impl Fn(Encoding, usize, usize, usize),
+) {
+    use mil_toolkit::classifier::{ClassifierModel, ClassifierParams};
+    let name = ClassifierParams::MiVlad(params).kind().to_string();
+    for &data in sets {
+        let model = deploy::train(data, None, ClassifierParams::MiVlad(params));
+        let host = model.scores(data).unwrap();
+        let (ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m)) = &model.classifier else {
+            panic!("not a miVLAD or miFV model");
+        };
+        let k = params.codebook;
+        let beta = &m.logistic.weights[0];
+        let (compact, _) = Compact::from_host(&model).unwrap();
+        for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
+            let bytes = export(&compact, encoding, data).unwrap();
+            let core = Model::parse(&bytes).unwrap();
+            let (mut agree, mut certain, mut worst, mut largest) = (0, 0, 0.0f64, 0.0f64);
+            for b in 0..data.n_bags() {
+                let d = mil_toolkit::export::core_mi_vlad_decide(&core, data.bag(b)).unwrap();
+                let v = m.encoder.vector(data.bag(b));
+                let f = beta[0] + beta[1..].iter().zip(&v).map(|(w, x)| w * x).sum::<f64>();
+                let what = format!("{} {name} k {k} {encoding:?} bag {b}", data.name());
+                assert_eq!(usize::from(f > 0.0), host.label(b), "{what}: host logit");
+                let err = (d.value - f).abs();
+                assert!(
+                    err <= d.bound,
+                    "{what}: {} vs {f}, bound {}",
+                    d.value,
+                    d.bound
                 );
-                if k == 1 || encoding == Encoding::F32 {
-                    assert_eq!(certain, data.n_bags(), "{} {encoding:?}", data.name());
-                    if encoding != Encoding::Q7 {
-                        assert_eq!(agree, data.n_bags(), "{} {encoding:?}", data.name());
-                    }
+                if f.abs() > d.bound {
+                    assert_eq!(d.label, host.label(b), "{what}");
+                }
+                agree += usize::from(d.label == host.label(b));
+                certain += usize::from(d.bound.is_finite());
+                worst = worst.max(err);
+                if d.bound.is_finite() {
+                    largest = largest.max(d.bound);
                 }
             }
+            println!(
+                "{} {name} k {k} {encoding:?}: {} bytes, labels agree on {agree}/{}, finite bound on {certain}, max|Δf| {worst:.1e}, largest finite bound {largest:.1e}",
+                data.name(),
+                bytes.len(),
+                data.n_bags()
+            );
+            check(encoding, certain, agree, data.n_bags());
         }
     }
 }

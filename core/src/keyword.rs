@@ -98,6 +98,7 @@ keywords!(crate::ModelKind {
     crate::ModelKind::Miles => "miles": "MILES: a linear score on the bag's largest RBF similarity to each stored prototype",
     crate::ModelKind::MiVlad => "mi-vlad": "miVLAD: a linear score on the bag's normalised VLAD vector over a k-means codebook",
     crate::ModelKind::Attention => "attention": "attention-based deep MIL: an instance encoder, attention (or gated, mean, max) pooling and a linear head",
+    crate::ModelKind::MiFv => "mi-fv": "miFV: a linear score on the bag's normalised Fisher vector under a diagonal Gaussian mixture",
 });
 
 keywords!(crate::box_kernel::BoxKernel {

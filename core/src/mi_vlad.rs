@@ -44,6 +44,33 @@
 //!   bound infinite.
 //! - Score: |f̂ − f| ≤ (‖ŵ'‖ + ‖Δw'‖)·ν + Σ_i |Δw'_i||n̂_i| + (kD + 16)·2⁻⁵²(M + Σ_i |ŵ'_i n̂_i|),
 //!   with |Δw'_i| = u|ŵ'_i| (`f32`) or half the weights' step (Q15).
+//!
+//! # miFV
+//!
+//! Model kind [`crate::ModelKind::MiFv`] is the same pass over a diagonal Gaussian mixture
+//! of K components (the host's EM fit): the stored means μ_k take the centres' place, with
+//! `MIXTURE` (`f64`, K × 3: the constant C_k = ln w_k − ½Σ_j ln(2πσ²_kj), a_k = 1/√w_k and
+//! the magnitude M_k = |ln w_k| + ½Σ_j|ln(2πσ²_kj)|) and `MIXTURE_SCALE` (`f32`, K × D:
+//! ρ̂_kj = fl₃₂(1/σ_kj)). Per instance, in `f64`: u_kj = (x'_j − μ̂_kj)·ρ̂_kj, the
+//! log-densities L_k = C_k − ½Σ_j u²_kj, the posteriors γ_k = softmax_k(L) (γ = 1 when
+//! K = 1), and the sums A_kj += γ_k u_kj, B_kj += γ_k (u²_kj − 1). After the bag's n
+//! instances, the improved Fisher vector is A_kj·a_k/n and B_kj·a_k/(n√2) (2KD values),
+//! then the same signed square root, normalisation and score (weights 2KD).
+//!
+//! Its bound follows each instance's terms (e_x = u(1 + 2⁻²⁰)|x'_j| as above, Δμ the
+//! stored mean's error, |Δρ| ≤ u ρ̂):
+//!
+//! - e_u = ρ̂(1 + u)(e_x + Δμ) + u ρ̂ |x'_j − μ̂| + 4·2⁻⁵²|û| (with the host's division);
+//! - |L̂_k − L_k| ≤ E_k = ½Σ_j e_u(2|û| + e_u) + (2D + 8)·2⁻⁵²(M_k + ½Σ_j û² + |L̂_k|);
+//! - softmax: with E = max_k E_k, γ̂_k/γ_k lies in [e^(−2E), e^(2E)], so
+//!   |Δγ_k| ≤ γ̂_k (e^(2E + (2K + 8)·2⁻⁵²) − 1), at most 1 (the exponentials' and sums'
+//!   rounding in the exponent); none when K = 1;
+//! - terms: |γ̂û − γu| ≤ |Δγ||û| + (γ̂ + |Δγ|)e_u and |γ̂(û² − 1) − γ(u² − 1)| ≤
+//!   |Δγ||û² − 1| + (γ̂ + |Δγ|)e_u(2|û| + e_u), each with 16·2⁻⁵² of the term for the
+//!   device's and the host's products;
+//! - sums: each addition adds 2⁻⁵²(|partial sum| + its error so far) for both sides'
+//!   rounding, and 2⁻³² of the host's operand magnitudes (its cancellation rule);
+//! - the scaling by a_k/n adds 4·2⁻⁵² of the value; the rest is miVLAD's.
 
 use crate::bag::instance_count;
 use crate::container::{tag, Elem, Encoding, Section, Sections};
@@ -69,7 +96,61 @@ const CANCELLED: f64 = 1.0 / 4_294_967_296.0;
 /// (1/2 + 2⁻⁷): a quantised coordinate's share of its step.
 const STEP_SLACK: f64 = 0.5 + 1.0 / 128.0;
 
-/// A parsed miVLAD model (model kind [`crate::ModelKind::MiVlad`]).
+/// 1 + 2⁻²⁰: slack for the rounding of a bound's own terms.
+const SLACK: f64 = 1.0 + 1.0 / 1_048_576.0;
+
+/// A miFV model's Gaussian mixture (the means are the model's centres).
+#[derive(Debug, Clone, Copy)]
+struct Mixture<'a> {
+    /// K × 3: C_k, a_k = 1/√w_k, M_k.
+    params: Section<'a>,
+    /// K × D: ρ̂_kj = fl₃₂(1/σ_kj).
+    inv_sd: Section<'a>,
+}
+
+impl<'a> Mixture<'a> {
+    fn parse(sections: &Sections<'a>, k: usize, dim: usize) -> Result<Self, Error> {
+        let params = sections.require(tag::MIXTURE)?;
+        params.expect(Elem::F64, k, 3)?;
+        let inv_sd = sections.require(tag::MIXTURE_SCALE)?;
+        inv_sd.expect(Elem::F32, k, dim)?;
+        for c in 0..k {
+            let (constant, a, magnitude) = (
+                params.f64_at(3 * c),
+                params.f64_at(3 * c + 1),
+                params.f64_at(3 * c + 2),
+            );
+            if !(constant.is_finite()
+                && a.is_finite()
+                && a >= 1.0
+                && magnitude.is_finite()
+                && magnitude >= libm::fabs(constant))
+            {
+                return Err(bad(
+                    "mixture constants not finite, a weight not in (0, 1], or a magnitude below its constant",
+                ));
+            }
+        }
+        if (0..k * dim).any(|i| !(inv_sd.f32_at(i).is_finite() && inv_sd.f32_at(i) > 0.0)) {
+            return Err(bad(
+                "an inverse deviation of the mixture not finite and positive",
+            ));
+        }
+        Ok(Mixture { params, inv_sd })
+    }
+
+    /// (C_k, a_k, M_k).
+    fn component(&self, c: usize) -> (f64, f64, f64) {
+        (
+            self.params.f64_at(3 * c),
+            self.params.f64_at(3 * c + 1),
+            self.params.f64_at(3 * c + 2),
+        )
+    }
+}
+
+/// A parsed miVLAD or miFV model (model kinds [`crate::ModelKind::MiVlad`] and
+/// [`crate::ModelKind::MiFv`]).
 #[derive(Debug, Clone, Copy)]
 pub struct MiVlad<'a> {
     bias: f64,
@@ -77,9 +158,12 @@ pub struct MiVlad<'a> {
     magnitude: f64,
     mean: Section<'a>,
     inv_sd: Section<'a>,
+    /// The k-means centres, or the mixture's means.
     centres: Section<'a>,
     /// Per-feature step of quantised centres.
     centre_scale: Option<Section<'a>>,
+    /// miFV's mixture; `None` for miVLAD.
+    mixture: Option<Mixture<'a>>,
     weights: ScoreWeights<'a>,
 }
 
@@ -88,6 +172,7 @@ impl<'a> MiVlad<'a> {
         sections: &Sections<'a>,
         encoding: Encoding,
         dim: usize,
+        fisher: bool,
     ) -> Result<Self, Error> {
         let params = sections.require(tag::KERNEL_PARAMS)?;
         params.expect(Elem::F64, 1, 2)?;
@@ -110,9 +195,18 @@ impl<'a> MiVlad<'a> {
         if centres.rows == 0 {
             return Err(bad("no centres"));
         }
+        let mixture = if fisher {
+            Some(Mixture::parse(sections, centres.rows, dim)?)
+        } else if sections.get(tag::MIXTURE).is_some() || sections.get(tag::MIXTURE_SCALE).is_some()
+        {
+            return Err(bad("a mixture in a miVLAD model"));
+        } else {
+            None
+        };
         let width = centres
             .rows
             .checked_mul(dim)
+            .and_then(|w| w.checked_mul(if fisher { 2 } else { 1 }))
             .ok_or(bad("codebook too large"))?;
         let weights = ScoreWeights::parse(sections, encoding, width)?;
         Ok(MiVlad {
@@ -122,6 +216,7 @@ impl<'a> MiVlad<'a> {
             inv_sd,
             centres,
             centre_scale,
+            mixture,
             weights,
         })
     }
@@ -131,9 +226,19 @@ impl<'a> MiVlad<'a> {
         self.centres.cols
     }
 
-    /// Number of centres k.
+    /// Number of centres k (miVLAD) or mixture components K (miFV).
     pub fn n_centres(&self) -> usize {
         self.centres.rows
+    }
+
+    /// Whether the model is miFV (a Fisher vector under a Gaussian mixture).
+    pub fn is_fisher(&self) -> bool {
+        self.mixture.is_some()
+    }
+
+    /// Length of the bag's vector: kD (miVLAD) or 2KD (miFV).
+    pub fn width(&self) -> usize {
+        self.n_centres() * self.dim() * if self.is_fisher() { 2 } else { 1 }
     }
 
     /// `f32` scratch [`MiVlad::begin`] needs: D + k (the z-scored instance and the
@@ -142,10 +247,11 @@ impl<'a> MiVlad<'a> {
         self.dim() + self.n_centres()
     }
 
-    /// `f64` sums [`MiVlad::begin`] needs: 2kD (the residual sums V and Σ|x'|) and k
-    /// (instances per centre).
+    /// `f64` sums [`MiVlad::begin`] needs: for miVLAD 2kD (the residual sums V and
+    /// Σ|x'|) and k (instances per centre); for miFV 4KD (the sums A and B and their
+    /// error bounds) and K (the posteriors).
     pub fn sums_len(&self) -> usize {
-        2 * self.n_centres() * self.dim() + self.n_centres()
+        2 * self.width() + self.n_centres()
     }
 
     /// Centre coordinate i = c·D + j as stored, and the bound on its error |Δc_j|.
@@ -162,6 +268,11 @@ impl<'a> MiVlad<'a> {
                 (v, STEP_SLACK * t + 6.0 * U24 * (libm::fabs(v) + t))
             }
         }
+    }
+
+    /// The device's z-score of feature j: x'_j = (v − μ_j)·ŝ_j.
+    fn z(&self, j: usize, v: f64) -> f64 {
+        (v - self.mean.f64_at(j)) * f64::from(self.inv_sd.f32_at(j))
     }
 
     /// The decision on one bag of raw features (row-major, `n × D`, `n ≥ 1`, finite):
@@ -188,7 +299,7 @@ impl<'a> MiVlad<'a> {
         scratch: &'p mut [f32],
         sums: &'p mut [f64],
     ) -> Result<MiVladPass<'p, 'a>, Error> {
-        let (d, k) = (self.dim(), self.n_centres());
+        let (d, k, width) = (self.dim(), self.n_centres(), self.width());
         let (needed, got) = (self.scratch_len(), scratch.len());
         let (x, rest) = scratch
             .split_at_mut_checked(d)
@@ -199,18 +310,16 @@ impl<'a> MiVlad<'a> {
         let (needed, got) = (self.sums_len(), sums.len());
         let small = Error::BufferTooSmall { needed, got };
         let sums = sums.get_mut(..needed).ok_or(small)?;
-        let (v, rest) = sums.split_at_mut_checked(k * d).ok_or(small)?;
-        let (abs, counts) = rest.split_at_mut_checked(k * d).ok_or(small)?;
-        v.fill(0.0);
-        abs.fill(0.0);
-        counts.fill(0.0);
+        sums.fill(0.0);
+        let (v, rest) = sums.split_at_mut_checked(width).ok_or(small)?;
+        let (err, counts) = rest.split_at_mut_checked(width).ok_or(small)?;
         Ok(MiVladPass {
             model: self,
             bound: DistanceBound::new(d, self.centre_scale),
             x,
             dist,
             v,
-            abs,
+            err,
             counts,
             n: 0,
             ambiguous: false,
@@ -218,19 +327,19 @@ impl<'a> MiVlad<'a> {
     }
 }
 
-/// One bag's pass ([`MiVlad::begin`]): the residual sums per centre and what their bound
-/// needs.
+/// One bag's pass ([`MiVlad::begin`]): the sums per centre or component and what their
+/// bound needs.
 #[derive(Debug)]
 pub struct MiVladPass<'p, 'a> {
     model: &'p MiVlad<'a>,
     bound: DistanceBound,
     x: &'p mut [f32],
     dist: &'p mut [f32],
-    /// V, k × D.
+    /// miVLAD: V, k × D; miFV: A then B, each K × D.
     v: &'p mut [f64],
-    /// Σ|x'_j| per centre and feature, k × D.
-    abs: &'p mut [f64],
-    /// Instances per centre.
+    /// miVLAD: Σ|x'_j| per centre and feature; miFV: the bound on each sum's error.
+    err: &'p mut [f64],
+    /// miVLAD: instances per centre; miFV: the posteriors of the current instance.
     counts: &'p mut [f64],
     n: usize,
     /// Some instance's centre may not be the host's.
@@ -238,16 +347,10 @@ pub struct MiVladPass<'p, 'a> {
 }
 
 impl MiVladPass<'_, '_> {
-    /// The device's z-score of feature j: x'_j = (v − μ_j)·ŝ_j.
-    fn z(&self, j: usize, v: f64) -> f64 {
-        let m = self.model;
-        (v - m.mean.f64_at(j)) * f64::from(m.inv_sd.f32_at(j))
-    }
-
     /// Adds the bag's next instance: D raw features, finite.
     pub fn add(&mut self, instance: &[f64]) -> Result<(), Error> {
         let m = self.model;
-        let (d, k) = (m.dim(), m.n_centres());
+        let d = m.dim();
         if instance.len() != d {
             return Err(Error::DimensionMismatch {
                 expected: d,
@@ -257,9 +360,20 @@ impl MiVladPass<'_, '_> {
         if !instance.iter().all(|v| v.is_finite()) {
             return Err(Error::InvalidParameter("a feature value is not finite"));
         }
+        match m.mixture {
+            None => self.add_vlad(instance),
+            Some(mixture) => self.add_fisher(&mixture, instance),
+        }
+        self.n += 1;
+        Ok(())
+    }
+
+    fn add_vlad(&mut self, instance: &[f64]) {
+        let m = self.model;
+        let (d, k) = (m.dim(), m.n_centres());
         let mut x_norm_sq = 0.0;
         for (j, &v) in instance.iter().enumerate() {
-            let z = self.z(j, v);
+            let z = m.z(j, v);
             x_norm_sq += z * z;
             if let Some(x) = self.x.get_mut(j) {
                 *x = z as f32;
@@ -289,9 +403,9 @@ impl MiVladPass<'_, '_> {
             }
         }
         for (j, &v) in instance.iter().enumerate() {
-            let z = self.z(j, v);
+            let z = m.z(j, v);
             let i = best * d + j;
-            if let (Some(s), Some(a)) = (self.v.get_mut(i), self.abs.get_mut(i)) {
+            if let (Some(s), Some(a)) = (self.v.get_mut(i), self.err.get_mut(i)) {
                 *s += z - m.centre(best, j).0;
                 *a += libm::fabs(z);
             }
@@ -299,8 +413,93 @@ impl MiVladPass<'_, '_> {
         if let Some(count) = self.counts.get_mut(best) {
             *count += 1.0;
         }
-        self.n += 1;
-        Ok(())
+    }
+
+    /// u_kj = (x'_j − μ̂_kj)·ρ̂_kj with its bound e_u, and the host's operand magnitude
+    /// (|x_j| + |μ_kj|)/σ_kj bounded above.
+    fn standardised(&self, mixture: &Mixture<'_>, c: usize, j: usize, x: f64) -> (f64, f64, f64) {
+        let (mu, d_mu) = self.model.centre(c, j);
+        let rho = f64::from(mixture.inv_sd.f32_at(c * self.model.dim() + j));
+        let diff = x - mu;
+        let u = diff * rho;
+        let e_x = ZSCORE_REL * libm::fabs(x);
+        let e_u = rho * (1.0 + U24) * (e_x + d_mu + U52 * libm::fabs(diff))
+            + U24 * rho * libm::fabs(diff)
+            + 4.0 * U52 * libm::fabs(u);
+        let operands = (libm::fabs(x) + e_x + libm::fabs(mu) + d_mu) * rho * (1.0 + U24);
+        (u, e_u, operands)
+    }
+
+    fn add_fisher(&mut self, mixture: &Mixture<'_>, instance: &[f64]) {
+        let m = self.model;
+        let (d, k) = (m.dim(), m.n_centres());
+        // The log-densities L_k into `counts`, and E = max_k E_k (with one component
+        // there is nothing to weigh).
+        let (mut top, mut error) = (f64::NEG_INFINITY, 0.0f64);
+        for c in (0..k).filter(|_| k > 1) {
+            let (constant, _, magnitude) = mixture.component(c);
+            let (mut q, mut e_q) = (0.0, 0.0);
+            for (j, &v) in instance.iter().enumerate() {
+                let (u, e_u, _) = self.standardised(mixture, c, j, m.z(j, v));
+                q += u * u;
+                e_q += e_u * (2.0 * libm::fabs(u) + e_u);
+            }
+            let log_density = constant - 0.5 * q;
+            let e = 0.5 * e_q
+                + (2.0 * d as f64 + 8.0) * U52 * (magnitude + 0.5 * q + libm::fabs(log_density));
+            error = error.max(e);
+            top = top.max(log_density);
+            if let Some(slot) = self.counts.get_mut(c) {
+                *slot = log_density;
+            }
+        }
+        // The posteriors; one component takes every instance whole, on both sides.
+        let spread = if k == 1 {
+            self.counts.iter_mut().for_each(|g| *g = 1.0);
+            0.0
+        } else {
+            let mut total = 0.0;
+            for g in self.counts.iter_mut() {
+                *g = libm::exp(*g - top);
+                total += *g;
+            }
+            self.counts.iter_mut().for_each(|g| *g /= total);
+            let rel = libm::expm1(2.0 * error * SLACK + (2.0 * k as f64 + 8.0) * U52);
+            if rel.is_nan() {
+                f64::INFINITY
+            } else {
+                rel
+            }
+        };
+        let width = k * d;
+        for c in 0..k {
+            let gamma = self.counts.get(c).copied().unwrap_or(0.0);
+            let d_gamma = (gamma * spread).min(1.0);
+            let weight = gamma + d_gamma;
+            for (j, &v) in instance.iter().enumerate() {
+                let (u, e_u, operands) = self.standardised(mixture, c, j, m.z(j, v));
+                let (mean, var) = (gamma * u, gamma * (u * u - 1.0));
+                let e_sq = e_u * (2.0 * libm::fabs(u) + e_u);
+                let e_mean = d_gamma * libm::fabs(u)
+                    + weight * e_u
+                    + 16.0 * U52 * libm::fabs(mean)
+                    + CANCELLED * SLACK * weight * operands;
+                let u_hi = libm::fabs(u) + e_u;
+                let e_var = d_gamma * libm::fabs(u * u - 1.0)
+                    + weight * e_sq
+                    + 16.0 * U52 * gamma * (u * u + 1.0)
+                    + CANCELLED * SLACK * weight * (u_hi * u_hi + 1.0);
+                for (i, term, e_term) in
+                    [(c * d + j, mean, e_mean), (width + c * d + j, var, e_var)]
+                {
+                    if let (Some(s), Some(e)) = (self.v.get_mut(i), self.err.get_mut(i)) {
+                        *s += term;
+                        *e += e_term;
+                        *e += U52 * SLACK * (libm::fabs(*s) + *e);
+                    }
+                }
+            }
+        }
     }
 
     /// The decision on the instances added (at least one).
@@ -309,60 +508,103 @@ impl MiVladPass<'_, '_> {
             return Err(Error::Empty);
         }
         let m = self.model;
-        let (d, k) = (m.dim(), m.n_centres());
-        let sums = (2.0 * self.n as f64 + 4.0) * U52;
-        // δ, Δ² and ‖ĝ‖², with the signed square roots left in `v`.
-        let (mut delta_sq, mut g_sq) = (0.0, 0.0);
-        for (i, (s, &a)) in self.v.iter_mut().zip(self.abs.iter()).enumerate() {
-            let (c, j) = (i / d.max(1), i % d.max(1));
-            let n_c = self.counts.get(c).copied().unwrap_or(0.0);
-            let (centre, dc) = m.centre(c, j);
-            let terms = (1.0 + ZSCORE_REL) * a + n_c * (libm::fabs(centre) + dc);
-            let cancelled = CANCELLED * terms * (1.0 + 1.0 / 1_048_576.0);
-            let e = ZSCORE_REL * a + n_c * dc + sums * (a + n_c * libm::fabs(centre)) + cancelled;
-            let mag = libm::fabs(*s);
-            let g = libm::sqrt(mag);
-            let delta = if mag > e {
-                e / (g + libm::sqrt(mag - e))
-            } else {
-                libm::sqrt(2.0 * e)
-            } + U52 * g;
-            *s = if *s < 0.0 { -g } else { g };
-            delta_sq += delta * delta;
-            g_sq += g * g;
+        let d = m.dim().max(1);
+        let n = self.n as f64;
+        let MiVladPass {
+            v,
+            err,
+            counts,
+            ambiguous,
+            ..
+        } = self;
+        match m.mixture {
+            None => {
+                let sums = (2.0 * n + 4.0) * U52;
+                // e_cj of each residual sum, from Σ|x'_j| (in `err`) and n_c.
+                let error = |i: usize, a: f64| {
+                    let (c, j) = (i / d, i % d);
+                    let n_c = counts.get(c).copied().unwrap_or(0.0);
+                    let (centre, dc) = m.centre(c, j);
+                    let terms = (1.0 + ZSCORE_REL) * a + n_c * (libm::fabs(centre) + dc);
+                    let cancelled = CANCELLED * terms * SLACK;
+                    ZSCORE_REL * a + n_c * dc + sums * (a + n_c * libm::fabs(centre)) + cancelled
+                };
+                Ok(score(m, v, err, error, ambiguous))
+            }
+            Some(mixture) => {
+                // The improved Fisher vector: A·a_k/n and B·a_k/(n√2).
+                let half = v.len() / 2;
+                for (i, (s, e)) in v.iter_mut().zip(err.iter_mut()).enumerate() {
+                    let c = (i % half.max(1)) / d;
+                    let mut scale = mixture.component(c).1 / n;
+                    if i >= half {
+                        scale *= core::f64::consts::FRAC_1_SQRT_2;
+                    }
+                    *s *= scale;
+                    *e = *e * scale * (1.0 + 4.0 * U52) + 4.0 * U52 * libm::fabs(*s);
+                }
+                Ok(score(m, v, err, |_, e| e, ambiguous))
+            }
         }
-        let (delta, norm) = (libm::sqrt(delta_sq), libm::sqrt(g_sq));
-        let width = (k * d) as f64;
-        let nu = if norm > 0.0 {
-            2.0 * delta / norm + (width + 4.0) * U52
-        } else if delta == 0.0 {
-            0.0
+    }
+}
+
+/// The signed square root, the ℓ2 normalisation and the linear score of a bag's vector
+/// `v` whose coordinate i is within `error(i, err[i])` of the host's, with the bound on
+/// the score.
+fn score(
+    m: &MiVlad<'_>,
+    v: &mut [f64],
+    err: &[f64],
+    error: impl Fn(usize, f64) -> f64,
+    ambiguous: bool,
+) -> SvmDecision {
+    // δ, Δ² and ‖ĝ‖², with the signed square roots left in `v`.
+    let (mut delta_sq, mut g_sq) = (0.0, 0.0);
+    for (i, (s, &e)) in v.iter_mut().zip(err).enumerate() {
+        let e = error(i, e);
+        let mag = libm::fabs(*s);
+        let g = libm::sqrt(mag);
+        let delta = if mag > e {
+            e / (g + libm::sqrt(mag - e))
         } else {
-            f64::INFINITY
-        };
-        let (mut value, mut w_sq, mut dw_sq, mut stored, mut terms) = (m.bias, 0.0, 0.0, 0.0, 0.0);
-        for (i, &g) in self.v.iter().enumerate() {
-            let n_i = if norm > 0.0 { g / norm } else { 0.0 };
-            let (w, dw) = m.weights.get(i);
-            value += w * n_i;
-            w_sq += w * w;
-            dw_sq += dw * dw;
-            stored += dw * libm::fabs(n_i);
-            terms += libm::fabs(w * n_i);
-        }
-        let bound = (libm::sqrt(w_sq) + libm::sqrt(dw_sq)) * nu
-            + stored
-            + (width + 16.0) * U52 * (m.magnitude + terms);
-        let bound = if self.ambiguous || bound.is_nan() {
-            f64::INFINITY
-        } else {
-            bound * (1.0 + 1.0 / 65_536.0)
-        };
-        Ok(SvmDecision {
-            label: usize::from(value > 0.0),
-            value,
-            bound,
-            witness: None,
-        })
+            libm::sqrt(2.0 * e)
+        } + U52 * g;
+        *s = if *s < 0.0 { -g } else { g };
+        delta_sq += delta * delta;
+        g_sq += g * g;
+    }
+    let (delta, norm) = (libm::sqrt(delta_sq), libm::sqrt(g_sq));
+    let width = v.len() as f64;
+    let nu = if norm > 0.0 {
+        2.0 * delta / norm + (width + 4.0) * U52
+    } else if delta == 0.0 {
+        0.0
+    } else {
+        f64::INFINITY
+    };
+    let (mut value, mut w_sq, mut dw_sq, mut stored, mut terms) = (m.bias, 0.0, 0.0, 0.0, 0.0);
+    for (i, &g) in v.iter().enumerate() {
+        let n_i = if norm > 0.0 { g / norm } else { 0.0 };
+        let (w, dw) = m.weights.get(i);
+        value += w * n_i;
+        w_sq += w * w;
+        dw_sq += dw * dw;
+        stored += dw * libm::fabs(n_i);
+        terms += libm::fabs(w * n_i);
+    }
+    let bound = (libm::sqrt(w_sq) + libm::sqrt(dw_sq)) * nu
+        + stored
+        + (width + 16.0) * U52 * (m.magnitude + terms);
+    let bound = if ambiguous || bound.is_nan() {
+        f64::INFINITY
+    } else {
+        bound * (1.0 + 1.0 / 65_536.0)
+    };
+    SvmDecision {
+        label: usize::from(value > 0.0),
+        value,
+        bound,
+        witness: None,
     }
 }

@@ -62,7 +62,7 @@ pub enum Head<'a> {
     MiKernelSvm(MiKernelSvm<'a>),
     /// MILES over stored prototypes (its own entry point: [`Miles::decide`]).
     Miles(Miles<'a>),
-    /// miVLAD over a stored codebook (its own entry point: [`MiVlad::decide`]).
+    /// miVLAD or miFV over a stored codebook (its own entry point: [`MiVlad::decide`]).
     MiVlad(MiVlad<'a>),
     /// An attention network (its own entry point: [`Attention::decide`]).
     Attention(Attention<'a>),
@@ -147,14 +147,22 @@ impl<'a> Head<'a> {
                 }
                 Head::Miles(Miles::from_sections(sections, enc, header.input_dim)?)
             }
-            ModelKind::MiVlad => {
+            ModelKind::MiVlad | ModelKind::MiFv => {
                 if projected {
-                    return Err(Error::BadModel("a miVLAD model has no projection stage"));
+                    return Err(Error::BadModel(
+                        "a miVLAD or miFV model has no projection stage",
+                    ));
                 }
                 if header.output_dim != 2 {
-                    return Err(Error::BadModel("a miVLAD model has two classes"));
+                    return Err(Error::BadModel("a miVLAD or miFV model has two classes"));
                 }
-                Head::MiVlad(MiVlad::from_sections(sections, enc, header.input_dim)?)
+                let fisher = header.kind == ModelKind::MiFv;
+                Head::MiVlad(MiVlad::from_sections(
+                    sections,
+                    enc,
+                    header.input_dim,
+                    fisher,
+                )?)
             }
             ModelKind::Attention => {
                 if projected {
@@ -212,6 +220,7 @@ impl<'a> Model<'a> {
                     | ModelKind::MiKernelSvm
                     | ModelKind::Miles
                     | ModelKind::MiVlad
+                    | ModelKind::MiFv
                     | ModelKind::Attention
             ) {
             let s = sections.require(tag::INPUT_EXP)?;
@@ -352,7 +361,8 @@ impl<'a> Model<'a> {
         }
     }
 
-    /// The miVLAD model of a [`ModelKind::MiVlad`] model, with its own entry point
+    /// The miVLAD or miFV model of a [`ModelKind::MiVlad`] or [`ModelKind::MiFv`] model,
+    /// with its own entry point
     /// [`MiVlad::decide`] (raw `f64` features, [`MiVlad::scratch_len`] `f32` and
     /// [`MiVlad::sums_len`] `f64` of scratch).
     pub fn mi_vlad(&self) -> Option<&MiVlad<'a>> {

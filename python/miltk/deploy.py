@@ -30,7 +30,8 @@ def export(
         :class:`miltk.SimpleMI` (mean summary) — each alone or after one miltk
         projection in a ``sklearn.pipeline.Pipeline`` — or, alone,
         :class:`miltk.SetKernelSVM` (box kernels or the MI kernel), :class:`miltk.MILES`,
-        :class:`miltk.EMDD`, :class:`miltk.MiVLAD` or :class:`miltk.AttentionMIL`; or a
+        :class:`miltk.EMDD`, :class:`miltk.MiVLAD`, :class:`miltk.MiFV` or
+        :class:`miltk.AttentionMIL`; or a
         :class:`miltk.M3IC` clustering.
     format : {"f32", "q15", "q7"}, default="f32"
         Scalar encoding. Q15 and Q7 quantise inputs with the ranges of the bags the model

@@ -70,6 +70,9 @@ pub enum ModelKind {
     /// Attention-based deep MIL (Ilse, Tomczak & Welling 2018): an encoder, attention,
     /// gated, mean or max pooling and a linear head: see [`crate::attention`].
     Attention = 9,
+    /// miFV (Wei, Wu & Zhou 2017): a linear score on the bag's normalised Fisher vector
+    /// under a diagonal Gaussian mixture: see [`crate::mi_vlad`].
+    MiFv = 10,
 }
 
 impl ModelKind {
@@ -85,6 +88,7 @@ impl ModelKind {
             7 => Some(ModelKind::Miles),
             8 => Some(ModelKind::MiVlad),
             9 => Some(ModelKind::Attention),
+            10 => Some(ModelKind::MiFv),
             _ => None,
         }
     }
@@ -239,7 +243,7 @@ pub mod tag {
     /// |W_kj − t_k q_kj| / t_k, 1 × d, `f32` in [0, 1]. Absent: ½ (nearest rounding);
     /// present when the weights were rounded with error feedback ([`crate::project`]).
     pub const PROJ_ROUNDING: u16 = 22;
-    /// The inverse standard deviations of a MILES or miVLAD model's z-score, 1 × D, `f32`
+    /// The inverse standard deviations of a MILES, miVLAD or miFV model's z-score, 1 × D, `f32`
     /// (0 for a constant feature), beside its means in [`GRID_MIN`] (1 × D, `f64`)
     /// ([`crate::miles`], [`crate::mi_vlad`]).
     pub const ZSCORE_SCALE: u16 = 23;
@@ -256,8 +260,14 @@ pub mod tag {
     /// The accumulator shift of every quantised row of an attention network, 1 × Σ rows,
     /// `u32`.
     pub const NET_SHIFT: u16 = 28;
+    /// The components of a miFV mixture, K × 3, `f64`: per component k the constant
+    /// ln w_k − ½ Σ_j ln(2π σ²_kj) of its log-density, 1/√w_k, and the magnitude
+    /// |ln w_k| + ½ Σ_j |ln(2π σ²_kj)| of the constant's terms ([`crate::mi_vlad`]).
+    pub const MIXTURE: u16 = 29;
+    /// The inverse standard deviations 1/σ_kj of a miFV mixture, K × D, `f32`.
+    pub const MIXTURE_SCALE: u16 = 30;
     /// Largest tag value.
-    pub const MAX: u16 = 28;
+    pub const MAX: u16 = 30;
 }
 
 /// One section of a parsed model: where its payload is and its shape.

@@ -106,12 +106,19 @@ pub fn run(args: &InspectArgs) -> Result<Report> {
                 details.insert("gamma".into(), json!(svm.gamma()));
             }
         }
-        ModelKind::MiVlad => {
+        ModelKind::MiVlad | ModelKind::MiFv => {
             if let Some(m) = model.mi_vlad() {
-                human.push_str(&format!(
-                    "\nmiVLAD over {} k-means centres on z-scored features",
-                    m.n_centres()
-                ));
+                human.push_str(&if m.is_fisher() {
+                    format!(
+                        "\nmiFV under a mixture of {} diagonal Gaussians on z-scored features",
+                        m.n_centres()
+                    )
+                } else {
+                    format!(
+                        "\nmiVLAD over {} k-means centres on z-scored features",
+                        m.n_centres()
+                    )
+                });
                 details.insert("centres".into(), json!(m.n_centres()));
             }
         }

@@ -252,14 +252,14 @@ impl Compact {
                 },
                 None,
             )),
-            ClassifierModel::MiVlad(m) => {
+            ClassifierModel::MiVlad(m) | ClassifierModel::MiFv(m) => {
                 let shift = match model.threshold {
                     Some(t) if t > 0.0 && t < 1.0 => (t / (1.0 - t)).ln(),
                     Some(t) => {
                         return Err(Error::parameter(
                             "threshold",
                             t,
-                            "a miVLAD threshold on its probability must be in (0, 1) to export",
+                            "a miVLAD or miFV threshold on its probability must be in (0, 1) to export",
                         ))
                     }
                     None => 0.0,
@@ -317,7 +317,7 @@ impl Compact {
             }
             // Every other classifier: the core has no head for it.
             other => Err(Error::Unsupported(format!(
-                "exporting a {} model (the core has no head for it); export milr, mi-wrapper, simple-mi (mean), citation-knn, a set-kernel svm, a linear mi-svm, mi-svm-bag, smil or sbmil, em-dd, miles, mi-vlad or attention",
+                "exporting a {} model (the core has no head for it); export milr, mi-wrapper, simple-mi (mean), citation-knn, a set-kernel svm, a linear mi-svm, mi-svm-bag, smil or sbmil, em-dd, miles, mi-vlad, mi-fv or attention",
                 other.kind()
             ))),
         }

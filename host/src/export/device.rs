@@ -115,7 +115,11 @@ pub fn core_classify(model: &Model<'_>, bag: Bag<'_>) -> Result<(mil_core::Decis
     }
     if matches!(
         model.kind(),
-        ModelKind::SetKernelSvm | ModelKind::MiKernelSvm | ModelKind::Miles | ModelKind::MiVlad
+        ModelKind::SetKernelSvm
+            | ModelKind::MiKernelSvm
+            | ModelKind::Miles
+            | ModelKind::MiVlad
+            | ModelKind::MiFv
     ) {
         // Scores as the host's SVM and MILES give them: (0, f) per bag.
         let d = core_svm_decide(model, bag)?;

@@ -171,7 +171,8 @@ impl HostModel {
         }
         if let (
             Some(_),
-            crate::classifier::ClassifierModel::MiVlad(m),
+            crate::classifier::ClassifierModel::MiVlad(m)
+            | crate::classifier::ClassifierModel::MiFv(m),
             Head::MiVlad { shift, .. },
         ) = (core.mi_vlad(), &self.classifier, &compact.head)
         {

@@ -141,8 +141,8 @@ pub enum Head {
         /// The decision threshold t subtracted from the bias (0 without one).
         shift: f64,
     },
-    /// miVLAD over its k-means codebook, on raw features with its z-score (no projection
-    /// stage); the bias shifted by a threshold's logit (σ(f) > t ⇔ f − logit t > 0).
+    /// miVLAD over its k-means codebook or miFV over its Gaussian mixture, on raw features
+    /// with its z-score (no projection stage); the bias shifted by a threshold's logit (σ(f) > t ⇔ f − logit t > 0).
     MiVlad {
         /// The fitted model.
         model: Box<MiVladModel>,
@@ -366,7 +366,7 @@ pub fn export_with(
             miles::export_miles(model, *shift, encoding, dim_in, Writer::new())
         }
         Head::MiVlad { model, shift } => {
-            unstaged("a miVLAD model")?;
+            unstaged("a miVLAD or miFV model")?;
             mi_vlad::export_mi_vlad(model, *shift, encoding, dim_in, Writer::new())
         }
         Head::Attention(model) => {
