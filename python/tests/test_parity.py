@@ -212,6 +212,17 @@ def test_export_instance_methods(musk1):
             miltk.export(model.fit(bags, y))
 
 
+def test_export_codebook_methods(musk1):
+    # miVLAD and miFV export as their own model kinds, and the Q15 model gives every
+    # musk1 bag the estimator's label.
+    bags, y, _ = musk1
+    for make, kind in ((miltk.MiVLAD, "mi-vlad"), (miltk.MiFV, "mi-fv")):
+        model = make().fit(bags, y)
+        core = miltk.CoreModel.from_estimator(model, "q15")
+        assert core.kind == kind
+        assert np.array_equal(core.predict(bags), model.predict(bags)), make.__name__
+
+
 def test_export_folded_projection(musk1):
     bags, y, _ = musk1
     pipe = Pipeline([("bmida", miltk.BMIDA(n_components=10)),

@@ -231,8 +231,15 @@ impl Codebook {
             }
             Codebook::Fisher(gmm) => {
                 let k = gmm.len();
-                let mut gamma = vec![0.0; k];
-                gmm.posteriors(x, &mut gamma);
+                // The posteriors on the stack for the usual few components.
+                let (mut small, mut large) = ([0.0; 16], Vec::new());
+                let gamma = if k <= small.len() {
+                    &mut small[..k]
+                } else {
+                    large.resize(k, 0.0);
+                    &mut large[..]
+                };
+                gmm.posteriors(x, gamma);
                 let (means, vars) = out.split_at_mut(k * dim);
                 let (mean_mag, var_mag) = magnitude.split_at_mut(k * dim);
                 for c in 0..k {
@@ -301,8 +308,9 @@ impl Encoder {
     fn sums(&self, bag: Bag<'_>) -> (Vec<f64>, Vec<f64>) {
         let mut v = vec![0.0; self.width()];
         let mut magnitude = vec![0.0; self.width()];
+        let mut z = vec![0.0; self.dim()];
         for x in bag.instances() {
-            let z = zscore(x, &self.mean, &self.sd);
+            zscore_into(x, &self.mean, &self.sd, &mut z);
             self.codebook
                 .add_instance(&z, bag.len(), &mut v, &mut magnitude);
         }
@@ -372,8 +380,9 @@ fn instance_statistics(data: &Dataset, bags: &[usize]) -> (Vec<f64>, Vec<f64>) {
     let mean: Vec<f64> = sum.iter().map(|s| s / n as f64).collect();
     let mut sq = vec![0.0; dim];
     for x in bags.iter().flat_map(|&b| data.bag(b).instances()) {
-        for j in 0..dim {
-            sq[j] += (x[j] - mean[j]) * (x[j] - mean[j]);
+        for ((s, v), m) in sq.iter_mut().zip(x).zip(&mean) {
+            let d = v - m;
+            *s += d * d;
         }
     }
     (mean, sq.iter().map(|s| (s / n as f64).sqrt()).collect())
@@ -381,10 +390,16 @@ fn instance_statistics(data: &Dataset, bags: &[usize]) -> (Vec<f64>, Vec<f64>) {
 
 /// `x` z-scored with `mean` and `sd` (a feature of deviation 0 becomes 0).
 fn zscore(x: &[f64], mean: &[f64], sd: &[f64]) -> Vec<f64> {
-    x.iter()
-        .zip(mean.iter().zip(sd))
-        .map(|(v, (m, s))| if *s > 0.0 { (v - m) / s } else { 0.0 })
-        .collect()
+    let mut z = vec![0.0; x.len()];
+    zscore_into(x, mean, sd, &mut z);
+    z
+}
+
+/// [`zscore`] into `out` (one allocation per bag, not per instance, on the hot paths).
+fn zscore_into(x: &[f64], mean: &[f64], sd: &[f64], out: &mut [f64]) {
+    for (o, (v, (m, s))) in out.iter_mut().zip(x.iter().zip(mean.iter().zip(sd))) {
+        *o = if *s > 0.0 { (v - m) / s } else { 0.0 };
+    }
 }
 
 impl Classifier for MiVlad {
@@ -405,11 +420,11 @@ impl Classifier for MiVlad {
         }
         let dim = data.dim();
         let (mean, sd) = instance_statistics(data, train);
-        let x: Vec<f64> = train
-            .iter()
-            .flat_map(|&b| data.bag(b).instances())
-            .flat_map(|xi| zscore(xi, &mean, &sd))
-            .collect();
+        let mut x = vec![0.0; n * dim];
+        let instances = train.iter().flat_map(|&b| data.bag(b).instances());
+        for (xi, out) in instances.zip(x.chunks_exact_mut(dim)) {
+            zscore_into(xi, &mean, &sd, out);
+        }
         let (centres, kmeans) = codebook::kmeans(&x, dim, self.codebook, self.max_iter, self.seed);
         let (codebook, em) = match self.encoding {
             BagEncoding::Vlad => (Codebook::Vlad { centres }, None),

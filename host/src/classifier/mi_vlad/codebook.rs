@@ -48,6 +48,9 @@ fn dist2(a: &[f64], b: &[f64]) -> f64 {
 /// The nearest of the `k` centres (row-major, `dim` wide) to `x`; ties go to the lowest
 /// index.
 pub fn nearest(centres: &[f64], dim: usize, x: &[f64]) -> usize {
+    if centres.len() <= dim {
+        return 0;
+    }
     let mut best = (0, f64::INFINITY);
     for (c, centre) in centres.chunks_exact(dim).enumerate() {
         let d = dist2(x, centre);
@@ -74,7 +77,12 @@ pub fn kmeans(
     // k-means++: each new centre drawn with probability ∝ its squared distance to the
     // nearest centre so far (uniformly when every instance sits on a centre).
     let mut centres = row(rng.random_range(0..n)).to_vec();
-    let mut d2: Vec<f64> = (0..n).map(|i| dist2(row(i), &centres)).collect();
+    // The distances only serve to draw the next centre.
+    let mut d2: Vec<f64> = if k > 1 {
+        (0..n).map(|i| dist2(row(i), &centres)).collect()
+    } else {
+        Vec::new()
+    };
     while centres.len() < k * dim {
         let total: f64 = d2.iter().sum();
         let pick = if total > 0.0 {
