@@ -111,6 +111,25 @@ impl Chosen {
             None => format!("inner {metric} {}", show(best.score)),
         })
     }
+
+    /// The choice with its [`Chosen::margin`] in brackets, as the reports print it.
+    ///
+    /// ```
+    /// use mil_toolkit::model::Chosen;
+    /// use mil_toolkit::pipeline::InnerScore;
+    ///
+    /// let mut chosen = Chosen { ridge: Some(1.0), ..Chosen::default() };
+    /// assert_eq!(chosen.with_margin(), "ridge 1");
+    /// chosen.metric = Some("auroc".into());
+    /// chosen.inner = vec![InnerScore { candidate: "ridge 1".into(), score: Some(0.9) }];
+    /// assert_eq!(chosen.with_margin(), "ridge 1 [inner AUROC 0.900]");
+    /// ```
+    pub fn with_margin(&self) -> String {
+        match self.margin() {
+            Some(m) => format!("{self} [{m}]"),
+            None => self.to_string(),
+        }
+    }
 }
 
 impl std::fmt::Display for Chosen {

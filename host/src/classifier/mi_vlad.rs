@@ -260,6 +260,19 @@ impl Codebook {
     }
 }
 
+/// A bag's normalised vector from its sums and their operands' magnitudes
+/// ([`Encoder::vector`]): the coordinates that cancel to rounding noise ([`CANCELLED`]) set
+/// to 0, then [`normalise`].
+fn normalised((mut v, magnitude): (Vec<f64>, Vec<f64>)) -> Vec<f64> {
+    for (x, m) in v.iter_mut().zip(magnitude) {
+        if x.abs() <= CANCELLED * m {
+            *x = 0.0;
+        }
+    }
+    normalise(&mut v);
+    v
+}
+
 /// Signed square root then ℓ2 normalisation, in place (a zero vector stays zero).
 pub fn normalise(v: &mut [f64]) {
     for x in v.iter_mut() {
@@ -306,13 +319,21 @@ impl Encoder {
     /// The bag's vector before the normalisations (the sum of its instances' parts), and
     /// the summed magnitudes of each coordinate's operands.
     fn sums(&self, bag: Bag<'_>) -> (Vec<f64>, Vec<f64>) {
+        let dim = self.dim();
+        let mut z = vec![0.0; bag.len() * dim];
+        for (x, out) in bag.instances().zip(z.chunks_exact_mut(dim)) {
+            zscore_into(x, &self.mean, &self.sd, out);
+        }
+        self.sums_zscored(&z)
+    }
+
+    /// [`Encoder::sums`] of a bag whose instances are already z-scored (row-major).
+    fn sums_zscored(&self, z: &[f64]) -> (Vec<f64>, Vec<f64>) {
         let mut v = vec![0.0; self.width()];
         let mut magnitude = vec![0.0; self.width()];
-        let mut z = vec![0.0; self.dim()];
-        for x in bag.instances() {
-            zscore_into(x, &self.mean, &self.sd, &mut z);
-            self.codebook
-                .add_instance(&z, bag.len(), &mut v, &mut magnitude);
+        let n = z.len() / self.dim();
+        for zi in z.chunks_exact(self.dim()) {
+            self.codebook.add_instance(zi, n, &mut v, &mut magnitude);
         }
         (v, magnitude)
     }
@@ -325,20 +346,38 @@ impl Encoder {
     /// The bag's normalised vector, what the logistic regression reads: the coordinates
     /// that cancel to rounding noise ([`CANCELLED`]) set to 0, then [`normalise`].
     pub fn vector(&self, bag: Bag<'_>) -> Vec<f64> {
-        let (mut v, magnitude) = self.sums(bag);
-        for (x, m) in v.iter_mut().zip(magnitude) {
-            if x.abs() <= CANCELLED * m {
-                *x = 0.0;
-            }
-        }
-        normalise(&mut v);
-        v
+        normalised(self.sums(bag))
     }
 
     /// The bags `bags` of `data` as a data set of one vector per bag (with their labels
     /// when `labelled`).
     fn vectors(&self, data: &Dataset, bags: &[usize], labelled: bool) -> Result<Dataset> {
-        let rows: Vec<Vec<f64>> = bags.par_iter().map(|&b| self.vector(data.bag(b))).collect();
+        let rows = bags.par_iter().map(|&b| self.vector(data.bag(b))).collect();
+        self.dataset(data, bags, rows, labelled)
+    }
+
+    /// [`Encoder::vectors`] of the training bags `bags`, their instances already z-scored
+    /// one bag after another in `z` (as the fit has them).
+    fn vectors_zscored(&self, data: &Dataset, bags: &[usize], z: &[f64]) -> Result<Dataset> {
+        let mut starts = vec![0];
+        for &b in bags {
+            starts.push(starts[starts.len() - 1] + data.bag(b).len() * self.dim());
+        }
+        let rows = starts
+            .par_windows(2)
+            .map(|w| normalised(self.sums_zscored(&z[w[0]..w[1]])))
+            .collect();
+        self.dataset(data, bags, rows, true)
+    }
+
+    /// The vectors `rows` of the bags `bags` of `data` as a data set.
+    fn dataset(
+        &self,
+        data: &Dataset,
+        bags: &[usize],
+        rows: Vec<Vec<f64>>,
+        labelled: bool,
+    ) -> Result<Dataset> {
         Dataset::new(
             data.name(),
             self.width(),
@@ -434,7 +473,7 @@ impl Classifier for MiVlad {
             }
         };
         let encoder = Encoder { mean, sd, codebook };
-        let vectors = encoder.vectors(data, train, true)?;
+        let vectors = encoder.vectors_zscored(data, train, &x)?;
         let logistic = self.logistic().fit_weighted(Bags::all(&vectors), None)?;
         Ok(MiVladModel {
             params: *self,

@@ -457,10 +457,7 @@ fn report(
         human.push_str("\nchosen by inner CV, per fold:");
         for (f, c) in r.chosen.iter().enumerate() {
             if let Some(c) = c {
-                human.push_str(&format!("\n  {:>3}: {c}", f + 1));
-                if let Some(m) = c.margin() {
-                    human.push_str(&format!(" [{m}]"));
-                }
+                human.push_str(&format!("\n  {:>3}: {}", f + 1, c.with_margin()));
             }
         }
     }

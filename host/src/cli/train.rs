@@ -72,10 +72,7 @@ pub fn run(args: &TrainArgs, progress: &dyn Progress) -> Result<Report> {
     );
     if let Some(c) = &chosen {
         if pipeline.n_candidates() > 1 {
-            human.push_str(&format!("\nchosen by inner CV: {c}"));
-            if let Some(m) = c.margin() {
-                human.push_str(&format!(" [{m}]"));
-            }
+            human.push_str(&format!("\nchosen by inner CV: {}", c.with_margin()));
         } else {
             human.push_str(&format!("\nfitted with {c}"));
         }
