@@ -989,7 +989,7 @@ fn attention_runs_on_an_emulated_cortex_m4() {
     // Labels equal the host model's on every bag; label, logit and witness equal the
     // host-side core's on the same bytes. Prints flash (the firmware less its embedded
     // bags), the pass's RAM (scratch and stack), and instructions per instance beside the
-    // dense layers' multiply-adds.
+    // dense layers' multiply-adds, which bound the instructions per instance at 4 each.
     use mil_toolkit::classifier::attention::{AttentionMil, Pooling};
     use mil_toolkit::classifier::ClassifierParams;
     use mil_toolkit::export::core_attention_decide;
@@ -1058,6 +1058,12 @@ fn attention_runs_on_an_emulated_cortex_m4() {
                 data.n_bags()
             );
             assert_eq!(agree, data.n_bags(), "{} {encoding:?}", data.name());
+            // The pass costs at most 4 instructions per multiply-add of its dense layers:
+            // the z-score, the rescales, the activations and the bound stay a minor part.
+            assert!(
+                per_instance <= 4.0 * macs as f64,
+                "{per_instance:.0} instructions per instance for {macs} multiply-adds"
+            );
             if hidden == 64 {
                 assert!(bytes.len() <= 32 * 1024, "{} bytes", bytes.len());
             }

@@ -74,15 +74,21 @@
 //!   E_z ≤ E_h + (e^(2E_s) − 1)(H + E_h) + T·H + 3(g + u)H.
 //!   Mean: E_z ≤ E_h + 1.01(n + 1)u·H; max: E_z = E_h (1-Lipschitz).
 //! - (H) the head is (L) on z (after rounding z to its step, quantised): its E bounds
-//!   |logit_device − logit_host| for every logit; the bound is stated ×(1 + 2⁻¹⁶) for
-//!   the `f64` arithmetic of the bound itself, and infinite when a value saturated.
+//!   |logit_device − logit_host| for every logit, infinite when a value saturated.
+//!
+//! The bound is computed as the pass runs, in `f32`, with the constants of (L) rounded
+//! up to `f32` when the model is parsed; (S) runs once per bag in `f64`. Every term is
+//! non-negative, so a rounding can lower a computed term by a factor (1 − u) at most,
+//! and no term is more than 200 roundings deep (at most 10 per layer, six layers, the
+//! input's few): the per-instance E_h and E_s are taken ×(1 + 2⁻¹⁶), above (1 − u)⁻²⁰⁰,
+//! before (S), and the head's E ×(1 + 2⁻¹⁶) again.
 //!
 //! A binary label equals the host's wherever |logit_host| exceeds the bound; the
 //! witness equals the host's explanation wherever the gap between the two largest
 //! scores exceeds 2E_s ([`AttentionDecision::score_bound`]).
 
 use crate::bag::{argmax_first, instance_count};
-use crate::container::{tag, Elem, Encoding, Section, Sections};
+use crate::container::{layout, tag, Elem, Encoding, F32s, Sections};
 use crate::error::Error;
 use crate::fixed;
 
@@ -92,8 +98,13 @@ fn bad(what: &'static str) -> Error {
 
 /// u = 2⁻²⁴: one `f32` rounding.
 const U24: f64 = 1.0 / 16_777_216.0;
+/// u as an `f32`, for the per-instance bound.
+const U: f32 = 1.0 / 16_777_216.0;
 /// 2⁻⁴⁰: the host's `f64` sums of fewer than 2¹³ terms, relative.
-const HOST_REL: f64 = 1.0 / 1_099_511_627_776.0;
+const HOST_REL: f32 = 1.0 / 1_099_511_627_776.0;
+/// The factor that covers the `f32` roundings of the bound itself: every term is
+/// non-negative and at most 200 roundings deep, and (1 − u)⁻²⁰⁰ < 1 + 2⁻¹⁶.
+const BOUND_ARITHMETIC: f64 = 1.0 + 1.0 / 65_536.0;
 /// e⁻¹⁶: the smallest exp argument the pass rounds to; below it a weight is clamped.
 const EXP_FLOOR: f32 = -16.0;
 /// e⁻¹⁶ as a value.
@@ -155,7 +166,8 @@ impl Pooling {
     }
 }
 
-/// One affine layer as parsed, with the constants of its error bound (L).
+/// One affine layer as parsed, with the constants of its error bound (L), each rounded up
+/// to an `f32`.
 #[derive(Debug, Clone, Copy, Default)]
 struct Layer<'a> {
     rows: usize,
@@ -167,13 +179,15 @@ struct Layer<'a> {
     /// e of its input step 2^e (quantised).
     exp: i32,
     /// A: the largest ‖ŵ_r‖₁.
-    l1: f64,
+    l1: f32,
     /// δ: the largest storage error of a weight.
-    delta: f64,
+    delta: f32,
     /// G: the largest rounding of the accumulator shift.
-    round: f64,
+    round: f32,
     /// ‖b‖_∞.
-    bias: f64,
+    bias: f32,
+    /// γ_{n+1} (the `f32` encoding's sums).
+    gamma: f32,
 }
 
 /// 2^e as an `f32` (|e| ≤ 126).
@@ -181,9 +195,25 @@ fn pow2f(e: i32) -> f32 {
     f32::from_bits(((127 + e.clamp(-126, 127)) as u32) << 23)
 }
 
-/// 2^e as an `f64` (|e| ≤ 1022).
-fn pow2(e: i32) -> f64 {
-    f64::from_bits(((1023 + e.clamp(-1022, 1023)) as u64) << 52)
+/// `x` rounded up to an `f32` (a bound's constant is never below its `f64` value).
+fn up(x: f64) -> f32 {
+    let f = x as f32;
+    if f64::from(f) < x {
+        f.next_up()
+    } else {
+        f
+    }
+}
+
+/// The larger of `a` and `b`, `a` when `b` is NaN: one comparison (the Cortex-M4's FPU
+/// has no maximum instruction, and `f32::max` is a library call there).
+#[inline(always)]
+fn larger(a: f32, b: f32) -> f32 {
+    if b > a {
+        b
+    } else {
+        a
+    }
 }
 
 /// γ_k = ku/(1 − ku): the rounding of a sum of k `f32` terms, relative to Σ|terms|.
@@ -198,13 +228,15 @@ fn gamma(k: usize) -> f64 {
 pub struct Attention<'a> {
     pooling: Pooling,
     encoding: Encoding,
-    mean: Section<'a>,
-    inv_sd: Section<'a>,
+    mean: F32s<'a>,
+    inv_sd: F32s<'a>,
     layers: [Layer<'a>; MAX_LAYERS],
     n_layers: usize,
-    bias: Section<'a>,
-    scale: Option<Section<'a>>,
-    shift: Option<Section<'a>>,
+    bias: F32s<'a>,
+    /// Each row's step t_r (quantised; empty in `f32`).
+    scale: F32s<'a>,
+    /// Each row's accumulator shift, `u32` (quantised; empty in `f32`).
+    shift: &'a [u8],
 }
 
 impl<'a> Attention<'a> {
@@ -268,13 +300,13 @@ impl<'a> Attention<'a> {
         let (scale, shift) = match encoding {
             Encoding::F32 => {
                 weights.expect_finite()?;
-                (None, None)
+                (F32s::default(), &[][..])
             }
             _ => {
                 let scale = sections.f32_vec(tag::NET_SCALE, first)?;
                 let shift = sections.require(tag::NET_SHIFT)?;
                 shift.expect(Elem::U32, 1, first)?;
-                (Some(scale), Some(shift))
+                (scale.f32s(), shift.bytes)
             }
         };
         let size = encoding.elem().size();
@@ -290,11 +322,11 @@ impl<'a> Attention<'a> {
         let mut net = Attention {
             pooling,
             encoding,
-            mean,
-            inv_sd,
+            mean: mean.f32s(),
+            inv_sd: inv_sd.f32s(),
             layers,
             n_layers,
-            bias,
+            bias: bias.f32s(),
             scale,
             shift,
         };
@@ -306,13 +338,14 @@ impl<'a> Attention<'a> {
 
     /// The constants of (L) for one layer, checking its per-row numbers.
     fn bound_constants(&self, mut l: Layer<'a>) -> Result<Layer<'a>, Error> {
+        let (mut l1, mut delta, mut round, mut bias) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
         for r in 0..l.rows {
-            let b = f64::from(self.bias.f32_at(l.first + r));
-            l.bias = l.bias.max(libm::fabs(b));
-            match (self.scale, self.shift) {
-                (Some(scale), Some(shift)) => {
-                    let t = scale.f32_at(l.first + r);
-                    let s = shift.u32_at(l.first + r);
+            let b = f64::from(self.bias.get(l.first + r));
+            bias = bias.max(libm::fabs(b));
+            match self.encoding {
+                Encoding::Q15 | Encoding::Q7 => {
+                    let t = self.scale.get(l.first + r);
+                    let s = self.row_shift(&l, r);
                     let abs = self.row_abs_sum(&l, r);
                     if t.partial_cmp(&0.0) != Some(core::cmp::Ordering::Greater)
                         || s > 30
@@ -325,24 +358,31 @@ impl<'a> Attention<'a> {
                         return Err(bad("a row's rescale is not a normal f32"));
                     }
                     let t = f64::from(t);
-                    l.l1 = l.l1.max(t * abs as f64);
-                    l.delta = l.delta.max(t * (0.5 + 1.0 / 1_073_741_824.0));
+                    l1 = l1.max(t * abs as f64);
+                    delta = delta.max(t * (0.5 + 1.0 / 1_073_741_824.0));
                     if s > 0 {
-                        l.round = l.round.max(t * pow2(k - 1));
+                        round = round.max(t * f64::from(pow2f(k - 1)));
                     }
                 }
-                _ => {
+                Encoding::F32 => {
                     let row = l.weights.get(4 * r * l.cols..4 * (r + 1) * l.cols);
                     let sum: f64 = row
                         .unwrap_or_default()
                         .chunks_exact(4)
                         .map(|w| libm::fabs(f64::from(crate::container::le_f32(w))))
                         .sum();
-                    l.l1 = l.l1.max(sum * (1.0 + gamma(l.cols)));
+                    l1 = l1.max(sum * (1.0 + gamma(l.cols)));
                 }
             }
         }
+        (l.l1, l.delta, l.round, l.bias) = (up(l1), up(delta), up(round), up(bias));
+        l.gamma = up(gamma(l.cols + 1));
         Ok(l)
+    }
+
+    /// Row r's accumulator shift (quantised).
+    fn row_shift(&self, l: &Layer<'_>, r: usize) -> u32 {
+        layout::u32_at(self.shift, 4 * (l.first + r))
     }
 
     /// Σ_j |q_rj| of a quantised row.
@@ -546,25 +586,16 @@ impl<'a> Attention<'a> {
             .unwrap_or(&self.layers[0])
     }
 
-    /// Row r's rescale t_r·2^(e+shift) and shift (quantised).
-    fn rescale(&self, l: &Layer<'_>, r: usize) -> (f32, u32) {
-        match (self.scale, self.shift) {
-            (Some(t), Some(s)) => {
-                let s = s.u32_at(l.first + r);
-                (t.f32_at(l.first + r) * pow2f(l.exp + s as i32), s)
-            }
-            _ => (1.0, 0),
-        }
-    }
-
     /// y = W x + b of a quantised layer into `out`; returns ‖y‖_∞.
     fn dense_q(&self, l: &Layer<'_>, x: &[i16], out: &mut [f32]) -> f32 {
         let cols = l.cols;
         let mut y_max = 0.0f32;
         let mut put = |r: usize, acc: i64, out: &mut [f32]| {
-            let (c, s) = self.rescale(l, r);
-            let y = fixed::round_shift_fit(acc, s) as f32 * c + self.bias.f32_at(l.first + r);
-            y_max = y_max.max(libm::fabsf(y));
+            // The rescale t_r·2^(e+shift).
+            let s = self.row_shift(l, r);
+            let c = self.scale.get(l.first + r) * pow2f(l.exp + s as i32);
+            let y = fixed::round_shift_fit(acc, s) as f32 * c + self.bias.get(l.first + r);
+            y_max = larger(y_max, libm::fabsf(y));
             if let Some(o) = out.get_mut(r) {
                 *o = y;
             }
@@ -607,23 +638,23 @@ impl<'a> Attention<'a> {
         let mut y_max = 0.0f32;
         for (r, o) in out.iter_mut().enumerate().take(l.rows) {
             let row = l.weights.get(4 * r * l.cols..4 * (r + 1) * l.cols);
-            let mut y = self.bias.f32_at(l.first + r);
+            let mut y = self.bias.get(l.first + r);
             for (w, &v) in row.unwrap_or_default().chunks_exact(4).zip(x) {
                 y += crate::container::le_f32(w) * v;
             }
-            y_max = y_max.max(libm::fabsf(y));
+            y_max = larger(y_max, libm::fabsf(y));
             *o = y;
         }
         y_max
     }
 
     /// (L): the error of a layer's outputs from its input's error `e`, ‖x̂‖₁, ‖x̂‖_∞ and
-    /// ‖ŷ‖_∞.
-    fn layer_error(&self, l: &Layer<'_>, e: f64, x_l1: f64, x_max: f64, y_max: f32) -> f64 {
-        let n = l.cols as f64;
+    /// ‖ŷ‖_∞, in `f32` (at most 10 roundings deep).
+    fn layer_error(&self, l: &Layer<'_>, e: f32, x_l1: f32, x_max: f32, y_max: f32) -> f32 {
+        let n = l.cols as f32;
         let arith = match self.encoding {
-            Encoding::F32 => gamma(l.cols + 1) * (l.l1 * x_max + l.bias),
-            _ => 4.0 * U24 * (f64::from(y_max) + l.bias),
+            Encoding::F32 => l.gamma * (l.l1 * x_max + l.bias),
+            _ => 4.0 * U * (y_max + l.bias),
         };
         let host = HOST_REL * ((l.l1 + n * l.delta) * (x_max + e) + l.bias);
         l.l1 * e + l.delta * (x_l1 + n * e) + l.round + arith + host
@@ -686,8 +717,8 @@ pub struct AttentionPass<'p, 'a> {
     clamped: usize,
     /// H: the largest h_kj (and, max pooling, its instance is the witness).
     h_max: f32,
-    e_h: f64,
-    e_s: f64,
+    e_h: f32,
+    e_s: f32,
     saturated: bool,
 }
 
@@ -704,26 +735,29 @@ fn split<T>(s: &mut [T], n: usize) -> Result<(&mut [T], &mut [T]), Error> {
         .ok_or(Error::BufferTooSmall { needed: n, got })
 }
 
-/// ‖q‖₁ and ‖q‖_∞ of an `i16` vector, scaled by 2^e.
-fn norms_q(q: &[i16], e: i32) -> (f64, f64) {
-    let (mut sum, mut top) = (0u64, 0u32);
+/// ‖q‖₁ and ‖q‖_∞ of an `i16` vector, scaled by 2^e (the sum of at most
+/// [`MAX_WIDTH`] magnitudes of 2¹⁵ fits a `u32`).
+fn norms_q(q: &[i16], e: i32) -> (f32, f32) {
+    let (mut sum, mut top) = (0u32, 0u32);
     for &v in q {
         let a = u32::from(v.unsigned_abs());
-        sum += u64::from(a);
+        sum = sum.saturating_add(a);
         top = top.max(a);
     }
-    (sum as f64 * pow2(e), f64::from(top) * pow2(e))
+    (sum as f32 * pow2f(e), top as f32 * pow2f(e))
 }
 
-/// ‖x‖₁ (bounded above) and ‖x‖_∞ of an `f32` vector.
-fn norms_f32(x: &[f32]) -> (f64, f64) {
-    let (mut sum, mut top) = (0.0f64, 0.0f64);
+/// ‖x‖₁ (bounded above: the `f32` sum of n terms is within γ_n of the exact one, so
+/// (1 + 2γ_n) covers it) and ‖x‖_∞ of an `f32` vector.
+fn norms_f32(x: &[f32]) -> (f32, f32) {
+    let (mut sum, mut top) = (0.0f32, 0.0f32);
     for &v in x {
-        let a = f64::from(libm::fabsf(v));
+        let a = libm::fabsf(v);
         sum += a;
-        top = top.max(a);
+        top = larger(top, a);
     }
-    (sum * (1.0 + gamma(x.len())), top)
+    let g = x.len() as f32 * U;
+    (sum * (1.0 + 2.0 * g / (1.0 - g)), top)
 }
 
 impl AttentionPass<'_, '_> {
@@ -758,19 +792,24 @@ impl AttentionPass<'_, '_> {
     /// (I): the z-score of the instance in `self.x`, in place; returns its error bound
     /// 1.01u(M + 3‖x̂'‖_∞), M the largest (|x_j| + |μ̂_j|)·ŝ_j: the rounding of x and μ to
     /// `f32` and of the subtraction, the product and ŝ.
-    fn zscore(&mut self) -> Result<f64, Error> {
+    fn zscore(&mut self) -> Result<f32, Error> {
         let net = self.net;
         let (mut m, mut top) = (0.0f32, 0.0f32);
-        for (j, x) in self.x.iter_mut().enumerate() {
-            let (mu, s) = (net.mean.f32_at(j), net.inv_sd.f32_at(j));
+        let stats = net
+            .mean
+            .bytes()
+            .chunks_exact(4)
+            .zip(net.inv_sd.bytes().chunks_exact(4));
+        for (x, (mu, s)) in self.x.iter_mut().zip(stats) {
+            let (mu, s) = (crate::container::le_f32(mu), crate::container::le_f32(s));
             if !x.is_finite() {
                 return Err(Error::InvalidParameter("a feature value is not finite"));
             }
-            m = m.max((libm::fabsf(*x) + libm::fabsf(mu)) * s);
+            m = larger(m, (libm::fabsf(*x) + libm::fabsf(mu)) * s);
             *x = (*x - mu) * s;
-            top = top.max(libm::fabsf(*x));
+            top = larger(top, libm::fabsf(*x));
         }
-        Ok(1.01 * U24 * (f64::from(m) + 3.0 * f64::from(top)))
+        Ok(1.01 * U * (m + 3.0 * top))
     }
 
     /// Adds the instance in `self.x`.
@@ -785,7 +824,7 @@ impl AttentionPass<'_, '_> {
             }
             None => self.encode_f32(e0),
         };
-        self.e_h = self.e_h.max(e_h);
+        self.e_h = larger(self.e_h, e_h);
         // The device's h (f32 values; quantised: on their step) is in `self.h`.
         let k = self.n;
         let mut h_top = (0.0f32, 0usize);
@@ -813,7 +852,7 @@ impl AttentionPass<'_, '_> {
             }
             Pooling::Attention | Pooling::Gated => {
                 let (s, e_s) = score;
-                self.e_s = self.e_s.max(e_s);
+                self.e_s = larger(self.e_s, e_s);
                 self.pool(s);
             }
         }
@@ -867,16 +906,16 @@ impl AttentionPass<'_, '_> {
     }
 
     /// The encoder and the score in `f32`: h into `self.h`; returns E_h and (s, E_s).
-    fn encode_f32(&mut self, e0: f64) -> (f64, (f32, f64)) {
+    fn encode_f32(&mut self, e0: f32) -> (f32, (f32, f32)) {
         let net = self.net;
         let (x_l1, x_max) = norms_f32(self.x);
         let l = &net.layers;
         let y = net.dense_f32(&l[0], self.x, self.a1);
-        self.a1.iter_mut().for_each(|v| *v = v.max(0.0));
+        self.a1.iter_mut().for_each(|v| *v = larger(0.0, *v));
         let e1 = net.layer_error(&l[0], e0, x_l1, x_max, y);
         let (a_l1, a_max) = norms_f32(self.a1);
         let y = net.dense_f32(&l[1], self.a1, self.h);
-        self.h.iter_mut().for_each(|v| *v = v.max(0.0));
+        self.h.iter_mut().for_each(|v| *v = larger(0.0, *v));
         let e_h = net.layer_error(&l[1], e1, a_l1, a_max, y);
         if net.n_layers == 3 {
             return (e_h, (0.0, 0.0));
@@ -887,7 +926,7 @@ impl AttentionPass<'_, '_> {
         self.t
             .iter_mut()
             .for_each(|v| *v = libm::tanh(f64::from(*v)) as f32);
-        let mut e_t = e_v + U24 + 1.0 / 1_125_899_906_842_624.0;
+        let mut e_t = e_v + U + 1.0 / 1_125_899_906_842_624.0;
         if net.pooling == Pooling::Gated {
             let y = net.dense_f32(&l[3], self.h, self.g);
             let e_u = net.layer_error(&l[3], e_h, h_l1, h_max, y);
@@ -895,7 +934,7 @@ impl AttentionPass<'_, '_> {
                 let g = (1.0 / (1.0 + libm::exp(-f64::from(u)))) as f32;
                 *t *= g;
             }
-            e_t += e_u / 4.0 + 2.0 * U24 + 1.0 / 562_949_953_421_312.0;
+            e_t += e_u / 4.0 + 2.0 * U + 1.0 / 562_949_953_421_312.0;
         }
         let (t_l1, t_max) = norms_f32(self.t);
         let w = net.score_layer();
@@ -906,7 +945,7 @@ impl AttentionPass<'_, '_> {
 
     /// The encoder and the score in fixed point: h (dequantised) into `self.h`; returns
     /// E_h and (s, E_s).
-    fn encode_q(&mut self, e_z: f64, q: &mut QBufs<'_>) -> (f64, (f32, f64)) {
+    fn encode_q(&mut self, e_z: f32, q: &mut QBufs<'_>) -> (f32, (f32, f32)) {
         let net = self.net;
         let l = &net.layers;
         let e0 = l[0].exp;
@@ -917,10 +956,10 @@ impl AttentionPass<'_, '_> {
             *o = qv;
         }
         self.saturated |= saturated;
-        let err0 = pow2(e0 - 1) + e_z;
+        let err0 = pow2f(e0 - 1) + e_z;
         let (x_l1, x_hat) = norms_q(q.x, e0);
         let y = net.dense_q(&l[0], q.x, self.a1);
-        let e1 = net.layer_error(&l[0], err0, x_l1, x_hat, y) + pow2(l[1].exp - 1);
+        let e1 = net.layer_error(&l[0], err0, x_l1, x_hat, y) + pow2f(l[1].exp - 1);
         self.saturated |= relu_quantize(self.a1, q.a1, l[1].exp);
         let (a_l1, a_max) = norms_q(q.a1, l[1].exp);
         let y = net.dense_q(&l[1], q.a1, self.h);
@@ -932,7 +971,7 @@ impl AttentionPass<'_, '_> {
         for (o, &v) in self.h.iter_mut().zip(q.h.iter()) {
             *o = f32::from(v) * step;
         }
-        let e_h = e_h + pow2(eh - 1);
+        let e_h = e_h + pow2f(eh - 1);
         if net.n_layers == 3 {
             return (e_h, (0.0, 0.0));
         }
@@ -942,7 +981,7 @@ impl AttentionPass<'_, '_> {
         for (o, &v) in q.t.iter_mut().zip(self.t.iter()) {
             *o = tanh_q15(fixed::round_clamp_i16(v * 4096.0));
         }
-        let mut e_t = e_v + 1.0 / 8192.0 + TANH_ERROR + 1.0 / 2_097_152.0;
+        let mut e_t = e_v + 1.0 / 8192.0 + TANH_ERROR as f32 + 1.0 / 2_097_152.0;
         if net.pooling == Pooling::Gated {
             let y = net.dense_q(&l[3], q.h, self.g);
             let e_u = net.layer_error(&l[3], e_h, h_l1, h_max, y);
@@ -950,7 +989,11 @@ impl AttentionPass<'_, '_> {
                 let g = sigmoid_q15(fixed::round_clamp_i16(u * 2048.0));
                 *t = ((i32::from(*t) * g + (1 << 14)) >> 15) as i16;
             }
-            e_t += e_u / 4.0 + 1.0 / 16384.0 + SIGMOID_ERROR + 1.0 / 2_097_152.0 + 1.0 / 65536.0;
+            e_t += e_u / 4.0
+                + 1.0 / 16384.0
+                + SIGMOID_ERROR as f32
+                + 1.0 / 2_097_152.0
+                + 1.0 / 65536.0;
         }
         let (t_l1, t_max) = norms_q(q.t, -15);
         let w = net.score_layer();
@@ -974,13 +1017,17 @@ impl AttentionPass<'_, '_> {
         })?;
         let n = self.n as f64;
         let h = f64::from(self.h_max);
+        // The instances' bounds as upper bounds again ((1 − u)⁻²⁰⁰ < BOUND_ARITHMETIC),
+        // before the softmax's terms, which grow faster than linearly in them.
+        let e_h = f64::from(self.e_h) * BOUND_ARITHMETIC;
+        let e_s = f64::from(self.e_s) * BOUND_ARITHMETIC;
         let (e_z, weight, gap) = match net.pooling {
             Pooling::Mean => {
                 let inv = 1.0 / self.n as f32;
                 self.z.iter_mut().for_each(|z| *z *= inv);
-                (self.e_h + 1.01 * (n + 1.0) * U24 * h, inv, 0.0)
+                (e_h + 1.01 * (n + 1.0) * U24 * h, inv, 0.0)
             }
-            Pooling::Max => (self.e_h, 1.0 / net.embed() as f32, 0.0),
+            Pooling::Max => (e_h, 1.0 / net.embed() as f32, 0.0),
             Pooling::Attention | Pooling::Gated => {
                 let inv = 1.0 / self.sum;
                 self.z.iter_mut().for_each(|z| *z *= inv);
@@ -994,10 +1041,7 @@ impl AttentionPass<'_, '_> {
                 let sum = f64::from(self.sum) * (1.0 - g);
                 let t = 2.0 * beta / (1.0 - beta)
                     + 2.0 * self.clamped as f64 * EXP_FLOOR_VALUE * (1.0 + beta) / sum;
-                let e = self.e_h
-                    + libm::expm1(2.0 * self.e_s) * (h + self.e_h)
-                    + t * h
-                    + 3.0 * (g + U24) * h;
+                let e = e_h + libm::expm1(2.0 * e_s) * (h + e_h) + t * h + 3.0 * (g + U24) * h;
                 let gap = if self.n == 1 {
                     f32::INFINITY
                 } else {
@@ -1007,6 +1051,7 @@ impl AttentionPass<'_, '_> {
             }
         };
         let head = net.head();
+        let e_z = up(e_z);
         let (y, e) = match self.q.as_mut() {
             Some(q) => {
                 let mut saturated = false;
@@ -1017,7 +1062,7 @@ impl AttentionPass<'_, '_> {
                 }
                 self.saturated |= saturated;
                 let (l1, top) = norms_q(q.z, head.exp);
-                let e = e_z + pow2(head.exp - 1);
+                let e = e_z + pow2f(head.exp - 1);
                 let y = net.dense_q(head, q.z, logits);
                 (y, net.layer_error(head, e, l1, top, y))
             }
@@ -1037,7 +1082,7 @@ impl AttentionPass<'_, '_> {
         let bound = if self.saturated || e.is_nan() {
             f64::INFINITY
         } else {
-            e * (1.0 + 1.0 / 65_536.0)
+            f64::from(e) * BOUND_ARITHMETIC
         };
         Ok(AttentionDecision {
             label,
@@ -1046,7 +1091,7 @@ impl AttentionPass<'_, '_> {
             witness: self.witness,
             weight,
             gap,
-            score_bound: self.e_s * (1.0 + 1.0 / 65_536.0),
+            score_bound: e_s,
         })
     }
 }
@@ -1056,7 +1101,7 @@ impl AttentionPass<'_, '_> {
 fn relu_quantize(y: &mut [f32], q: &mut [i16], e: i32) -> bool {
     let mut saturated = false;
     for (v, o) in y.iter_mut().zip(q.iter_mut()) {
-        *v = v.max(0.0);
+        *v = larger(0.0, *v);
         let (qv, ok) = quantize(*v, e);
         saturated |= !ok;
         *o = qv;
