@@ -80,7 +80,6 @@ fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
             &["cv", "musk1", "--classifier", "mi-graph", "--gamma", "-1"][..],
             "gamma",
         ),
-        (&["cv", "corel3", "--classifier", "mi-graph"][..], "binary"),
     ] {
         mil_refuses_naming(args, flag);
     }

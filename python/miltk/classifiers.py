@@ -1016,8 +1016,8 @@ class AutoMIL(_BagClassifier):
     training bag; with ``vote`` > 1 the ``vote`` best-ranked candidates are each fitted
     and predict by their majority. By default the candidates are twelve classifiers at their defaults —
     SimpleMI, miVLAD, miFV, the set-kernel SVM with k∧, k∧∨, the NSK and the MI kernel,
-    Citation-kNN, MILR, mi-Graph, the attention network and MILES (mi-Graph and MILES on
-    two classes only), as ``mil cv --classifier auto`` has them. Work shared across folds
+    Citation-kNN, MILR, mi-Graph, the attention network and MILES (MILES on two classes
+    only), as ``mil cv --classifier auto`` has them. Work shared across folds
     (Gram matrices, bag distances) is computed once.
 
     Parameters
@@ -1580,7 +1580,9 @@ class MIGraph(_BagClassifier):
     neighbours), and the kernel of two bags is
     sum_a sum_b W_a W_b exp(-gamma ||x_a - y_b||^2) / (sum W^X sum W^Y), on features
     z-scored on the training instances. The SVM is trained on its Gram matrix. Not
-    randomised. Binary labels only: ``classes_[1]`` is the positive class.
+    randomised. Two classes as in the paper (``classes_[1]`` the positive one); more by
+    one-vs-rest: one SVM per class against the rest on the same Gram matrix, the largest
+    decision value predicts.
 
     Parameters
     ----------
@@ -1595,8 +1597,8 @@ class MIGraph(_BagClassifier):
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
-        The labels; ``classes_[1]`` is the positive class.
+    classes_ : ndarray of shape (n_classes,)
+        The labels; with two, ``classes_[1]`` is the positive class.
     n_features_in_ : int
         Features per instance.
     model_ : object
@@ -1632,10 +1634,14 @@ class MIGraph(_BagClassifier):
 
         Returns
         -------
-        ndarray of shape (n_bags,)
-            sum_r c_r k(X, X_r) + b; positive values predict ``classes_[1]``.
+        ndarray of shape (n_bags,) or (n_bags, n_classes)
+            Two classes: sum_r c_r k(X, X_r) + b, positive values predict
+            ``classes_[1]``. More classes: one decision value per class (one-vs-rest),
+            the largest predicts.
         """
         scores, _ = self._scores(X)
+        if scores.shape[1] > 2:
+            return scores.copy()
         return scores[:, 1].copy()
 
 

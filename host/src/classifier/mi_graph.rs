@@ -30,13 +30,16 @@
 //!   additive contribution ([`InstanceScore::Contribution`]); the paper defines no
 //!   instance label, so none is given.
 //!
-//! Binary data only: class 1 is the positive class.
+//! Two classes as in the paper (class 1 the positive one); more than two by one-vs-rest
+//! on the same Gram matrix, as the set-kernel SVM does: machine c separates class c from
+//! the rest, and the largest decision value wins.
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::imbalance::ClassWeight;
 use super::svm::bags::{BagSvm, BagSvmSettings, EmpiricalMap};
+use super::svm::{decision_scores, fit_machines, machine_targets};
 use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::standardize::ZScore;
 use crate::data::{Bag, Bags, Dataset};
@@ -323,22 +326,13 @@ impl Classifier for MiGraph {
         let (data, train) = (train.dataset(), &*train.indices());
         self.check()?;
         let labels = data.training_labels(train, 2)?;
-        if data.n_classes() != 2 {
-            return Err(Error::data(
-                data.name(),
-                format!(
-                    "{} classes: mi-Graph is binary (negative = class 0, positive = class 1)",
-                    data.n_classes()
-                ),
-            ));
-        }
-        let class_weights = self.class_weight.resolve(&labels, 2)?;
+        let n_classes = data.n_classes();
+        let class_weights = self.class_weight.resolve(&labels, n_classes)?;
         let picked = data.copy_bags(train);
         let (zscore, gamma) = self.scaling(&picked);
         let bags = GraphBags::new(&zscore.apply_active(&picked)?);
         let m = bags.len();
         let gram = bags.gram(gamma);
-        let positive: Vec<bool> = labels.iter().map(|&l| l == 1).collect();
         let weights: Option<Vec<f64>> = (!self.class_weight.is_none())
             .then(|| labels.iter().map(|&l| class_weights[l]).collect());
         let settings = BagSvmSettings {
@@ -347,14 +341,18 @@ impl Classifier for MiGraph {
             cost: self.cost,
         };
         let all: Vec<usize> = (0..m).collect();
-        let svm = BagSvm::fit(&gram, m, &all, &positive, weights.as_deref(), settings, 1.0)?;
+        let targets = machine_targets(&labels, n_classes);
+        let mut machines =
+            fit_machines(&gram, m, &all, &targets, weights.as_deref(), settings, 1.0)?;
+        let rest = machines.split_off(1);
         Ok(MiGraphModel {
             params: *self,
             input_dim: data.dim(),
             zscore,
             gamma,
             bags,
-            svm,
+            svm: machines.remove(0),
+            rest,
         })
     }
 }
@@ -373,16 +371,45 @@ pub struct MiGraphModel {
     pub gamma: f64,
     /// The training bags, z-scored on their non-constant features, with Ŵ.
     pub bags: GraphBags,
-    /// The SVM over the training bags 0..m: class 1 against class 0.
+    /// The SVM over the training bags 0..m: class 1 against class 0 when binary; class 0
+    /// against the rest when there are more classes.
     pub svm: BagSvm,
+    /// More than two classes: the machines of classes 1..k against the rest, on the same
+    /// kernel; empty when binary.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rest: Vec<BagSvm>,
 }
 
 impl MiGraphModel {
+    /// The trained machines: `svm`, then the other one-vs-rest machines.
+    pub fn machines(&self) -> impl Iterator<Item = &BagSvm> {
+        std::iter::once(&self.svm).chain(&self.rest)
+    }
+
     /// f(X) of a bag (already scaled, with its weights) and each instance's contribution
-    /// g(x_a) (see the module); Σ g + b = f.
+    /// g(x_a) (see the module); Σ g + b = f. Binary: the SVM's; more classes: the machine
+    /// of the largest f (the predicted class), whose contributions explain that class.
     pub fn decision(&self, bag: Bag<'_>, weights: &[f64]) -> (f64, Vec<f64>) {
-        let support: Vec<(usize, f64)> = self
-            .svm
+        let mut best: Option<(f64, Vec<f64>)> = None;
+        for machine in self.machines() {
+            let (f, g) = self.machine_decision(machine, bag, weights);
+            if best.as_ref().is_none_or(|(top, _)| f > *top) {
+                best = Some((f, g));
+            }
+        }
+        best.unwrap_or_default()
+    }
+
+    /// Every machine's f(X) of a bag (already scaled, with its weights), in class order.
+    fn machine_values(&self, bag: Bag<'_>, weights: &[f64]) -> Vec<f64> {
+        self.machines()
+            .map(|m| self.machine_decision(m, bag, weights).0)
+            .collect()
+    }
+
+    /// One machine's f(X) and the instances' contributions.
+    fn machine_decision(&self, machine: &BagSvm, bag: Bag<'_>, weights: &[f64]) -> (f64, Vec<f64>) {
+        let support: Vec<(usize, f64)> = machine
             .coefficients
             .iter()
             .enumerate()
@@ -403,7 +430,7 @@ impl MiGraphModel {
                 wa * s
             })
             .collect();
-        (g.iter().sum::<f64>() + self.svm.bias, g)
+        (g.iter().sum::<f64>() + machine.bias, g)
     }
 
     /// The bags `bags` of `data` scaled as the training bags, with their weights.
@@ -414,15 +441,21 @@ impl MiGraphModel {
         ))
     }
 
-    /// f(X) and the contributions of every bag of `bags`, in parallel (each bag alone).
-    fn decisions(&self, data: &Dataset, bags: &[usize]) -> Result<Vec<(f64, Vec<f64>)>> {
+    /// `each` of every bag of `bags` (scaled, with its weights), in parallel (each bag
+    /// alone).
+    fn per_bag<T: Send>(
+        &self,
+        data: &Dataset,
+        bags: &[usize],
+        each: impl Fn(Bag<'_>, &[f64]) -> T + Sync,
+    ) -> Result<Vec<T>> {
         let scaled = self.scaled(data, bags)?;
         Ok((0..scaled.len())
             .into_par_iter()
             .map(|b| {
                 crate::cancel::checkpoint();
                 let (bag, w) = scaled.bag(b);
-                self.decision(bag, w)
+                each(bag, w)
             })
             .collect())
     }
@@ -451,12 +484,13 @@ impl MiGraphModel {
                 "mi-Graph: a scaling value or gamma is not finite (or negative)".into(),
             ));
         }
-        if m < 2
-            || self.svm.train != (0..m).collect::<Vec<_>>()
-            || self.svm.coefficients.len() != m
-            || !self.svm.coefficients.iter().all(|c| c.is_finite())
-            || !self.svm.bias.is_finite()
-        {
+        let bad_machine = |svm: &BagSvm| {
+            svm.train != (0..m).collect::<Vec<_>>()
+                || svm.coefficients.len() != m
+                || !svm.coefficients.iter().all(|c| c.is_finite())
+                || !svm.bias.is_finite()
+        };
+        if m < 2 || self.rest.len() == 1 || self.machines().any(bad_machine) {
             return Err(Error::Model(
                 "mi-Graph: the SVM's coefficients do not match the training bags".into(),
             ));
@@ -467,34 +501,35 @@ impl MiGraphModel {
 
 impl BagModel for MiGraphModel {
     fn n_classes(&self) -> usize {
-        2
+        if self.rest.is_empty() {
+            2
+        } else {
+            1 + self.rest.len()
+        }
     }
 
     fn input_dim(&self) -> usize {
         self.input_dim
     }
 
-    /// Binary scores [0, f(X)]: class 1 when f(X) > 0.
+    /// Binary scores [0, f(X)]: class 1 when f(X) > 0; more classes: each machine's
+    /// f_c(X), the largest wins.
     fn scores<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<BagScores> {
         let bags = bags.into();
         let (data, bags) = (bags.dataset(), &*bags.indices());
-        let values = self
-            .decisions(data, bags)?
-            .into_iter()
-            .flat_map(|(f, _)| [0.0, f])
-            .collect();
-        Ok(BagScores::new(2, values))
+        let values = self.per_bag(data, bags, |bag, w| self.machine_values(bag, w))?;
+        Ok(decision_scores(self.n_classes(), values.concat()))
     }
 
-    /// Every instance's contribution g(x_a) to f(X); the witness is the largest.
+    /// Every instance's contribution g(x_a) to f(X) (more classes: to the predicted
+    /// class's f_c); the witness is the largest.
     fn explain<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<Vec<Explanation>> {
         let bags = bags.into();
         let (data, bags) = (bags.dataset(), &*bags.indices());
-        Ok(self
-            .decisions(data, bags)?
-            .into_iter()
-            .map(|(_, g)| Explanation::from_scores(InstanceScore::Contribution, g))
-            .collect())
+        let explained = self.per_bag(data, bags, |bag, w| {
+            Explanation::from_scores(InstanceScore::Contribution, self.decision(bag, w).1)
+        })?;
+        Ok(explained)
     }
 }
 
@@ -802,11 +837,53 @@ mod tests {
             .to_string();
         assert!(err.contains("gamma"), "{err}");
         let (bags, _) = bags(1, 6);
-        let three = dataset(3, &bags, vec![0, 1, 2, 0, 1, 2]);
-        assert!(MiGraph::default().fit(&three).is_err());
+        let one = dataset(3, &bags, vec![1; 6]);
+        let err = MiGraph::default().fit(&one).unwrap_err().to_string();
+        assert!(err.contains("class"), "{err}");
         let grid = MiGraph::default().default_grid();
         assert_eq!(grid[0], MiGraph::default());
         assert_eq!(grid.len(), 9);
+    }
+
+    /// Three classes: each one-vs-rest machine is the binary mi-Graph of "class c against
+    /// the rest" on the same bags, the largest decision value labels a bag, and the
+    /// explanation is the predicted class's machine's.
+    #[test]
+    fn more_classes_are_one_machine_per_class_against_the_rest() {
+        for seed in 0..4 {
+            let (mut bags, _) = bags(seed, 30);
+            let labels: Vec<usize> = (0..bags.len()).map(|b| b % 3).collect();
+            for (bag, &c) in bags.iter_mut().zip(&labels) {
+                // Class c's bags have one instance near (3c, −3c, 3).
+                bag[0] = vec![3.0 * c as f64, -3.0 * c as f64, 3.0];
+            }
+            let data = dataset(3, &bags, labels.clone());
+            let model = MiGraph::default().fit(&data).unwrap();
+            assert_eq!(model.n_classes(), 3);
+            let machines: Vec<&BagSvm> = model.machines().collect();
+            for (c, machine) in machines.iter().enumerate() {
+                let rest: Vec<usize> = labels.iter().map(|&l| usize::from(l == c)).collect();
+                let binary = MiGraph::default().fit(&dataset(3, &bags, rest)).unwrap();
+                assert_eq!(&binary.svm, *machine, "seed {seed} class {c}");
+            }
+            let scores = model.scores(&data).unwrap();
+            assert_eq!(scores.labels(), labels, "seed {seed}");
+            let explained = model.explain(&data).unwrap();
+            let scaled = model
+                .scaled(&data, &(0..bags.len()).collect::<Vec<_>>())
+                .unwrap();
+            for (b, e) in explained.iter().enumerate() {
+                let (bag, w) = scaled.bag(b);
+                let c = labels[b];
+                let (f, g) = model.machine_decision(machines[c], bag, w);
+                assert_eq!(e.instance_scores, g);
+                assert!((scores.row(b)[c] - f).abs() < 1e-12);
+            }
+            let text = serde_json::to_string(&model).unwrap();
+            let back: MiGraphModel = serde_json::from_str(&text).unwrap();
+            back.validate().unwrap();
+            assert_eq!(back, model);
+        }
     }
 
     #[test]

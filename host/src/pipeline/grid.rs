@@ -151,7 +151,7 @@ impl ClassifierGrid {
     /// [`attention::TRAINABLE`]) and MILES, each at its defaults, cheap families first,
     /// every randomised step seeded by `seed` ([`ClassifierGrid::tuned_all`] adds each
     /// family's default grid). On more than two classes the inner CV passes over the
-    /// binary ones (mi-Graph, MILES: [`ClassifierParams::binary_only`]), and on a few
+    /// binary one (MILES: [`ClassifierParams::binary_only`]), and on a few
     /// bags over those that cannot fit the inner training bags
     /// ([`ClassifierParams::check_fit`]). mi-SVM, MI-SVM,
     /// MI-Wrapper, sMIL, sbMIL, DD and EM-DD are left out: they cost one to two orders of
@@ -567,8 +567,8 @@ mod tests {
         assert!(ClassifierGrid::of(Vec::new()).is_err());
     }
 
-    /// On three classes the auto grid's inner CV passes over mi-Graph and MILES (two
-    /// classes only) instead of failing on them, and chooses among the others.
+    /// On three classes the auto grid's inner CV passes over MILES (two classes only)
+    /// instead of failing on it, and chooses among the others.
     #[test]
     fn auto_passes_over_the_binary_families_on_more_classes() {
         // 3 classes × 12 bags of 3 instances around the class's mean, in 2 features.

@@ -376,7 +376,7 @@ pub struct SvmModel {
 
 /// The machines to train on labels `labels` of `n_classes` classes, as one flag per bag
 /// each: class 1 against 0 when binary, else class c against the rest for every c.
-fn machine_targets(labels: &[usize], n_classes: usize) -> Vec<Vec<bool>> {
+pub(super) fn machine_targets(labels: &[usize], n_classes: usize) -> Vec<Vec<bool>> {
     if n_classes == 2 {
         vec![labels.iter().map(|&l| l == 1).collect()]
     } else {
@@ -388,7 +388,7 @@ fn machine_targets(labels: &[usize], n_classes: usize) -> Vec<Vec<bool>> {
 
 /// Trains one machine per target on the same kernel (one Gram matrix for all).
 /// `weights`: each bag's cost factor (indexed like the kernel), `None` for C alike.
-fn fit_machines(
+pub(super) fn fit_machines(
     kernel: &[f64],
     n: usize,
     train: &[usize],
@@ -528,7 +528,7 @@ impl SetKernelSvm {
 /// 1 when f > 0 (ties to the negative class, as every classifier here), the decision value
 /// ranking bags for AUROC. One-vs-rest: the k decision values themselves, so the largest
 /// f_c wins (ties to the lower class).
-fn decision_scores(n_classes: usize, values: Vec<f64>) -> BagScores {
+pub(super) fn decision_scores(n_classes: usize, values: Vec<f64>) -> BagScores {
     if n_classes == 2 {
         BagScores::new(2, values.into_iter().flat_map(|f| [0.0, f]).collect())
     } else {
