@@ -22,17 +22,18 @@ simple-mi             | --classifier simple-mi
 mi-wrapper            | --classifier mi-wrapper
 mi-vlad               | --classifier mi-vlad
 mi-fv                 | --classifier mi-fv
-mi-svm                | --classifier mi-svm
-mi-svm-bag            | --classifier mi-svm-bag
-dd                    | --classifier dd | musk1=2
-em-dd                 | --classifier em-dd | musk1=2
+mi-fv-cv              | --classifier mi-fv --codebook 1,2,4
+mi-svm                | --classifier mi-svm                             | elephant=1,fox=1,tiger=1,corel_dogs=1
+mi-svm-bag            | --classifier mi-svm-bag                         | musk2=1,corel_dogs=1
+dd                    | --classifier dd | musk1=2,musk2=1,elephant=1,fox=1,tiger=1,corel_dogs=1
+em-dd                 | --classifier em-dd | musk1=2,musk2=1,elephant=1,fox=1,tiger=1,corel_dogs=1
 svm-kand              | --classifier svm --kernel kand
 svm-kandor            | --classifier svm --kernel kandor
 svm-kmin              | --classifier svm --kernel kmin
 svm-nsk               | --classifier svm --kernel nsk                   | corel_dogs=1
 svm-mi-rbf            | --classifier svm --kernel mi-rbf --scaling minmax
-smil                  | --classifier smil                               | musk2=3
-sbmil                 | --classifier sbmil                              | musk2=3
+smil                  | --classifier smil                               | musk2=3,corel_dogs=1
+sbmil                 | --classifier sbmil                              | musk2=3,corel_dogs=1
 miles                 | --classifier miles                              | corel_dogs=1
 mi-graph              | --classifier mi-graph
 attention             | --classifier attention                          | corel_dogs=1,corel3=1,sival6=1
