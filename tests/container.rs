@@ -817,6 +817,7 @@ fn miles_compact(inv_sd: Vec<f64>) -> Compact {
                 },
                 weights: vec![1.5, -0.75, 0.25],
                 bias: -0.1,
+                rest: Vec::new(),
             }),
             shift: 0.0,
         },

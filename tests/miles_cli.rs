@@ -76,7 +76,6 @@ fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
             &["cv", "musk1", "--classifier", "miles", "--scaling", "none"][..],
             "--scaling",
         ),
-        (&["cv", "corel3", "--classifier", "miles"][..], "binary"),
     ] {
         mil_refuses_naming(args, flag);
     }

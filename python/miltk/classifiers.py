@@ -1016,8 +1016,8 @@ class AutoMIL(_BagClassifier):
     training bag; with ``vote`` > 1 the ``vote`` best-ranked candidates are each fitted
     and predict by their majority. By default the candidates are twelve classifiers at their defaults —
     SimpleMI, miVLAD, miFV, the set-kernel SVM with k∧, k∧∨, the NSK and the MI kernel,
-    Citation-kNN, MILR, mi-Graph, the attention network and MILES (MILES on two classes
-    only), as ``mil cv --classifier auto`` has them. Work shared across folds
+    Citation-kNN, MILR, mi-Graph, the attention network and MILES, as
+    ``mil cv --classifier auto`` has them. Work shared across folds
     (Gram matrices, bag distances) is computed once.
 
     Parameters
@@ -1495,7 +1495,9 @@ class MILES(_BagClassifier):
     min sum_k |w_k| + C (mu sum_pos xi_i + (1 - mu) sum_neg xi_i) subject to
     y_i (w . m(B_i) + b) >= 1 - xi_i selects the few instances with w_k != 0 (the
     prototypes, the only ones the model keeps). A bag's decision value is
-    w . m(B) + b. Binary labels only: ``classes_[1]`` is the positive class.
+    w . m(B) + b. Two classes as in the paper (``classes_[1]`` the positive one); more
+    by one-vs-rest: one linear program per class against the rest on the same embedding,
+    the largest decision value predicts.
     :class:`MILESEmbedding` is the embedding alone, for any scikit-learn classifier.
 
     Parameters
@@ -1518,8 +1520,8 @@ class MILES(_BagClassifier):
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
-        The labels; ``classes_[1]`` is the positive class.
+    classes_ : ndarray of shape (n_classes,)
+        The labels; with two, ``classes_[1]`` is the positive class.
     n_features_in_ : int
         Features per instance.
     model_ : object
@@ -1564,10 +1566,13 @@ class MILES(_BagClassifier):
 
         Returns
         -------
-        ndarray of shape (n_bags,)
-            w . m(B) + b; positive values predict ``classes_[1]``.
+        ndarray of shape (n_bags,) or (n_bags, n_classes)
+            Two classes: w . m(B) + b, positive values predict ``classes_[1]``. More
+            classes: one decision value per class (one-vs-rest), the largest predicts.
         """
         scores, _ = self._scores(X)
+        if scores.shape[1] > 2:
+            return scores.copy()
         return scores[:, 1].copy()
 
 

@@ -25,7 +25,11 @@
 //!   one term; the score reported is g(xⱼ) − θ, so that the rule is "positive above 0"
 //!   and the scores of J sum to f(B). (With no prototype selected, J is the whole bag.)
 //!
-//! Binary data only: class 1 is the positive class.
+//! Two classes as in the paper (class 1 the positive one); more by one-vs-rest on one
+//! embedding: machine c is the 1-norm SVM of class c (its errors weighed μ) against the
+//! rest (1 − μ), the model keeps the prototypes any machine selects with each machine's
+//! weights over them (0 where it did not select one), and the largest f_c(B) wins; an
+//! instance's score is its contribution to the winning machine's f_c.
 
 use rand::seq::index::sample;
 use rand::SeedableRng;
@@ -35,6 +39,7 @@ use serde::{Deserialize, Serialize};
 
 use super::imbalance::ClassWeight;
 use super::mi_svm::{standardisation, zscore};
+use super::svm::decision_scores;
 use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::{Bags, Dataset};
 use crate::error::{Error, Result};
@@ -358,41 +363,61 @@ impl Classifier for Miles {
         let (data, train) = (train.dataset(), &*train.indices());
         self.check()?;
         let labels = data.training_labels(train, 2)?;
-        if data.n_classes() != 2 {
-            return Err(Error::data(
-                data.name(),
-                format!(
-                    "{} classes: MILES is binary (negative = class 0, positive = class 1)",
-                    data.n_classes()
-                ),
-            ));
-        }
-        let weights = self.class_weight.resolve(&labels, 2)?;
+        let n_classes = data.n_classes();
+        let weights = self.class_weight.resolve(&labels, n_classes)?;
         let embedding = self.embedding(data.select(train))?;
         let n = embedding.len();
         let m = embedding.transform(data.select(train))?;
-        let y: Vec<f64> = labels
+        // Binary: class 1 against class 0; more classes: each class against the rest.
+        let positives: Vec<usize> = if n_classes == 2 {
+            vec![1]
+        } else {
+            (0..n_classes).collect()
+        };
+        let machines = positives
             .iter()
-            .map(|&l| if l == 1 { 1.0 } else { -1.0 })
-            .collect();
-        let costs: Vec<f64> = labels
-            .iter()
-            .map(|&l| {
-                let share = if l == 1 { self.mu } else { 1.0 - self.mu };
-                self.cost * share * weights[l]
+            .map(|&c| {
+                let y: Vec<f64> = labels
+                    .iter()
+                    .map(|&l| if l == c { 1.0 } else { -1.0 })
+                    .collect();
+                let costs: Vec<f64> = labels
+                    .iter()
+                    .map(|&l| {
+                        let share = if l == c { self.mu } else { 1.0 - self.mu };
+                        self.cost * share * weights[l]
+                    })
+                    .collect();
+                let solution = crate::optim::l1_svm::solve(&m, n, &y, &costs)?;
+                // The interior point leaves unselected weights at round-off: 0.
+                let largest = solution.w.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+                let w = solution
+                    .w
+                    .iter()
+                    .map(|&wk| {
+                        if wk.abs() > WEIGHT_TOLERANCE * largest {
+                            wk
+                        } else {
+                            0.0
+                        }
+                    })
+                    .collect::<Vec<f64>>();
+                Ok((w, solution.bias))
             })
-            .collect();
-        let solution = crate::optim::l1_svm::solve(&m, n, &y, &costs)?;
-        let w = &solution.w;
-        let largest = w.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+            .collect::<Result<Vec<_>>>()?;
         let dim = embedding.dim;
-        let (mut prototypes, mut kept) = (Vec::new(), Vec::new());
-        for (k, &wk) in w.iter().enumerate() {
-            if wk.abs() > WEIGHT_TOLERANCE * largest {
-                prototypes.extend_from_slice(&embedding.prototypes[k * dim..(k + 1) * dim]);
-                kept.push(wk);
-            }
-        }
+        let kept: Vec<usize> = (0..n)
+            .filter(|&k| machines.iter().any(|(w, _)| w[k] != 0.0))
+            .collect();
+        let prototypes = kept
+            .iter()
+            .flat_map(|&k| embedding.prototypes[k * dim..(k + 1) * dim].iter().copied())
+            .collect();
+        let mut machines = machines.into_iter().map(|(w, bias)| MilesMachine {
+            weights: kept.iter().map(|&k| w[k]).collect(),
+            bias,
+        });
+        let first = machines.next().unwrap_or_default();
         Ok(MilesModel {
             params: *self,
             candidates: n,
@@ -400,10 +425,21 @@ impl Classifier for Miles {
                 prototypes,
                 ..embedding
             },
-            weights: kept,
-            bias: solution.bias,
+            weights: first.weights,
+            bias: first.bias,
+            rest: machines.collect(),
         })
     }
+}
+
+/// One more machine of a multi-class MILES ([`MilesModel::rest`]): a weight per kept
+/// prototype (0 where this machine did not select it) and its bias.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MilesMachine {
+    /// wₖ of each kept prototype.
+    pub weights: Vec<f64>,
+    /// Bias b.
+    pub bias: f64,
 }
 
 /// A fitted MILES: the selected prototypes (the embedding keeps only them), their
@@ -416,19 +452,62 @@ pub struct MilesModel {
     pub candidates: usize,
     /// The z-scoring, γ and the selected prototypes.
     pub embedding: MilesEmbedding,
-    /// The weight wₖ of each selected prototype.
+    /// The weight wₖ of each selected prototype (more classes: class 0's machine, 0 for
+    /// a prototype it did not select).
     pub weights: Vec<f64>,
-    /// Bias b.
+    /// Bias b (more classes: class 0's machine's).
     pub bias: f64,
+    /// More than two classes: the machines of classes 1..k against the rest, over the
+    /// same prototypes; empty when binary.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rest: Vec<MilesMachine>,
 }
 
 impl MilesModel {
-    /// f(B) of the bag and each instance's score g(xⱼ) − θ (see the module).
+    /// Each machine's weights and bias, in class order (binary: the one machine).
+    fn machines(&self) -> impl Iterator<Item = (&[f64], f64)> {
+        std::iter::once((&self.weights[..], self.bias))
+            .chain(self.rest.iter().map(|m| (&m.weights[..], m.bias)))
+    }
+
+    /// f(B) of the bag and each instance's score g(xⱼ) − θ (see the module); more
+    /// classes: those of the machine of the largest f_c(B) (the first on ties).
     pub fn decision(&self, bag: crate::data::Bag<'_>) -> (f64, Vec<f64>) {
-        let mut g = vec![0.0; bag.len()];
-        let mut holds = vec![false; bag.len()];
-        let mut f = self.bias;
-        for ((j, d2), w) in self.embedding.nearest(bag).into_iter().zip(&self.weights) {
+        let nearest = self.embedding.nearest(bag);
+        let mut best: Option<(f64, Vec<f64>)> = None;
+        for (weights, bias) in self.machines() {
+            let (f, g) = self.machine_decision(&nearest, weights, bias, bag.len());
+            if best.as_ref().is_none_or(|(top, _)| f > *top) {
+                best = Some((f, g));
+            }
+        }
+        best.unwrap_or_default()
+    }
+
+    /// Every machine's f_c(B), in class order.
+    fn values(&self, bag: crate::data::Bag<'_>) -> Vec<f64> {
+        let nearest = self.embedding.nearest(bag);
+        self.machines()
+            .map(|(weights, bias)| self.machine_decision(&nearest, weights, bias, bag.len()).0)
+            .collect()
+    }
+
+    /// One machine's f(B) and instance scores from the bag's instances nearest each
+    /// prototype (`nearest`) in a bag of `len` instances; a zero weight holds no term.
+    fn machine_decision(
+        &self,
+        nearest: &[(usize, f64)],
+        weights: &[f64],
+        bias: f64,
+        len: usize,
+    ) -> (f64, Vec<f64>) {
+        let mut g = vec![0.0; len];
+        let mut holds = vec![false; len];
+        let mut f = bias;
+        for (&(j, d2), &w) in nearest.iter().zip(weights) {
+            if w == 0.0 {
+                continue;
+            }
             let term = w * (-self.embedding.gamma * d2).exp();
             g[j] += term;
             holds[j] = true;
@@ -436,10 +515,10 @@ impl MilesModel {
         }
         // θ = −b/|J|; with no prototype, J is the whole bag.
         let contributing = match holds.iter().filter(|&&h| h).count() {
-            0 => bag.len().max(1),
+            0 => len.max(1),
             j => j,
         };
-        let share = self.bias / contributing as f64;
+        let share = bias / contributing as f64;
         (f, g.into_iter().map(|v| v + share).collect())
     }
 
@@ -449,17 +528,24 @@ impl MilesModel {
             .check()
             .map_err(|e| Error::Model(format!("MILES: {e}")))?;
         self.embedding.validate()?;
-        if self.weights.len() != self.embedding.len() || self.weights.len() > self.candidates {
+        let len = self.embedding.len();
+        if self.machines().any(|(w, _)| w.len() != len) || len > self.candidates {
             return Err(Error::Model(format!(
                 "MILES: {} weights for {} prototypes chosen from {} candidates",
                 self.weights.len(),
-                self.embedding.len(),
+                len,
                 self.candidates
             )));
         }
-        if !(self.weights.iter().all(|w| w.is_finite() && *w != 0.0) && self.bias.is_finite()) {
+        // Every kept prototype is some machine's: one machine's weights are all non-zero.
+        let finite = self
+            .machines()
+            .all(|(w, b)| w.iter().all(|v| v.is_finite()) && b.is_finite());
+        let selected = (0..len).all(|k| self.machines().any(|(w, _)| w[k] != 0.0));
+        if !(finite && selected) || self.rest.len() == 1 {
             return Err(Error::Model(
-                "MILES: a weight is zero or not finite, or the bias is not finite".into(),
+                "MILES: a weight or bias is not finite, a prototype has no weight, or there are two one-vs-rest machines"
+                    .into(),
             ));
         }
         Ok(())
@@ -468,23 +554,29 @@ impl MilesModel {
 
 impl BagModel for MilesModel {
     fn n_classes(&self) -> usize {
-        2
+        if self.rest.is_empty() {
+            2
+        } else {
+            1 + self.rest.len()
+        }
     }
 
     fn input_dim(&self) -> usize {
         self.embedding.dim
     }
 
-    /// Binary scores [0, f(B)]: class 1 when f(B) > 0.
+    /// Binary scores [0, f(B)]: class 1 when f(B) > 0; more classes: each machine's
+    /// f_c(B), the largest wins.
     fn scores<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<BagScores> {
         let bags = bags.into();
         let (data, bags) = (bags.dataset(), &*bags.indices());
         check_dim(data, self.embedding.dim)?;
-        let values = embed(data, bags, |bag| vec![0.0, self.decision(bag).0]);
-        Ok(BagScores::new(2, values))
+        let values = embed(data, bags, |bag| self.values(bag));
+        Ok(decision_scores(self.n_classes(), values))
     }
 
-    /// Every instance's contribution g(xⱼ) − θ; the witness is the largest.
+    /// Every instance's contribution g(xⱼ) − θ (more classes: to the predicted class's
+    /// f_c); the witness is the largest.
     fn explain<'a>(&self, bags: impl Into<Bags<'a>>) -> Result<Vec<Explanation>> {
         let bags = bags.into();
         let (data, bags) = (bags.dataset(), &*bags.indices());
@@ -512,6 +604,7 @@ mod tests {
             }
             starts.push(starts.last().unwrap() + bag.len());
         }
+        let classes = labels.iter().max().map_or(2, |&m| m + 1).max(2);
         Dataset::new(
             "toy",
             dim,
@@ -519,7 +612,7 @@ mod tests {
             starts,
             (0..bags.len()).map(|b| b.to_string()).collect(),
             Some(labels),
-            vec!["0".into(), "1".into()],
+            (0..classes).map(|c| c.to_string()).collect(),
         )
         .unwrap()
     }
@@ -757,6 +850,44 @@ mod tests {
         }
     }
 
+    /// Three classes: machine c is the binary MILES of "class c against the rest" on the
+    /// same candidates (its prototypes are the kept ones where its weight is not 0, in
+    /// order, with the same weights and bias), the largest f_c labels a separable set,
+    /// and a saved model round-trips.
+    #[test]
+    fn more_classes_are_one_program_per_class_against_the_rest() {
+        for seed in 0..3 {
+            let (mut bags, _) = bags(seed, 30);
+            let labels: Vec<usize> = (0..bags.len()).map(|b| b % 3).collect();
+            for (bag, &c) in bags.iter_mut().zip(&labels) {
+                bag[0] = vec![3.0 * c as f64, -3.0 * c as f64, 3.0];
+            }
+            let data = dataset(3, &bags, labels.clone());
+            let model = Miles::default().fit(&data).unwrap();
+            model.validate().unwrap();
+            assert_eq!(model.n_classes(), 3);
+            let dim = model.embedding.dim;
+            let machines: Vec<(&[f64], f64)> = model.machines().collect();
+            for (c, (weights, bias)) in machines.iter().enumerate() {
+                let rest: Vec<usize> = labels.iter().map(|&l| usize::from(l == c)).collect();
+                let binary = Miles::default().fit(&dataset(3, &bags, rest)).unwrap();
+                let mine: Vec<usize> = (0..weights.len()).filter(|&k| weights[k] != 0.0).collect();
+                let rows: Vec<f64> = mine
+                    .iter()
+                    .flat_map(|&k| model.embedding.prototypes[k * dim..(k + 1) * dim].to_vec())
+                    .collect();
+                assert_eq!(binary.embedding.prototypes, rows, "seed {seed} class {c}");
+                let w: Vec<f64> = mine.iter().map(|&k| weights[k]).collect();
+                assert_eq!(binary.weights, w);
+                assert_eq!(binary.bias, *bias);
+            }
+            assert_eq!(model.scores(&data).unwrap().labels(), labels, "seed {seed}");
+            let text = serde_json::to_string(&model).unwrap();
+            let back: MilesModel = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, model);
+        }
+    }
+
     #[test]
     fn bad_parameters_data_and_saved_models_are_refused() {
         let (bags, labels) = bags(2, 10);
@@ -767,21 +898,12 @@ mod tests {
         assert!(err(Miles::default().mu(1.0)).contains("mu"));
         assert!(err(Miles::default().mu(f64::NAN)).contains("mu"));
         assert!(err(Miles::default().max_prototypes(0)).contains("max_prototypes"));
-        let three = Dataset::new(
-            "three",
-            1,
-            vec![0.0, 1.0, 2.0],
-            vec![0, 1, 2, 3],
-            vec!["a".into(), "b".into(), "c".into()],
-            Some(vec![0, 1, 2]),
-            vec!["0".into(), "1".into(), "2".into()],
-        )
-        .unwrap();
+        let one = dataset(3, &bags, vec![1; bags.len()]);
         assert!(Miles::default()
-            .fit(&three)
+            .fit(&one)
             .unwrap_err()
             .to_string()
-            .contains("binary"));
+            .contains("class"));
 
         let model = Miles::default().fit(&data).unwrap();
         assert!(model.validate().is_ok());

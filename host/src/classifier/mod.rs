@@ -18,14 +18,14 @@
 //! - [`smil`]: sMIL and sbMIL (Bunescu & Mooney 2007), SVMs for sparse positive bags
 //!   (binary only).
 //! - [`miles`]: MILES (Chen, Bi & Wang 2006), a 1-norm SVM on each bag's similarities to
-//!   the training instances, which selects a few of them (binary only).
+//!   the training instances, which selects a few of them.
 //! - [`mi_graph`]: mi-Graph (Zhou, Sun & Li 2009), an SVM on a kernel over each bag's
 //!   ε-graph of instances.
 //! - [`attention`]: attention-based deep MIL (Ilse, Tomczak & Welling 2018), a neural
 //!   network with attention, gated-attention, mean or max pooling.
 //!
-//! Multi-class data: Citation-kNN votes per class; MILR, the set-kernel SVMs, mi-Graph
-//! and the vector-per-bag methods fit one model per class (one-vs-rest). The parameters are gathered in [`ClassifierParams`], the fitted models
+//! Multi-class data: Citation-kNN votes per class; MILR, the set-kernel SVMs, MILES,
+//! mi-Graph and the vector-per-bag methods fit one model per class (one-vs-rest). The parameters are gathered in [`ClassifierParams`], the fitted models
 //! in [`ClassifierModel`].
 
 pub mod attention;
@@ -556,14 +556,11 @@ impl ClassifierParams {
     }
 
     /// Whether the classifier takes two classes only (mi-SVM, MI-SVM, sMIL, sbMIL, DD,
-    /// EM-DD, MILES); the others take any number.
+    /// EM-DD); the others take any number.
     pub fn binary_only(&self) -> bool {
         matches!(
             self,
-            ClassifierParams::MiSvm(_)
-                | ClassifierParams::Smil(_)
-                | ClassifierParams::Dd(_)
-                | ClassifierParams::Miles(_)
+            ClassifierParams::MiSvm(_) | ClassifierParams::Smil(_) | ClassifierParams::Dd(_)
         )
     }
 

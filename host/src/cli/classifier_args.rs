@@ -22,8 +22,8 @@ pub struct ClassifierArgs {
     /// The bag classifier, or `auto`: an inner CV on the training bags of each fit
     /// chooses among SimpleMI, miVLAD, miFV, the SVM with k∧, k∧∨, the NSK and the MI
     /// kernel, Citation-kNN, MILR, mi-Graph, the attention network and MILES at their
-    /// defaults (with --tune: each with its default grid; MILES on two classes only), by
-    /// pooled inner AUROC on two classes unless --select says otherwise.
+    /// defaults (with --tune: each with its default grid), by pooled inner AUROC on two
+    /// classes unless --select says otherwise.
     #[arg(long, value_parser = ClassifierChoiceParser, required = true)]
     pub classifier: Option<ClassifierChoice>,
     /// Choose the classifier's settings by inner CV (--inner-folds, --select) among its

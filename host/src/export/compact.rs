@@ -393,6 +393,7 @@ fn em_dd_as_miles(m: &DdModel, threshold: Option<f64>) -> Result<MilesModel> {
         },
         weights: vec![1.0 - dd::EPSILON],
         bias: -threshold,
+        rest: Vec::new(),
     })
 }
 

@@ -30,6 +30,12 @@ pub(super) fn export_miles(
             format!("the MILES model was trained on {} features", e.dim),
         ));
     }
+    if !miles.rest.is_empty() {
+        return Err(Error::Unsupported(format!(
+            "exporting a {}-class one-vs-rest MILES model: the core's MILES head decides two classes only (train on two classes to export)",
+            miles.rest.len() + 1
+        )));
+    }
     if miles.weights.is_empty() {
         return Err(Error::Unsupported(
             "exporting a MILES model that selected no prototype (its score is the bias alone)"
