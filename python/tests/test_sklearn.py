@@ -161,3 +161,17 @@ def test_score_equals_accuracy_score(split):
     w = np.linspace(0.1, 1.0, len(test))
     assert clf.score(test, ytest, w) == pytest.approx(accuracy_score(ytest, predicted, sample_weight=w))
     assert clf.score(test, list(ytest)) == accuracy_score(ytest, predicted)
+
+
+@pytest.mark.parametrize("est", [miltk.MILES(), miltk.MIGraph()], ids=lambda e: type(e).__name__)
+def test_one_vs_rest_on_three_classes(corel3, est):
+    # One machine per class against the rest: a decision value per class, the largest
+    # predicts, and the labels are the data's own.
+    bags, y = corel3
+    train, ytrain, test = bags[::2], y[::2], bags[1::2]
+    clf = clone(est).fit(train, ytrain)
+    f = clf.decision_function(test)
+    assert f.shape == (len(test), 3)
+    assert np.array_equal(clf.predict(test), clf.classes_[f.argmax(axis=1)])
+    assert set(clf.classes_) == set(y)
+    assert clf.score(bags[1::2], y[1::2]) > 0.6
