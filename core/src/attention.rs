@@ -78,10 +78,11 @@
 //!
 //! The bound is computed as the pass runs, in `f32`, with the constants of (L) rounded
 //! up to `f32` when the model is parsed; (S) runs once per bag in `f64`. Every term is
-//! non-negative, so a rounding can lower a computed term by a factor (1 − u) at most,
-//! and no term is more than 200 roundings deep (at most 10 per layer, six layers, the
-//! input's few): the per-instance E_h and E_s are taken ×(1 + 2⁻¹⁶), above (1 − u)⁻²⁰⁰,
-//! before (S), and the head's E ×(1 + 2⁻¹⁶) again.
+//! non-negative, so a rounding can lower a computed term by a factor (1 − u) at most
+//! (and by 2⁻¹⁴⁹ absolutely in the subnormal range), and no term is more than 200
+//! roundings deep (at most 10 per layer, six layers, the input's few): the per-instance
+//! E_h and E_s are taken ×(1 + 2⁻¹⁶), above (1 − u)⁻²⁰⁰, plus 2⁻¹⁰⁰ before (S), and the
+//! head's E likewise.
 //!
 //! A binary label equals the host's wherever |logit_host| exceeds the bound; the
 //! witness equals the host's explanation wherever the gap between the two largest
@@ -105,6 +106,10 @@ const HOST_REL: f32 = 1.0 / 1_099_511_627_776.0;
 /// The factor that covers the `f32` roundings of the bound itself: every term is
 /// non-negative and at most 200 roundings deep, and (1 − u)⁻²⁰⁰ < 1 + 2⁻¹⁶.
 const BOUND_ARITHMETIC: f64 = 1.0 + 1.0 / 65_536.0;
+/// 2⁻¹⁰⁰, added with [`BOUND_ARITHMETIC`]: a rounding into `f32`'s subnormal range loses
+/// up to 2⁻¹⁴⁹ absolutely, not relatively; fewer than 2⁸ roundings, each grown by at most
+/// the product of the later layers' A, stay below it while that product is below 2⁴¹.
+const BOUND_SUBNORMAL: f64 = 1.0 / 1_267_650_600_228_229_401_496_703_205_376.0;
 /// e⁻¹⁶: the smallest exp argument the pass rounds to; below it a weight is clamped.
 const EXP_FLOOR: f32 = -16.0;
 /// e⁻¹⁶ as a value.
@@ -1019,8 +1024,8 @@ impl AttentionPass<'_, '_> {
         let h = f64::from(self.h_max);
         // The instances' bounds as upper bounds again ((1 − u)⁻²⁰⁰ < BOUND_ARITHMETIC),
         // before the softmax's terms, which grow faster than linearly in them.
-        let e_h = f64::from(self.e_h) * BOUND_ARITHMETIC;
-        let e_s = f64::from(self.e_s) * BOUND_ARITHMETIC;
+        let e_h = f64::from(self.e_h) * BOUND_ARITHMETIC + BOUND_SUBNORMAL;
+        let e_s = f64::from(self.e_s) * BOUND_ARITHMETIC + BOUND_SUBNORMAL;
         let (e_z, weight, gap) = match net.pooling {
             Pooling::Mean => {
                 let inv = 1.0 / self.n as f32;
@@ -1082,7 +1087,7 @@ impl AttentionPass<'_, '_> {
         let bound = if self.saturated || e.is_nan() {
             f64::INFINITY
         } else {
-            f64::from(e) * BOUND_ARITHMETIC
+            f64::from(e) * BOUND_ARITHMETIC + BOUND_SUBNORMAL
         };
         Ok(AttentionDecision {
             label,
