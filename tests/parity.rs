@@ -1339,6 +1339,79 @@ fn attention_network_on_elephant() {
 }
 
 #[test]
+fn attention_network_bound_covers_values_in_the_subnormal_range() {
+    // The first layer's weights are 2⁻¹³⁵ (subnormal in `f32`), so its outputs lose up to
+    // 2⁻¹⁴⁹ each absolutely, not relatively; the next two layers multiply them by 2⁶⁰
+    // each. The device's logits then differ from the host's by far more than 2⁻¹⁰⁰, and
+    // the bound must still cover them: its subnormal slack grows with the layers.
+    use mil_toolkit::classifier::attention::{AttentionMil, Pooling};
+    let params = AttentionMil::default()
+        .pooling(Pooling::Mean)
+        .hidden(4)
+        .epochs(1);
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut model = mil_suite::attention_network(params, 2, vec![0.0; 3], vec![1.0; 3], |_| 0.0);
+    let scales = [2f64.powi(-135), 2f64.powi(60), 2f64.powi(60)];
+    assert_eq!(model.layers.len(), scales.len());
+    for (layer, scale) in model.layers.iter_mut().zip(scales) {
+        for w in &mut layer.weight {
+            *w = ((0.5 + next()) * scale) as f32;
+        }
+    }
+    model.validate().unwrap();
+    let n_bags = 8;
+    let mut features = Vec::new();
+    let mut offsets = vec![0];
+    for _ in 0..n_bags {
+        let n = 1 + (next() * 5.0) as usize;
+        features.extend((0..3 * n).map(|_| 1.0 + next()));
+        offsets.push(offsets.last().unwrap() + n);
+    }
+    let data = Dataset::new(
+        "subnormal",
+        3,
+        features,
+        offsets,
+        (0..n_bags).map(|b| format!("b{b}")).collect(),
+        Some((0..n_bags).map(|b| b % 2).collect()),
+        vec!["0".into(), "1".into()],
+    )
+    .unwrap();
+    let compact = Compact {
+        stage: None,
+        head: Head::Attention(Box::new(model.clone())),
+    };
+    let bytes = export(&compact, Encoding::F32, &data).unwrap();
+    let core = Model::parse(&bytes).unwrap();
+    let mut worst = 0.0f64;
+    for b in 0..n_bags {
+        let (d, logits) = mil_toolkit::export::core_attention_decide(&core, data.bag(b)).unwrap();
+        let want = model.logits(data.bag(b));
+        let err = (f64::from(logits[0]) - want[0]).abs();
+        println!(
+            "bag {b}: logit {} host {} |Δ| {err:.2e} bound {:.2e}",
+            logits[0], want[0], d.bound
+        );
+        assert!(
+            err <= d.bound,
+            "bag {b}: |Δlogit| {err:e} above the bound {:e}",
+            d.bound
+        );
+        worst = worst.max(err);
+    }
+    assert!(
+        worst > 2f64.powi(-100),
+        "the roundings did not reach the subnormal range: {worst:e}"
+    );
+}
+
+#[test]
 fn attention_network_random_small_networks() {
     // Networks with random weights (2 to 4 classes, every pooling) on random bags of 1 to
     // 9 instances, every fourth spread three times wider: the bound, label and witness checks

@@ -81,8 +81,14 @@
 //! non-negative, so a rounding can lower a computed term by a factor (1 − u) at most
 //! (and by 2⁻¹⁴⁹ absolutely in the subnormal range), and no term is more than 200
 //! roundings deep (at most 10 per layer, six layers, the input's few): the per-instance
-//! E_h and E_s are taken ×(1 + 2⁻¹⁶), above (1 − u)⁻²⁰⁰, plus 2⁻¹⁰⁰ before (S), and the
-//! head's E likewise.
+//! E_h and E_s are taken ×(1 + 2⁻¹⁶), above (1 − u)⁻²⁰⁰, and the head's E likewise.
+//! A rounding into `f32`'s subnormal range loses up to 2⁻¹⁴⁹ absolutely instead, which
+//! the relative terms do not cover; (L) multiplies a layer's input error by at most
+//! (A + nδ)(1 + 2⁻⁴⁰) (the gated product by the sum over V and U, below the product of
+//! the factors plus one). So E_h and E_s gain 2⁻¹⁴¹·Π (1 + A_l + n_l δ_l)(1 + 2⁻⁴⁰) over
+//! the layers before the head (fewer than 2⁸ such roundings per instance, each grown by
+//! every later layer; computed when the model is parsed), E_z gains 2⁻¹⁴⁹(n + 2c + 2)
+//! (the pooling's roundings, which the head's (L) grows), and the head's E 2⁻¹⁴¹.
 //!
 //! A binary label equals the host's wherever |logit_host| exceeds the bound; the
 //! witness equals the host's explanation wherever the gap between the two largest
@@ -106,10 +112,11 @@ const HOST_REL: f32 = 1.0 / 1_099_511_627_776.0;
 /// The factor that covers the `f32` roundings of the bound itself: every term is
 /// non-negative and at most 200 roundings deep, and (1 − u)⁻²⁰⁰ < 1 + 2⁻¹⁶.
 const BOUND_ARITHMETIC: f64 = 1.0 + 1.0 / 65_536.0;
-/// 2⁻¹⁰⁰, added with [`BOUND_ARITHMETIC`]: a rounding into `f32`'s subnormal range loses
-/// up to 2⁻¹⁴⁹ absolutely, not relatively; fewer than 2⁸ roundings, each grown by at most
-/// the product of the later layers' A, stay below it while that product is below 2⁴¹.
-const BOUND_SUBNORMAL: f64 = 1.0 / 1_267_650_600_228_229_401_496_703_205_376.0;
+/// 2⁸·2⁻¹⁴⁹: fewer than 2⁸ roundings into `f32`'s subnormal range, each losing up to
+/// 2⁻¹⁴⁹ absolutely, not relatively (module documentation).
+const SUBNORMAL_LOSS: f64 = 2.0 / 5_575_186_299_632_655_785_383_929_568_162_090_376_495_104.0;
+/// 2⁻¹⁴⁹: the most one rounding into `f32`'s subnormal range loses.
+const SUBNORMAL_ROUNDING: f64 = SUBNORMAL_LOSS / 256.0;
 /// e⁻¹⁶: the smallest exp argument the pass rounds to; below it a weight is clamped.
 const EXP_FLOOR: f32 = -16.0;
 /// e⁻¹⁶ as a value.
@@ -242,6 +249,9 @@ pub struct Attention<'a> {
     scale: F32s<'a>,
     /// Each row's accumulator shift, `u32` (quantised; empty in `f32`).
     shift: &'a [u8],
+    /// The per-instance bounds' absolute term for roundings into the subnormal range
+    /// ([`Attention::subnormal_slack`]).
+    slack: f64,
 }
 
 impl<'a> Attention<'a> {
@@ -334,11 +344,27 @@ impl<'a> Attention<'a> {
             bias: bias.f32s(),
             scale,
             shift,
+            slack: 0.0,
         };
         for i in 0..n_layers {
             net.layers[i] = net.bound_constants(net.layers[i])?;
         }
+        net.slack = net.subnormal_slack();
         Ok(net)
+    }
+
+    /// 2⁻¹⁴¹·Π_l (1 + A_l + n_l δ_l)(1 + 2⁻⁴⁰) over the layers before the head, each
+    /// factor rounded up: the absolute losses in the subnormal range of one instance's
+    /// pass, grown by (L)'s factor on the input error through every later layer (module
+    /// documentation). Infinite when it overflows, which makes every bound infinite.
+    fn subnormal_slack(&self) -> f64 {
+        let grow = |l: &Layer<'_>| {
+            let g = 1.0 + f64::from(l.l1) + l.cols as f64 * f64::from(l.delta);
+            g * (1.0 + 1.0 / 1_099_511_627_776.0) * (1.0 + f64::EPSILON)
+        };
+        let before_head = self.layers.iter().take(self.n_layers.saturating_sub(1));
+        let product: f64 = before_head.map(grow).product();
+        SUBNORMAL_LOSS * product * (1.0 + 8.0 * f64::EPSILON)
     }
 
     /// The constants of (L) for one layer, checking its per-row numbers.
@@ -1024,8 +1050,8 @@ impl AttentionPass<'_, '_> {
         let h = f64::from(self.h_max);
         // The instances' bounds as upper bounds again ((1 − u)⁻²⁰⁰ < BOUND_ARITHMETIC),
         // before the softmax's terms, which grow faster than linearly in them.
-        let e_h = f64::from(self.e_h) * BOUND_ARITHMETIC + BOUND_SUBNORMAL;
-        let e_s = f64::from(self.e_s) * BOUND_ARITHMETIC + BOUND_SUBNORMAL;
+        let e_h = f64::from(self.e_h) * BOUND_ARITHMETIC + net.slack;
+        let e_s = f64::from(self.e_s) * BOUND_ARITHMETIC + net.slack;
         let (e_z, weight, gap) = match net.pooling {
             Pooling::Mean => {
                 let inv = 1.0 / self.n as f32;
@@ -1056,7 +1082,9 @@ impl AttentionPass<'_, '_> {
             }
         };
         let head = net.head();
-        let e_z = up(e_z);
+        // The pooling's roundings into the subnormal range: n + 2c + 2 per coordinate.
+        let pooled = (n + 2.0 * self.rescales as f64 + 2.0) * SUBNORMAL_ROUNDING;
+        let e_z = up(e_z + pooled);
         let (y, e) = match self.q.as_mut() {
             Some(q) => {
                 let mut saturated = false;
@@ -1087,7 +1115,7 @@ impl AttentionPass<'_, '_> {
         let bound = if self.saturated || e.is_nan() {
             f64::INFINITY
         } else {
-            f64::from(e) * BOUND_ARITHMETIC + BOUND_SUBNORMAL
+            f64::from(e) * BOUND_ARITHMETIC + SUBNORMAL_LOSS
         };
         Ok(AttentionDecision {
             label,
