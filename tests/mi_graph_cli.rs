@@ -6,7 +6,7 @@ use mil_suite::{
     assert_cv_is_the_librarys, assert_explained_as_the_library, assert_shortened_model_refused,
     mil_refuses_naming, temp_dir, train_unexportable,
 };
-use mil_toolkit::classifier::mi_graph::MiGraph;
+use mil_toolkit::classifier::mi_graph::{GraphNorm, MiGraph};
 use mil_toolkit::classifier::{BagModel, Classifier};
 
 #[test]
@@ -43,6 +43,9 @@ fn train_predict_and_cv_give_the_librarys_model() {
     // `mil cv`: each bag's label is that of the model fitted on its fold's training
     // bags (the library's folds of the same seed).
     assert_cv_is_the_librarys("musk1", 5, &flags, &params, "musk1");
+    // The authors' normalisation, likewise.
+    let sqrt = [&flags[..], &["--graph-norm", "sqrt"]].concat();
+    assert_cv_is_the_librarys("musk1", 5, &sqrt, &params.norm(GraphNorm::Sqrt), "musk1");
     std::fs::remove_dir_all(dir).ok();
 }
 
@@ -79,6 +82,21 @@ fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
         (
             &["cv", "musk1", "--classifier", "mi-graph", "--gamma", "-1"][..],
             "gamma",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "svm", "--graph-norm", "sqrt"][..],
+            "--graph-norm",
+        ),
+        (
+            &[
+                "cv",
+                "musk1",
+                "--classifier",
+                "mi-graph",
+                "--graph-norm",
+                "root",
+            ][..],
+            "--graph-norm",
         ),
     ] {
         mil_refuses_naming(args, flag);

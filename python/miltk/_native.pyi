@@ -89,6 +89,7 @@ class ClassifierSpec:
         gamma: Optional[float],
         cost: float,
         class_weight: str = "none",
+        norm: str = "sum",
     ) -> ClassifierSpec: ...
     @staticmethod
     def attention(

@@ -1583,8 +1583,9 @@ class MIGraph(_BagClassifier):
     Each bag is an epsilon-graph of its instances (an edge where two instances are closer
     than the bag's mean pairwise distance); instance a weighs W_a = 1 / (1 + its
     neighbours), and the kernel of two bags is
-    sum_a sum_b W_a W_b exp(-gamma ||x_a - y_b||^2) / (sum W^X sum W^Y), on features
-    z-scored on the training instances. The SVM is trained on its Gram matrix. Not
+    sum_a sum_b W_a W_b exp(-gamma ||x_a - y_b||^2) / (sum W^X sum W^Y) (the paper's
+    formula; ``norm="sqrt"`` divides by the square root of that product instead, as the
+    authors' code is reported to), on features z-scored on the training instances. The SVM is trained on its Gram matrix. Not
     randomised. Two classes as in the paper (``classes_[1]`` the positive one); more by
     one-vs-rest: one SVM per class against the rest on the same Gram matrix, the largest
     decision value predicts.
@@ -1597,6 +1598,9 @@ class MIGraph(_BagClassifier):
         The SVM's misclassification cost.
     class_weight : None, "balanced" or dict, default=None
         Multiplies each bag's cost by the weight of its class.
+    norm : {"sum", "sqrt"}, default="sum"
+        How the kernel divides by the bags' weights: by their product (the paper's
+        formula) or by its square root.
     n_jobs : int or None, default=None
         Threads of ``fit`` and ``predict``, as :class:`CitationKNN`'s.
 
@@ -1615,11 +1619,13 @@ class MIGraph(_BagClassifier):
         gamma: Optional[float] = None,
         C: float = 10.0,
         class_weight: ClassWeight = None,
+        norm: str = "sum",
         n_jobs: Optional[int] = None,
     ) -> None:
         self.gamma = gamma
         self.C = C
         self.class_weight = class_weight
+        self.norm = norm
         self.n_jobs = n_jobs
 
     def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
@@ -1627,6 +1633,7 @@ class MIGraph(_BagClassifier):
             None if self.gamma is None else float(self.gamma),
             float(self.C),
             _class_weight(self.class_weight, classes),
+            str(self.norm),
         )
 
     def decision_function(self, X: BagsLike) -> npt.NDArray[np.float64]:

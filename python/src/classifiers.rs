@@ -6,7 +6,7 @@ use mil_core::keyword::Keyword;
 use mil_toolkit::classifier::attention::{self, AttentionMil};
 use mil_toolkit::classifier::citation_knn::{CitationKnn, Scaling};
 use mil_toolkit::classifier::dd::{Dd, DdAlgorithm};
-use mil_toolkit::classifier::mi_graph::MiGraph;
+use mil_toolkit::classifier::mi_graph::{GraphNorm, MiGraph};
 use mil_toolkit::classifier::mi_svm::{Heuristic, InstanceKernel, InstanceScaling, MiSvm};
 use mil_toolkit::classifier::mi_vlad::{BagEncoding, MiVlad};
 use mil_toolkit::classifier::mi_wrapper::{Combine, MiWrapper};
@@ -196,13 +196,14 @@ impl ClassifierSpec {
         Self::checked(params.into())
     }
 
-    /// mi-Graph.
+    /// mi-Graph: `norm` sum (the paper's) or sqrt.
     #[staticmethod]
-    #[pyo3(signature = (gamma, cost, class_weight="none"))]
-    fn mi_graph(gamma: Option<f64>, cost: f64, class_weight: &str) -> PyResult<Self> {
+    #[pyo3(signature = (gamma, cost, class_weight="none", norm="sum"))]
+    fn mi_graph(gamma: Option<f64>, cost: f64, class_weight: &str, norm: &str) -> PyResult<Self> {
         let params = MiGraph::default()
             .gamma(gamma)
             .cost(cost)
+            .norm(keyword::<GraphNorm>("norm", norm)?)
             .class_weight(class_weight.parse().map_err(py_err)?);
         Self::checked(params.into())
     }

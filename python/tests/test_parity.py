@@ -35,6 +35,11 @@ CASES = [
     ("mi-fv", lambda: miltk.MiFV(n_clusters=2), ["--classifier", "mi-fv", "--codebook", "2"]),
     ("mi-svm", lambda: miltk.MiSVM(), ["--classifier", "mi-svm"]),
     (
+        "mi-graph-sqrt",
+        lambda: miltk.MIGraph(norm="sqrt"),
+        ["--classifier", "mi-graph", "--graph-norm", "sqrt"],
+    ),
+    (
         "mi-svm-bag",
         lambda: miltk.MISVM(kernel="rbf", gamma=0.01, C=10.0),
         ["--classifier", "mi-svm-bag", "--kernel", "rbf", "--gamma", "0.01", "--cost", "10"],

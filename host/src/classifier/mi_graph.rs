@@ -15,9 +15,11 @@
 //!   k_g(X, Y) = Σ_a Σ_b W^X_a W^Y_b k(x_a, y_b) / (Σ_a W^X_a · Σ_b W^Y_b), with k the RBF
 //!   kernel exp(−γ‖x − y‖²). It is the inner product of the weighted means
 //!   Σ_a Ŵ_a φ(x_a), Ŵ_a = W_a / Σ_u W_u, of the bags' instances in k's feature space, so
-//!   every Gram matrix is positive semi-definite. (The authors' code is reported to divide
-//!   by √(Σ W^X · Σ W^Y) instead; this follows the paper's formula.) MI-Graph's edge kernel
-//!   is not implemented.
+//!   every Gram matrix is positive semi-definite. The authors' code is reported to divide
+//!   by √(Σ W^X · Σ W^Y) instead ([`GraphNorm::Sqrt`]): the inner product of the sums
+//!   Σ_a W_a φ(x_a) / √(Σ_u W_u), positive semi-definite too, in which a bag of many
+//!   distinct instances weighs more. The default follows the paper's formula
+//!   ([`GraphNorm::Sum`]). MI-Graph's edge kernel is not implemented.
 //! - Features are z-scored on the training instances (constant features dropped), as the
 //!   NSK, mi-SVM and MILES do here, and γ defaults to 1 / (number of non-constant
 //!   features); the paper does not state its scaling.
@@ -47,8 +49,24 @@ use crate::distance::squared_euclidean;
 use crate::error::{Error, Result};
 use crate::explain::{Explanation, InstanceScore};
 
+/// How k_g divides the weighted sum over the two bags' instance pairs (see the module).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GraphNorm {
+    /// By Σ W^X · Σ W^Y, the paper's formula: each bag's weights Ŵ sum to 1.
+    #[default]
+    Sum,
+    /// By √(Σ W^X · Σ W^Y), as the authors' code is reported to do.
+    Sqrt,
+}
+
+mil_core::keywords!(GraphNorm {
+    GraphNorm::Sum => "sum": "divide by the product of the bags' weight sums (the paper's formula)",
+    GraphNorm::Sqrt => "sqrt": "divide by the square root of that product (the authors' code)",
+});
+
 /// mi-Graph hyper-parameters. The defaults: γ = 1 / (number of non-constant features) on
-/// z-scored features, C = 10.
+/// z-scored features, C = 10, the paper's normalisation.
 ///
 /// ```
 /// use mil_toolkit::classifier::mi_graph::MiGraph;
@@ -74,6 +92,9 @@ pub struct MiGraph {
     /// Each bag's C is multiplied by the weight of its class.
     #[serde(default, skip_serializing_if = "ClassWeight::is_none")]
     pub class_weight: ClassWeight,
+    /// How the kernel divides by the bags' weights.
+    #[serde(default)]
+    pub norm: GraphNorm,
 }
 
 impl Default for MiGraph {
@@ -83,6 +104,7 @@ impl Default for MiGraph {
             gamma_factor: 1.0,
             cost: 10.0,
             class_weight: ClassWeight::None,
+            norm: GraphNorm::Sum,
         }
     }
 }
@@ -92,6 +114,7 @@ crate::params::setters!(MiGraph {
     gamma_factor: f64,
     cost: f64,
     class_weight: ClassWeight,
+    norm: GraphNorm,
 });
 
 fn one() -> f64 {
@@ -178,11 +201,16 @@ pub fn graph_weights(bag: Bag<'_>) -> Vec<f64> {
         .collect()
 }
 
-/// The weights Ŵ_a = W_a / Σ_u W_u of a bag (they sum to 1).
-pub fn normalised_weights(bag: Bag<'_>) -> Vec<f64> {
+/// The weights of a bag in k_g: Ŵ_a = W_a / Σ_u W_u (they sum to 1), or W_a / √(Σ_u W_u)
+/// with [`GraphNorm::Sqrt`].
+pub fn normalised_weights(bag: Bag<'_>, norm: GraphNorm) -> Vec<f64> {
     let w = graph_weights(bag);
     let sum: f64 = w.iter().sum();
-    w.into_iter().map(|v| v / sum).collect()
+    let divisor = match norm {
+        GraphNorm::Sum => sum,
+        GraphNorm::Sqrt => sum.sqrt(),
+    };
+    w.into_iter().map(|v| v / divisor).collect()
 }
 
 /// k_g(X, Y) from the bags and their normalised weights ([`normalised_weights`]):
@@ -218,12 +246,12 @@ pub struct GraphBags {
 
 impl GraphBags {
     /// The bags of a (scaled) data set with their weights, computed in parallel per bag.
-    pub fn new(data: &Dataset) -> GraphBags {
+    pub fn new(data: &Dataset, norm: GraphNorm) -> GraphBags {
         let weights: Vec<f64> = (0..data.n_bags())
             .into_par_iter()
             .map(|b| {
                 crate::cancel::checkpoint();
-                normalised_weights(data.bag(b))
+                normalised_weights(data.bag(b), norm)
             })
             .collect::<Vec<_>>()
             .concat();
@@ -290,8 +318,11 @@ impl GraphBags {
         out
     }
 
-    /// Checks stored bags read from a file.
-    fn validate(&self) -> Result<()> {
+    /// Checks stored bags read from a file, their weights made with `norm`: every
+    /// W_a = 1 / (1 + neighbours) lies in [1/n, 1], so the Ŵ of a bag of n instances are
+    /// positive and sum to 1 (`Sum`), or sum to √(Σ W) ∈ [1, √n] with every
+    /// W_a = Ŵ_a·Σ Ŵ ≤ 1 (`Sqrt`).
+    fn validate(&self, norm: GraphNorm) -> Result<()> {
         let bad = |what: &str| Err(Error::Model(format!("mi-Graph: {what}")));
         let instances = self.weights.len();
         if self.dim == 0
@@ -308,9 +339,20 @@ impl GraphBags {
         for b in 0..self.len() {
             let w = &self.weights[self.starts[b]..self.starts[b + 1]];
             let sum: f64 = w.iter().sum();
-            if !w.iter().all(|&v| v > 0.0 && v <= 1.0) || (sum - 1.0).abs() > 1e-9 {
+            let ok = match norm {
+                GraphNorm::Sum => {
+                    w.iter().all(|&v| v > 0.0 && v <= 1.0) && (sum - 1.0).abs() <= 1e-9
+                }
+                GraphNorm::Sqrt => {
+                    w.iter().all(|&v| v > 0.0 && v * sum <= 1.0 + 1e-9)
+                        && sum >= 1.0 - 1e-9
+                        && sum * sum <= w.len() as f64 + 1e-9
+                }
+            };
+            if !ok {
                 return bad(&format!(
-                    "the instance weights of training bag {b} are not positive weights summing to 1"
+                    "the instance weights of training bag {b} are not the weights of a graph ({} normalisation)",
+                    mil_core::keyword::Keyword::name(norm)
                 ));
             }
         }
@@ -330,7 +372,7 @@ impl Classifier for MiGraph {
         let class_weights = self.class_weight.resolve(&labels, n_classes)?;
         let picked = data.copy_bags(train);
         let (zscore, gamma) = self.scaling(&picked);
-        let bags = GraphBags::new(&zscore.apply_active(&picked)?);
+        let bags = GraphBags::new(&zscore.apply_active(&picked)?, self.norm);
         let m = bags.len();
         let gram = bags.gram(gamma);
         let weights: Option<Vec<f64>> = (!self.class_weight.is_none())
@@ -438,6 +480,7 @@ impl MiGraphModel {
         check_dim(data, self.input_dim)?;
         Ok(GraphBags::new(
             &self.zscore.apply_active(&data.copy_bags(bags))?,
+            self.params.norm,
         ))
     }
 
@@ -465,7 +508,7 @@ impl MiGraphModel {
         self.params
             .check()
             .map_err(|e| Error::Model(format!("mi-Graph: {e}")))?;
-        self.bags.validate()?;
+        self.bags.validate(self.params.norm)?;
         let m = self.bags.len();
         let z = &self.zscore;
         if self.input_dim == 0
@@ -616,7 +659,7 @@ mod tests {
             .collect()
     }
 
-    fn brute_kernel(x: &[Vec<f64>], y: &[Vec<f64>], gamma: f64) -> f64 {
+    fn brute_kernel(x: &[Vec<f64>], y: &[Vec<f64>], gamma: f64, norm: GraphNorm) -> f64 {
         let (wx, wy) = (brute_weights(x), brute_weights(y));
         let mut num = 0.0;
         for (a, xa) in x.iter().enumerate() {
@@ -625,7 +668,11 @@ mod tests {
                 num += wx[a] * wy[b] * (-gamma * d2).exp();
             }
         }
-        num / (wx.iter().sum::<f64>() * wy.iter().sum::<f64>())
+        let product = wx.iter().sum::<f64>() * wy.iter().sum::<f64>();
+        match norm {
+            GraphNorm::Sum => num / product,
+            GraphNorm::Sqrt => num / product.sqrt(),
+        }
     }
 
     #[test]
@@ -642,8 +689,8 @@ mod tests {
         // k_g(X, {2}) = (½e^{−4γ} + ½e^{−γ} + e^{−9γ}) / (2 · 1).
         let gamma = 0.3;
         let y = [2.0];
-        let wx = normalised_weights(Bag::from_rows(&x, 1));
-        let wy = normalised_weights(Bag::from_rows(&y, 1));
+        let wx = normalised_weights(Bag::from_rows(&x, 1), GraphNorm::Sum);
+        let wy = normalised_weights(Bag::from_rows(&y, 1), GraphNorm::Sum);
         let got = graph_kernel(
             Bag::from_rows(&x, 1),
             &wx,
@@ -652,6 +699,18 @@ mod tests {
             gamma,
         );
         let want = (0.5 * (-4.0 * gamma).exp() + 0.5 * (-gamma).exp() + (-9.0 * gamma).exp()) / 2.0;
+        assert!((got - want).abs() < 1e-15, "{got} {want}");
+        // The authors' normalisation divides by √(2 · 1) instead.
+        let wx = normalised_weights(Bag::from_rows(&x, 1), GraphNorm::Sqrt);
+        let wy = normalised_weights(Bag::from_rows(&y, 1), GraphNorm::Sqrt);
+        let got = graph_kernel(
+            Bag::from_rows(&x, 1),
+            &wx,
+            Bag::from_rows(&y, 1),
+            &wy,
+            gamma,
+        );
+        let want = want * 2.0 / 2f64.sqrt();
         assert!((got - want).abs() < 1e-15, "{got} {want}");
     }
 
@@ -676,9 +735,9 @@ mod tests {
                 / 4.0;
             let got = graph_kernel(
                 bx,
-                &normalised_weights(bx),
+                &normalised_weights(bx, GraphNorm::Sum),
                 by,
-                &normalised_weights(by),
+                &normalised_weights(by, GraphNorm::Sum),
                 gamma,
             );
             assert!((got - mean).abs() < 1e-14, "{got} {mean}");
@@ -690,14 +749,16 @@ mod tests {
         for seed in 0..30 {
             let (bags, labels) = bags(seed, 12);
             let data = dataset(3, &bags, labels);
-            let g = GraphBags::new(&data);
+            let norm = [GraphNorm::Sum, GraphNorm::Sqrt][seed as usize % 2];
+            let g = GraphBags::new(&data, norm);
+            g.validate(norm).unwrap();
             let gamma = 0.2 + 0.1 * (seed % 5) as f64;
             let gram = g.gram(gamma);
             let n = bags.len();
             for i in 0..n {
                 for j in 0..n {
                     assert_eq!(gram[i * n + j], gram[j * n + i]);
-                    let want = brute_kernel(&bags[i], &bags[j], gamma);
+                    let want = brute_kernel(&bags[i], &bags[j], gamma, norm);
                     assert!(
                         (gram[i * n + j] - want).abs() < 1e-13,
                         "seed {seed} ({i}, {j})"
@@ -784,8 +845,8 @@ mod tests {
             let scores = model.scores(&other).unwrap();
             let n = bags.len();
             let (g, h) = (
-                GraphBags::new(&data).gram(0.5),
-                GraphBags::new(&other).gram(0.5),
+                GraphBags::new(&data, GraphNorm::Sum).gram(0.5),
+                GraphBags::new(&other, GraphNorm::Sum).gram(0.5),
             );
             for (k, &b) in order.iter().enumerate() {
                 let (x, y) = (base.row(b)[1], scores.row(k)[1]);
@@ -904,8 +965,22 @@ mod tests {
         let mut bad = model.clone();
         bad.gamma = f64::NAN;
         assert!(bad.validate().is_err());
-        let mut bad = model;
+        let mut bad = model.clone();
         bad.bags.starts[1] = 0;
+        assert!(bad.validate().is_err());
+        // A model saved before the normalisation was a setting reads as the paper's.
+        let old = text.replace(r#","norm":"sum""#, "");
+        assert_ne!(old, text);
+        assert_eq!(serde_json::from_str::<MiGraphModel>(&old).unwrap(), model);
+        // The authors' normalisation round-trips; its weights are refused as the paper's.
+        let sqrt = MiGraph::default().norm(GraphNorm::Sqrt).fit(&data).unwrap();
+        let back: MiGraphModel =
+            serde_json::from_str(&serde_json::to_string(&sqrt).unwrap()).unwrap();
+        back.validate().unwrap();
+        assert_eq!(back.scores(&data).unwrap(), sqrt.scores(&data).unwrap());
+        assert_ne!(sqrt.scores(&data).unwrap(), model.scores(&data).unwrap());
+        let mut bad = sqrt;
+        bad.params.norm = GraphNorm::Sum;
         assert!(bad.validate().is_err());
     }
 }

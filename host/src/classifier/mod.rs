@@ -811,14 +811,20 @@ impl std::fmt::Display for ClassifierParams {
                 Some(g) => write!(f, "{kind} (gamma {g}, C {}, mu {})", m.cost, m.mu),
                 None => write!(f, "{kind} (C {}, mu {})", m.cost, m.mu),
             },
-            ClassifierParams::MiGraph(m) => match m.gamma {
-                Some(g) => write!(f, "{kind} (gamma {g}, C {})", m.cost),
-                None => write!(
-                    f,
-                    "{kind} (gamma {}/features, C {})",
-                    m.gamma_factor, m.cost
-                ),
-            },
+            ClassifierParams::MiGraph(m) => {
+                let norm = match m.norm {
+                    mi_graph::GraphNorm::Sum => "",
+                    mi_graph::GraphNorm::Sqrt => ", sqrt normalisation",
+                };
+                match m.gamma {
+                    Some(g) => write!(f, "{kind} (gamma {g}, C {}{norm})", m.cost),
+                    None => write!(
+                        f,
+                        "{kind} (gamma {}/features, C {}{norm})",
+                        m.gamma_factor, m.cost
+                    ),
+                }
+            }
             ClassifierParams::Attention(a) => write!(
                 f,
                 "{kind} ({} pooling, hidden {}, weight decay {})",

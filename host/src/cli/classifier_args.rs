@@ -3,7 +3,7 @@
 use super::*;
 use crate::classifier::attention::{self, AttentionMil};
 use crate::classifier::dd::Dd;
-use crate::classifier::mi_graph::MiGraph;
+use crate::classifier::mi_graph::{GraphNorm, MiGraph};
 use crate::classifier::mi_svm::{Heuristic, InstanceKernel, InstanceScaling, MiSvm};
 use crate::classifier::mi_vlad::{BagEncoding, MiVlad};
 use crate::classifier::mi_wrapper::{Combine, MiWrapper};
@@ -110,6 +110,10 @@ pub struct ClassifierArgs {
     /// the instance kernel `linear` (the default) or `rbf` (with --gamma).
     #[arg(long, value_parser = keyword::<KernelFlag>(), value_delimiter = ',')]
     pub kernel: Vec<KernelFlag>,
+    /// mi-graph: how the graph kernel divides by the bags' weights: `sum` (the paper's
+    /// formula) or `sqrt` (the authors' code) [default: sum]; a list is chosen by inner CV.
+    #[arg(long, value_parser = keyword::<GraphNorm>(), value_delimiter = ',')]
+    pub graph_norm: Vec<GraphNorm>,
     /// SVM: empirical kernel map [default: none].
     #[arg(long, value_parser = keyword::<EmpiricalMap>(), value_delimiter = ',')]
     pub map: Vec<EmpiricalMap>,
@@ -266,6 +270,7 @@ pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
         ("codebook", &[V, F]),
         ("kernel", &[S, P, B, N, L]),
         ("map", &[S]),
+        ("graph-norm", &[G]),
         ("cost", &[S, P, B, N, L, X, G]),
         ("epsilon", &[S]),
         ("delta", &[S]),
@@ -290,7 +295,7 @@ pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
 
 impl ClassifierArgs {
     /// Each flag of [`APPLIES_TO`] with its value, to compare with the defaults.
-    fn flag_values(&self) -> [(&'static str, String); 31] {
+    fn flag_values(&self) -> [(&'static str, String); 32] {
         let k = &self.set_kernel;
         let some = |v: Option<String>| v.unwrap_or_default();
         [
@@ -306,6 +311,7 @@ impl ClassifierArgs {
             ("codebook", list(&self.codebook)),
             ("kernel", list(&self.kernel)),
             ("map", list(&self.map)),
+            ("graph-norm", list(&self.graph_norm)),
             ("cost", list(&self.cost)),
             ("epsilon", k.epsilon.to_string()),
             ("delta", k.delta.to_string()),
@@ -450,6 +456,7 @@ impl ClassifierArgs {
         all = expand(all, |a| &mut a.codebook);
         all = expand(all, |a| &mut a.kernel);
         all = expand(all, |a| &mut a.map);
+        all = expand(all, |a| &mut a.graph_norm);
         all = expand(all, |a| &mut a.gamma);
         all = expand(all, |a| &mut a.rho);
         all = expand(all, |a| &mut a.mu);
@@ -557,6 +564,7 @@ impl ClassifierArgs {
             ClassifierKind::MiGraph => MiGraph::default()
                 .gamma(args.gamma.first().copied())
                 .cost(first(&args.cost, MiGraph::default().cost))
+                .norm(first(&args.graph_norm, MiGraph::default().norm))
                 .into(),
             kind @ (ClassifierKind::Attention | ClassifierKind::GatedAttention) => {
                 ClassifierParams::from(self.attention_params(kind, seed)?)
@@ -1005,11 +1013,18 @@ impl ClassifierArgs {
                 values(&args.cost, Miles::default().cost),
                 values(&args.mu, Miles::default().mu)
             ),
-            ClassifierKind::MiGraph => format!(
-                "mi-graph (gamma {}, C {})",
-                values(&args.gamma, "1/features"),
-                values(&args.cost, MiGraph::default().cost)
-            ),
+            ClassifierKind::MiGraph => {
+                let norm = if args.graph_norm.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} normalisation", values(&args.graph_norm, ""))
+                };
+                format!(
+                    "mi-graph (gamma {}, C {}{norm})",
+                    values(&args.gamma, "1/features"),
+                    values(&args.cost, MiGraph::default().cost)
+                )
+            }
             kind @ (ClassifierKind::Attention | ClassifierKind::GatedAttention) => {
                 let net = AttentionMil::default();
                 format!(
