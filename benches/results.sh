@@ -36,6 +36,7 @@ smil                  | --classifier smil                               | musk2=
 sbmil                 | --classifier sbmil                              | musk2=3,corel_dogs=1
 miles                 | --classifier miles                              | corel_dogs=1
 mi-graph              | --classifier mi-graph
+mi-graph-sqrt         | --classifier mi-graph --graph-norm sqrt
 attention             | --classifier attention                          | corel_dogs=1,corel3=1,sival6=1
 attention-h64         | --classifier attention --hidden 64              | corel_dogs=1,corel3=1,sival6=1
 attention-h32         | --classifier attention --hidden 32              | corel_dogs=1,corel3=1,sival6=1
