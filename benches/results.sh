@@ -32,8 +32,8 @@ svm-kandor            | --classifier svm --kernel kandor
 svm-kmin              | --classifier svm --kernel kmin
 svm-nsk               | --classifier svm --kernel nsk                   | corel_dogs=1
 svm-mi-rbf            | --classifier svm --kernel mi-rbf --scaling minmax
-smil                  | --classifier smil                               | musk2=3,corel_dogs=1
-sbmil                 | --classifier sbmil                              | musk2=3,corel_dogs=1
+smil                  | --classifier smil                               | musk2=3
+sbmil                 | --classifier sbmil                              | musk2=3
 miles                 | --classifier miles                              | corel_dogs=1
 mi-graph              | --classifier mi-graph
 mi-graph-sqrt         | --classifier mi-graph --graph-norm sqrt
