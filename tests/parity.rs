@@ -1338,6 +1338,16 @@ fn attention_network_on_elephant() {
     }
 }
 
+/// Uniform draws in [0, 1) from a xorshift generator seeded with `state` (non-zero).
+fn uniform(mut state: u64) -> impl FnMut() -> f64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
 #[test]
 fn attention_network_bound_covers_values_in_the_subnormal_range() {
     // The first layer's weights are 2⁻¹³⁵ (subnormal in `f32`), so its outputs lose up to
@@ -1349,13 +1359,7 @@ fn attention_network_bound_covers_values_in_the_subnormal_range() {
         .pooling(Pooling::Mean)
         .hidden(4)
         .epochs(1);
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 11) as f64 / (1u64 << 53) as f64
-    };
+    let mut next = uniform(0x2545_f491_4f6c_dd1d);
     let mut model = mil_suite::attention_network(params, 2, vec![0.0; 3], vec![1.0; 3], |_| 0.0);
     let scales = [2f64.powi(-135), 2f64.powi(60), 2f64.powi(60)];
     assert_eq!(model.layers.len(), scales.len());
@@ -1417,13 +1421,7 @@ fn attention_network_random_small_networks() {
     // 9 instances, every fourth spread three times wider: the bound, label and witness checks
     // of `attention_parity` on every bag.
     use mil_toolkit::classifier::attention::{AttentionMil, Pooling};
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 11) as f64 / (1u64 << 53) as f64
-    };
+    let mut next = uniform(0x9e37_79b9_7f4a_7c15);
     let mut checked = 0;
     for seed in 0..24 {
         let pooling = [

@@ -689,28 +689,16 @@ mod tests {
         // k_g(X, {2}) = (½e^{−4γ} + ½e^{−γ} + e^{−9γ}) / (2 · 1).
         let gamma = 0.3;
         let y = [2.0];
-        let wx = normalised_weights(Bag::from_rows(&x, 1), GraphNorm::Sum);
-        let wy = normalised_weights(Bag::from_rows(&y, 1), GraphNorm::Sum);
-        let got = graph_kernel(
-            Bag::from_rows(&x, 1),
-            &wx,
-            Bag::from_rows(&y, 1),
-            &wy,
-            gamma,
-        );
+        let (bx, by) = (Bag::from_rows(&x, 1), Bag::from_rows(&y, 1));
+        let kernel = |norm| {
+            let (wx, wy) = (normalised_weights(bx, norm), normalised_weights(by, norm));
+            graph_kernel(bx, &wx, by, &wy, gamma)
+        };
         let want = (0.5 * (-4.0 * gamma).exp() + 0.5 * (-gamma).exp() + (-9.0 * gamma).exp()) / 2.0;
+        let got = kernel(GraphNorm::Sum);
         assert!((got - want).abs() < 1e-15, "{got} {want}");
         // The authors' normalisation divides by √(2 · 1) instead.
-        let wx = normalised_weights(Bag::from_rows(&x, 1), GraphNorm::Sqrt);
-        let wy = normalised_weights(Bag::from_rows(&y, 1), GraphNorm::Sqrt);
-        let got = graph_kernel(
-            Bag::from_rows(&x, 1),
-            &wx,
-            Bag::from_rows(&y, 1),
-            &wy,
-            gamma,
-        );
-        let want = want * 2.0 / 2f64.sqrt();
+        let (got, want) = (kernel(GraphNorm::Sqrt), want * 2.0 / 2f64.sqrt());
         assert!((got - want).abs() < 1e-15, "{got} {want}");
     }
 
