@@ -8,14 +8,16 @@ rules of choice on those folds without refitting anything: each rule picks, per 
 fold, one candidate or a vote of several from the inner ranking, and its accuracy is
 that of the picked candidates' own out-of-fold labels (a vote: their majority, a tie
 going to the best-ranked, as `--vote` does). The rule "best inner score" must reproduce
-`auto`'s accuracy bag for bag; the script stops if it does not.
+`auto`'s accuracy bag for bag; the script stops if it does not. `auto` also runs with
+its inner CV repeated on three fold assignments (`--inner-repeats 3`), whose ranking the
+same rules are applied to.
 
 It also measures how far the best single classifier chosen after the fact is from what
 any rule can reach: the classifier best on one seed's folds, scored on the other seed's.
 
 Usage: benches/selection_rules.py [--mil PATH] [--reports DIR] [--jobs N] [--write]
   --reports DIR keeps the runs' reports (default target/selection_rules/) and reuses
-  those already there; about 55 CPU minutes from scratch. --write replaces the block
+  those already there; about 150 CPU minutes from scratch. --write replaces the block
   between the `selection-rules:begin`/`:end` markers of docs/guide/selection.md.
 """
 
@@ -58,6 +60,14 @@ CANDIDATES = [
 ]
 
 
+# `auto`'s runs: a name, the arguments beside `--classifier auto`, and how the rules
+# name the ranking they take.
+AUTOS = [
+    ("auto", [], ""),
+    ("auto-r3", ["--inner-repeats", "3"], ", inner CV on 3 fold assignments"),
+]
+
+
 def run(mil, reports, name, data, seed, args):
     out = os.path.join(reports, f"{name}_{data}_{seed}.json")
     if os.path.exists(out) and os.path.getsize(out) > 0:
@@ -88,7 +98,7 @@ def main():
     parser.add_argument("--write", action="store_true")
     a = parser.parse_args()
     os.makedirs(a.reports, exist_ok=True)
-    jobs = [("auto", d, s, ["--classifier", "auto"]) for s in SEEDS for d in SETS]
+    jobs = [(name, d, s, ["--classifier", "auto", *extra]) for s in SEEDS for d in SETS for name, extra, _ in AUTOS]
     jobs += [(slug, d, s, args) for s in SEEDS for d in SETS for _, slug, _, args in CANDIDATES]
     with ThreadPoolExecutor(a.jobs) as pool:
         for f in [pool.submit(run, a.mil, a.reports, *j) for j in jobs]:
@@ -104,44 +114,47 @@ def main():
     tally = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0]))
     for data in SETS:
         for seed in SEEDS:
-            auto = report("auto", data, seed)
             labels = {
                 n: {p["bag"]: p["label"] for p in report(n, data, seed)["predictions"]}
                 for n in names
             }
-            labels["auto"] = {p["bag"]: p["label"] for p in auto["predictions"]}
             folds = collections.defaultdict(list)
             truth = {}
             with open(os.path.join(a.reports, f"folds_{data}_{seed}.csv")) as f:
                 for row in csv.DictReader(f):
                     folds[int(row["fold"])].append(row["bag_id"])
                     truth[row["bag_id"]] = row["label"]
-            for i, fold in enumerate(sorted(folds)):
-                bags = folds[fold]
-                inner = [(candidate_of(c["candidate"]), c["score"]) for c in auto["chosen"][i]["inner"]]
+            for name, extra, how in AUTOS:
+                auto = report(name, data, seed)
+                labels[name] = {p["bag"]: p["label"] for p in auto["predictions"]}
+                for i, fold in enumerate(sorted(folds)):
+                    bags = folds[fold]
+                    inner = [(candidate_of(c["candidate"]), c["score"]) for c in auto["chosen"][i]["inner"]]
 
-                def count(rule, members):
-                    hits = 0
-                    for b in bags:
-                        votes = collections.Counter()
-                        for rank, m in enumerate(members):
-                            votes[labels[m][b]] += 1.5 if rank == 0 else 1
-                        hits += votes.most_common(1)[0][0] == truth[b]
-                    tally[rule][data][0] += hits
-                    tally[rule][data][1] += len(bags)
-                    return hits
+                    def count(rule, members, suffix=how):
+                        hits = 0
+                        for b in bags:
+                            votes = collections.Counter()
+                            for rank, m in enumerate(members):
+                                votes[labels[m][b]] += 1.5 if rank == 0 else 1
+                            hits += votes.most_common(1)[0][0] == truth[b]
+                        tally[rule + suffix][data][0] += hits
+                        tally[rule + suffix][data][1] += len(bags)
+                        return hits
 
-                best = [m for m, _ in inner]
-                if count("best inner score (`auto`)", best[:1]) != count("`auto` itself", ["auto"]):
-                    sys.exit(f"{data} seed {seed} fold {fold}: the best inner candidate's labels are not auto's")
-                for k in (3, 5, 7, 12):
-                    count(f"vote of the best {k} (`--vote {k}`)", best[:k])
-                top = inner[0][1]
-                for d in (0.01, 0.03, 0.05):
-                    within = [m for m, s in inner if s is not None and s >= top - d]
-                    count(f"vote of all within {d} of the best inner AUROC", within)
-                close = inner[1][1] is not None and top - inner[1][1] < 0.02
-                count("vote of 3 if the first two are within 0.02, else the best", best[:3] if close else best[:1])
+                    best = [m for m, _ in inner]
+                    itself = f"`{name}` itself"
+                    shown_auto = " ".join(["auto", *extra])
+                    if count(f"best inner score (`{shown_auto}`)", best[:1], "") != count(itself, [name]):
+                        sys.exit(f"{data} seed {seed} fold {fold}: the best inner candidate's labels are not {name}'s")
+                    for k in (3, 5, 7, 12):
+                        count(f"vote of the best {k} (`--vote {k}`)", best[:k])
+                    top = inner[0][1]
+                    for d in (0.01, 0.03, 0.05):
+                        within = [m for m, s in inner if s is not None and s >= top - d]
+                        count(f"vote of all within {d} of the best inner AUROC", within)
+                    close = inner[1][1] is not None and top - inner[1][1] < 0.02
+                    count("vote of 3 if the first two are within 0.02, else the best", best[:3] if close else best[:1])
             for n in names:
                 r = report(n, data, seed)
                 tally[f"single: {n}"][data][0] += round(r["accuracy"] * len(truth))
@@ -159,7 +172,7 @@ def main():
         "| rule of choice per outer fold | " + " | ".join(SETS) + " | mean gap to the best single | worst gap |",
         "|---|" + "---:|" * (len(SETS) + 2),
     ]
-    rules = [r for r in tally if not r.startswith("single: ") and r != "`auto` itself"]
+    rules = [r for r in tally if not r.startswith("single: ") and " itself" not in r]
     for rule in rules + [f"single: {n}" for n in names]:
         gaps = [accuracy(rule, d) - best_single[d] for d in SETS]
         cells = " | ".join(f"{accuracy(rule, d):.1f}" for d in SETS)

@@ -426,3 +426,69 @@ fn a_vote_reports_its_members_and_predicts_by_their_majority() {
         "--vote",
     );
 }
+
+/// `--inner-repeats` reaches the inner CV: the trained model's inner scores are the
+/// library's for the same repeated pipeline, and differ from one assignment's.
+#[test]
+fn inner_repeats_rank_as_the_library_does() {
+    let dir = temp_dir("inner-repeats");
+    let inner = |repeats: &str| {
+        let model = dir.join(format!("r{repeats}.json"));
+        let report = mil_json(&[
+            "train",
+            "musk1",
+            "--classifier",
+            "milr",
+            "--pooling",
+            "mean,max,noisy-or",
+            "--inner-repeats",
+            repeats,
+            "-o",
+            model.to_str().unwrap(),
+            "--json",
+        ]);
+        report["chosen"]["inner"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["candidate"].as_str().unwrap().to_owned(),
+                    s["score"].as_f64().unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let grid = ClassifierGrid::of(
+        [Pooling::Mean, Pooling::Max, Pooling::NoisyOr]
+            .map(|p| ClassifierParams::from(Milr::default().pooling(p)))
+            .to_vec(),
+    )
+    .unwrap();
+    let data = mil_toolkit::data::load("musk1").unwrap();
+    let model = mil_toolkit::pipeline::Pipeline::new(grid)
+        .inner_repeats(3)
+        .fit(&data)
+        .unwrap();
+    let library: Vec<(String, f64)> = model
+        .chosen
+        .unwrap()
+        .inner
+        .into_iter()
+        .map(|s| (s.candidate, s.score.unwrap()))
+        .collect();
+    let repeated = inner("3");
+    assert_eq!(repeated, library);
+    assert_ne!(repeated, inner("1"));
+    mil_refuses_naming(
+        &[
+            "cv",
+            "musk1",
+            "--classifier",
+            "auto",
+            "--inner-repeats",
+            "0",
+        ],
+        "--inner-repeats",
+    );
+}

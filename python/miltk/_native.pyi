@@ -139,6 +139,7 @@ class GridSpec:
         select: str = "auroc",
         max_cpu_minutes: Optional[float] = None,
         vote: int = 1,
+        inner_repeats: int = 1,
     ) -> None: ...
     @property
     def n_candidates(self) -> int: ...

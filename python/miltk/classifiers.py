@@ -1056,6 +1056,10 @@ class AutoMIL(_BagClassifier):
         :func:`miltk.export` refuse it. On the shipped benchmarks (the results table)
         a vote of three of the default candidates gains 2.8–6.0 points on elephant, fox
         and tiger and loses 2.5 on musk2 and 0.2 on musk1 (the guide's selection page).
+    inner_repeats : int, default=1
+        How many fold assignments the inner CV runs on (``mil cv --inner-repeats``):
+        candidates are ranked by the mean of their inner scores over them, at
+        ``inner_repeats`` times the inner CV's work.
 
     Attributes
     ----------
@@ -1106,6 +1110,7 @@ class AutoMIL(_BagClassifier):
         n_jobs: Optional[int] = None,
         max_cpu_minutes: Optional[float] = None,
         vote: int = 1,
+        inner_repeats: int = 1,
     ) -> None:
         self.candidates = candidates
         self.inner_folds = inner_folds
@@ -1115,6 +1120,7 @@ class AutoMIL(_BagClassifier):
         self.n_jobs = n_jobs
         self.max_cpu_minutes = max_cpu_minutes
         self.vote = vote
+        self.inner_repeats = inner_repeats
 
     def _native_spec(self, classes: npt.NDArray[Any]) -> Any:
         seed = estimator_seed(self)
@@ -1129,6 +1135,7 @@ class AutoMIL(_BagClassifier):
             self.select if self.select is not None else ("auroc" if len(classes) == 2 else "accuracy"),
             None if self.max_cpu_minutes is None else float(self.max_cpu_minutes),
             check_positive_int("vote", self.vote),
+            check_positive_int("inner_repeats", self.inner_repeats),
         )
 
     def _expanded(self) -> list[_BagClassifier]:

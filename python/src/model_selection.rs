@@ -63,6 +63,7 @@ pub(crate) struct GridSpec {
     seed: u64,
     max_cpu_minutes: Option<f64>,
     vote: usize,
+    inner_repeats: usize,
 }
 
 #[pymethods]
@@ -71,9 +72,11 @@ impl GridSpec {
     /// weights `class_weight`), chosen by an inner CV of `inner_folds` folds seeded by
     /// `seed` that maximises `select` ("accuracy" or "auroc"), within `max_cpu_minutes`
     /// when given (the dearest candidates left out until the estimate fits); the `vote`
-    /// best-ranked candidates vote ([`Pipeline::vote`]).
+    /// best-ranked candidates vote ([`Pipeline::vote`]); the inner CV runs on
+    /// `inner_repeats` fold assignments ([`Pipeline::inner_repeats`]).
     #[new]
-    #[pyo3(signature = (candidates, seed, class_weight="none", inner_folds=3, select="auroc", max_cpu_minutes=None, vote=1))]
+    #[pyo3(signature = (candidates, seed, class_weight="none", inner_folds=3, select="auroc", max_cpu_minutes=None, vote=1, inner_repeats=1))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         candidates: Option<Vec<PyRef<'_, ClassifierSpec>>>,
         seed: u64,
@@ -82,6 +85,7 @@ impl GridSpec {
         select: &str,
         max_cpu_minutes: Option<f64>,
         vote: usize,
+        inner_repeats: usize,
     ) -> PyResult<Self> {
         if let Some(m) = max_cpu_minutes {
             if !(m > 0.0 && m.is_finite()) {
@@ -103,6 +107,7 @@ impl GridSpec {
             seed,
             max_cpu_minutes,
             vote,
+            inner_repeats,
         };
         spec.pipeline(false).check().map_err(py_err)?;
         Ok(spec)
@@ -189,6 +194,7 @@ impl GridSpec {
         };
         Pipeline::new(grid)
             .inner_folds(self.inner_folds)
+            .inner_repeats(self.inner_repeats)
             .select(self.select)
             .seed(self.seed)
             .vote(self.vote)

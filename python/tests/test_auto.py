@@ -45,6 +45,23 @@ def test_parameter_grids_expand_to_every_point(musk1):
     assert np.array_equal(auto.predict(bags), alone.predict(bags))
 
 
+def test_a_repeated_inner_cv_ranks_as_the_command_line(musk1, tmp_path):
+    bags, y, _ = musk1
+    grid = [(miltk.MILR(), {"pooling": ["mean", "max", "noisy-or"]})]
+    auto = miltk.AutoMIL(grid, select="accuracy", inner_repeats=3).fit(bags, y)
+    once = miltk.AutoMIL(grid, select="accuracy").fit(bags, y)
+    assert auto.inner_scores_ != once.inner_scores_
+    cli = run_mil(
+        "train", "musk1", "--classifier", "milr", "--pooling", "mean,max,noisy-or",
+        "--inner-repeats", "3", "-o", str(tmp_path / "model.json"),
+    )
+    if cli is None:
+        pytest.skip("the mil program is not built")
+    assert auto.inner_scores_ == [(s["candidate"], s["score"]) for s in cli["chosen"]["inner"]]
+    with pytest.raises(ValueError, match="inner_repeats"):
+        miltk.AutoMIL(grid, inner_repeats=0).fit(bags, y)
+
+
 def test_bad_candidates_are_refused(musk1):
     bags, y, _ = musk1
     with pytest.raises(TypeError, match="miltk classifier"):

@@ -42,6 +42,7 @@ pub(super) fn pipeline(
     let mut pipeline = Pipeline::new(grid)
         .seed(seed)
         .inner_folds(inner.inner_folds)
+        .inner_repeats(inner.inner_repeats)
         .select(select)
         .vote(inner.vote)
         .threshold(classifier.threshold)

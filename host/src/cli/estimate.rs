@@ -95,8 +95,9 @@ pub(super) fn check_cpu(
             .map_or(pipeline.inner_folds, |folds| folds.len());
         let (n, ki) = (data.n_bags() as f64, ki as f64);
         let outer = (outer_train.len() as f64 / n).powi(2);
+        let repeats = pipeline.inner_repeats as f64;
         let inner = match pipeline.n_candidates() > 1 {
-            true => ki * outer * ((ki - 1.0) / ki).powi(2),
+            true => repeats * ki * outer * ((ki - 1.0) / ki).powi(2),
             false => 0.0,
         };
         let fits = outer_fits as f64 * (outer + inner);

@@ -354,6 +354,10 @@ pub struct InnerCvArgs {
     /// has fewer bags.
     #[arg(long, default_value_t = crate::pipeline::DEFAULT_INNER_FOLDS)]
     pub inner_folds: usize,
+    /// Run that inner CV on N fold assignments and rank by the mean of its scores:
+    /// a choice less at the mercy of one split, at N times the inner CV's work.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub inner_repeats: usize,
     /// What that inner CV maximises [default: auroc for `--classifier auto` on two
     /// classes, accuracy otherwise].
     #[arg(long, value_parser = keyword::<Selection>())]

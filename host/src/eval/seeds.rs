@@ -8,7 +8,8 @@
 //! reach: repetition r uses key r, the inner CV of fold f key 1000 + f and the
 //! threshold's inner CV key 2000 + f for the first thousand of each (the keys every
 //! earlier version used, so results reproduce), and keys tagged with the stream in their
-//! top 16 bits beyond.
+//! top 16 bits beyond; a repeated inner CV's further fold assignments always use tagged
+//! keys.
 
 use super::folds::derive_seed;
 
@@ -21,6 +22,9 @@ pub enum Stream {
     InnerCv,
     /// The inner CV that chooses a binary decision threshold in outer fold `index`.
     Threshold,
+    /// The `index`-th further fold assignment (from 1) of an inner CV repeated on other
+    /// folds ([`crate::pipeline::Pipeline::inner_repeats`]), under that inner CV's seed.
+    InnerRepeat,
 }
 
 /// Folds per stream that keep the historical keys.
@@ -34,6 +38,7 @@ impl Stream {
             Stream::Repetition => (0, 3u64),
             Stream::InnerCv => (1000, 1),
             Stream::Threshold => (2000, 2),
+            Stream::InnerRepeat => return (4 << 48) | index,
         };
         if index < LEGACY_FOLDS {
             legacy_offset + index
@@ -80,7 +85,11 @@ mod tests {
                 seen.insert(Stream::Repetition.seed(base, r)),
                 "repetition {r}"
             );
+            assert!(
+                seen.insert(Stream::InnerRepeat.seed(base, r)),
+                "inner repetition {r}"
+            );
         }
-        assert_eq!(seen.len(), 15_000);
+        assert_eq!(seen.len(), 20_000);
     }
 }

@@ -6,13 +6,13 @@
 //! every other classifier by one pilot fit on an inner training split of the first
 //! outer fold, scored on its inner test split — the unit of work the inner CV repeats.
 //! The pilot's CPU time is then multiplied by the number of such fits the run makes:
-//! `outer fits × inner folds`, plus each outer fold's final fit (the chosen candidate's,
+//! `outer fits × inner folds × inner repeats`, plus each outer fold's final fit (the chosen candidate's,
 //! on `1/(1 − 1/inner folds)` times as many bags, counted as quadratic in the bags and
 //! shared evenly among the candidates, since which one wins is not known beforehand).
 //! A classifier whose work cross-validation shares over every fold (Citation-kNN's bag
 //! distances without scaling, a set kernel's Gram matrix without pre-processing) costs
 //! its full matrix once: the pilot's time scaled by the ratio of the entries. The pilot
-//! adds about one fit in `outer fits × inner folds` to the run (a fit quicker than
+//! adds about one fit in `outer fits × inner folds × inner repeats` to the run (a fit quicker than
 //! 0.05 CPU s is repeated until the clock measures it: at most 50 times).
 
 use super::Pipeline;
@@ -122,7 +122,8 @@ impl Pipeline {
         let train = complement(outer_train, test);
         let (n, n_outer) = (data.n_bags() as f64, outer_train.len() as f64);
         let (m_train, m_test) = (train.len() as f64, test.len() as f64);
-        let k_inner = folds.len() as f64;
+        // Inner fits per outer fit: every fold of every fold assignment.
+        let k_inner = (folds.len() * self.inner_repeats) as f64;
         let fits = outer_fits as f64;
         // A full matrix over every bag against the pilot's (its training bags among
         // themselves and against its test bags).

@@ -368,42 +368,50 @@ impl Pipeline {
                 "AUROC selection needs two classes; use accuracy",
             ));
         }
-        let folds = self.inner_cv(labels, train, seed)?;
+        let assignments = self.inner_assignments(labels, train, seed)?;
         // A candidate that cannot fit on the smallest inner training set (Citation-kNN
         // with more citers than bags) is passed over, as are the binary families on more
         // classes; the first such reason is the error when no candidate is left.
-        let smallest = folds.iter().map(|t| train.len() - t.len()).min();
+        let smallest = assignments
+            .iter()
+            .flatten()
+            .map(|t| train.len() - t.len())
+            .min();
         let unfit: Vec<Option<Error>> = classifiers
             .iter()
             .map(|c| c.check_fit(smallest.unwrap_or(0)).err())
             .collect();
-        // Inner out-of-fold predictions per candidate, index p · classifiers + c:
-        // (predicted label, positive score, true label) of every inner test bag.
-        let mut oof = vec![Vec::new(); projections.len() * classifiers.len()];
-        for (p, spec) in projections.iter().enumerate() {
-            for test in &folds {
-                let inner_train = complement(train, test);
-                let projected = Self::fit_projection(spec.as_ref(), data, &inner_train)?;
-                let on = projected.as_ref().map_or(data, |(_, d)| d);
-                for (c, classifier) in classifiers.iter().enumerate() {
-                    if unfit[c].is_some() || classifier.binary_only() && data.n_classes() != 2 {
-                        continue;
+        // Inner out-of-fold predictions per fold assignment and candidate, index
+        // p · classifiers + c: (predicted label, positive score, true label) of every
+        // inner test bag.
+        let mut oof =
+            vec![vec![Vec::new(); projections.len() * classifiers.len()]; assignments.len()];
+        for (folds, oof) in assignments.iter().zip(&mut oof) {
+            for (p, spec) in projections.iter().enumerate() {
+                for test in folds {
+                    let inner_train = complement(train, test);
+                    let projected = Self::fit_projection(spec.as_ref(), data, &inner_train)?;
+                    let on = projected.as_ref().map_or(data, |(_, d)| d);
+                    for (c, classifier) in classifiers.iter().enumerate() {
+                        if unfit[c].is_some() || classifier.binary_only() && data.n_classes() != 2 {
+                            continue;
+                        }
+                        let s = match (spec, shared.get(c).and_then(Option::as_ref)) {
+                            (None, Some(score)) => score(&inner_train, test)?,
+                            (None, None) => classifier
+                                .fit(on.select(&inner_train))?
+                                .scores(on.select(test))?,
+                            (Some(_), _) => classifier
+                                .after_projection()
+                                .fit(on.select(&inner_train))?
+                                .scores(on.select(test))?,
+                        };
+                        oof[p * classifiers.len() + c].extend(
+                            test.iter()
+                                .enumerate()
+                                .map(|(i, &b)| (s.label(i), s.positive(i), labels[b])),
+                        );
                     }
-                    let s = match (spec, shared.get(c).and_then(Option::as_ref)) {
-                        (None, Some(score)) => score(&inner_train, test)?,
-                        (None, None) => classifier
-                            .fit(on.select(&inner_train))?
-                            .scores(on.select(test))?,
-                        (Some(_), _) => classifier
-                            .after_projection()
-                            .fit(on.select(&inner_train))?
-                            .scores(on.select(test))?,
-                    };
-                    oof[p * classifiers.len() + c].extend(
-                        test.iter()
-                            .enumerate()
-                            .map(|(i, &b)| (s.label(i), s.positive(i), labels[b])),
-                    );
                 }
             }
         }
@@ -419,29 +427,24 @@ impl Pipeline {
             }
         };
         // A candidate passed over has no predictions and is never chosen.
-        if oof.iter().all(Vec::is_empty) {
+        let passed_over: Vec<bool> = oof[0].iter().map(Vec::is_empty).collect();
+        if passed_over.iter().all(|&p| p) {
             if let Some(e) = unfit.into_iter().flatten().next() {
                 return Err(e);
             }
         }
-        let merits: Vec<f64> = oof
-            .iter()
-            .map(|o| {
-                if o.is_empty() {
-                    f64::NEG_INFINITY
-                } else {
-                    merit(o)
-                }
+        // Each fold assignment's score (pooled over its folds), averaged over the
+        // assignments.
+        let merits: Vec<f64> = (0..passed_over.len())
+            .map(|i| match passed_over[i] {
+                true => f64::NEG_INFINITY,
+                false => oof.iter().map(|o| merit(&o[i])).sum::<f64>() / oof.len() as f64,
             })
             .collect();
         // Best first; a stable sort keeps equal merits in the grid's order.
         let mut order: Vec<usize> = (0..merits.len()).collect();
         order.sort_by(|&a, &b| merits[b].total_cmp(&merits[a]));
-        let scored: Vec<usize> = order
-            .iter()
-            .copied()
-            .filter(|&i| !oof[i].is_empty())
-            .collect();
+        let scored: Vec<usize> = order.iter().copied().filter(|&i| !passed_over[i]).collect();
         let ranked = if scored.is_empty() {
             vec![order[0]]
         } else {
@@ -657,6 +660,52 @@ mod tests {
                 "{}",
                 r.candidate.classifier
             );
+        }
+    }
+
+    /// An inner CV repeated on three fold assignments ranks by the mean of the scores
+    /// the three single inner CVs give, each run alone under the seed its assignment
+    /// takes; the assignments differ.
+    #[test]
+    fn a_repeated_inner_cv_ranks_by_the_mean_of_single_inner_cvs() {
+        use crate::classifier::milr::{Milr, Pooling};
+        use crate::eval::seeds::Stream;
+        let d = data::load("musk1").unwrap();
+        let grid = ClassifierGrid::of(
+            [Pooling::Mean, Pooling::Max, Pooling::NoisyOr]
+                .map(|p| ClassifierParams::from(Milr::default().pooling(p)))
+                .to_vec(),
+        )
+        .unwrap();
+        let single = Pipeline::new(grid).select(Selection::Auroc);
+        let repeated = single.clone().inner_repeats(3);
+        let train: Vec<usize> = (0..d.n_bags()).filter(|b| b % 5 != 0).collect();
+        let seed = 7;
+        let seeds = [
+            seed,
+            Stream::InnerRepeat.seed(seed, 1),
+            Stream::InnerRepeat.seed(seed, 2),
+        ];
+        let labels = d.labels().unwrap();
+        let assignments = repeated.inner_assignments(labels, &train, seed).unwrap();
+        assert_eq!(assignments.len(), 3);
+        for (a, &s) in assignments.iter().zip(&seeds) {
+            assert_eq!(*a, single.inner_cv(labels, &train, s).unwrap());
+        }
+        assert!(assignments[0] != assignments[1] && assignments[1] != assignments[2]);
+        let mut mean = [0.0; 3];
+        for &s in &seeds {
+            for r in single.rank(&d, &train, s, &[]).unwrap() {
+                mean[r.index] += r.score.unwrap() / 3.0;
+            }
+        }
+        let ranked = repeated.rank(&d, &train, seed, &[]).unwrap();
+        assert_eq!(ranked.len(), 3);
+        for w in ranked.windows(2) {
+            assert!(w[0].score >= w[1].score);
+        }
+        for r in &ranked {
+            assert!((r.score.unwrap() - mean[r.index]).abs() < 1e-12);
         }
     }
 

@@ -56,6 +56,8 @@ pub struct Pipeline {
     pub classifier: ClassifierGrid,
     /// Folds of the inner CV that picks among several candidates.
     pub inner_folds: usize,
+    /// How many fold assignments that inner CV is run on ([`Pipeline::inner_repeats`]).
+    pub inner_repeats: usize,
     /// What that inner CV maximises.
     pub select: Selection,
     /// The binary decision rule: the classifier's own, a given threshold on the positive
@@ -101,6 +103,7 @@ impl Pipeline {
             projection: None,
             classifier: classifier.into(),
             inner_folds: DEFAULT_INNER_FOLDS,
+            inner_repeats: 1,
             select: Selection::default(),
             threshold: Threshold::None,
             threshold_metric: ThresholdMetric::default(),
@@ -161,6 +164,29 @@ impl Pipeline {
         self
     }
 
+    /// The same pipeline running the inner CV that chooses among candidates on `repeats`
+    /// fold assignments (the first the one a single inner CV uses, the others seeded by
+    /// [`Stream::InnerRepeat`]) and ranking the candidates by the mean of their inner
+    /// scores: a ranking less at the mercy of one split of a few dozen inner test bags,
+    /// at `repeats` times the inner CV's work. 1, the default: one assignment. The
+    /// threshold's inner CV is not repeated.
+    ///
+    /// ```
+    /// use mil_toolkit::classifier::milr::Milr;
+    /// use mil_toolkit::pipeline::{ClassifierGrid, Pipeline};
+    ///
+    /// let data = mil_toolkit::data::load("musk1")?;
+    /// let grid = ClassifierGrid::new(Milr::default().into(), &[1e-6, 1.0])?;
+    /// let model = Pipeline::new(grid).inner_repeats(3).fit(&data)?;
+    /// assert!(model.chosen.unwrap().ridge.is_some());
+    /// # Ok::<(), mil_toolkit::Error>(())
+    /// ```
+    #[must_use]
+    pub fn inner_repeats(mut self, repeats: usize) -> Self {
+        self.inner_repeats = repeats;
+        self
+    }
+
     /// The same pipeline choosing candidates by `select`.
     #[must_use]
     pub fn select(mut self, select: Selection) -> Self {
@@ -199,6 +225,13 @@ impl Pipeline {
                 "inner_folds",
                 self.inner_folds,
                 "must be at least 2",
+            ));
+        }
+        if self.inner_repeats < 1 {
+            return Err(Error::parameter(
+                "inner_repeats",
+                self.inner_repeats,
+                "must be at least 1",
             ));
         }
         self.check_vote()?;
@@ -281,6 +314,26 @@ impl Pipeline {
             ));
         }
         inner_folds(labels, train, self.inner_folds.min(smallest), seed)
+    }
+
+    /// The [`Pipeline::inner_repeats`] fold assignments of the inner CV that ranks the
+    /// candidates of a fit on `train` under `seed`: first [`Pipeline::inner_cv`]'s, then
+    /// one per further repetition r seeded by [`Stream::InnerRepeat`]`.seed(seed, r)`.
+    pub(crate) fn inner_assignments(
+        &self,
+        labels: &[usize],
+        train: &[usize],
+        seed: u64,
+    ) -> Result<Vec<Vec<Vec<usize>>>> {
+        (0..self.inner_repeats)
+            .map(|r| {
+                let seed = match r {
+                    0 => seed,
+                    r => Stream::InnerRepeat.seed(seed, r as u64),
+                };
+                self.inner_cv(labels, train, seed)
+            })
+            .collect()
     }
 
     /// Checks what depends on the data: a threshold needs two classes, class weights one
@@ -545,6 +598,7 @@ mod tests {
             projection: None,
             classifier: ClassifierParams::CitationKnn(c).into(),
             inner_folds: 3,
+            inner_repeats: 1,
             select: Selection::Accuracy,
             threshold: Threshold::None,
             threshold_metric: ThresholdMetric::default(),
@@ -611,6 +665,7 @@ mod tests {
             projection: None,
             classifier: ClassifierGrid::new(milr(1e-6), &ridges).unwrap(),
             inner_folds: 3,
+            inner_repeats: 1,
             select,
             threshold: Threshold::None,
             threshold_metric: ThresholdMetric::default(),
@@ -698,6 +753,7 @@ mod tests {
             }),
             classifier: ClassifierGrid::new(milr(1e-6), &[1e-6, 1.0, 100.0]).unwrap(),
             inner_folds: 3,
+            inner_repeats: 1,
             select: Selection::Accuracy,
             threshold: Threshold::None,
             threshold_metric: ThresholdMetric::default(),
@@ -799,6 +855,7 @@ mod tests {
             projection: None,
             classifier: ClassifierParams::Milr(Milr::default()).into(),
             inner_folds: 3,
+            inner_repeats: 1,
             select: Selection::Accuracy,
             threshold: Threshold::None,
             threshold_metric: ThresholdMetric::default(),
