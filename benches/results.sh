@@ -30,7 +30,7 @@ em-dd                 | --classifier em-dd | musk1=2,musk2=1,elephant=1,fox=1,ti
 svm-kand              | --classifier svm --kernel kand
 svm-kandor            | --classifier svm --kernel kandor
 svm-kmin              | --classifier svm --kernel kmin
-svm-nsk               | --classifier svm --kernel nsk                   | corel_dogs=1
+svm-nsk               | --classifier svm --kernel nsk
 svm-mi-rbf            | --classifier svm --kernel mi-rbf --scaling minmax
 smil                  | --classifier smil                               | musk2=3
 sbmil                 | --classifier sbmil                              | musk2=3
