@@ -16,6 +16,7 @@ import datetime
 import io
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -292,6 +293,15 @@ def write_csv(path, entries):
     atomic_write(path, out.getvalue())
 
 
+def binary_commit(mil):
+    """The commit the `mil` program says it was built from (`mil --version`: `mil 0.1.0
+    (commit abcdef123456[-dirty], DATE)`), the sources behind every number it measures;
+    None when it does not say."""
+    out = subprocess.run([mil, "--version"], capture_output=True, text=True, check=False).stdout
+    found = re.search(r"\(commit ([0-9a-f]{12}(?:-dirty)?)", out)
+    return found.group(1) if found else None
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--mil", required=True, help="the `mil` program")
@@ -349,7 +359,7 @@ def main():
         e.setdefault("machine", machine_name(results.get("machine", here)))
     results["machine"] = here
     results["methods"] = methods
-    stamp = {"commit": commit(["docs/results.md", "benches/results"]),
+    stamp = {"commit": binary_commit(args.mil) or commit(["docs/results.md", "benches/results"]),
              "machine": machine_name(here)}
 
     todo = [(m, d) for d in DATA for m in methods

@@ -33,19 +33,28 @@ fn git(args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-/// `abcdef123456[-dirty], YYYY-MM-DD` (the commit's date), when this crate's sources are
+/// `abcdef123456[-dirty], YYYY-MM-DD` (the commit's date; `-dirty` when the sources
+/// differ from it), when this crate's sources are
 /// tracked by the enclosing git checkout. A packaged copy of the crate inside some other
 /// repository (cargo's own `target/package/`, a vendored dependency) is not.
 fn from_git() -> Option<String> {
     git(&["ls-files", "--error-unmatch", "build.rs"])?;
     let hash = git(&["rev-parse", "--short=12", "HEAD"])?;
     let date = git(&["show", "-s", "--format=%cs", "HEAD"])?;
-    // Without optional locks git status leaves the index alone.
+    // Dirty when the sources the program is built from differ from the commit: this
+    // crate, the core crate and the workspace's manifest and lock file (documentation
+    // or measurements being edited beside a build leave it at the commit). Without
+    // optional locks git status leaves the index alone.
     let dirty = git(&[
         "--no-optional-locks",
         "status",
         "--porcelain",
         "--untracked-files=no",
+        "--",
+        ".",
+        "../core",
+        "../Cargo.toml",
+        "../Cargo.lock",
     ])
     .is_some_and(|s| !s.is_empty());
     // Rebuild when HEAD moves: HEAD itself (a branch switch or a detached HEAD) and the
@@ -65,6 +74,7 @@ fn from_git() -> Option<String> {
         }
     }
     println!("cargo:rerun-if-changed=src");
+    println!("cargo:rerun-if-changed=../core/src");
     let suffix = if dirty { "-dirty" } else { "" };
     Some(format!("{hash}{suffix}, {date}"))
 }
