@@ -23,7 +23,7 @@ mi-wrapper            | --classifier mi-wrapper
 mi-vlad               | --classifier mi-vlad
 mi-fv                 | --classifier mi-fv
 mi-fv-cv              | --classifier mi-fv --codebook 1,2,4
-mi-svm                | --classifier mi-svm                             | elephant=1,fox=1,tiger=1,corel_dogs=1
+mi-svm                | --classifier mi-svm                             | musk2=1,elephant=1,fox=1,tiger=1,corel_dogs=1
 mi-svm-bag            | --classifier mi-svm-bag                         | musk2=1,corel_dogs=1
 dd                    | --classifier dd | musk1=2,musk2=1,elephant=1,fox=1,tiger=1,corel_dogs=1
 em-dd                 | --classifier em-dd | musk1=2,musk2=1,elephant=1,fox=1,tiger=1,corel_dogs=1
