@@ -95,19 +95,24 @@ fn solve_reading(
     let in_up = |t: usize, a: f64, yt: f64| (yt > 0.0 && a < c(t)) || (yt < 0.0 && a > 0.0);
     let in_low = |t: usize, a: f64, yt: f64| (yt > 0.0 && a > 0.0) || (yt < 0.0 && a < c(t));
 
+    // i: the maximal violating index in I_up, the last of equals. Each gradient update
+    // below offers its new entries in index order, so the next i costs no pass of its own.
+    let offer = |(i, g_max): &mut (usize, f64), t: usize, a: f64, yt: f64, g: f64| {
+        if in_up(t, a, yt) && -yt * g >= *g_max {
+            *g_max = -yt * g;
+            *i = t;
+        }
+    };
+    let mut up = (usize::MAX, f64::NEG_INFINITY);
+    for t in 0..n {
+        offer(&mut up, t, alpha[t], y[t], grad[t]);
+    }
+
     let mut iterations = 0;
     let mut converged = false;
     while iterations < params.max_iterations {
         crate::cancel::checkpoint();
-        // i: the maximal violating index in I_up.
-        let mut i = usize::MAX;
-        let mut g_max = f64::NEG_INFINITY;
-        for t in 0..n {
-            if in_up(t, alpha[t], y[t]) && -y[t] * grad[t] >= g_max {
-                g_max = -y[t] * grad[t];
-                i = t;
-            }
-        }
+        let (i, g_max) = up;
         // j: in I_low, maximal second-order decrease among violating pairs with i.
         let mut j = usize::MAX;
         let mut g_min = f64::INFINITY;
@@ -150,14 +155,18 @@ fn solve_reading(
         alpha[j] = (aj_old - y[j] * s).clamp(0.0, c(j));
         let (di, dj) = (alpha[i] - ai_old, alpha[j] - aj_old);
         let (yi, yj) = (y[i], y[j]);
+        up = (usize::MAX, f64::NEG_INFINITY);
         if rows {
             let (row_i, row_j) = (&kernel[i * n..(i + 1) * n], &kernel[j * n..(j + 1) * n]);
-            for (((g, yt), ki), kj) in grad.iter_mut().zip(y).zip(row_i).zip(row_j) {
+            let entries = grad.iter_mut().zip(y).zip(row_i).zip(row_j).zip(&alpha);
+            for (t, ((((g, &yt), ki), kj), &a)) in entries.enumerate() {
                 *g += yt * (yi * ki * di + yj * kj * dj);
+                offer(&mut up, t, a, yt, *g);
             }
         } else {
             for t in 0..n {
                 grad[t] += y[t] * (yi * k(t, i) * di + yj * k(t, j) * dj);
+                offer(&mut up, t, alpha[t], y[t], grad[t]);
             }
         }
     }
