@@ -145,3 +145,72 @@ fn mi_kernel_flags_and_export() {
     assert!(q["max_abs_error"].as_f64().unwrap() <= q["error_bound"].as_f64().unwrap());
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn a_scaled_gamma_is_fitted_on_the_training_bags_and_saved_as_its_value() {
+    for args in [
+        "--classifier svm --kernel nsk --gamma scaled",
+        "--classifier miles --gamma scaled",
+        "--classifier svm --kernel mi-rbf --gamma 0*scaled",
+    ] {
+        let mut all = vec!["cv", "musk1"];
+        all.extend(args.split_whitespace());
+        mil_refuses_naming(&all, "--gamma");
+    }
+    let dir = temp_dir("mi-kernel-scaled");
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let train = |gamma: &str, model: &str| {
+        mil_json(&[
+            "train",
+            "musk1",
+            "--classifier",
+            "svm",
+            "--kernel",
+            "mi-rbf",
+            "--gamma",
+            gamma,
+            "-o",
+            model,
+            "--json",
+        ])
+    };
+    let (scaled, fixed) = (path("scaled.json"), path("fixed.json"));
+    train("scaled", &scaled);
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&scaled).unwrap()).unwrap();
+    let gamma = saved["classifier"]["kernel"]["gamma"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no numeric gamma in {}", saved["classifier"]["kernel"]));
+    // musk1's 166 features scaled to [0, 1] spread with Σ Var ≈ 8.3 (the SVM page).
+    assert!((0.10..0.14).contains(&gamma), "{gamma}");
+    train(&format!("{gamma:?}"), &fixed);
+    let predict =
+        |model: &str| mil_json(&["predict", model, "musk1", "--json"])["predictions"].clone();
+    assert_eq!(predict(&scaled), predict(&fixed));
+    let e = mil_json(&[
+        "export",
+        &scaled,
+        "--format",
+        "f32",
+        "-o",
+        &path("m.milm"),
+        "--json",
+    ]);
+    assert_eq!(e["labels_agree"], 92, "{e}");
+    // In cross-validation each fold fits its own γ; a list puts it beside a fixed one.
+    let cv = mil_json(&[
+        "cv",
+        "musk1",
+        "--classifier",
+        "svm",
+        "--kernel",
+        "mi-rbf",
+        "--gamma",
+        "scaled,0.01",
+        "--folds",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(cv["predictions"].as_array().unwrap().len(), 92, "{cv}");
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -859,7 +859,9 @@ fn mi_kernel_decisions_stay_within_their_bound_across_scales_and_gammas() {
             };
             let (train, queries) = (bags(10, 300.0), bags(10, 600.0));
             let params = SetKernelSvm {
-                kernel: SetKernel::MiRbf { gamma },
+                kernel: SetKernel::MiRbf {
+                    gamma: gamma.into(),
+                },
                 ..SetKernelSvm::mismo()
             };
             let model = deploy::train(&train, None, ClassifierParams::Svm(params));

@@ -351,7 +351,7 @@ mod tests {
     /// The SVM with the MI kernel at MISMO's C.
     fn mi_kernel_svm() -> SetKernelSvm {
         SetKernelSvm::default()
-            .kernel(SetKernel::MiRbf { gamma: 0.5 })
+            .kernel(SetKernel::MiRbf { gamma: 0.5.into() })
             .settings(BagSvmSettings::default().cost(MI_RBF_COST))
     }
 

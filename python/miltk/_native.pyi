@@ -119,7 +119,7 @@ class ClassifierSpec:
         epsilon: float,
         delta: float,
         precision: Optional[int],
-        gamma: Optional[float],
+        gamma: Optional[str],
         rho: str,
         map: str,
         cost: float,

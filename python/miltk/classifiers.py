@@ -59,6 +59,13 @@ ClassWeight = Union[None, str, Mapping[Any, float]]
 _Self = TypeVar("_Self", bound="_BagClassifier")
 
 
+def _number_or_text(value: Union[float, str, None]) -> Optional[str]:
+    """A parameter that is a number or a word (``"scaled"``) as the library parses it."""
+    if value is None:
+        return None
+    return value if isinstance(value, str) else repr(float(value))
+
+
 def _class_weight(class_weight: ClassWeight, classes: npt.NDArray[Any]) -> str:
     """``class_weight`` as the library spells it: none, balanced or W0,W1,… in the order
     of ``classes`` (labels missing from a dict weigh 1, as in scikit-learn)."""
@@ -744,9 +751,12 @@ class SetKernelSVM(_BagClassifier):
         Relative error of the box-kernel estimates, in (0, 1).
     delta : float, default=0.01
         Failure probability of the estimates, in (0, 1).
-    gamma : float or None, default=None
+    gamma : float, "scaled" or None, default=None
         gamma in exp(-gamma ||x - y||^2) of ``nsk`` and ``mi-rbf``; None is
         1 / (non-constant features) for ``nsk`` and MISMO's 0.01 for ``mi-rbf``.
+        ``mi-rbf`` also takes ``"scaled"``: 1 / the summed variance of the training
+        instances after ``scaling``, fitted on each fit's training bags (``"C*scaled"``:
+        C / that sum).
     rho : float or "scaled", default="scaled"
         Exponent of the subpolynomial map k ** rho (box kernels and ``nsk``), in (0, 1];
         ``"scaled"`` picks, on the training bags, the rho that puts the median
@@ -796,7 +806,7 @@ class SetKernelSVM(_BagClassifier):
         kernel: str = "kand",
         epsilon: float = 0.1,
         delta: float = 0.01,
-        gamma: Optional[float] = None,
+        gamma: Union[float, str, None] = None,
         rho: Union[float, str] = "scaled",
         kernel_map: str = "none",
         C: Optional[float] = None,
@@ -836,7 +846,7 @@ class SetKernelSVM(_BagClassifier):
             float(self.epsilon),
             float(self.delta),
             None if self.precision is None else int(self.precision),
-            None if self.gamma is None else float(self.gamma),
+            _number_or_text(self.gamma),
             self.rho if isinstance(self.rho, str) else repr(float(self.rho)),
             renamed("map", self.map, "kernel_map", self.kernel_map, "none"),
             float(C),

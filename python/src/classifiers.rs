@@ -15,7 +15,7 @@ use mil_toolkit::classifier::milr::{Milr, Optimizer, Pooling};
 use mil_toolkit::classifier::simple_mi::{SimpleMi, Summary};
 use mil_toolkit::classifier::smil::{Smil, Variant};
 use mil_toolkit::classifier::svm::bags::{BagSvmSettings, EmpiricalMap};
-use mil_toolkit::classifier::svm::{Preprocessing, SetKernel, SetKernelSvm};
+use mil_toolkit::classifier::svm::{Gamma, Preprocessing, SetKernel, SetKernelSvm};
 use mil_toolkit::classifier::{BagModel, ClassifierParams};
 use mil_toolkit::data::Dataset;
 use mil_toolkit::distance::Hausdorff;
@@ -271,7 +271,7 @@ impl ClassifierSpec {
         epsilon: f64,
         delta: f64,
         precision: Option<i32>,
-        gamma: Option<f64>,
+        gamma: Option<&str>,
         rho: &str,
         map: &str,
         cost: f64,
@@ -279,6 +279,7 @@ impl ClassifierSpec {
         class_weight: &str,
         preprocessing: &str,
     ) -> PyResult<Self> {
+        let gamma: Option<Gamma> = gamma.map(str::parse).transpose().map_err(py_err)?;
         let kernel = match keyword::<SetKernelName>("kernel", kernel)? {
             SetKernelName::Box(kernel) => SetKernel::Box {
                 kernel,
@@ -287,9 +288,22 @@ impl ClassifierSpec {
                 delta,
                 precision,
             },
-            SetKernelName::Nsk => SetKernel::Nsk { gamma },
+            SetKernelName::Nsk => SetKernel::Nsk {
+                gamma: match gamma {
+                    None => None,
+                    Some(Gamma::Fixed(g)) => Some(g),
+                    Some(g @ Gamma::Scaled { .. }) => {
+                        return Err(py_err(mil_toolkit::Error::parameter(
+                            "gamma",
+                            g,
+                            "\"scaled\" applies to the mi-rbf kernel; nsk defaults to 1 / the \
+                             number of non-constant z-scored features, which is that already",
+                        )))
+                    }
+                },
+            },
             SetKernelName::MiRbf => SetKernel::MiRbf {
-                gamma: gamma.unwrap_or(mil_toolkit::classifier::svm::MI_RBF_GAMMA),
+                gamma: gamma.unwrap_or(Gamma::Fixed(mil_toolkit::classifier::svm::MI_RBF_GAMMA)),
             },
         };
         let settings = BagSvmSettings::default()

@@ -57,7 +57,9 @@ pub(crate) fn log_gram<'py>(
         SetKernelName::MiRbf => {
             let svm = SetKernelSvm::default()
                 .kernel(SetKernel::MiRbf {
-                    gamma: gamma.unwrap_or(mil_toolkit::classifier::svm::MI_RBF_GAMMA),
+                    gamma: gamma
+                        .unwrap_or(mil_toolkit::classifier::svm::MI_RBF_GAMMA)
+                        .into(),
                 })
                 .seed(seed);
             svm.check().map_err(py_err)?;

@@ -347,3 +347,24 @@ def test_mi_kernel_svm_scaling_is_checked(musk1):
     )
     with pytest.raises(ValueError, match="projection"):
         projected.fit(bags, y)
+
+
+def test_a_scaled_mi_kernel_gamma_is_one_over_the_summed_variance(musk1):
+    # gamma="scaled" is 1 / sum_j Var(x_j) of the training instances after the min-max
+    # map, computed here with numpy.
+    bags, y, _ = musk1
+    x = np.vstack([np.asarray(b, dtype=float) for b in bags])
+    span = x.max(axis=0) - x.min(axis=0)
+    kept = span > 0
+    scaled_x = (x[:, kept] - x.min(axis=0)[kept]) / span[kept]
+    gamma = 1.0 / scaled_x.var(axis=0).sum()
+    scaled = miltk.SetKernelSVM(kernel="mi-rbf", gamma="scaled").fit(bags, y)
+    fixed = miltk.SetKernelSVM(kernel="mi-rbf", gamma=gamma).fit(bags, y)
+    np.testing.assert_allclose(
+        scaled.decision_function(bags), fixed.decision_function(bags), rtol=1e-9, atol=1e-12
+    )
+    assert (scaled.predict(bags) == fixed.predict(bags)).all()
+    with pytest.raises(ValueError, match="gamma"):
+        miltk.SetKernelSVM(kernel="nsk", gamma="scaled").fit(bags, y)
+    with pytest.raises(ValueError, match="gamma"):
+        miltk.SetKernelSVM(kernel="mi-rbf", gamma="wide").fit(bags, y)

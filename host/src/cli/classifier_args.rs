@@ -10,7 +10,7 @@ use crate::classifier::mi_wrapper::{Combine, MiWrapper};
 use crate::classifier::miles::Miles;
 use crate::classifier::simple_mi::{SimpleMi, Summary};
 use crate::classifier::smil::{Smil, Variant};
-use crate::classifier::svm::Rho;
+use crate::classifier::svm::{Gamma, Rho};
 use mil_core::keyword::Keyword;
 
 /// Classifier choice and its hyper-parameters. Defaults are the library's
@@ -130,9 +130,10 @@ pub struct ClassifierArgs {
     /// 1 / the number of features); miles: γ = 1/σ² of the similarity exp(−γ‖x − y‖²) on
     /// z-scored features (default 1 / the number of non-constant features); mi-graph: γ of
     /// the instance kernel on z-scored features (default 1 / the number of non-constant
-    /// features).
+    /// features). With mi-rbf also `scaled` (1 / the summed variance of the training
+    /// instances after --scaling, fitted fold by fold) or `C*scaled` (C / that sum).
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
-    pub gamma: Vec<f64>,
+    pub gamma: Vec<Gamma>,
     /// miles: the share μ ∈ (0, 1) of --cost on positive bags' errors, 1 − μ on negative
     /// bags' [default: 0.5, the paper's].
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
@@ -552,7 +553,7 @@ impl ClassifierArgs {
                 .seed(seed)
                 .into(),
             ClassifierKind::Miles => Miles::default()
-                .gamma(args.gamma.first().copied())
+                .gamma(args.plain_gamma()?)
                 .cost(first(&args.cost, Miles::default().cost))
                 .mu(first(&args.mu, Miles::default().mu))
                 .max_prototypes(
@@ -562,7 +563,7 @@ impl ClassifierArgs {
                 .seed(seed)
                 .into(),
             ClassifierKind::MiGraph => MiGraph::default()
-                .gamma(args.gamma.first().copied())
+                .gamma(args.plain_gamma()?)
                 .cost(first(&args.cost, MiGraph::default().cost))
                 .norm(first(&args.graph_norm, MiGraph::default().norm))
                 .into(),
@@ -665,6 +666,23 @@ impl ClassifierArgs {
             .seed(seed))
     }
 
+    /// The one γ given as a number (`None`: not given); `scaled` is the MI kernel's
+    /// alone, since every other γ already defaults to 1 / the z-scored features' summed
+    /// variance.
+    fn plain_gamma(&self) -> Result<Option<f64>> {
+        match self.gamma.first() {
+            None => Ok(None),
+            Some(Gamma::Fixed(g)) => Ok(Some(*g)),
+            Some(g @ Gamma::Scaled { .. }) => Err(Error::parameter(
+                "--gamma",
+                g,
+                "`scaled` applies to --classifier svm --kernel mi-rbf; the other kernels \
+                 default to 1 / the number of non-constant z-scored features, which is \
+                 that already",
+            )),
+        }
+    }
+
     /// sMIL (`kind` smil) or sbMIL (sbmil) as the flags describe it.
     fn smil_params(&self, kind: ClassifierKind) -> Result<Smil> {
         let variant = match kind {
@@ -674,7 +692,7 @@ impl ClassifierArgs {
         Ok(Smil::default()
             .variant(variant)
             .kernel(self.instance_kernel(kind)?)
-            .gamma(self.gamma.first().copied())
+            .gamma(self.plain_gamma()?)
             .cost(first(&self.cost, Smil::default().cost))
             .eta(self.eta))
     }
@@ -694,7 +712,7 @@ impl ClassifierArgs {
             .heuristic(heuristic)
             .kernel(kernel)
             .scaling(scaling)
-            .gamma(self.gamma.first().copied())
+            .gamma(self.plain_gamma()?)
             .cost(first(&self.cost, MiSvm::default().cost))
             .max_iterations(
                 self.max_iterations
@@ -731,10 +749,10 @@ impl ClassifierArgs {
                 precision: k.precision,
             },
             SetKernelName::Nsk => SetKernel::Nsk {
-                gamma: args.gamma.first().copied(),
+                gamma: args.plain_gamma()?,
             },
             SetKernelName::MiRbf => SetKernel::MiRbf {
-                gamma: first(&args.gamma, MI_RBF_GAMMA),
+                gamma: first(&args.gamma, Gamma::Fixed(MI_RBF_GAMMA)),
             },
         };
         let cost = first(

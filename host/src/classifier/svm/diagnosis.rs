@@ -98,7 +98,14 @@ impl GramDiagnosis {
             SetKernel::Box { .. } => {
                 "raise the precision (finer boxes tell near bags apart)".to_string()
             }
-            SetKernel::MiRbf { gamma } | SetKernel::Nsk { gamma: Some(gamma) } => {
+            SetKernel::MiRbf { gamma } => {
+                if lower {
+                    format!("lower gamma below {gamma} (e.g. {})", gamma.times(0.1))
+                } else {
+                    format!("raise gamma above {gamma} (e.g. {})", gamma.times(10.0))
+                }
+            }
+            SetKernel::Nsk { gamma: Some(gamma) } => {
                 if lower {
                     format!("lower gamma below {gamma} (e.g. {})", gamma / 10.0)
                 } else {
@@ -203,7 +210,13 @@ mod tests {
         assert!(matches!(d, GramDiagnosis::Constant { .. }), "{d:?}");
         let remedy = d.remedy(&SetKernel::default(), &settings, &log, n, &train);
         assert!(remedy.starts_with("use rho"), "{remedy}");
-        let gamma = d.remedy(&SetKernel::MiRbf { gamma: 0.5 }, &settings, &log, n, &train);
+        let gamma = d.remedy(
+            &SetKernel::MiRbf { gamma: 0.5.into() },
+            &settings,
+            &log,
+            n,
+            &train,
+        );
         assert!(gamma.starts_with("raise gamma above 0.5"), "{gamma}");
     }
 

@@ -34,8 +34,21 @@ impl FittedKernel {
                 check_gamma(gamma)?;
                 FittedKernel::Nsk { zscore, gamma }
             }
-            SetKernel::MiRbf { gamma } => FittedKernel::MiRbf { gamma },
+            SetKernel::MiRbf { gamma } => FittedKernel::MiRbf {
+                gamma: gamma.resolve(train)?,
+            },
         })
+    }
+
+    /// `kernel` (the setting this was fitted from) with what the fit resolved: the MI
+    /// kernel's γ as a number.
+    pub(super) fn setting(&self, kernel: SetKernel) -> SetKernel {
+        match (self, kernel) {
+            (FittedKernel::MiRbf { gamma }, SetKernel::MiRbf { .. }) => SetKernel::MiRbf {
+                gamma: Gamma::Fixed(*gamma),
+            },
+            _ => kernel,
+        }
     }
 
     /// ln k among the training bags (m × m), and for NSK the training bags'

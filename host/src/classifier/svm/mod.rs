@@ -51,6 +51,9 @@ pub use kernel::*;
 mod diagnosis;
 pub use diagnosis::*;
 
+mod gamma;
+pub use gamma::Gamma;
+
 /// The set kernel of the SVM.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "family", rename_all = "kebab-case")]
@@ -77,8 +80,9 @@ pub enum SetKernel {
     /// the features as [`Preprocessing`] leaves them; used as is (no φ, no empirical map,
     /// no conditioning), so C means what Weka's MISMO means by it.
     MiRbf {
-        /// γ (MISMO's default 0.01, on attributes scaled to [0, 1]).
-        gamma: f64,
+        /// γ (MISMO's default 0.01, on attributes scaled to [0, 1]), or scaled to the
+        /// training instances ([`Gamma::Scaled`]).
+        gamma: Gamma,
     },
 }
 
@@ -177,7 +181,7 @@ impl SetKernelSvm {
                     }
                 }
                 SetKernel::MiRbf { gamma } => {
-                    for g in [gamma, gamma / 10.0, gamma * 10.0] {
+                    for g in [gamma, gamma.times(0.1), gamma.times(10.0)] {
                         push(base.kernel(SetKernel::MiRbf { gamma: g }));
                     }
                 }
@@ -211,7 +215,7 @@ impl SetKernelSvm {
     pub fn mismo() -> Self {
         SetKernelSvm {
             kernel: SetKernel::MiRbf {
-                gamma: MI_RBF_GAMMA,
+                gamma: Gamma::Fixed(MI_RBF_GAMMA),
             },
             settings: BagSvmSettings::default()
                 .cost(MI_RBF_COST)
@@ -299,9 +303,16 @@ impl SetKernelSvm {
     }
 
     /// Whether cross-validation may share one Gram matrix over all bags: not when a
-    /// pre-processing is fitted on the training bags (it would see the test bags).
+    /// pre-processing or a scaled γ is fitted on the training bags (it would see the
+    /// test bags).
     pub fn shares_gram(&self) -> bool {
         self.preprocessing == Preprocessing::None
+            && !matches!(
+                self.kernel,
+                SetKernel::MiRbf {
+                    gamma: Gamma::Scaled { .. }
+                }
+            )
     }
 }
 
@@ -313,11 +324,10 @@ impl SetKernelSvm {
             SetKernel::Box { epsilon, delta, .. } => {
                 accuracy(epsilon, delta)?;
             }
-            SetKernel::Nsk { gamma: Some(g) } | SetKernel::MiRbf { gamma: g }
-                if !(g > 0.0 && g.is_finite()) =>
-            {
+            SetKernel::Nsk { gamma: Some(g) } if !(g > 0.0 && g.is_finite()) => {
                 return Err(Error::parameter("gamma", g, "must be positive and finite"));
             }
+            SetKernel::MiRbf { gamma } if gamma.check().is_err() => return gamma.check(),
             SetKernel::MiRbf { .. } if self.settings.map != EmpiricalMap::None => {
                 return Err(Error::parameter(
                     "map",
@@ -455,7 +465,7 @@ impl Classifier for SetKernelSvm {
             .next()
             .ok_or_else(|| Error::data(data.name(), "no classes"))?;
         Ok(SvmModel {
-            kernel: self.kernel,
+            kernel: kernel.setting(self.kernel),
             seed: self.seed,
             train_features: train_set.features().to_vec(),
             train_starts: train_set.bag_starts().to_vec(),
@@ -584,6 +594,9 @@ impl SvmModel {
                 "svm: training features do not match the bag offsets".into(),
             ));
         }
+        if let SetKernel::MiRbf { gamma } = self.kernel {
+            self.fitted_gamma(gamma)?;
+        }
         // The same checks as at training, then every number the decision reads.
         SetKernelSvm {
             kernel: self.kernel,
@@ -634,6 +647,13 @@ impl SvmModel {
             ..SetKernelSvm::default()
         };
         svm.diagnose(&self.train_log_gram, m, &(0..m).collect::<Vec<_>>())
+    }
+
+    /// The MI kernel's γ as fitted (a fitted model holds the resolved value).
+    fn fitted_gamma(&self, gamma: Gamma) -> Result<f64> {
+        gamma
+            .fixed()
+            .ok_or_else(|| Error::Model("svm: the MI kernel's gamma is not resolved".into()))
     }
 
     /// The trained machines: `svm`, then the other one-vs-rest machines.
@@ -717,6 +737,7 @@ impl BagModel for SvmModel {
         let SetKernel::MiRbf { gamma } = self.kernel else {
             return Ok(bags.iter().map(|_| Explanation::none()).collect());
         };
+        let gamma = self.fitted_gamma(gamma)?;
         let labels = self.scores(data.select(bags))?.labels();
         let train = self.train_set()?;
         let mut wanted = data.copy_bags(bags);
