@@ -23,6 +23,7 @@ mi-wrapper            | --classifier mi-wrapper
 mi-vlad               | --classifier mi-vlad
 mi-fv                 | --classifier mi-fv
 mi-fv-cv              | --classifier mi-fv --codebook 1,2,4
+mi-fv-k2-r10          | --classifier mi-fv --codebook 2 --ridge 10
 mi-svm                | --classifier mi-svm                             | musk2=1,elephant=1,fox=1,tiger=1,corel_dogs=1
 mi-svm-bag            | --classifier mi-svm-bag                         | musk2=1,corel_dogs=1
 dd                    | --classifier dd | musk1=2,musk2=1,elephant=1,fox=1,tiger=1,corel_dogs=1
@@ -32,6 +33,7 @@ svm-kandor            | --classifier svm --kernel kandor
 svm-kmin              | --classifier svm --kernel kmin
 svm-nsk               | --classifier svm --kernel nsk
 svm-mi-rbf            | --classifier svm --kernel mi-rbf --scaling minmax
+svm-mi-rbf-scaled     | --classifier svm --kernel mi-rbf --scaling minmax --gamma scaled
 smil                  | --classifier smil                               | musk2=3
 sbmil                 | --classifier sbmil                              | musk2=3
 miles                 | --classifier miles                              | corel_dogs=1

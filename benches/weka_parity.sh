@@ -48,8 +48,9 @@ row() {
     [ "$ws" = 124 ] && weka_cell="cut after ${timeout_s} s wall: $wc s / $wm MiB, unfinished"
     [ "$ws" != 0 ] && [ "$ws" != 124 ] && weka_cell="failed (exit $ws)"
     local ratio="—"
-    [ "$ws" = 0 ] && [ "$ms" = 0 ] && ratio=$(awk -v w="$wc" -v m="$mc" 'BEGIN { printf "%.0f×", w / (m > 0.05 ? m : 0.05) }')
-    [ "$ws" = 124 ] && [ "$ms" = 0 ] && ratio=$(awk -v w="$wc" -v m="$mc" 'BEGIN { printf "> %.0f×", w / (m > 0.05 ? m : 0.05) }')
+    # Below 10 with one decimal, so that a ratio under 1 does not print as 1.
+    [ "$ws" = 0 ] && [ "$ms" = 0 ] && ratio=$(awk -v w="$wc" -v m="$mc" 'BEGIN { r = w / (m > 0.05 ? m : 0.05); printf (r < 10 ? "%.1f×" : "%.0f×"), r }')
+    [ "$ws" = 124 ] && [ "$ms" = 0 ] && ratio=$(awk -v w="$wc" -v m="$mc" 'BEGIN { r = w / (m > 0.05 ? m : 0.05); printf (r < 10 ? "> %.1f×" : "> %.0f×"), r }')
     echo "| $label | \`$wargs\` | $weka_cell | \`mil cv musk2 $margs\` | $mc s / $mm MiB | $ratio |"
 }
 

@@ -364,6 +364,10 @@ def test_a_scaled_mi_kernel_gamma_is_one_over_the_summed_variance(musk1):
         scaled.decision_function(bags), fixed.decision_function(bags), rtol=1e-9, atol=1e-12
     )
     assert (scaled.predict(bags) == fixed.predict(bags)).all()
+    # In a parameter grid beside a number, chosen by the inner CV.
+    grid = {"gamma": [0.01, "scaled"]}
+    auto = miltk.AutoMIL(candidates=[(miltk.SetKernelSVM(kernel="mi-rbf"), grid)])
+    assert auto.fit(bags, y).predict(bags).shape == (len(bags),)
     with pytest.raises(ValueError, match="gamma"):
         miltk.SetKernelSVM(kernel="nsk", gamma="scaled").fit(bags, y)
     with pytest.raises(ValueError, match="gamma"):

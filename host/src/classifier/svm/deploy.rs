@@ -168,7 +168,7 @@ impl SvmModel {
                 "an MI-kernel deployment of a model with another kernel".into(),
             ));
         };
-        let gamma = self.fitted_gamma(gamma)?;
+        let gamma = Self::fitted_gamma(gamma)?;
         if !self.rest.is_empty() {
             return Err(Error::data(
                 "model",

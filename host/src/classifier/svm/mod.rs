@@ -595,7 +595,7 @@ impl SvmModel {
             ));
         }
         if let SetKernel::MiRbf { gamma } = self.kernel {
-            self.fitted_gamma(gamma)?;
+            Self::fitted_gamma(gamma)?;
         }
         // The same checks as at training, then every number the decision reads.
         SetKernelSvm {
@@ -650,7 +650,7 @@ impl SvmModel {
     }
 
     /// The MI kernel's γ as fitted (a fitted model holds the resolved value).
-    fn fitted_gamma(&self, gamma: Gamma) -> Result<f64> {
+    fn fitted_gamma(gamma: Gamma) -> Result<f64> {
         gamma
             .fixed()
             .ok_or_else(|| Error::Model("svm: the MI kernel's gamma is not resolved".into()))
@@ -737,7 +737,7 @@ impl BagModel for SvmModel {
         let SetKernel::MiRbf { gamma } = self.kernel else {
             return Ok(bags.iter().map(|_| Explanation::none()).collect());
         };
-        let gamma = self.fitted_gamma(gamma)?;
+        let gamma = Self::fitted_gamma(gamma)?;
         let labels = self.scores(data.select(bags))?.labels();
         let train = self.train_set()?;
         let mut wanted = data.copy_bags(bags);
