@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::imbalance::ClassWeight;
 use super::{check_dim, BagModel, BagScores, Classifier};
+use crate::data::standardize::is_round_off;
 use crate::data::Bags;
 use crate::error::{Error, Result};
 use crate::explain::{Explanation, InstanceScore};
@@ -280,7 +281,8 @@ pub struct MiSvmModel {
     pub stop: Stop,
 }
 
-/// Feature means and inverse standard deviations over the rows of `x`.
+/// Feature means and inverse standard deviations over the rows of `x` (0 for a constant
+/// feature, [`is_round_off`]).
 pub(super) fn standardisation(x: &[f64], dim: usize) -> (Vec<f64>, Vec<f64>) {
     let n = (x.len() / dim) as f64;
     let mut mean = vec![0.0; dim];
@@ -295,7 +297,14 @@ pub(super) fn standardisation(x: &[f64], dim: usize) -> (Vec<f64>, Vec<f64>) {
     }
     let inv_sd = var
         .iter()
-        .map(|&v| if v > 0.0 { 1.0 / v.sqrt() } else { 0.0 })
+        .zip(&mean)
+        .map(|(&v, &m)| {
+            if is_round_off(v.sqrt(), m) {
+                0.0
+            } else {
+                1.0 / v.sqrt()
+            }
+        })
         .collect();
     (mean, inv_sd)
 }
@@ -654,6 +663,19 @@ mod tests {
     use crate::data::Dataset;
     use rand::{RngExt, SeedableRng};
     use rand_xoshiro::Xoshiro256PlusPlus;
+
+    #[test]
+    fn a_constant_feature_is_scaled_by_0_not_by_its_round_off() {
+        // Ten rows: 0.1 / 10 summed ten times is not 0.1, so the column's computed
+        // variance is round-off (> 0), which must not become a scale of ~10¹⁶.
+        let x: Vec<f64> = (0..10).flat_map(|i| [f64::from(i), 0.1]).collect();
+        let (mean, inv_sd) = standardisation(&x, 2);
+        let var: f64 = (0..10).map(|_| (0.1 - mean[1]).powi(2) / 10.0).sum();
+        assert!(var > 0.0, "the column's variance is round-off here");
+        assert_eq!(inv_sd[1], 0.0);
+        assert!((inv_sd[0] - 1.0 / 8.25f64.sqrt()).abs() < 1e-15);
+        assert_eq!(zscore(&[3.0, 7.0], &mean, &inv_sd)[1], 0.0);
+    }
 
     fn dataset(
         dim: usize,

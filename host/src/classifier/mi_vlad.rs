@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use super::imbalance::ClassWeight;
 use super::milr::{Milr, MilrModel, Pooling};
 use super::{check_dim, BagModel, BagScores, Classifier};
+use crate::data::standardize::ZScore;
 use crate::data::{Bag, Bags, Dataset};
 use crate::error::{Error, Result};
 use crate::explain::{Explanation, InstanceScore};
@@ -408,25 +409,6 @@ pub struct MiVladModel {
     pub logistic: MilrModel,
 }
 
-/// The instances' means and standard deviations over the bags `bags`.
-fn instance_statistics(data: &Dataset, bags: &[usize]) -> (Vec<f64>, Vec<f64>) {
-    let dim = data.dim();
-    let (mut sum, mut n) = (vec![0.0; dim], 0usize);
-    for x in bags.iter().flat_map(|&b| data.bag(b).instances()) {
-        sum.iter_mut().zip(x).for_each(|(s, v)| *s += v);
-        n += 1;
-    }
-    let mean: Vec<f64> = sum.iter().map(|s| s / n as f64).collect();
-    let mut sq = vec![0.0; dim];
-    for x in bags.iter().flat_map(|&b| data.bag(b).instances()) {
-        for ((s, v), m) in sq.iter_mut().zip(x).zip(&mean) {
-            let d = v - m;
-            *s += d * d;
-        }
-    }
-    (mean, sq.iter().map(|s| (s / n as f64).sqrt()).collect())
-}
-
 /// `x` z-scored with `mean` and `sd` (a feature of deviation 0 becomes 0).
 fn zscore(x: &[f64], mean: &[f64], sd: &[f64]) -> Vec<f64> {
     let mut z = vec![0.0; x.len()];
@@ -445,8 +427,8 @@ impl Classifier for MiVlad {
     type Model = MiVladModel;
 
     fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<MiVladModel> {
-        let train = train.into();
-        let (data, train) = (train.dataset(), &*train.indices());
+        let view = train.into();
+        let (data, train) = (view.dataset(), &*view.indices());
         self.check()?;
         data.training_labels(train, 2)?;
         let n: usize = train.iter().map(|&b| data.bag(b).len()).sum();
@@ -458,7 +440,10 @@ impl Classifier for MiVlad {
             ));
         }
         let dim = data.dim();
-        let (mean, sd) = instance_statistics(data, train);
+        // A feature constant on the training instances must get deviation 0, not the
+        // round-off spread of its mean (~10⁻¹⁶): dividing by that spread sends a test
+        // instance whose value differs to ~10¹⁶ and one whose value is equal to ±1.
+        let ZScore { mean, std: sd } = ZScore::fit(view.clone());
         let mut x = vec![0.0; n * dim];
         let instances = train.iter().flat_map(|&b| data.bag(b).instances());
         for (xi, out) in instances.zip(x.chunks_exact_mut(dim)) {
@@ -896,6 +881,38 @@ mod tests {
             MiVlad::fisher().ridge(f64::NAN),
         ] {
             assert!(bad.fit(&data).is_err(), "{bad:?}");
+        }
+    }
+
+    /// `data` with one more feature, `value` on every instance.
+    fn with_constant(data: &Dataset, value: f64) -> Dataset {
+        let x = data
+            .features()
+            .chunks_exact(data.dim())
+            .flat_map(|row| row.iter().copied().chain([value]))
+            .collect();
+        data.with_features(data.dim() + 1, x).unwrap()
+    }
+
+    #[test]
+    fn a_feature_constant_in_training_is_ignored_whatever_its_test_values() {
+        // 0.1 summed over the instances and divided by their number is not 0.1: a
+        // deviation taken from that mean is round-off (~10⁻¹⁷), not 0.
+        let data = random_set(5, 30, 3);
+        let n = data.n_instances() as f64;
+        assert_ne!(vec![0.1; data.n_instances()].iter().sum::<f64>() / n, 0.1);
+        let train = with_constant(&data, 0.1);
+        for params in [MiVlad::vlad(), MiVlad::vlad().codebook(3), MiVlad::fisher()] {
+            let model = params.fit(&train).unwrap();
+            assert_eq!(model.encoder.sd[3], 0.0, "{:?}", params.encoding);
+            let base = model.scores(&train).unwrap();
+            for value in [0.1, 0.1000001, 7.0] {
+                let test = with_constant(&data, value);
+                let scores = model.scores(&test).unwrap();
+                for b in 0..data.n_bags() {
+                    assert_eq!(scores.row(b), base.row(b), "value {value}, bag {b}");
+                }
+            }
         }
     }
 

@@ -67,8 +67,7 @@ impl ZScore {
             .zip(mean.iter().zip(&scale))
             .map(|(acc, (m, s))| {
                 let sd = (acc / n).sqrt() * s;
-                // Round-off leaves a tiny spread on constant columns; treat it as zero.
-                if sd <= 1e-12 * m.abs().max(1.0) {
+                if is_round_off(sd, *m) {
                     0.0
                 } else {
                     sd
@@ -127,6 +126,15 @@ impl ZScore {
         }
         data.with_features(kept, features)
     }
+}
+
+/// Whether a feature's deviation `sd` around its mean `mean` is round-off, the feature
+/// constant: the sum of a constant column divided by its count is rarely the value
+/// itself, and the spread around that mean is then ~10⁻¹⁶·|mean|, not 0. Dividing by it
+/// would send a later value that differs to ~10¹⁶. Every standardisation of the toolkit
+/// treats such a feature as constant (deviation 0).
+pub fn is_round_off(sd: f64, mean: f64) -> bool {
+    sd <= 1e-12 * mean.abs().max(1.0)
 }
 
 /// The largest power of two at most `x` — `x` with its mantissa cleared — or 1 for a

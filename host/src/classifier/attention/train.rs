@@ -9,6 +9,7 @@ use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::{AttentionMil, AttentionModel, Layer, Pooling, Shapes, Stop};
+use crate::data::standardize::is_round_off;
 use crate::data::Bags;
 use crate::error::{Error, Result};
 use crate::progress::Progress;
@@ -157,11 +158,10 @@ fn standardisation(bags: &Bags<'_>) -> (Vec<f64>, Vec<f64>) {
         .zip(&mean)
         .map(|(s, m)| {
             let sd = (s / n as f64).sqrt();
-            // Round-off of a constant feature's mean leaves sd ~ 1e-16 · |m|.
-            if sd > 1e-12 * (1.0 + m.abs()) {
-                1.0 / sd
-            } else {
+            if is_round_off(sd, *m) {
                 0.0
+            } else {
+                1.0 / sd
             }
         })
         .collect();

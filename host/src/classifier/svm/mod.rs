@@ -327,15 +327,17 @@ impl SetKernelSvm {
             SetKernel::Nsk { gamma: Some(g) } if !(g > 0.0 && g.is_finite()) => {
                 return Err(Error::parameter("gamma", g, "must be positive and finite"));
             }
-            SetKernel::MiRbf { gamma } if gamma.check().is_err() => return gamma.check(),
-            SetKernel::MiRbf { .. } if self.settings.map != EmpiricalMap::None => {
-                return Err(Error::parameter(
-                    "map",
-                    self.settings.map,
-                    "the MI kernel is used as is: use the map none",
-                ));
+            SetKernel::MiRbf { gamma } => {
+                gamma.check()?;
+                if self.settings.map != EmpiricalMap::None {
+                    return Err(Error::parameter(
+                        "map",
+                        self.settings.map,
+                        "the MI kernel is used as is: use the map none",
+                    ));
+                }
             }
-            SetKernel::Nsk { .. } | SetKernel::MiRbf { .. } => {}
+            SetKernel::Nsk { .. } => {}
         }
         if self.preprocessing == Preprocessing::Weka
             && !matches!(self.kernel, SetKernel::MiRbf { .. })
