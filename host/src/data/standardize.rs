@@ -40,12 +40,15 @@ impl ZScore {
         // Powers of two: dividing and multiplying back is exact, so the statistics are
         // bit for bit those of the unscaled sums wherever these stay finite.
         scale.iter_mut().for_each(|s| *s = power_of_two_below(*s));
+        // Their reciprocals are powers of two as well (2⁻¹⁰²³ at least, subnormal but
+        // exact), so multiplying by one rounds as dividing does, at a fraction of the cost.
+        let inv: Vec<f64> = scale.iter().map(|s| 1.0 / s).collect();
         let mut mean = vec![0.0; dim];
         let mut count = 0usize;
         for &b in bags {
             for x in data.bag(b).instances() {
-                for ((m, v), s) in mean.iter_mut().zip(x).zip(&scale) {
-                    *m += v / s;
+                for ((m, v), i) in mean.iter_mut().zip(x).zip(&inv) {
+                    *m += v * i;
                 }
                 count += 1;
             }
@@ -55,8 +58,8 @@ impl ZScore {
         let mut var = vec![0.0; dim];
         for &b in bags {
             for x in data.bag(b).instances() {
-                for ((acc, v), (m, s)) in var.iter_mut().zip(x).zip(mean.iter().zip(&scale)) {
-                    let d = v / s - m;
+                for ((acc, v), (m, i)) in var.iter_mut().zip(x).zip(mean.iter().zip(&inv)) {
+                    let d = v * i - m;
                     *acc += d * d;
                 }
             }
@@ -131,8 +134,9 @@ impl ZScore {
 /// Whether a feature's deviation `sd` around its mean `mean` is round-off, the feature
 /// constant: the sum of a constant column divided by its count is rarely the value
 /// itself, and the spread around that mean is then ~10⁻¹⁶·|mean|, not 0. Dividing by it
-/// would send a later value that differs to ~10¹⁶. Every standardisation of the toolkit
-/// treats such a feature as constant (deviation 0).
+/// would send a later value that differs to ~10¹⁶. [`ZScore`] and the instance
+/// standardisations of MILES, mi-SVM, sMIL and the attention network treat such a
+/// feature as constant (deviation 0).
 pub fn is_round_off(sd: f64, mean: f64) -> bool {
     sd <= 1e-12 * mean.abs().max(1.0)
 }
@@ -185,6 +189,49 @@ mod tests {
         assert_eq!(power_of_two_below(f64::MAX), 2f64.powi(1023));
         assert_eq!(power_of_two_below(0.75), 0.5);
         assert_eq!(power_of_two_below(-1.0), 1.0);
+    }
+
+    #[test]
+    fn statistics_are_those_of_the_plain_two_pass_sums() {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(3);
+        let mut checked = 0;
+        for _ in 0..200 {
+            let (dim, n) = (rng.random_range(1..6), rng.random_range(1..40));
+            // Each feature at its own magnitude, its values spread over six decades.
+            let exponent: Vec<i32> = (0..dim).map(|_| rng.random_range(-140..140)).collect();
+            let x: Vec<f64> = (0..dim * n)
+                .map(|i| {
+                    let e = exponent[i % dim] + rng.random_range(-3..3);
+                    rng.random_range(-1.0..1.0) * 10f64.powi(e)
+                })
+                .collect();
+            let data = Dataset::new(
+                "t",
+                dim,
+                x.clone(),
+                vec![0, n],
+                vec!["a".into()],
+                None,
+                vec![],
+            )
+            .unwrap();
+            let z = ZScore::fit(&data);
+            for j in 0..dim {
+                // The plain sums, wherever their squares stay finite and normal.
+                let col: Vec<f64> = x.iter().skip(j).step_by(dim).copied().collect();
+                let mean = col.iter().sum::<f64>() / n as f64;
+                let var = col.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>();
+                if !(var.is_finite() && (var == 0.0 || var > 1e-290)) {
+                    continue;
+                }
+                assert_eq!(z.mean[j], mean);
+                let sd = (var / n as f64).sqrt();
+                assert_eq!(z.std[j], if is_round_off(sd, mean) { 0.0 } else { sd });
+                checked += 1;
+            }
+        }
+        assert!(checked > 300, "{checked} features compared");
     }
 
     #[test]
