@@ -921,6 +921,10 @@ fn exercise(bytes: &[u8], rng: &mut Xoshiro256PlusPlus) -> bool {
         let _ = model.project(Instances::I16(&q[..dim]), &mut y);
         let mut out = vec![0i16; dim];
         let _ = model.quantize_instance(&f[..dim], &mut out);
+        let buffers = model
+            .mi_vlad()
+            .map_or((0, 0), |m| (m.scratch_len(), m.sums_len()));
+        assert_eq!(mil_core::model::mi_vlad_buffers(bytes), buffers);
         if model.mi_vlad().is_some() {
             let _ = core_svm_decide(&model, dataset_bag(&f, dim, n).bag(0));
         }

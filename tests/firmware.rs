@@ -915,6 +915,45 @@ fn the_board_example_runs_a_miles_model_on_an_emulated_cortex_m4_and_builds_for_
 }
 
 #[test]
+fn the_board_example_runs_mi_vlad_and_mi_fv_on_an_emulated_cortex_m4_and_builds_for_a_cortex_m0() {
+    // musk1's miVLAD (Q15) and miFV (Q7) models at the defaults embedded in the board
+    // example with all 92 musk1 bags as i16 counts: the model's kind chooses the pass and
+    // sizes its buffers at compile time (`mi_vlad_buffers`), each instance is widened to
+    // f64 and added to one pass over its bag, and the label printed for every bag is the
+    // host model's (and the host-side core's).
+    use mil_toolkit::classifier::mi_vlad::MiVlad;
+    use mil_toolkit::classifier::ClassifierParams;
+    let musk1 = mil_toolkit::data::load("musk1").unwrap();
+    for (name, params, encoding) in [
+        ("miVLAD", MiVlad::vlad(), Encoding::Q15),
+        ("miFV", MiVlad::fisher(), Encoding::Q7),
+    ] {
+        let host = deploy::train(&musk1, None, ClassifierParams::MiVlad(params));
+        let scores = host.scores(&musk1).unwrap();
+        let (compact, _) = Compact::from_host(&host).unwrap();
+        let bytes = export(&compact, encoding, &musk1).unwrap();
+        let core = Model::parse(&bytes).unwrap();
+        let mut expected = Vec::new();
+        for b in 0..musk1.n_bags() {
+            let d = core_svm_decide(&core, musk1.bag(b)).unwrap();
+            assert_eq!(
+                d.label,
+                scores.label(b),
+                "{name} bag {b}: the host-side core"
+            );
+            expected.push(format!("bag {b}: label {}", d.label));
+        }
+        run_board(name, Some((&bytes, &board_bags(&musk1))), &expected);
+        println!(
+            "firmware: board example, {name} {encoding:?} ({} bytes): the host model's label on {} of {} musk1 bags",
+            bytes.len(),
+            expected.len(),
+            musk1.n_bags()
+        );
+    }
+}
+
+#[test]
 fn mi_vlad_runs_on_an_emulated_cortex_m4() {
     // miVLAD and miFV at the host's defaults on musk1 (one centre, one mixture component)
     // in Q15 on all 92 bags: one pass over a bag's instances adding residuals (miVLAD) or

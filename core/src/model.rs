@@ -695,6 +695,31 @@ pub const fn miles_buffers(model: &[u8]) -> (usize, usize) {
     (header_dims(model).0.saturating_add(k.saturating_mul(3)), k)
 }
 
+/// The buffers of a miVLAD or miFV pass ([`MiVlad::decide`], [`MiVlad::begin`]) in a
+/// `const` context: (D + k `f32` of scratch, 2·width + k `f64` of sums), k the centres or
+/// components and width kD (miVLAD) or 2kD (miFV); (0, 0) for other kinds. Unchecked, as
+/// [`scratch_bound`]; for every miVLAD and miFV model [`Model::parse`] accepts it equals
+/// ([`MiVlad::scratch_len`], [`MiVlad::sums_len`]).
+pub const fn mi_vlad_buffers(model: &[u8]) -> (usize, usize) {
+    let fisher = match header_kind(model) {
+        Some(ModelKind::MiVlad) => false,
+        Some(ModelKind::MiFv) => true,
+        _ => return (0, 0),
+    };
+    let k = match const_section(model, tag::REF_INSTANCES) {
+        Some((rows, _)) => rows,
+        None => 0,
+    };
+    let d = header_dims(model).0;
+    let width = k
+        .saturating_mul(d)
+        .saturating_mul(if fisher { 2 } else { 1 });
+    (
+        d.saturating_add(k),
+        width.saturating_mul(2).saturating_add(k),
+    )
+}
+
 /// The buffers of an attention network's pass ([`Attention::decide`],
 /// [`Attention::begin`]) in a `const` context: ([`Attention::scratch_len`] `f32`,
 /// [`Attention::ints_len`] `i16`), read from the header and the layers' widths in

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Regenerates data/model.milm and data/bags.bin with the `mil` program (MIL env var, or
 # `mil` on the PATH): musk1's B-MIDA d = 10 + MILR model in Q15 (`make-data.sh miles`:
-# musk1's MILES model at the defaults in Q15, 40 prototypes; `make-data.sh attention`:
-# musk1's attention network at the defaults, seed 1, in Q15), and musk1's bags 1, 2, 3,
-# 48, 49, 50 (three positive, three negative) as little-endian i16 counts; the MILR model
-# takes them as they are (`--input integer`: every input step 1, quantising is a copy),
-# MILES and the attention network widen them to f64.
+# musk1's MILES model at the defaults in Q15, 40 prototypes; `make-data.sh mi-vlad` and
+# `make-data.sh mi-fv`: musk1's miVLAD and miFV models at the defaults in Q15;
+# `make-data.sh attention`: musk1's attention network at the defaults, seed 1, in Q15),
+# and musk1's bags 1, 2, 3, 48, 49, 50 (three positive, three negative) as little-endian
+# i16 counts; the MILR model takes them as they are (`--input integer`: every input step
+# 1, quantising is a copy), MILES, miVLAD, miFV and the attention network widen them to
+# f64.
 set -euo pipefail
 cd "$(dirname "$0")"
 mil=${MIL:-mil}
@@ -20,12 +22,16 @@ miles)
     "$mil" train musk1 --classifier miles -o "$tmp/model.json" --quiet
     "$mil" export "$tmp/model.json" --format q15 -o data/model.milm --quiet
     ;;
+mi-vlad | mi-fv)
+    "$mil" train musk1 --classifier "$1" -o "$tmp/model.json" --quiet
+    "$mil" export "$tmp/model.json" --format q15 -o data/model.milm --quiet
+    ;;
 attention)
     "$mil" train musk1 --classifier attention --seed 1 -o "$tmp/model.json" --quiet
     "$mil" export "$tmp/model.json" --format q15 -o data/model.milm --quiet
     ;;
 *)
-    echo "usage: make-data.sh [milr|miles|attention]" >&2
+    echo "usage: make-data.sh [milr|miles|mi-vlad|mi-fv|attention]" >&2
     exit 2
     ;;
 esac

@@ -5,10 +5,11 @@
 //!   MILR in Q15 with `--input integer`, 3,876 bytes; `make-data.sh` regenerates it, and
 //!   `make-data.sh miles` writes musk1's MILES model instead). Any model that
 //!   [`Model::classify`] runs fits — linear (MILR, MI-ALM), Citation-kNN, M³IC — and
-//!   MILES and the attention network (`make-data.sh attention`), which have their own
-//!   entry points ([`mil_core::miles::Miles::begin`], [`mil_core::attention::Attention::begin`]):
-//!   the model's kind, read from its header at compile time, chooses the path and sizes
-//!   its buffers.
+//!   MILES, miVLAD and miFV (`make-data.sh mi-vlad`, `make-data.sh mi-fv`) and the
+//!   attention network (`make-data.sh attention`), which have their own entry points
+//!   ([`mil_core::miles::Miles::begin`], [`mil_core::mi_vlad::MiVlad::begin`],
+//!   [`mil_core::attention::Attention::begin`]): the model's kind, read from its header
+//!   at compile time, chooses the path and sizes its buffers.
 //! - `data/bags.bin`: the instances as a sensor front end delivers them — `i16` counts
 //!   (musk1's features are integers), little-endian: `u32` bags, `u32` features D, then
 //!   per bag a `u32` instance count n and n × D `i16`.
@@ -18,11 +19,12 @@
 //!
 //! The model is parsed and checked once at start. For [`Model::classify`] each instance
 //! is quantised with integer shifts only ([`Model::quantize_fixed`], no FPU needed; a
-//! copy here, since `--input integer` gave every feature step 1, the counts' own). A
-//! MILES model and an attention network take raw features: each instance's counts are
-//! widened as they are read and added to one pass over the bag
-//! ([`mil_core::miles::MilesPass`], [`mil_core::attention::AttentionPass`]), so the
-//! firmware holds one instance, not the bag. Each bag gets one line
+//! copy here, since `--input integer` gave every feature step 1, the counts' own).
+//! MILES, miVLAD/miFV and the attention network take raw features: each instance's
+//! counts are widened as they are read and added to one pass over the bag
+//! ([`mil_core::miles::MilesPass`], [`mil_core::mi_vlad::MiVladPass`],
+//! [`mil_core::attention::AttentionPass`]), so the firmware holds one instance, not the
+//! bag. Each bag gets one line
 //! `bag B: label L` over semihosting (a debugger or QEMU prints it; on a board without
 //! one, send the label elsewhere). `cargo run --release` runs it under QEMU's
 //! Cortex-M4; `cargo build --release --target thumbv6m-none-eabi` builds it for a
@@ -36,7 +38,9 @@ use cortex_m as _; // the critical-section implementation
 use cortex_m_rt::entry;
 use cortex_m_semihosting::{debug, hprintln};
 use mil_core::container::{Aligned, ModelKind};
-use mil_core::model::{attention_buffers, header_dims, header_kind, miles_buffers, scratch_bound};
+use mil_core::model::{
+    attention_buffers, header_dims, header_kind, mi_vlad_buffers, miles_buffers, scratch_bound,
+};
 use mil_core::{Error, Instances, Model};
 
 /// The exported model, in flash, on an 8-byte boundary (`Aligned`: the Q15 weights are
@@ -54,18 +58,30 @@ const CLASSES: usize = header_dims(MODEL).1;
 /// A MILES model (its own entry point, one instance at a time), from the header.
 const MILES: bool = matches!(header_kind(MODEL), Some(ModelKind::Miles));
 const NET: bool = matches!(header_kind(MODEL), Some(ModelKind::Attention));
-/// The quantised bag [`Model::classify`] takes (none for MILES).
-const BAG_VALUES: usize = if MILES || NET { 0 } else { MAX_INSTANCES * D };
+/// A miVLAD or miFV model (one instance at a time, like MILES), from the header.
+const VLAD: bool = matches!(
+    header_kind(MODEL),
+    Some(ModelKind::MiVlad | ModelKind::MiFv)
+);
+/// Models that take each instance's raw features, widened, one at a time.
+const RAW: bool = MILES || NET || VLAD;
+/// The quantised bag [`Model::classify`] takes (none for the raw-feature kinds).
+const BAG_VALUES: usize = if RAW { 0 } else { MAX_INSTANCES * D };
 /// `f32` scratch [`Model::classify`] needs for bags of `MAX_INSTANCES`, from the model's
 /// own figures at compile time (16 for the MILR model: d + 3 × classes; 0 for MILES).
 const SCRATCH: usize = scratch_bound(MODEL, MAX_INSTANCES);
-/// MILES's buffers (0 for other kinds): the instance widened to `f64`, D + 3K `f32` of
-/// scratch and K `u32` (K prototypes; 166 + 120 and 40 for musk1's MILES model).
-const WIDE: usize = if MILES || NET { D } else { 0 };
+/// The instance widened to `f64` (D for the raw-feature kinds, 0 for the others).
+const WIDE: usize = if RAW { D } else { 0 };
+/// MILES's buffers (0 for other kinds): D + 3K `f32` of scratch and K `u32` (K
+/// prototypes; 166 + 120 and 40 for musk1's MILES model).
 const MILES_SCRATCH: usize = miles_buffers(MODEL).0;
 const PROTOTYPES: usize = miles_buffers(MODEL).1;
 const NET_SCRATCH: usize = attention_buffers(MODEL).0;
 const NET_INTS: usize = attention_buffers(MODEL).1;
+/// miVLAD's and miFV's buffers (0 for other kinds): D + k `f32` of scratch and
+/// 2·width + k `f64` of sums (k centres; 166 + 1 and 333 for musk1's miVLAD model).
+const VLAD_SCRATCH: usize = mi_vlad_buffers(MODEL).0;
+const VLAD_SUMS: usize = mi_vlad_buffers(MODEL).1;
 
 #[panic_handler]
 fn panic(_: &PanicInfo) -> ! {
@@ -95,6 +111,15 @@ fn word(at: usize) -> Option<usize> {
 fn read_counts(bytes: &[u8], raw: &mut [i16; D]) {
     for (v, pair) in raw.iter_mut().zip(bytes.chunks_exact(2)) {
         *v = i16::from_le_bytes([pair[0], pair[1]]);
+    }
+}
+
+/// One instance's counts (2D bytes) widened to `f64` in `wide`, for the kinds that take
+/// raw features.
+fn widen(counts: &[u8], raw: &mut [i16; D], wide: &mut [f64]) {
+    read_counts(counts, raw);
+    for (w, &c) in wide.iter_mut().zip(raw.iter()) {
+        *w = f64::from(c);
     }
 }
 
@@ -134,10 +159,27 @@ fn miles_label(
     let miles = model.miles().ok_or(Error::WrongModelKind)?;
     let mut pass = miles.begin(scratch, nearest)?;
     for counts in bag.chunks_exact(2 * D) {
-        read_counts(counts, raw);
-        for (w, &c) in wide.iter_mut().zip(raw.iter()) {
-            *w = f64::from(c);
-        }
+        widen(counts, raw, wide);
+        pass.add(wide)?;
+    }
+    Ok(pass.finish()?.label)
+}
+
+/// A miVLAD or miFV model's label on a bag's counts, each instance widened to `f64`
+/// and added to the pass as it is read (D + k `f32` and 2·width + k `f64`, whatever the
+/// bag's size).
+fn mi_vlad_label(
+    model: &Model<'_>,
+    bag: &[u8],
+    raw: &mut [i16; D],
+    wide: &mut [f64],
+    scratch: &mut [f32],
+    sums: &mut [f64],
+) -> Result<usize, Error> {
+    let vlad = model.mi_vlad().ok_or(Error::WrongModelKind)?;
+    let mut pass = vlad.begin(scratch, sums)?;
+    for counts in bag.chunks_exact(2 * D) {
+        widen(counts, raw, wide);
         pass.add(wide)?;
     }
     Ok(pass.finish()?.label)
@@ -157,10 +199,7 @@ fn attention_label(
     let net = model.attention().ok_or(Error::WrongModelKind)?;
     let mut pass = net.begin(scratch, ints)?;
     for counts in bag.chunks_exact(2 * D) {
-        read_counts(counts, raw);
-        for (w, &c) in wide.iter_mut().zip(raw.iter()) {
-            *w = f64::from(c);
-        }
+        widen(counts, raw, wide);
         pass.add(wide)?;
     }
     Ok(pass.finish(logits)?.label)
@@ -190,9 +229,11 @@ fn main() -> ! {
     ) else {
         stop(false)
     };
-    let (Some(net_scratch), Some(net_ints)) = (
+    let (Some(net_scratch), Some(net_ints), Some(vlad_scratch), Some(vlad_sums)) = (
         cortex_m::singleton!(: [f32; NET_SCRATCH] = [0.0; NET_SCRATCH]),
         cortex_m::singleton!(: [i16; NET_INTS] = [0; NET_INTS]),
+        cortex_m::singleton!(: [f32; VLAD_SCRATCH] = [0.0; VLAD_SCRATCH]),
+        cortex_m::singleton!(: [f64; VLAD_SUMS] = [0.0; VLAD_SUMS]),
     ) else {
         stop(false)
     };
@@ -217,6 +258,8 @@ fn main() -> ! {
         at += 2 * D * n;
         let label = if MILES {
             miles_label(&model, bag, raw, wide, miles_scratch, nearest)
+        } else if VLAD {
+            mi_vlad_label(&model, bag, raw, wide, vlad_scratch, vlad_sums)
         } else if NET {
             attention_label(&model, bag, raw, wide, net_scratch, net_ints, scores)
         } else {
