@@ -599,8 +599,10 @@ impl<'m, 'a> TryFrom<&'m Model<'a>> for LinearMil<'m, 'a> {
 ///
 /// It reads the header and the section table only — no checksum or validation, which
 /// [`Model::parse`] still does at run time — and answers 0 for bytes that are not a model
-/// of a known kind and for the SVM kinds and MILES, which take their own buffers
-/// ([`crate::svm::SetKernelSvm`], [`crate::mi_svm::MiKernelSvm`], [`crate::miles::Miles`]). For every model
+/// of a known kind and for the SVM kinds, MILES, miVLAD/miFV and the attention network,
+/// which take their own buffers ([`crate::svm::SetKernelSvm`],
+/// [`crate::mi_svm::MiKernelSvm`], [`miles_buffers`], [`mi_vlad_buffers`],
+/// [`attention_buffers`]). For every model
 /// [`Model::parse`] accepts, it equals [`Model::scratch_len`] (tested on every kind and
 /// encoding the exporter writes).
 pub const fn scratch_bound(model: &[u8], max_instances: usize) -> usize {
