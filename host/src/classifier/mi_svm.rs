@@ -177,13 +177,19 @@ impl MiSvm {
     }
 }
 
-/// Memory and work of fitting mi-SVM or MI-SVM on data of this shape: the Gram matrix
-/// over all instances (and MI-SVM's bag means, at most one per bag) and its copy for the
-/// current training points, beside the data and its z-scored copy; the work is one kernel
-/// term per pair of points.
-pub fn footprint(shape: crate::params::Shape) -> crate::params::Estimate {
-    let n = (shape.instances + shape.bags) as f64;
-    crate::params::Estimate::values(2.0 * n * n + 2.0 * shape.values(), n * n * shape.dim as f64)
+/// Memory and work of fitting `params` on data of this shape: the Gram matrix over all
+/// instances (and MI-SVM's bag means, at most one per bag; MI-SVM also copies it for its
+/// current training points), beside the data and its z-scored copy; the work is one
+/// kernel term per pair of points.
+pub fn footprint(shape: crate::params::Shape, params: &MiSvm) -> crate::params::Estimate {
+    let (n, copies) = match params.heuristic {
+        Heuristic::Instance => (shape.instances as f64, 1.0),
+        Heuristic::Bag => ((shape.instances + shape.bags) as f64, 2.0),
+    };
+    crate::params::Estimate::values(
+        copies * n * n + 2.0 * shape.values(),
+        n * n * shape.dim as f64,
+    )
 }
 
 /// The kernel on z-scored features (also sMIL's and sbMIL's instance kernel).
@@ -238,30 +244,46 @@ fn mirror_upper(k: &mut [f64], n: usize) {
 
 /// One SVM on the points `points` (indices into the Gram matrix `k` of `n` points) with
 /// labels `y` (±1) and per-point bounds `bounds`: returns (αᵢyᵢ per point, b).
-fn train_svm(k: &[f64], n: usize, points: &[usize], y: &[f64], bounds: &[f64]) -> (Vec<f64>, f64) {
-    let m = points.len();
-    let mut sub = vec![0.0; m * m];
-    for (a, &i) in points.iter().enumerate() {
-        for (b, &j) in points.iter().enumerate() {
-            sub[a * m + b] = k[i * n + j];
-        }
-    }
+/// Every round of the instance heuristic trains on all n points, so `k` itself is the
+/// matrix; otherwise the points' submatrix is copied into `sub`, kept from round to round
+/// so that its pages are not handed back and faulted in again. Either is symmetric.
+fn train_svm(
+    k: &[f64],
+    n: usize,
+    points: &[usize],
+    y: &[f64],
+    bounds: &[f64],
+    sub: &mut Vec<f64>,
+) -> (Vec<f64>, f64) {
     let params = SmoParams {
         c: 1.0,
         ..SmoParams::default()
     };
-    let sol = smo::solve_bounded(&sub, y, &params, bounds);
+    let every_point = points.len() == n && points.iter().enumerate().all(|(a, &i)| a == i);
+    let sol = if every_point {
+        smo::solve_bounded_symmetric(k, y, &params, bounds)
+    } else {
+        let m = points.len();
+        sub.clear();
+        sub.extend(
+            points
+                .iter()
+                .flat_map(|&i| points.iter().map(move |&j| k[i * n + j])),
+        );
+        smo::solve_bounded_symmetric(&sub[..m * m], y, &params, bounds)
+    };
     let coef = sol.alpha.iter().zip(y).map(|(a, y)| a * y).collect();
     (coef, sol.bias)
 }
 
-/// f at Gram point `t` for the SVM (`coef`, `bias`) trained on `points`.
+/// f at Gram point `t` for the SVM (`coef`, `bias`) trained on `points`, read along row
+/// `t` of the symmetric `k`.
 fn decision_at(k: &[f64], n: usize, points: &[usize], coef: &[f64], bias: f64, t: usize) -> f64 {
     points
         .iter()
         .zip(coef)
         .filter(|(_, c)| **c != 0.0)
-        .map(|(&i, c)| c * k[i * n + t])
+        .map(|(&i, c)| c * k[t * n + i])
         .sum::<f64>()
         + bias
 }
@@ -491,6 +513,7 @@ impl Classifier for MiSvm {
         let k = gram(kernel, &x, dim);
         let bound = |b: usize| self.cost * weights[labels[b]];
         let positive: Vec<usize> = (0..train.len()).filter(|&b| labels[b] == 1).collect();
+        let mut sub = Vec::new();
 
         let (points, coef, bias, iterations, stop) = match self.heuristic {
             Heuristic::Instance => {
@@ -504,7 +527,7 @@ impl Classifier for MiSvm {
                 loop {
                     round += 1;
                     crate::cancel::checkpoint();
-                    let (coef, bias) = train_svm(&k, n, &points, &y, &bounds);
+                    let (coef, bias) = train_svm(&k, n, &points, &y, &bounds, &mut sub);
                     let mut changed = false;
                     for &b in &positive {
                         let f: Vec<f64> = (starts[b]..starts[b + 1])
@@ -546,7 +569,7 @@ impl Classifier for MiSvm {
                     round += 1;
                     crate::cancel::checkpoint();
                     let points: Vec<usize> = negatives.iter().chain(&witness).copied().collect();
-                    let (coef, bias) = train_svm(&k, n, &points, &y, &bounds);
+                    let (coef, bias) = train_svm(&k, n, &points, &y, &bounds, &mut sub);
                     let new: Vec<usize> = positive
                         .iter()
                         .map(|&b| {

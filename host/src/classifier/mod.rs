@@ -424,13 +424,13 @@ impl ClassifierParams {
                 format!("{} over {n} bags (its bag vectors)", self.kind()),
                 mi_vlad::footprint(shape, m.encoding, m.codebook, m.max_iter),
             )),
-            ClassifierParams::MiSvm(_) => Some((
+            ClassifierParams::MiSvm(m) => Some((
                 format!(
                     "{} over {} instances (their Gram matrix)",
                     self.kind(),
                     shape.instances
                 ),
-                mi_svm::footprint(shape),
+                mi_svm::footprint(shape, m),
             )),
             ClassifierParams::Smil(_) => Some((
                 format!(
