@@ -431,7 +431,7 @@ impl Classifier for Smil {
                 std::iter::repeat_n(c, starts[b + 1] - starts[b])
             })
             .collect();
-        let sil = smo::solve_bounded(&k, &instance_y, &params, &instance_bounds);
+        let sil = smo::solve_bounded_symmetric(&k, &instance_y, &params, &instance_bounds);
         for (t, (a, y)) in sil.alpha.iter().zip(&instance_y).enumerate() {
             if *a != 0.0 {
                 support.extend_from_slice(&x[t * dim..(t + 1) * dim]);
