@@ -2,18 +2,37 @@
 # Weka 3.6 and mil side by side on musk2 with Weka's own folds: for MISVM, MIDD,
 # MIEMDD, SimpleMI and MIWrapper, the CPU time (user + system) and peak RSS of
 # `java ... -t musk2.arff -x 10 -s 1 -p 0` and of the matching `mil cv musk2
-# --folds-file data/weka-folds/folds_musk2_weka_seed1.csv`, measured in one run by GNU
-# time, with the machine, load, date and commit. Each Weka run is cut after
-# WEKA_TIMEOUT seconds of wall time (default 2700); a cut run is reported as such.
+# --folds-file data/weka-folds/folds_musk2_weka_seed1.csv`, each pair measured back to
+# back by GNU time, with the date, commit and load of that row, and the machine. Each
+# Weka run is cut after WEKA_TIMEOUT seconds of wall time (default 2700); a cut run is
+# reported as such.
 #
-# Usage: benches/weka_parity.sh [--write]
+# Usage: benches/weka_parity.sh [--write] [--rows CLASS,...]
 #   prints the block; --write also replaces it in docs/reproduction/weka.md between the
-#   `weka-parity:begin`/`weka-parity:end` markers. Needs java and
-#   /usr/share/java/weka.jar (Debian's `weka` package).
+#   `weka-parity:begin`/`weka-parity:end` markers. --rows reruns only the rows of these
+#   Weka classes (MISVM, MIDD, MIEMDD, SimpleMI, MIWrapper: a change that touches one
+#   classifier need not wait an hour for Weka's MIDD) and keeps the page's other rows
+#   with their own stamps; refused if the page's block is from another machine. Needs
+#   java and /usr/share/java/weka.jar (Debian's `weka` package).
 set -euo pipefail
 write=false
-[ "${1:-}" = --write ] && write=true
+rows=all
+while [ $# -gt 0 ]; do
+    case $1 in
+    --write) write=true ;;
+    --rows)
+        rows=${2:?--rows needs a list of Weka classes}
+        shift
+        ;;
+    *)
+        echo "unknown argument: $1 (usage: benches/weka_parity.sh [--write] [--rows CLASS,...])" >&2
+        exit 2
+        ;;
+    esac
+    shift
+done
 cd "$(dirname "$0")/.."
+page=docs/reproduction/weka.md
 weka=/usr/share/java/weka.jar
 timeout_s=${WEKA_TIMEOUT:-2700}
 command -v java >/dev/null && [ -f "$weka" ] || { echo "java or $weka missing" >&2; exit 1; }
@@ -34,11 +53,22 @@ measure() {
     awk -v s="$status" 'END { printf "%.2f %.0f %s", $1 + $2, $3 / 1024, s }' "$dir/$name.time"
 }
 
+# The commit of the working tree, marked -dirty when it has changes.
+commit=$(git rev-parse --short=12 HEAD)
+git diff --quiet HEAD -- host core Cargo.toml Cargo.lock || commit="$commit-dirty"
+load1() { cut -d' ' -f1 /proc/loadavg; }
+
 # row LABEL WEKA_CLASS "WEKA OPTIONS" "MIL ARGS" (Weka's options last: after `--` they
-# belong to the base learner)
+# belong to the base learner): the row measured now, or the page's row if --rows leaves
+# this class out.
 row() {
     local label=$1 class=$2 wopts=$3 margs=$4
-    local wargs="$class${wopts:+ $wopts}"
+    if [ "$rows" != all ] && ! [[ ",$rows," == *",$class,"* ]]; then
+        grep -F "| \`$class" "$page" | head -1
+        return
+    fi
+    local wargs="$class${wopts:+ $wopts}" before
+    before=$(load1)
     # shellcheck disable=SC2086
     read -r wc wm ws <<<"$(measure weka timeout "$timeout_s" java -Xmx4g -cp "$weka" \
         weka.classifiers.mi.$class -t "$dir/musk2.arff" -x 10 -s 1 -p 0 $wopts)"
@@ -51,26 +81,29 @@ row() {
     # Below 10 with one decimal, so that a ratio under 1 does not print as 1.
     [ "$ws" = 0 ] && [ "$ms" = 0 ] && ratio=$(awk -v w="$wc" -v m="$mc" 'BEGIN { r = w / (m > 0.05 ? m : 0.05); printf (r < 10 ? "%.1f×" : "%.0f×"), r }')
     [ "$ws" = 124 ] && [ "$ms" = 0 ] && ratio=$(awk -v w="$wc" -v m="$mc" 'BEGIN { r = w / (m > 0.05 ? m : 0.05); printf (r < 10 ? "> %.1f×" : "> %.0f×"), r }')
-    echo "| $label | \`$wargs\` | $weka_cell | \`mil cv musk2 $margs\` | $mc s / $mm MiB | $ratio |"
+    echo "| $label | \`$wargs\` | $weka_cell | \`mil cv musk2 $margs\` | $mc s / $mm MiB | $ratio | $(date -u +%Y-%m-%d), $commit, load $before → $(load1) |"
 }
 
+machine="Machine: $(python3 -c 'import sys; sys.path.insert(0, "benches"); import benchlib; m = benchlib.machine(); print(m["cpu"], "×", m["cores"])')"
+if [ "$rows" != all ] && ! grep -qxF "$machine" "$page"; then
+    echo "--rows: the page's block is from another machine than this ($machine); rerun every row" >&2
+    exit 2
+fi
+
 block() {
-    echo "Machine: $(python3 -c 'import sys; sys.path.insert(0, "benches"); import benchlib; m = benchlib.machine(); print(m["cpu"], "×", m["cores"])');" \
-        "$(date -u +%Y-%m-%d), commit $(git rev-parse --short=12 HEAD), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "$machine"
     echo
-    echo "| classifier | Weka 3.6 | Weka CPU / peak RSS | ours | ours CPU / peak RSS | CPU ratio |"
-    echo "|---|---|---|---|---|---|"
+    echo "| classifier | Weka 3.6 | Weka CPU / peak RSS | ours | ours CPU / peak RSS | CPU ratio | measured (1-minute load before → after) |"
+    echo "|---|---|---|---|---|---|---|"
     row MISVM MISVM "" "--classifier mi-svm --scaling minmax --max-iterations 500"
     row MIDD MIDD "" "--classifier dd"
     row MIEMDD MIEMDD "" "--classifier em-dd"
     row "SimpleMI (mean)" SimpleMI "-M 1 ${logistic[*]}" "--classifier simple-mi --summary mean --ridge 1"
     row "MIWrapper (arithmetic)" MIWrapper "-P 1 ${logistic[*]}" "--classifier mi-wrapper --combine arithmetic --ridge 1"
-    echo
-    echo "Load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
 out=$(block)
 echo "$out"
 if $write; then
-    echo "$out" | python3 benches/replace_block.py docs/reproduction/weka.md weka-parity
+    echo "$out" | python3 benches/replace_block.py "$page" weka-parity
 fi
