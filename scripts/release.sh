@@ -32,10 +32,9 @@ cp "target/crates/package/mil-core-$version.crate" \
 
 echo "== mil, static ($musl)"
 rustup target add "$musl" >/dev/null
-# With the attention network's training; no debug information in the shipped binary (the
-# workspace's release profile keeps some).
+# With the attention network's training; the shipped binary stripped of its symbols.
 cargo build --locked --release -p mil-toolkit --features attention --bin mil --target "$musl" \
-    --config profile.release.debug=0 --config profile.release.strip=true
+    --config profile.release.strip=true
 cp "target/$musl/release/mil" "$stage/mil"
 kind=$(file -b "$stage/mil")
 echo "$kind"

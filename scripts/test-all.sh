@@ -2,9 +2,10 @@
 # Every test of the project on a fresh machine: checks that no file outside CHANGELOG.md
 # tells history (scripts/check-words.py), installs what the tests need (the Cortex-M4
 # target, QEMU, Slurm; scripts/check-docs.sh installs Chromium), then runs the Rust tests
-# with the doctests (the README's examples among them), the guide site's checks, and the
-# Python package's tests against its wheel installed without Rust (scripts/test-python.sh;
-# the README's Python examples among them). The README's test command; `.ci/run` runs it.
+# (with cargo-nextest when installed) and the doctests (the README's examples among them),
+# the guide site's checks, and the Python package's tests against its wheel installed
+# without Rust (scripts/test-python.sh; the README's Python examples among them). The
+# README's test command; `.ci/run` runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,7 +43,14 @@ if ! command -v sbatch >/dev/null || ! [ -x /usr/sbin/munged ]; then
 fi
 
 echo "== Rust: unit, end-to-end and documentation tests"
-cargo test --workspace --release
+# With cargo-nextest, the tests of all binaries run side by side (.config/nextest.toml);
+# without it, cargo test runs one binary after another. Same tests, same verdicts.
+if cargo nextest --version >/dev/null 2>&1; then
+    cargo nextest run --workspace --release
+    cargo test --workspace --release --doc
+else
+    cargo test --workspace --release
+fi
 
 echo "== the guide site: strict build, every page in a headless browser, and the check's self-test"
 bash scripts/check-docs.sh
