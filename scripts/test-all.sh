@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test of the project on a fresh machine: checks that no file outside CHANGELOG.md
 # tells history (scripts/check-words.py), installs what the tests need (the Cortex-M4
-# target, QEMU, Slurm; scripts/check-docs.sh installs Chromium), then runs the Rust tests
+# target; QEMU, Slurm and Chromium by scripts/test-packages.sh), then runs the Rust tests
 # (with cargo-nextest when installed) and the doctests (the README's examples among them),
 # the guide site's checks, and the Python package's tests against its wheel installed
 # without Rust (scripts/test-python.sh; the README's Python examples among them). The
@@ -19,28 +19,8 @@ echo "== prerequisites"
 rustup target add thumbv7em-none-eabihf thumbv6m-none-eabi >/dev/null
 # tests/firmware.rs disassembles the firmware to check for the DSP instructions.
 rustup component add llvm-tools >/dev/null
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    apt-get update -qq
-fi
-if ! command -v qemu-system-arm >/dev/null; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-system-arm >/dev/null
-    else
-        echo "qemu-system-arm is missing: install it (Debian: apt-get install qemu-system-arm)" >&2
-        exit 1
-    fi
-fi
-
-# tests/slurm.rs brings up a single-node Slurm cluster (its daemons need root).
-if ! command -v sbatch >/dev/null || ! [ -x /usr/sbin/munged ]; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-            slurm-wlm slurmctld slurmd slurm-client munge >/dev/null
-    else
-        echo "Slurm is missing: install slurm-wlm slurmctld slurmd slurm-client munge (as root)" >&2
-        exit 1
-    fi
-fi
+# QEMU, Slurm and Chromium (apt-get as root).
+bash scripts/test-packages.sh
 
 echo "== Rust: unit, end-to-end and documentation tests"
 # With cargo-nextest, the tests of all binaries run side by side (.config/nextest.toml);
