@@ -64,7 +64,12 @@ load1() { cut -d' ' -f1 /proc/loadavg; }
 row() {
     local label=$1 class=$2 wopts=$3 margs=$4
     if [ "$rows" != all ] && ! [[ ",$rows," == *",$class,"* ]]; then
-        grep -F "| \`$class" "$page" | head -1
+        # The page's row of this class, from the block alone (the page's other tables
+        # name the classes too).
+        local kept
+        kept=$(sed -n '/weka-parity:begin/,/weka-parity:end/p' "$page" | grep -F "| $label | \`$class" | head -1)
+        [ -n "$kept" ] || { echo "--rows: the page's block has no $class row to keep; rerun every row" >&2; exit 2; }
+        echo "$kept"
         return
     fi
     local wargs="$class${wopts:+ $wopts}" before
