@@ -3,7 +3,7 @@
 # MIEMDD, SimpleMI and MIWrapper, the CPU time (user + system) and peak RSS of
 # `java ... -t musk2.arff -x 10 -s 1 -p 0` and of the matching `mil cv musk2
 # --folds-file data/weka-folds/folds_musk2_weka_seed1.csv`, each pair measured back to
-# back by GNU time, with the date, commit and load of that row, and the machine. Each
+# back (CPU time by wait4), with the date, commit and load of that row, and the machine. Each
 # Weka run is cut after WEKA_TIMEOUT seconds of wall time (default 2700); a cut run is
 # reported as such.
 #
@@ -44,14 +44,23 @@ scripts/csv-to-arff.py host/data/musk2.csv "$dir/musk2.arff"
 folds=data/weka-folds/folds_musk2_weka_seed1.csv
 logistic=(-W weka.classifiers.functions.Logistic -- -R 1)
 
-# measure NAME CMD...: "cpu_seconds peak_mib status" of one run.
+# measure NAME CMD...: "cpu_seconds peak_mib status" of one run, CPU time (user +
+# system of the command and the children it waited for) to the microsecond by wait4:
+# GNU time's two decimals would make a 0.06 s run anything from 0.055 to 0.065 s.
 measure() {
     local name=$1
     shift
-    local status=0
-    /usr/bin/time -f "%U %S %M" -o "$dir/$name.time" "$@" >"$dir/$name.out" 2>"$dir/$name.err" || status=$?
-    awk -v s="$status" 'END { printf "%.2f %.0f %s", $1 + $2, $3 / 1024, s }' "$dir/$name.time"
+    python3 - "$dir/$name" "$@" <<'PY'
+import os, subprocess, sys
+with open(sys.argv[1] + ".out", "wb") as out, open(sys.argv[1] + ".err", "wb") as err:
+    child = subprocess.Popen(sys.argv[2:], stdout=out, stderr=err)
+    _, status, ru = os.wait4(child.pid, 0)
+print(f"{ru.ru_utime + ru.ru_stime:.6f} {ru.ru_maxrss / 1024:.0f} {os.waitstatus_to_exitcode(status)}")
+PY
 }
+
+# seconds S: S with two decimals, or three below one second.
+seconds() { awk -v s="$1" 'BEGIN { printf (s < 1 ? "%.3f" : "%.2f"), s }'; }
 
 # The commit of the working tree, marked -dirty when it has changes.
 commit=$(git rev-parse --short=12 HEAD)
@@ -79,14 +88,15 @@ row() {
         weka.classifiers.mi.$class -t "$dir/musk2.arff" -x 10 -s 1 -p 0 $wopts)"
     # shellcheck disable=SC2086
     read -r mc mm ms <<<"$(measure mil "$mil" cv musk2 $margs --folds-file "$folds" --quiet)"
-    local weka_cell="$wc s / $wm MiB"
-    [ "$ws" = 124 ] && weka_cell="cut after ${timeout_s} s wall: $wc s / $wm MiB, unfinished"
+    local weka_cell
+    weka_cell="$(seconds "$wc") s / $wm MiB"
+    [ "$ws" = 124 ] && weka_cell="cut after ${timeout_s} s wall: $(seconds "$wc") s / $wm MiB, unfinished"
     [ "$ws" != 0 ] && [ "$ws" != 124 ] && weka_cell="failed (exit $ws)"
     local ratio="—"
     # Below 10 with one decimal, so that a ratio under 1 does not print as 1.
-    [ "$ws" = 0 ] && [ "$ms" = 0 ] && ratio=$(awk -v w="$wc" -v m="$mc" 'BEGIN { r = w / (m > 0.05 ? m : 0.05); printf (r < 10 ? "%.1f×" : "%.0f×"), r }')
-    [ "$ws" = 124 ] && [ "$ms" = 0 ] && ratio=$(awk -v w="$wc" -v m="$mc" 'BEGIN { r = w / (m > 0.05 ? m : 0.05); printf (r < 10 ? "> %.1f×" : "> %.0f×"), r }')
-    echo "| $label | \`$wargs\` | $weka_cell | \`mil cv musk2 $margs\` | $mc s / $mm MiB | $ratio | $(date -u +%Y-%m-%d), $commit, load $before → $(load1) |"
+    [ "$ws" = 0 ] && [ "$ms" = 0 ] && ratio=$(awk -v w="$wc" -v m="$mc" 'BEGIN { r = w / (m > 0.001 ? m : 0.001); printf (r < 10 ? "%.1f×" : "%.0f×"), r }')
+    [ "$ws" = 124 ] && [ "$ms" = 0 ] && ratio=$(awk -v w="$wc" -v m="$mc" 'BEGIN { r = w / (m > 0.001 ? m : 0.001); printf (r < 10 ? "> %.1f×" : "> %.0f×"), r }')
+    echo "| $label | \`$wargs\` | $weka_cell | \`mil cv musk2 $margs\` | $(seconds "$mc") s / $mm MiB | $ratio | $(date -u +%Y-%m-%d), $commit, load $before → $(load1) |"
 }
 
 machine="Machine: $(python3 -c 'import sys; sys.path.insert(0, "benches"); import benchlib; m = benchlib.machine(); print(m["cpu"], "×", m["cores"])')"

@@ -52,27 +52,42 @@ impl Summary {
 
     /// The summary vector of one bag.
     pub fn summarize(self, bag: Bag<'_>) -> Vec<f64> {
-        let dim = bag.dim();
-        let mut lo = vec![f64::INFINITY; dim];
-        let mut hi = vec![f64::NEG_INFINITY; dim];
-        let mut sum = vec![0.0; dim];
-        for x in bag.instances() {
-            for j in 0..dim {
-                lo[j] = lo[j].min(x[j]);
-                hi[j] = hi[j].max(x[j]);
-                sum[j] += x[j];
-            }
-        }
+        // Each summary reads only what it needs: a bag's pass is most of a CV's work.
         match self {
             Summary::Mean => {
+                let mut sum = vec![0.0; bag.dim()];
+                for x in bag.instances() {
+                    for (s, v) in sum.iter_mut().zip(x) {
+                        *s += v;
+                    }
+                }
                 let n = bag.len() as f64;
                 sum.iter().map(|s| s / n).collect()
             }
             // Half of each, so that two huge values of one sign cannot overflow.
-            Summary::Geometric => lo.iter().zip(&hi).map(|(a, b)| a / 2.0 + b / 2.0).collect(),
-            Summary::MinMax => lo.into_iter().chain(hi).collect(),
+            Summary::Geometric => {
+                let (lo, hi) = bounds(bag);
+                lo.iter().zip(&hi).map(|(a, b)| a / 2.0 + b / 2.0).collect()
+            }
+            Summary::MinMax => {
+                let (lo, hi) = bounds(bag);
+                lo.into_iter().chain(hi).collect()
+            }
         }
     }
+}
+
+/// Each feature's least and greatest value over the bag's instances.
+fn bounds(bag: Bag<'_>) -> (Vec<f64>, Vec<f64>) {
+    let mut lo = vec![f64::INFINITY; bag.dim()];
+    let mut hi = vec![f64::NEG_INFINITY; bag.dim()];
+    for x in bag.instances() {
+        for ((l, h), &v) in lo.iter_mut().zip(&mut hi).zip(x) {
+            *l = l.min(v);
+            *h = h.max(v);
+        }
+    }
+    (lo, hi)
 }
 
 /// The bags `bags` of `data` as a data set of one summary vector per bag (labels kept).
