@@ -89,11 +89,16 @@ row() {
     fi
     local wargs="$class${wopts:+ $wopts}" before
     before=$(load1)
-    # shellcheck disable=SC2086
-    read -r wc wm ws <<<"$(measure weka timeout "$timeout_s" java -Xmx4g -cp "$weka" \
-        weka.classifiers.mi.$class -t "$dir/musk2.arff" -x 10 -s 1 -p 0 $wopts)"
-    # shellcheck disable=SC2086
-    read -r mc mm ms <<<"$(measure mil "$mil" cv musk2 $margs --folds-file "$folds" --quiet)"
+    # One run of each side: sets wc wm ws (Weka) and mc mm ms (ours).
+    pair() {
+        # shellcheck disable=SC2086
+        read -r wc wm ws <<<"$(measure weka timeout "$timeout_s" java -Xmx4g -cp "$weka" \
+            weka.classifiers.mi.$class -t "$dir/musk2.arff" -x 10 -s 1 -p 0 $wopts)"
+        # shellcheck disable=SC2086
+        read -r mc mm ms <<<"$(measure mil "$mil" cv musk2 $margs --folds-file "$folds" --quiet)"
+    }
+    local wc wm ws mc mm ms
+    pair
     # A pair whose Weka run takes under SHORT_S seconds of CPU is measured REPEATS times,
     # each side's median CPU and peak reported: Weka's JVM start-up alone moves such a run
     # by ±15 %, and ours is tens of milliseconds.
@@ -101,11 +106,7 @@ row() {
     if [ "$ws" = 0 ] && [ "$ms" = 0 ] && awk -v w="$wc" -v s="$SHORT_S" 'BEGIN { exit !(w < s) }'; then
         local wcs=("$wc") wms=("$wm") mcs=("$mc") mms=("$mm")
         for ((runs = 2; runs <= REPEATS; runs++)); do
-            # shellcheck disable=SC2086
-            read -r wc wm ws <<<"$(measure weka timeout "$timeout_s" java -Xmx4g -cp "$weka" \
-                weka.classifiers.mi.$class -t "$dir/musk2.arff" -x 10 -s 1 -p 0 $wopts)"
-            # shellcheck disable=SC2086
-            read -r mc mm ms <<<"$(measure mil "$mil" cv musk2 $margs --folds-file "$folds" --quiet)"
+            pair
             [ "$ws" = 0 ] && [ "$ms" = 0 ] || break
             wcs+=("$wc") wms+=("$wm") mcs+=("$mc") mms+=("$mm")
         done
