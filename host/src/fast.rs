@@ -27,7 +27,8 @@ unsafe fn avx2<F: Fn(&mut [f64])>(values: &mut [f64], f: F) {
 /// `out` row-major nc × nr. Each entry is one fixed sequence of multiply-adds over
 /// the features in order (`matrixmultiply`'s micro-kernels), so its value depends on the
 /// two vectors only, not on where they sit in the block ([`crate::kernel::nsk`] relies on
-/// this, and tests it).
+/// this, and tests it), nor on which of the two is the row: the products commute and the
+/// sum runs over the features in order (`classifier::miles` relies on this).
 pub(crate) fn gram_block(cols: &[f64], rows: &[f64], dim: usize, out: &mut [f64]) {
     let nc = cols.len() / dim;
     let nr = rows.len() / dim;
@@ -52,5 +53,46 @@ pub(crate) fn gram_block(cols: &[f64], rows: &[f64], dim: usize, out: &mut [f64]
             nr as isize,
             1,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gram_block;
+    use rand::{RngExt, SeedableRng};
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    #[test]
+    fn swapping_rows_and_columns_transposes_the_block_bit_for_bit() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+        // Shapes on and off the micro-kernels' tiles, dimensions below and above a
+        // packing block.
+        let shapes = [
+            (1, 1, 1),
+            (7, 13, 5),
+            (33, 200, 166),
+            (129, 255, 257),
+            (300, 17, 600),
+        ];
+        for (na, nb, dim) in shapes {
+            let mut draw = |n: usize, scale: f64| -> Vec<f64> {
+                (0..n * dim)
+                    .map(|_| scale * rng.random_range(-1.0..1.0))
+                    .collect()
+            };
+            let (a, b) = (draw(na, 10.0), draw(nb, 1.0));
+            let (mut ab, mut ba) = (vec![0.0; na * nb], vec![0.0; na * nb]);
+            gram_block(&a, &b, dim, &mut ab);
+            gram_block(&b, &a, dim, &mut ba);
+            for i in 0..na {
+                for j in 0..nb {
+                    assert_eq!(
+                        ab[i * nb + j].to_bits(),
+                        ba[j * na + i].to_bits(),
+                        "{na} × {nb} × {dim}: entry ({i}, {j})"
+                    );
+                }
+            }
+        }
     }
 }

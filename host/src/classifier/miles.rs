@@ -215,7 +215,15 @@ impl MilesEmbedding {
     /// For each prototype, the bag's nearest instance (the first at the least squared
     /// distance) and that squared distance, on z-scored features.
     pub fn nearest(&self, bag: crate::data::Bag<'_>) -> Vec<(usize, f64)> {
-        nearest(&self.prototypes, self.dim, &self.mean, &self.inv_sd, bag)
+        let norms = squared_norms(&self.prototypes, self.dim);
+        nearest(
+            &self.prototypes,
+            &norms,
+            self.dim,
+            &self.mean,
+            &self.inv_sd,
+            bag,
+        )
     }
 
     /// m(B) of each bag of `bags`, row-major bags × prototypes.
@@ -223,23 +231,14 @@ impl MilesEmbedding {
         let bags = bags.into();
         let (data, bags) = (bags.dataset(), &*bags.indices());
         check_dim(data, self.dim)?;
-        // Bags in groups of about GROUP_INSTANCES instances, so that one matrix product
-        // serves many small bags (the prototypes are packed once per group, not per bag).
-        let mut groups: Vec<&[usize]> = Vec::new();
-        let (mut start, mut count) = (0, 0);
-        for (i, &b) in bags.iter().enumerate() {
-            count += data.bag(b).len();
-            if count >= GROUP_INSTANCES || i + 1 == bags.len() {
-                groups.push(&bags[start..=i]);
-                (start, count) = (i + 1, 0);
-            }
-        }
-        Ok(groups
+        let norms = squared_norms(&self.prototypes, self.dim);
+        Ok(groups(data, bags)
             .par_iter()
             .map(|group| {
                 crate::cancel::checkpoint();
                 let group: Vec<_> = group.iter().map(|&b| data.bag(b)).collect();
-                nearest_in_bags(&self.prototypes, self.dim, &self.mean, &self.inv_sd, &group)
+                let (p, (mean, inv_sd)) = (&self.prototypes, (&self.mean, &self.inv_sd));
+                nearest_in_bags(p, &norms, self.dim, mean, inv_sd, &group)
                     .into_iter()
                     .flatten()
                     .map(|(_, d2)| (-self.gamma * d2).exp())
@@ -247,6 +246,75 @@ impl MilesEmbedding {
             })
             .collect::<Vec<_>>()
             .concat())
+    }
+
+    /// [`MilesEmbedding::transform`] of the training bags `bags` when the prototypes are
+    /// all their instances, in order: the same values from about half the dot products.
+    /// The instances' Gram matrix is symmetric and each entry depends on its two vectors
+    /// alone ([`crate::fast::gram_block`]), so the block of two groups of bags serves both
+    /// ways: the bags of the one against the prototypes of the other, and back.
+    fn transform_training(&self, data: &Dataset, bags: &[usize]) -> Vec<f64> {
+        let (dim, n) = (self.dim, self.len());
+        let norms = squared_norms(&self.prototypes, dim);
+        let groups = groups(data, bags);
+        let lens = |g: usize| groups[g].iter().map(|&b| data.bag(b).len());
+        // Each group's first instance (= prototype) and first bag (its row of the result).
+        let mut starts = vec![(0, 0)];
+        for (g, group) in groups.iter().enumerate() {
+            let (i, b) = starts[g];
+            starts.push((i + lens(g).sum::<usize>(), b + group.len()));
+        }
+        assert_eq!(
+            starts[groups.len()].0,
+            n,
+            "every training instance is a prototype"
+        );
+        let instances = |g: usize| starts[g].0..starts[g + 1].0;
+        let pairs: Vec<(usize, usize)> = (0..groups.len())
+            .flat_map(|g| (0..=g).map(move |h| (h, g)))
+            .collect();
+        let parts: Vec<_> = pairs
+            .par_iter()
+            // One block buffer per worker: fresh ones cost page faults.
+            .map_init(Vec::new, |dots, &(h, g)| {
+                crate::cancel::checkpoint();
+                let (rh, rg) = (instances(h), instances(g));
+                let rows =
+                    |r: &std::ops::Range<usize>| &self.prototypes[r.start * dim..r.end * dim];
+                // dots[i][k] = xᵢ · pₖ for the instances i of g and the prototypes k of h.
+                dots.resize(rg.len() * rh.len(), 0.0);
+                crate::fast::gram_block(rows(&rg), rows(&rh), dim, dots);
+                let (nh, ng) = (&norms[rh], &norms[rg]);
+                let forward: Vec<Vec<f64>> = nearest_by_rows(dots, nh, ng, lens(g))
+                    .into_iter()
+                    .map(|run| run.into_iter().map(|(_, d2)| d2).collect())
+                    .collect();
+                // The same block read as pₖ · xᵢ for the prototypes k of g and the
+                // instances i of h.
+                let backward = if h < g {
+                    nearest_by_cols(dots, ng, nh, lens(h))
+                } else {
+                    Vec::new()
+                };
+                (forward, backward)
+            })
+            .collect();
+        let mut m = vec![0.0; bags.len() * n];
+        let mut fill = |bag: usize, prototypes: std::ops::Range<usize>, d2: Vec<f64>| {
+            let row = &mut m[bag * n..(bag + 1) * n];
+            for (v, d2) in row[prototypes].iter_mut().zip(d2) {
+                *v = (-self.gamma * d2).exp();
+            }
+        };
+        for (&(h, g), (forward, backward)) in pairs.iter().zip(parts) {
+            for (b, d2) in forward.into_iter().enumerate() {
+                fill(starts[g].1 + b, instances(h), d2);
+            }
+            for (b, d2) in backward.into_iter().enumerate() {
+                fill(starts[h].1 + b, instances(g), d2);
+            }
+        }
+        m
     }
 
     /// Checks an embedding read from a file.
@@ -290,24 +358,53 @@ fn embed(
 /// Instances per matrix product of [`MilesEmbedding::transform`].
 const GROUP_INSTANCES: usize = 256;
 
-/// For each prototype (z-scored rows of `prototypes`), the nearest instance of `bag`
-/// after z-scoring and the squared distance.
+/// `bags` in runs of whole bags of about [`GROUP_INSTANCES`] instances, so that one matrix
+/// product serves many small bags.
+fn groups<'b>(data: &Dataset, bags: &'b [usize]) -> Vec<&'b [usize]> {
+    let mut groups = Vec::new();
+    let (mut start, mut count) = (0, 0);
+    for (i, &b) in bags.iter().enumerate() {
+        count += data.bag(b).len();
+        if count >= GROUP_INSTANCES || i + 1 == bags.len() {
+            groups.push(&bags[start..=i]);
+            (start, count) = (i + 1, 0);
+        }
+    }
+    groups
+}
+
+/// ‖r‖² of each row `r` of the row-major `rows`.
+fn squared_norms(rows: &[f64], dim: usize) -> Vec<f64> {
+    rows.chunks_exact(dim)
+        .map(|r| r.iter().map(|a| a * a).sum())
+        .collect()
+}
+
+/// The squared distance ‖a − b‖² from the squared norms and the dot product, at least 0.
+fn squared_distance(norm_a: f64, norm_b: f64, dot: f64) -> f64 {
+    (norm_a + norm_b - 2.0 * dot).max(0.0)
+}
+
+/// For each prototype (z-scored rows of `prototypes`, squared norms `norms`), the nearest
+/// instance of `bag` after z-scoring and the squared distance.
 fn nearest(
     prototypes: &[f64],
+    norms: &[f64],
     dim: usize,
     mean: &[f64],
     inv_sd: &[f64],
     bag: crate::data::Bag<'_>,
 ) -> Vec<(usize, f64)> {
-    nearest_in_bags(prototypes, dim, mean, inv_sd, &[bag]).remove(0)
+    nearest_in_bags(prototypes, norms, dim, mean, inv_sd, &[bag]).remove(0)
 }
 
-/// [`nearest`] for each bag of `bags`, bag by bag: squared distances ‖p‖² + ‖x‖² − 2 p·x
-/// (at least 0), the dot products of all the bags' instances by one matrix product.
-/// Each dot product depends on its two vectors alone ([`crate::fast::gram_block`]), so
-/// the result does not depend on how bags are grouped.
+/// [`nearest`] for each bag of `bags`: the dot products of all the bags' instances with
+/// the prototypes by one matrix product. Each dot product depends on its two vectors
+/// alone ([`crate::fast::gram_block`]), so the result does not depend on how bags are
+/// grouped.
 fn nearest_in_bags(
     prototypes: &[f64],
+    norms: &[f64],
     dim: usize,
     mean: &[f64],
     inv_sd: &[f64],
@@ -321,38 +418,76 @@ fn nearest_in_bags(
     if np == 0 || nx == 0 {
         return vec![vec![(0, f64::INFINITY); np]; bags.len()];
     }
-    let mut dots = vec![0.0; np * nx];
-    crate::fast::gram_block(prototypes, &x, dim, &mut dots);
-    let norms = |v: &[f64]| -> Vec<f64> {
-        v.chunks_exact(dim)
-            .map(|r| r.iter().map(|a| a * a).sum())
-            .collect()
-    };
-    let (pn, xn) = (norms(prototypes), norms(&x));
+    // dots[i][k] = xᵢ · pₖ: a bag's instances are consecutive rows.
+    let mut dots = vec![0.0; nx * np];
+    crate::fast::gram_block(&x, prototypes, dim, &mut dots);
+    nearest_by_rows(
+        &dots,
+        norms,
+        &squared_norms(&x, dim),
+        bags.iter().map(|b| b.len()),
+    )
+}
+
+/// In the block `dots` (rows × columns, row-major, entry (i, k) = xᵢ · pₖ) whose rows come
+/// in runs of `lens` (one run per bag), each run's nearest row to each column: its
+/// index in the run (the first at the least squared distance) and the squared distance,
+/// from the squared norms of the columns and of the rows.
+fn nearest_by_rows(
+    dots: &[f64],
+    col_norms: &[f64],
+    row_norms: &[f64],
+    lens: impl Iterator<Item = usize>,
+) -> Vec<Vec<(usize, f64)>> {
+    let nc = col_norms.len();
     let mut first = 0;
-    bags.iter()
-        .map(|bag| {
-            let range = first..first + bag.len();
-            first += bag.len();
-            dots.chunks_exact(nx)
-                .zip(&pn)
-                .map(|(row, p)| {
-                    let mut best = (0, f64::INFINITY);
-                    for (j, (d, q)) in row[range.clone()]
-                        .iter()
-                        .zip(&xn[range.clone()])
-                        .enumerate()
-                    {
-                        let d2 = (p + q - 2.0 * d).max(0.0);
-                        if d2 < best.1 {
-                            best = (j, d2);
-                        }
-                    }
-                    best
-                })
-                .collect()
-        })
-        .collect()
+    lens.map(|len| {
+        let mut best = vec![f64::INFINITY; nc];
+        let mut at = vec![0; nc];
+        for j in 0..len {
+            let (row, q) = (
+                &dots[(first + j) * nc..(first + j + 1) * nc],
+                row_norms[first + j],
+            );
+            for (((b, a), &d), &p) in best.iter_mut().zip(&mut at).zip(row).zip(col_norms) {
+                let d2 = squared_distance(p, q, d);
+                if d2 < *b {
+                    (*b, *a) = (d2, j);
+                }
+            }
+        }
+        first += len;
+        at.into_iter().zip(best).collect()
+    })
+    .collect()
+}
+
+/// The transpose of [`nearest_by_rows`]: in the block `dots` (entry (k, i) = pₖ · xᵢ)
+/// whose columns come in runs of `lens`, each run's least squared distance to each row.
+fn nearest_by_cols(
+    dots: &[f64],
+    row_norms: &[f64],
+    col_norms: &[f64],
+    lens: impl Iterator<Item = usize>,
+) -> Vec<Vec<f64>> {
+    let nc = col_norms.len();
+    let mut first = 0;
+    lens.map(|len| {
+        let run = first..first + len;
+        first += len;
+        dots.chunks_exact(nc)
+            .zip(row_norms)
+            .map(|(row, &p)| {
+                row[run.clone()]
+                    .iter()
+                    .zip(&col_norms[run.clone()])
+                    .fold(f64::INFINITY, |b, (&d, &q)| {
+                        b.min(squared_distance(p, q, d))
+                    })
+            })
+            .collect()
+    })
+    .collect()
 }
 
 impl Classifier for Miles {
@@ -367,7 +502,11 @@ impl Classifier for Miles {
         let weights = self.class_weight.resolve(&labels, n_classes)?;
         let embedding = self.embedding(data.select(train))?;
         let n = embedding.len();
-        let m = embedding.transform(data.select(train))?;
+        let m = if n == train.iter().map(|&b| data.bag(b).len()).sum::<usize>() {
+            embedding.transform_training(data, train)
+        } else {
+            embedding.transform(data.select(train))?
+        };
         // Binary: class 1 against class 0; more classes: each class against the rest.
         let positives: Vec<usize> = if n_classes == 2 {
             vec![1]
@@ -681,6 +820,36 @@ mod tests {
                         "seed {seed} bag {b} prototype {k}: {got} vs {want}"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn the_training_embedding_is_the_embedding_of_the_training_bags_bit_for_bit() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+        for (dim, n_bags) in [(3, 40), (37, 25)] {
+            // Bags of 1 to 300 instances: groups of one large bag and of many small ones.
+            let bags: Vec<Vec<Vec<f64>>> = (0..n_bags)
+                .map(|b| {
+                    let len = if b % 7 == 3 {
+                        300
+                    } else {
+                        rng.random_range(1..20)
+                    };
+                    (0..len)
+                        .map(|_| (0..dim).map(|_| rng.random_range(-2.0..2.0)).collect())
+                        .collect()
+                })
+                .collect();
+            let data = dataset(dim, &bags, (0..n_bags).map(|b| b % 2).collect());
+            let e = Miles::default().embedding(&data).unwrap();
+            let all: Vec<usize> = (0..n_bags).collect();
+            assert!(groups(&data, &all).len() > 3);
+            let want = e.transform(&data).unwrap();
+            let got = e.transform_training(&data, &all);
+            assert_eq!(got.len(), want.len());
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(g.to_bits(), w.to_bits(), "dim {dim}: entry {i}: {g} vs {w}");
             }
         }
     }
