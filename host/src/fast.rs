@@ -23,6 +23,14 @@ unsafe fn avx2<F: Fn(&mut [f64])>(values: &mut [f64], f: F) {
     f(values);
 }
 
+/// ‖r‖² of each row `r` of the row-major `rows` (`dim` values each), summed in feature
+/// order: with [`gram_block`], the squared distances ‖a‖² + ‖b‖² − 2 a·b.
+pub(crate) fn squared_norms(rows: &[f64], dim: usize) -> Vec<f64> {
+    rows.chunks_exact(dim)
+        .map(|r| r.iter().map(|a| a * a).sum())
+        .collect()
+}
+
 /// `out[c][r] = cols[c] · rows[r]` for row-major `cols` (nc × dim) and `rows` (nr × dim),
 /// `out` row-major nc × nr. Each entry is one fixed sequence of multiply-adds over
 /// the features in order (`matrixmultiply`'s micro-kernels), so its value depends on the

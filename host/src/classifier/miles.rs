@@ -44,6 +44,7 @@ use super::{check_dim, BagModel, BagScores, Classifier};
 use crate::data::{Bags, Dataset};
 use crate::error::{Error, Result};
 use crate::explain::{Explanation, InstanceScore};
+use crate::fast::squared_norms;
 
 /// A candidate prototype is selected when its |w| exceeds this fraction of the largest |w|:
 /// the interior point leaves the weights of the others at round-off, not at exact zero.
@@ -371,13 +372,6 @@ fn groups<'b>(data: &Dataset, bags: &'b [usize]) -> Vec<&'b [usize]> {
         }
     }
     groups
-}
-
-/// ‖r‖² of each row `r` of the row-major `rows`.
-fn squared_norms(rows: &[f64], dim: usize) -> Vec<f64> {
-    rows.chunks_exact(dim)
-        .map(|r| r.iter().map(|a| a * a).sum())
-        .collect()
 }
 
 /// The squared distance ‖a − b‖² from the squared norms and the dot product, at least 0.

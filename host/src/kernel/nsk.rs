@@ -53,7 +53,7 @@ use rayon::prelude::*;
 use crate::data::{Bag, Dataset};
 use crate::distance::{squared_euclidean, ROUNDOFF};
 use crate::error::{Error, Result};
-use crate::fast::gram_block;
+use crate::fast::{gram_block, squared_norms};
 use crate::numerics::{exp_nonpositive, sum_exp_in_place};
 
 /// Names the arithmetic of [`log_set_kernels`] (blocks, reduction order) in the
@@ -133,11 +133,11 @@ pub fn upper_runs(n: usize) -> Vec<Run> {
 /// have the same dimension.
 pub fn log_set_kernels(rows: &Dataset, cols: &Dataset, runs: &[Run], gamma: f64) -> Vec<f64> {
     assert_eq!(rows.dim(), cols.dim(), "bags of different dimensions");
-    let col_norms = squared_norms(cols);
+    let col_norms = squared_norms(cols.features(), cols.dim().max(1));
     let row_norms = if std::ptr::eq(rows, cols) {
         None
     } else {
-        Some(squared_norms(rows))
+        Some(squared_norms(rows.features(), rows.dim().max(1)))
     };
     let blocks = Blocks {
         rows,
@@ -250,14 +250,6 @@ pub fn check_gamma(gamma: f64) -> Result<()> {
             "must be positive and finite",
         ))
     }
-}
-
-/// ‖x‖² of every instance, summed in feature order.
-fn squared_norms(data: &Dataset) -> Vec<f64> {
-    data.features()
-        .chunks_exact(data.dim().max(1))
-        .map(|x| x.iter().map(|v| v * v).sum())
-        .collect()
 }
 
 /// Consecutive runs whose row bags hold at most [`ROW_BLOCK`] instances together; a run
