@@ -81,7 +81,7 @@ fn lists_choose_among_every_combination_of_their_values() {
 fn auto_reports_its_choices_and_does_not_depend_on_the_thread_count() {
     let args = [
         "cv",
-        "elephant",
+        "musk1",
         "--folds",
         "3",
         "--classifier",

@@ -265,15 +265,23 @@ fn corel_dogs_is_learned_with_class_weights_and_a_chosen_threshold() {
 }
 
 #[test]
-fn leave_one_out_on_corel_dogs_draws_distinct_seeds_in_every_fold() {
-    // 2,000 folds, each with an inner CV choosing the ridge and another choosing the
-    // threshold: the report lists the seeds every job drew, and no two of the 4,000
-    // (two purposes × 2,000 folds) may be equal.
+fn leave_one_out_reports_the_seeds_every_fold_drew() {
+    // Leave-one-out on an imbalanced set, each fold with an inner CV choosing the ridge
+    // and another choosing the threshold: the report lists the seeds every fold drew.
+    // They are the library's `FoldSeeds::of` for the fold (whose seeds differ over the
+    // 2,000 leave-one-out folds of corel_dogs: its unit test), and no two are equal.
+    use mil_toolkit::pipeline::{FoldSeeds, Folds};
+    let dir = temp_dir("imb-loo");
+    let data = imbalanced(&dir);
+    let bags = mil_toolkit::data::load(&data).unwrap();
+    let n = bags.n_bags();
     let r = json_of(&[
         "cv",
-        "corel_dogs",
+        &data,
         "--folds",
-        "2000",
+        &n.to_string(),
+        "--seed",
+        "7",
         "--classifier",
         "simple-mi",
         "--ridge",
@@ -286,13 +294,22 @@ fn leave_one_out_on_corel_dogs_draws_distinct_seeds_in_every_fold() {
         "auto",
         "--quiet",
     ]);
-    assert_eq!(r["folds"], 2000);
+    assert_eq!(r["folds"], n);
+    let folds = Folds::Stratified {
+        k: n,
+        repeats: 1,
+        seed: 7,
+    };
+    let (repetition_seed, test_sets) = &folds.assignments(&bags).unwrap()[0];
+    assert_eq!(test_sets.len(), n);
     let seeds = r["seeds"].as_array().expect("seeds per fold");
-    assert_eq!(seeds.len(), 2000);
+    assert_eq!(seeds.len(), n);
     let mut seen = std::collections::HashSet::new();
     for (f, s) in seeds.iter().enumerate() {
-        for purpose in ["inner_cv", "threshold"] {
+        let drawn = FoldSeeds::of(*repetition_seed, f);
+        for (purpose, expected) in [("inner_cv", drawn.inner_cv), ("threshold", drawn.threshold)] {
             let seed = s[purpose].as_u64().expect("a seed");
+            assert_eq!(seed, expected, "fold {f}: {purpose}");
             assert!(
                 seen.insert(seed),
                 "fold {f}: {purpose} seed {seed} drawn before"
@@ -302,10 +319,11 @@ fn leave_one_out_on_corel_dogs_draws_distinct_seeds_in_every_fold() {
     // Both inner CVs ran in every fold: a ridge chosen from the list, a threshold set.
     let chosen = r["chosen"].as_array().unwrap();
     let thresholds = r["thresholds"].as_array().unwrap();
-    assert_eq!((chosen.len(), thresholds.len()), (2000, 2000));
+    assert_eq!((chosen.len(), thresholds.len()), (n, n));
     for (c, t) in chosen.iter().zip(thresholds) {
         let ridge = c["ridge"].as_f64().expect("a chosen ridge");
         assert!(ridge == 1.0 || ridge == 100.0, "{c}");
         assert!(t.as_f64().is_some_and(f64::is_finite), "{t}");
     }
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -111,7 +111,7 @@ fn cv_parts_merge_to_the_single_run() {
             "cv musk1 --classifier milr --ridge 1e-6,1 --projection pca --dim 3,5",
             &[1, 2, 4, 7][..],
         ),
-        ("cv musk1 --classifier auto --folds 3", &[3][..]),
+        ("cv musk1 --classifier auto --folds 2", &[2][..]),
     ] {
         let mut single: Vec<&str> = cv.split(' ').collect();
         single.extend(["--json", "--quiet"]);
