@@ -709,30 +709,60 @@ mod tests {
         }
     }
 
-    /// Work shared across folds (one Gram matrix for candidates differing in ρ and C,
-    /// bag distances computed once) chooses exactly what fitting every fold chooses. The
-    /// shared Gram matrix fits the box grid on every bag, a fold's fit on its training
-    /// bags; a scaled ρ, resolved from the matrix, would follow that difference, so the
-    /// SVM candidates here fix ρ (the paper's, and 0.001).
+    /// Work shared across folds gives every candidate the inner score that fitting each
+    /// inner fold gives, wherever the shared work is what a fit computes: Citation-kNN's
+    /// bag distances without a fitted scaling, and the MI kernel's Gram matrix at a fixed
+    /// γ (each entry depends on its two bags only). The box kernels' and the NSK's shared
+    /// matrices are not of this kind: they fit their grid and their z-score on every bag
+    /// of the data, a fold's fit on its training bags, which is why the pipeline shares
+    /// them only for a fit on every bag.
     #[test]
-    fn shared_scorers_choose_what_per_fold_fits_choose() {
-        let d = data::load("elephant").unwrap();
-        let svm =
-            SetKernelSvm::default().settings(crate::classifier::svm::bags::BagSvmSettings::paper());
-        let knn = CitationKnn::default().scaling(Scaling::None);
-        let mut candidates: Vec<ClassifierParams> =
-            svm.default_grid().into_iter().map(Into::into).collect();
-        candidates.extend(knn.default_grid().into_iter().map(ClassifierParams::from));
-        let pipeline = Pipeline::new(ClassifierGrid::of(candidates).unwrap());
-        let shared = pipeline
-            .shared_scorers(&d, &crate::progress::Silent)
+    fn shared_scorers_score_what_per_fold_fits_score() {
+        use crate::classifier::svm::{Gamma, Preprocessing, SetKernel};
+        for name in ["musk1", "elephant"] {
+            let d = data::load(name).unwrap();
+            // γ of the order of 1 / (the instances' summed variance), where the MI
+            // kernel's values spread between 0 and 1.
+            let gamma = Gamma::Scaled {
+                variance_factor: 1.0,
+            }
+            .resolve(&d)
             .unwrap();
-        assert!(shared.iter().all(Option::is_some));
-        for seed in 1..4 {
-            let train: Vec<usize> = (0..d.n_bags()).filter(|b| b % 5 != seed as usize).collect();
-            let fast = pipeline.choose(&d, &train, seed, &shared).unwrap();
-            let slow = pipeline.choose(&d, &train, seed, &[]).unwrap();
-            assert_eq!(fast, slow, "seed {seed}");
+            let mut candidates: Vec<ClassifierParams> = [gamma, gamma / 10.0]
+                .iter()
+                .map(|&g| {
+                    SetKernelSvm::mismo()
+                        .preprocessing(Preprocessing::None)
+                        .kernel(SetKernel::MiRbf {
+                            gamma: Gamma::Fixed(g),
+                        })
+                        .into()
+                })
+                .collect();
+            let knn = CitationKnn::default().scaling(Scaling::None);
+            candidates.extend(knn.default_grid().into_iter().map(ClassifierParams::from));
+            let pipeline = Pipeline::new(ClassifierGrid::of(candidates).unwrap());
+            let shared = pipeline
+                .shared_scorers(&d, &crate::progress::Silent)
+                .unwrap();
+            assert!(shared.iter().all(Option::is_some));
+            for seed in 1..3 {
+                let train: Vec<usize> =
+                    (0..d.n_bags()).filter(|b| b % 5 != seed as usize).collect();
+                let fast = pipeline.rank(&d, &train, seed, &shared).unwrap();
+                let slow = pipeline.rank(&d, &train, seed, &[]).unwrap();
+                let order = |r: &[Ranked]| r.iter().map(|r| r.index).collect::<Vec<_>>();
+                assert_eq!(order(&fast), order(&slow), "{name}, seed {seed}");
+                for (f, s) in fast.iter().zip(&slow) {
+                    let (f, s) = (f.score.unwrap(), s.score.unwrap());
+                    assert!(
+                        (f - s).abs() <= 1e-12,
+                        "{name}, seed {seed}: {f} against {s}"
+                    );
+                }
+                // The candidates score differently, so the order is a real comparison.
+                assert!(fast.windows(2).any(|w| w[0].score != w[1].score), "{name}");
+            }
         }
     }
 }
