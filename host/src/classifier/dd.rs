@@ -188,6 +188,63 @@ fn distance(x: &[f64], target: &[f64], scale: &[f64]) -> f64 {
         .sum()
 }
 
+/// [`distance`] of every row of the row-major `rows` into `out`, four rows at a time:
+/// each row's terms are summed in feature order exactly as [`distance`] sums them (so the
+/// values are the same to the bit), the four sums interleaved so that an addition does
+/// not wait for the one before it — one sum's additions depend on each other, four sums'
+/// do not.
+fn distances(rows: &[f64], target: &[f64], scale: &[f64], out: &mut Vec<f64>) {
+    let d = target.len();
+    let mut blocks = rows.chunks_exact(4 * d);
+    for block in &mut blocks {
+        let (r01, r23) = block.split_at(2 * d);
+        let ((r0, r1), (r2, r3)) = (r01.split_at(d), r23.split_at(d));
+        let mut acc = [0.0f64; 4];
+        let features = r0.iter().zip(r1).zip(r2.iter().zip(r3));
+        for (((a, b), (c, e)), (t, s)) in features.zip(target.iter().zip(scale)) {
+            for (sum, x) in acc.iter_mut().zip([a, b, c, e]) {
+                let v = s * (x - t);
+                *sum += v * v;
+            }
+        }
+        out.extend(acc);
+    }
+    let rest = blocks.remainder().chunks_exact(d);
+    out.extend(rest.map(|x| distance(x, target, scale)));
+}
+
+/// Adds each instance x's term of the gradient, weighted by g, for every (x, g) of
+/// `terms` in order: d/dt_k = −2 g s_k² (x_k − t_k), d/ds_k = 2 g s_k (x_k − t_k)². Four
+/// instances at a time, each coordinate of the gradient updated by the four in their
+/// order while it sits in a register: the same additions in the same order as one
+/// instance after another, so the same value to the bit, with a quarter of the loads and
+/// stores.
+fn add_gradient(terms: &[(&[f64], f64)], t: &[f64], s: &[f64], gt: &mut [f64], gs: &mut [f64]) {
+    let mut quads = terms.chunks_exact(4);
+    for q in &mut quads {
+        let [(x0, g0), (x1, g1), (x2, g2), (x3, g3)] = [q[0], q[1], q[2], q[3]];
+        let xs = x0.iter().zip(x1).zip(x2.iter().zip(x3));
+        let coordinates = t.iter().zip(s).zip(gt.iter_mut().zip(gs.iter_mut()));
+        for (((a, b), (c, e)), ((t, s), (gt, gs))) in xs.zip(coordinates) {
+            let (mut dt, mut ds) = (*gt, *gs);
+            for (x, g) in [(a, g0), (b, g1), (c, g2), (e, g3)] {
+                let diff = x - t;
+                dt -= 2.0 * g * s * s * diff;
+                ds += 2.0 * g * s * diff * diff;
+            }
+            (*gt, *gs) = (dt, ds);
+        }
+    }
+    for &(x, g) in quads.remainder() {
+        let coordinates = t.iter().zip(s).zip(gt.iter_mut().zip(gs.iter_mut()));
+        for (x, ((t, s), (gt, gs))) in x.iter().zip(coordinates) {
+            let diff = x - t;
+            *gt -= 2.0 * g * s * s * diff;
+            *gs += 2.0 * g * s * diff * diff;
+        }
+    }
+}
+
 /// −log P(label | bag) under noisy-OR for instance distances `dist`, writing its
 /// derivative with respect to each distance into `grad`.
 fn bag_loss(dist: &[f64], positive: bool, grad: &mut [f64]) -> f64 {
@@ -231,37 +288,32 @@ impl Problem {
     }
 
     /// The weighted negative noisy-OR log-likelihood at θ = (t, s), with its gradient.
-    /// With `picks`, only instance `picks[b]` of each bag b counts (EM-DD's M step).
-    fn eval(&self, theta: &[f64], grad: &mut [f64], picks: Option<&[usize]>) -> f64 {
+    fn eval(&self, theta: &[f64], grad: &mut [f64]) -> f64 {
         let d = self.dim;
         let (t, s) = theta.split_at(d);
         grad.iter_mut().for_each(|g| *g = 0.0);
         let (gt, gs) = grad.split_at_mut(d);
         let mut value = 0.0;
-        let mut dist = Vec::new();
+        // Every instance's distance at once, so that all but the last three rows go
+        // through the interleaved sums.
+        let mut dist = Vec::with_capacity(self.starts[self.n_bags()]);
+        distances(&self.x, t, s, &mut dist);
         let mut dd = Vec::new();
+        let mut terms = Vec::new();
         for b in 0..self.n_bags() {
-            let rows = match picks {
-                Some(p) => &self.rows(b)[p[b] * d..(p[b] + 1) * d],
-                None => self.rows(b),
-            };
-            dist.clear();
-            dist.extend(rows.chunks_exact(d).map(|x| distance(x, t, s)));
+            let dist = &dist[self.starts[b]..self.starts[b + 1]];
             dd.resize(dist.len(), 0.0);
             let w = self.weights[b];
-            value += w * bag_loss(&dist, self.positive[b], &mut dd);
-            for (x, &g) in rows.chunks_exact(d).zip(&dd) {
-                if g == 0.0 {
-                    continue;
-                }
-                let g = w * g;
-                for k in 0..d {
-                    // d/dt_k = −2 s_k² (x_k − t_k); d/ds_k = 2 s_k (x_k − t_k)².
-                    let diff = x[k] - t[k];
-                    gt[k] -= 2.0 * g * s[k] * s[k] * diff;
-                    gs[k] += 2.0 * g * s[k] * diff * diff;
-                }
-            }
+            value += w * bag_loss(dist, self.positive[b], &mut dd);
+            terms.clear();
+            terms.extend(
+                self.rows(b)
+                    .chunks_exact(d)
+                    .zip(&dd)
+                    .filter(|(_, &g)| g != 0.0)
+                    .map(|(x, &g)| (x, w * g)),
+            );
+            add_gradient(&terms, t, s, gt, gs);
         }
         value
     }
@@ -269,16 +321,32 @@ impl Problem {
     /// The most probable instance of every bag under (t, s) (the first on ties).
     fn picks(&self, theta: &[f64]) -> Vec<usize> {
         let (t, s) = theta.split_at(self.dim);
+        let mut dist = Vec::with_capacity(self.starts[self.n_bags()]);
+        distances(&self.x, t, s, &mut dist);
         (0..self.n_bags())
             .map(|b| {
-                let neg: Vec<f64> = self
-                    .rows(b)
-                    .chunks_exact(self.dim)
-                    .map(|x| -distance(x, t, s))
+                let neg: Vec<f64> = dist[self.starts[b]..self.starts[b + 1]]
+                    .iter()
+                    .map(|d| -d)
                     .collect();
                 first_argmax(&neg).0
             })
             .collect()
+    }
+
+    /// EM-DD's M-step problem: every bag reduced to its instance `picks[b]`.
+    fn picked(&self, picks: &[usize]) -> Problem {
+        let d = self.dim;
+        Problem {
+            x: (0..self.n_bags())
+                .flat_map(|b| &self.rows(b)[picks[b] * d..(picks[b] + 1) * d])
+                .copied()
+                .collect(),
+            dim: d,
+            starts: (0..=self.n_bags()).collect(),
+            positive: self.positive.clone(),
+            weights: self.weights.clone(),
+        }
     }
 }
 
@@ -365,7 +433,7 @@ impl Dd {
         let mut scratch = vec![0.0; 2 * d];
         match self.algorithm {
             DdAlgorithm::Dd => {
-                let min = solver().minimize(theta, |t, g| problem.eval(t, g, None))?;
+                let min = solver().minimize(theta, |t, g| problem.eval(t, g))?;
                 Ok((min.value, min.x))
             }
             DdAlgorithm::EmDd => {
@@ -379,12 +447,11 @@ impl Dd {
                         max_iterations: M_STEP_ITERATIONS,
                         ..solver()
                     };
-                    theta = m_step
-                        .minimize(theta, |t, g| problem.eval(t, g, Some(&picks)))?
-                        .x;
+                    let m_problem = problem.picked(&picks);
+                    theta = m_step.minimize(theta, |t, g| m_problem.eval(t, g))?.x;
                     last = Some(picks);
                 }
-                Ok((problem.eval(&theta, &mut scratch, None), theta))
+                Ok((problem.eval(&theta, &mut scratch), theta))
             }
         }
     }
@@ -602,6 +669,41 @@ mod tests {
         params.problem(data, &train, &labels).unwrap().0
     }
 
+    /// The interleaved loops compute what one instance after another computes, to the
+    /// bit, whatever the number of rows (full blocks of four and every remainder).
+    #[test]
+    fn interleaved_loops_give_the_sequential_values_to_the_bit() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+        let mut draw =
+            |n: usize| -> Vec<f64> { (0..n).map(|_| rng.random_range(-3.0..3.0)).collect() };
+        for (dim, rows) in [(1, 9), (3, 4), (5, 7), (17, 11), (2, 1), (4, 0)] {
+            let (x, t, s) = (draw(dim * rows), draw(dim), draw(dim));
+            let mut fast = Vec::new();
+            distances(&x, &t, &s, &mut fast);
+            let slow: Vec<f64> = x.chunks_exact(dim).map(|r| distance(r, &t, &s)).collect();
+            assert_eq!(
+                fast.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                slow.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                "{dim} features, {rows} rows"
+            );
+            let g = draw(rows);
+            let terms: Vec<(&[f64], f64)> = x.chunks_exact(dim).zip(g).collect();
+            let (mut gt, mut gs) = (draw(dim), draw(dim));
+            let (mut ht, mut hs) = (gt.clone(), gs.clone());
+            add_gradient(&terms, &t, &s, &mut gt, &mut gs);
+            for &(x, g) in &terms {
+                for k in 0..dim {
+                    let diff = x[k] - t[k];
+                    ht[k] -= 2.0 * g * s[k] * s[k] * diff;
+                    hs[k] += 2.0 * g * s[k] * diff * diff;
+                }
+            }
+            let bits = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&gt), bits(&ht), "{dim} features, {rows} rows");
+            assert_eq!(bits(&gs), bits(&hs), "{dim} features, {rows} rows");
+        }
+    }
+
     #[test]
     fn gradient_matches_finite_differences() {
         for seed in 0..6 {
@@ -619,9 +721,10 @@ mod tests {
                 let picks: Vec<usize> = (0..problem.n_bags())
                     .map(|b| rng.random_range(0..problem.starts[b + 1] - problem.starts[b]))
                     .collect();
-                for picks in [None, Some(&picks[..])] {
+                let picked = problem.picked(&picks);
+                for problem in [&problem, &picked] {
                     let mut g = vec![0.0; 4];
-                    problem.eval(&theta, &mut g, picks);
+                    problem.eval(&theta, &mut g);
                     let mut scratch = vec![0.0; 4];
                     for k in 0..4 {
                         // Central differences: error O(h²) relative to the curvature.
@@ -629,8 +732,8 @@ mod tests {
                         let (mut tp, mut tm) = (theta.clone(), theta.clone());
                         tp[k] += h;
                         tm[k] -= h;
-                        let fd = (problem.eval(&tp, &mut scratch, picks)
-                            - problem.eval(&tm, &mut scratch, picks))
+                        let fd = (problem.eval(&tp, &mut scratch)
+                            - problem.eval(&tm, &mut scratch))
                             / (2.0 * h);
                         assert!(
                             (fd - g[k]).abs() < 1e-5 * g[k].abs().max(1.0),
@@ -663,7 +766,7 @@ mod tests {
             let none: f64 = p.iter().map(|v| 1.0 - v).product();
             direct -= if label == 1 { 1.0 - none } else { none }.ln();
         }
-        let value = problem.eval(&theta, &mut [0.0; 4], None);
+        let value = problem.eval(&theta, &mut [0.0; 4]);
         assert!(
             (value - direct).abs() < 1e-9 * direct.abs(),
             "{value} vs {direct}"
@@ -920,7 +1023,7 @@ mod tests {
                     .map(|&j| (1.0 - z.mean[j]) / z.std[j])
                     .collect();
                 theta.extend(active.iter().map(|&j| scale * z.std[j]));
-                let concept = -problem.eval(&theta, &mut grad, None);
+                let concept = -problem.eval(&theta, &mut grad);
                 assert!(
                     model.log_likelihood > concept + 1.0,
                     "seed {seed}, scale {scale}: fit {} against the concept's {concept}",
