@@ -261,7 +261,9 @@ def render(results, methods, repeats):
              if entries.get((meth["name"], d), {}).get("chosen_families")]
     if chose:
         w("### What the inner CV chose\n\n")
-        w("The classifier family each outer fold's inner CV chose (folds of all repetitions):\n\n")
+        w("The classifier family each outer fold's inner CV chose (folds of all repetitions; "
+          "for a vote, its best-ranked member, which is what `auto` alone chooses on the same "
+          "folds):\n\n")
         w("| method | data | chosen in how many outer folds |\n|---|---|---|\n")
         for meth, d, e in chose:
             total = sum(e["chosen_families"].values())
