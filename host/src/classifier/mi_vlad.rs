@@ -13,6 +13,9 @@
 //!   component k and feature j, (1 / (n √w_k)) Σ γ_k(x) (x_j − μ_kj) / σ_kj and
 //!   (1 / (n √(2 w_k))) Σ γ_k(x) ((x_j − μ_kj)² / σ²_kj − 1) (2·K·d values).
 //!
+//! With one centre, miVLAD is computed in closed form from each bag's count and mean
+//! ([`moments`]): the same vectors up to rounding, one pass over each bag.
+//!
 //! A coordinate whose sum is below [`CANCELLED`] of the summed magnitudes of its operands
 //! (Σ |x_j| + |c_j| for miVLAD) is set to 0 first: it is rounding noise — a centre
 //! holding one bag's instances only, or instances that agree on a feature, sums to 0 up
@@ -29,6 +32,7 @@
 //! before the normalisations), [`InstanceScore::Contribution`].
 
 pub mod codebook;
+pub mod moments;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -41,7 +45,8 @@ use crate::data::{Bag, Bags, Dataset};
 use crate::error::{Error, Result};
 use crate::explain::{Explanation, InstanceScore};
 use crate::params::{check_count, Estimate, Shape};
-use codebook::{Convergence, Gmm};
+use codebook::{Convergence, Gmm, Stop};
+use moments::BagMoments;
 
 /// The largest codebook (k centres or K components).
 pub const MAX_CODEBOOK: usize = 10_000;
@@ -266,12 +271,18 @@ impl Codebook {
 /// to 0, then [`normalise`].
 fn normalised((mut v, magnitude): (Vec<f64>, Vec<f64>)) -> Vec<f64> {
     for (x, m) in v.iter_mut().zip(magnitude) {
-        if x.abs() <= CANCELLED * m {
+        if is_cancelled(*x, m) {
             *x = 0.0;
         }
     }
     normalise(&mut v);
     v
+}
+
+/// Whether a sum is rounding noise: at most [`CANCELLED`] of its operands' summed
+/// magnitudes `magnitude`.
+fn is_cancelled(sum: f64, magnitude: f64) -> bool {
+    sum.abs() <= CANCELLED * magnitude
 }
 
 /// Signed square root then ℓ2 normalisation, in place (a zero vector stays zero).
@@ -317,6 +328,21 @@ impl Encoder {
         part
     }
 
+    /// The one centre, when the codebook has one entry: miVLAD in closed form
+    /// ([`moments`]).
+    fn one_centre(&self) -> Option<&[f64]> {
+        match &self.codebook {
+            Codebook::Vlad { centres } if centres.len() == self.dim() => Some(centres),
+            _ => None,
+        }
+    }
+
+    /// The vector of a bag of moments `bag` under a one-centre codebook `centre`,
+    /// normalised unless `raw`.
+    fn moments_vector(&self, bag: &BagMoments, centre: &[f64], raw: bool) -> Vec<f64> {
+        moments::vector(bag, &self.mean, &self.sd, centre, raw)
+    }
+
     /// The bag's vector before the normalisations (the sum of its instances' parts), and
     /// the summed magnitudes of each coordinate's operands.
     fn sums(&self, bag: Bag<'_>) -> (Vec<f64>, Vec<f64>) {
@@ -341,13 +367,19 @@ impl Encoder {
 
     /// The bag's vector before the normalisations (the sum of its instances' parts).
     pub fn raw_vector(&self, bag: Bag<'_>) -> Vec<f64> {
-        self.sums(bag).0
+        match self.one_centre() {
+            Some(c) => self.moments_vector(&BagMoments::of(bag), c, true),
+            None => self.sums(bag).0,
+        }
     }
 
     /// The bag's normalised vector, what the logistic regression reads: the coordinates
     /// that cancel to rounding noise ([`CANCELLED`]) set to 0, then [`normalise`].
     pub fn vector(&self, bag: Bag<'_>) -> Vec<f64> {
-        normalised(self.sums(bag))
+        match self.one_centre() {
+            Some(c) => self.moments_vector(&BagMoments::of(bag), c, false),
+            None => normalised(self.sums(bag)),
+        }
     }
 
     /// The bags `bags` of `data` as a data set of one vector per bag (with their labels
@@ -369,6 +401,23 @@ impl Encoder {
             .map(|w| normalised(self.sums_zscored(&z[w[0]..w[1]])))
             .collect();
         self.dataset(data, bags, rows, true)
+    }
+
+    /// [`Encoder::vectors`] from the bags' moments (`moments[i]` those of `bags[i]`),
+    /// under a one-centre codebook.
+    fn vectors_from_moments(
+        &self,
+        data: &Dataset,
+        bags: &[usize],
+        moments: &[&BagMoments],
+        labelled: bool,
+    ) -> Result<Dataset> {
+        let centre = self.one_centre().expect("a one-centre codebook");
+        let rows = moments
+            .iter()
+            .map(|m| self.moments_vector(m, centre, false))
+            .collect();
+        self.dataset(data, bags, rows, labelled)
     }
 
     /// The vectors `rows` of the bags `bags` of `data` as a data set.
@@ -400,7 +449,7 @@ pub struct MiVladModel {
     pub params: MiVlad,
     /// The z-score and the codebook.
     pub encoder: Encoder,
-    /// How k-means ended.
+    /// How k-means ended (0 iterations, converged, for one centre: solved in closed form).
     pub kmeans: Convergence,
     /// How EM ended (miFV).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -429,15 +478,14 @@ impl Classifier for MiVlad {
     fn fit<'a>(&self, train: impl Into<Bags<'a>>) -> Result<MiVladModel> {
         let view = train.into();
         let (data, train) = (view.dataset(), &*view.indices());
-        self.check()?;
-        data.training_labels(train, 2)?;
-        let n: usize = train.iter().map(|&b| data.bag(b).len()).sum();
-        if self.codebook > n {
-            return Err(Error::parameter(
-                "codebook",
-                self.codebook,
-                format!("must not exceed the {n} training instances"),
-            ));
+        let n = self.check_training(data, train)?;
+        if self.closed_form() {
+            let moments: Vec<BagMoments> = train
+                .par_iter()
+                .map(|&b| BagMoments::of(data.bag(b)))
+                .collect();
+            let moments: Vec<&BagMoments> = moments.iter().collect();
+            return self.fit_moments(data, train, &moments);
         }
         let dim = data.dim();
         // A feature constant on the training instances must get deviation 0, not the
@@ -467,6 +515,94 @@ impl Classifier for MiVlad {
             em,
             logistic,
         })
+    }
+}
+
+impl MiVlad {
+    /// Whether the fit is miVLAD with one centre, in closed form from the bags' moments
+    /// ([`moments`]).
+    fn closed_form(&self) -> bool {
+        self.encoding == BagEncoding::Vlad && self.codebook == 1
+    }
+
+    /// Checks the parameters and the training bags `train` of `data` (labels of at least
+    /// two classes, no more codebook entries than instances); returns the instance count.
+    fn check_training(&self, data: &Dataset, train: &[usize]) -> Result<usize> {
+        self.check()?;
+        data.training_labels(train, 2)?;
+        let n: usize = train.iter().map(|&b| data.bag(b).len()).sum();
+        if self.codebook > n {
+            return Err(Error::parameter(
+                "codebook",
+                self.codebook,
+                format!("must not exceed the {n} training instances"),
+            ));
+        }
+        Ok(n)
+    }
+
+    /// The closed-form fit of miVLAD with one centre on the training bags `train` of
+    /// `data`, `moments[i]` the moments of bag `train[i]` (already checked).
+    fn fit_moments(
+        &self,
+        data: &Dataset,
+        train: &[usize],
+        moments: &[&BagMoments],
+    ) -> Result<MiVladModel> {
+        let dim = data.dim();
+        let (mean, sd) = moments::zscore(moments, dim);
+        let encoder = Encoder {
+            mean,
+            sd,
+            // The mean of the z-scored training instances.
+            codebook: Codebook::Vlad {
+                centres: vec![0.0; dim],
+            },
+        };
+        let vectors = encoder.vectors_from_moments(data, train, moments, true)?;
+        let logistic = self.logistic().fit_weighted(Bags::all(&vectors), None)?;
+        Ok(MiVladModel {
+            params: *self,
+            encoder,
+            // Solved, not iterated.
+            kmeans: Convergence {
+                iterations: 0,
+                stop: Stop::Converged,
+            },
+            em: None,
+            logistic,
+        })
+    }
+
+    /// The cross-validation's shared work for miVLAD with one centre: every bag's
+    /// moments, read once; the closure fits on the bags `train` and scores the bags
+    /// `test`, exactly as [`Classifier::fit`] and [`BagModel::scores`] do. `None` for
+    /// the other settings.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn fold_scorer<'a>(
+        &self,
+        data: &'a Dataset,
+    ) -> Option<Box<dyn Fn(&[usize], &[usize]) -> Result<BagScores> + Sync + 'a>> {
+        if !self.closed_form() {
+            return None;
+        }
+        let all: Vec<BagMoments> = (0..data.n_bags())
+            .into_par_iter()
+            .map(|b| BagMoments::of(data.bag(b)))
+            .collect();
+        let params = *self;
+        Some(Box::new(move |train: &[usize], test: &[usize]| {
+            params.check_training(data, train)?;
+            let pick = |bags: &[usize]| bags.iter().map(|&b| &all[b]).collect::<Vec<_>>();
+            let model = params.fit_moments(data, train, &pick(train))?;
+            if test.is_empty() {
+                return Ok(BagScores::new(model.n_classes(), Vec::new()));
+            }
+            let vectors = model
+                .encoder
+                .vectors_from_moments(data, test, &pick(test), false)?;
+            model.logistic.scores(&vectors)
+        }))
     }
 }
 
@@ -796,9 +932,116 @@ mod tests {
     }
 
     #[test]
+    fn one_centre_in_closed_form_is_the_definition() {
+        // The definition: z-score the training instances (ZScore::fit), run k-means with
+        // one centre, and sum each bag's residuals to it. The closed form agrees to
+        // rounding on every bag, and k-means' centre is 0 to rounding.
+        let musk1 = crate::data::load("musk1").unwrap();
+        let sets = (0..6).map(|seed| random_set(seed, 25, 1 + seed as usize % 4));
+        for data in sets.chain([musk1]) {
+            let model = MiVlad::vlad().fit(&data).unwrap();
+            let e = &model.encoder;
+            let ZScore { mean, std } = ZScore::fit(&data);
+            for j in 0..data.dim() {
+                let scale = mean[j].abs().max(std[j]).max(1e-300);
+                assert!((e.mean[j] - mean[j]).abs() <= 1e-12 * scale, "{j}");
+                assert!((e.sd[j] - std[j]).abs() <= 1e-12 * scale, "{j}");
+                assert_eq!(e.sd[j] == 0.0, std[j] == 0.0, "{j}");
+            }
+            let z: Vec<f64> = data
+                .features()
+                .chunks_exact(data.dim())
+                .flat_map(|x| zscore(x, &mean, &std))
+                .collect();
+            let (centre, _) = codebook::kmeans(&z, data.dim(), 1, 100, 1);
+            assert!(centre.iter().all(|c| c.abs() < 1e-12), "{centre:?}");
+            for b in 0..data.n_bags() {
+                let bag = data.bag(b);
+                let mut sum = vec![0.0; data.dim()];
+                let mut magnitude = vec![0.0; data.dim()];
+                for x in bag.instances() {
+                    for (j, zj) in zscore(x, &mean, &std).iter().enumerate() {
+                        sum[j] += zj;
+                        magnitude[j] += zj.abs();
+                    }
+                }
+                let raw = e.raw_vector(bag);
+                for j in 0..data.dim() {
+                    assert!(
+                        (raw[j] - sum[j]).abs() <= 1e-10 * (1.0 + magnitude[j]),
+                        "{} bag {b} feature {j}: {} vs {}",
+                        data.name(),
+                        raw[j],
+                        sum[j]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn one_centre_is_scale_free_to_the_bit() {
+        // Scaling every feature by 2⁶⁰⁰ (values near 10¹⁸⁰, whose squares overflow)
+        // scales the bags' moments and the z-score exactly, so the vectors and the model
+        // are those of the unscaled data bit for bit.
+        for seed in 0..4 {
+            let data = random_set(seed, 30, 3);
+            let big = data
+                .with_features(
+                    3,
+                    data.features().iter().map(|v| v * 2f64.powi(600)).collect(),
+                )
+                .unwrap();
+            let (a, b) = (
+                MiVlad::vlad().fit(&data).unwrap(),
+                MiVlad::vlad().fit(&big).unwrap(),
+            );
+            assert_eq!(a.logistic, b.logistic, "seed {seed}");
+            for bag in 0..data.n_bags() {
+                let v = b.encoder.vector(big.bag(bag));
+                assert!(v.iter().all(|x| x.is_finite()));
+                assert_eq!(a.encoder.vector(data.bag(bag)), v, "seed {seed} bag {bag}");
+            }
+            assert_eq!(a.scores(&data).unwrap(), b.scores(&big).unwrap());
+        }
+    }
+
+    #[test]
+    fn the_fold_scorer_scores_what_a_fit_scores() {
+        // The cross-validation's shared moments give the fit and the scores of a
+        // per-fold fit exactly, on every fold of two splits; miFV has no fast path.
+        let musk1 = crate::data::load("musk1").unwrap();
+        for data in [random_set(4, 40, 3), musk1] {
+            for params in [MiVlad::vlad(), MiVlad::vlad().ridge(0.1)] {
+                let scorer = params.fold_scorer(&data).unwrap();
+                for k in [3, 5] {
+                    for fold in 0..k {
+                        let (test, train): (Vec<usize>, Vec<usize>) =
+                            (0..data.n_bags()).partition(|b| b % k == fold);
+                        let model = params.fit(Bags::picked(&data, &train[..])).unwrap();
+                        let want = model.scores(Bags::picked(&data, &test[..])).unwrap();
+                        assert_eq!(scorer(&train, &test).unwrap(), want, "fold {fold}/{k}");
+                    }
+                }
+            }
+        }
+        assert!(MiVlad::fisher()
+            .fold_scorer(&random_set(1, 10, 2))
+            .is_none());
+        assert!(MiVlad::vlad()
+            .codebook(2)
+            .fold_scorer(&random_set(1, 10, 2))
+            .is_none());
+    }
+
+    #[test]
     fn a_seed_gives_one_model_whatever_the_thread_count() {
         let data = random_set(7, 40, 4);
-        for params in [MiVlad::vlad().codebook(4), MiVlad::fisher().codebook(3)] {
+        for params in [
+            MiVlad::vlad(),
+            MiVlad::vlad().codebook(4),
+            MiVlad::fisher().codebook(3),
+        ] {
             let fit = |threads: usize| {
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)

@@ -624,7 +624,8 @@ impl ClassifierParams {
     /// scorer that fits on a fold's training bags and scores its test bags from work
     /// computed once for every fold — Citation-kNN's bag distances (when no scaling is
     /// fitted per fold), or scored straight from the data set's bags without a copy; a
-    /// set-kernel SVM's Gram matrix over all bags (the kernel uses no labels). `None`:
+    /// set-kernel SVM's Gram matrix over all bags (the kernel uses no labels); miVLAD's
+    /// per-bag moments with one centre (each depends on its bag alone). `None`:
     /// the pipeline fits each fold.
     pub(crate) fn fold_scorer<'a>(
         &self,
@@ -652,6 +653,7 @@ impl ClassifierParams {
                     svm.scores_from_gram(data, &gram, labels, n_classes, tr, te)
                 }))
             }
+            ClassifierParams::MiVlad(m) => m.fold_scorer(data),
             _ => None,
         })
     }
