@@ -13,8 +13,9 @@
 //!   component k and feature j, (1 / (n √w_k)) Σ γ_k(x) (x_j − μ_kj) / σ_kj and
 //!   (1 / (n √(2 w_k))) Σ γ_k(x) ((x_j − μ_kj)² / σ²_kj − 1) (2·K·d values).
 //!
-//! With one centre, miVLAD is computed in closed form from each bag's count and mean
-//! ([`moments`]): the same vectors up to rounding, one pass over each bag.
+//! With one codebook entry (the default) both are computed in closed form from each
+//! bag's count, mean and squared deviations ([`moments`]): the same vectors up to
+//! rounding, one pass over each bag.
 //!
 //! A coordinate whose sum is below [`CANCELLED`] of the summed magnitudes of its operands
 //! (Σ |x_j| + |c_j| for miVLAD) is set to 0 first: it is rounding noise — a centre
@@ -328,19 +329,10 @@ impl Encoder {
         part
     }
 
-    /// The one centre, when the codebook has one entry: miVLAD in closed form
-    /// ([`moments`]).
-    fn one_centre(&self) -> Option<&[f64]> {
-        match &self.codebook {
-            Codebook::Vlad { centres } if centres.len() == self.dim() => Some(centres),
-            _ => None,
-        }
-    }
-
-    /// The vector of a bag of moments `bag` under a one-centre codebook `centre`,
-    /// normalised unless `raw`.
-    fn moments_vector(&self, bag: &BagMoments, centre: &[f64], raw: bool) -> Vec<f64> {
-        moments::vector(bag, &self.mean, &self.sd, centre, raw)
+    /// Whether the codebook has one entry: the vectors in closed form from each bag's
+    /// moments ([`moments`]).
+    fn one_entry(&self) -> bool {
+        self.codebook.len(self.dim()) == 1
     }
 
     /// The bag's vector before the normalisations (the sum of its instances' parts), and
@@ -367,18 +359,20 @@ impl Encoder {
 
     /// The bag's vector before the normalisations (the sum of its instances' parts).
     pub fn raw_vector(&self, bag: Bag<'_>) -> Vec<f64> {
-        match self.one_centre() {
-            Some(c) => self.moments_vector(&BagMoments::of(bag), c, true),
-            None => self.sums(bag).0,
+        if self.one_entry() {
+            moments::vector(&BagMoments::of(bag), self, true)
+        } else {
+            self.sums(bag).0
         }
     }
 
     /// The bag's normalised vector, what the logistic regression reads: the coordinates
     /// that cancel to rounding noise ([`CANCELLED`]) set to 0, then [`normalise`].
     pub fn vector(&self, bag: Bag<'_>) -> Vec<f64> {
-        match self.one_centre() {
-            Some(c) => self.moments_vector(&BagMoments::of(bag), c, false),
-            None => normalised(self.sums(bag)),
+        if self.one_entry() {
+            moments::vector(&BagMoments::of(bag), self, false)
+        } else {
+            normalised(self.sums(bag))
         }
     }
 
@@ -404,7 +398,7 @@ impl Encoder {
     }
 
     /// [`Encoder::vectors`] from the bags' moments (`moments[i]` those of `bags[i]`),
-    /// under a one-centre codebook.
+    /// under a codebook of one entry.
     fn vectors_from_moments(
         &self,
         data: &Dataset,
@@ -412,10 +406,9 @@ impl Encoder {
         moments: &[&BagMoments],
         labelled: bool,
     ) -> Result<Dataset> {
-        let centre = self.one_centre().expect("a one-centre codebook");
         let rows = moments
             .iter()
-            .map(|m| self.moments_vector(m, centre, false))
+            .map(|m| moments::vector(m, self, false))
             .collect();
         self.dataset(data, bags, rows, labelled)
     }
@@ -449,9 +442,9 @@ pub struct MiVladModel {
     pub params: MiVlad,
     /// The z-score and the codebook.
     pub encoder: Encoder,
-    /// How k-means ended (0 iterations, converged, for one centre: solved in closed form).
+    /// How k-means ended (0 iterations, converged, for one entry: solved in closed form).
     pub kmeans: Convergence,
-    /// How EM ended (miFV).
+    /// How EM ended (miFV; 0 iterations, converged, for one component).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub em: Option<Convergence>,
     /// The logistic regression on the normalised bag vectors.
@@ -519,10 +512,10 @@ impl Classifier for MiVlad {
 }
 
 impl MiVlad {
-    /// Whether the fit is miVLAD with one centre, in closed form from the bags' moments
-    /// ([`moments`]).
+    /// Whether the fit is in closed form from the bags' moments ([`moments`]): a
+    /// codebook of one entry.
     fn closed_form(&self) -> bool {
-        self.encoding == BagEncoding::Vlad && self.codebook == 1
+        self.codebook == 1
     }
 
     /// Checks the parameters and the training bags `train` of `data` (labels of at least
@@ -541,7 +534,7 @@ impl MiVlad {
         Ok(n)
     }
 
-    /// The closed-form fit of miVLAD with one centre on the training bags `train` of
+    /// The closed-form fit with one codebook entry on the training bags `train` of
     /// `data`, `moments[i]` the moments of bag `train[i]` (already checked).
     fn fit_moments(
         &self,
@@ -551,30 +544,50 @@ impl MiVlad {
     ) -> Result<MiVladModel> {
         let dim = data.dim();
         let (mean, sd) = moments::zscore(moments, dim);
-        let encoder = Encoder {
-            mean,
-            sd,
-            // The mean of the z-scored training instances.
-            codebook: Codebook::Vlad {
-                centres: vec![0.0; dim],
-            },
+        // Solved, not iterated: the z-scored training instances' mean is 0, their
+        // variance 1 (0 for a constant feature, floored).
+        let solved = Convergence {
+            iterations: 0,
+            stop: Stop::Converged,
         };
+        let (codebook, em) = match self.encoding {
+            BagEncoding::Vlad => (
+                Codebook::Vlad {
+                    centres: vec![0.0; dim],
+                },
+                None,
+            ),
+            BagEncoding::Fisher => (
+                Codebook::Fisher(Gmm {
+                    weights: vec![1.0],
+                    means: vec![0.0; dim],
+                    variances: sd
+                        .iter()
+                        .map(|&s| {
+                            if s > 0.0 {
+                                1.0
+                            } else {
+                                codebook::VARIANCE_FLOOR
+                            }
+                        })
+                        .collect(),
+                }),
+                Some(solved),
+            ),
+        };
+        let encoder = Encoder { mean, sd, codebook };
         let vectors = encoder.vectors_from_moments(data, train, moments, true)?;
         let logistic = self.logistic().fit_weighted(Bags::all(&vectors), None)?;
         Ok(MiVladModel {
             params: *self,
             encoder,
-            // Solved, not iterated.
-            kmeans: Convergence {
-                iterations: 0,
-                stop: Stop::Converged,
-            },
-            em: None,
+            kmeans: solved,
+            em,
             logistic,
         })
     }
 
-    /// The cross-validation's shared work for miVLAD with one centre: every bag's
+    /// The cross-validation's shared work with one codebook entry: every bag's
     /// moments, read once; the closure fits on the bags `train` and scores the bags
     /// `test`, exactly as [`Classifier::fit`] and [`BagModel::scores`] do. `None` for
     /// the other settings.
@@ -932,55 +945,82 @@ mod tests {
     }
 
     #[test]
-    fn one_centre_in_closed_form_is_the_definition() {
+    fn one_entry_in_closed_form_is_the_definition() {
         // The definition: z-score the training instances (ZScore::fit), run k-means with
-        // one centre, and sum each bag's residuals to it. The closed form agrees to
-        // rounding on every bag, and k-means' centre is 0 to rounding.
+        // one centre (and EM with one component from it), and sum each instance's part
+        // (Encoder::sums). The closed form agrees to rounding on every bag; the centre is
+        // 0 and the component's variances 1 (the floor for a constant feature).
         let musk1 = crate::data::load("musk1").unwrap();
         let sets = (0..6).map(|seed| random_set(seed, 25, 1 + seed as usize % 4));
-        for data in sets.chain([musk1]) {
-            let model = MiVlad::vlad().fit(&data).unwrap();
-            let e = &model.encoder;
+        for data in sets.chain([with_constant(&musk1, 0.1)]) {
+            let dim = data.dim();
             let ZScore { mean, std } = ZScore::fit(&data);
-            for j in 0..data.dim() {
-                let scale = mean[j].abs().max(std[j]).max(1e-300);
-                assert!((e.mean[j] - mean[j]).abs() <= 1e-12 * scale, "{j}");
-                assert!((e.sd[j] - std[j]).abs() <= 1e-12 * scale, "{j}");
-                assert_eq!(e.sd[j] == 0.0, std[j] == 0.0, "{j}");
-            }
             let z: Vec<f64> = data
                 .features()
-                .chunks_exact(data.dim())
+                .chunks_exact(dim)
                 .flat_map(|x| zscore(x, &mean, &std))
                 .collect();
-            let (centre, _) = codebook::kmeans(&z, data.dim(), 1, 100, 1);
-            assert!(centre.iter().all(|c| c.abs() < 1e-12), "{centre:?}");
-            for b in 0..data.n_bags() {
-                let bag = data.bag(b);
-                let mut sum = vec![0.0; data.dim()];
-                let mut magnitude = vec![0.0; data.dim()];
-                for x in bag.instances() {
-                    for (j, zj) in zscore(x, &mean, &std).iter().enumerate() {
-                        sum[j] += zj;
-                        magnitude[j] += zj.abs();
+            let (centre, _) = codebook::kmeans(&z, dim, 1, 100, 1);
+            let (gmm, _) = Gmm::from_kmeans(&z, dim, &centre).em(&z, 100);
+            for (params, definition) in [
+                (
+                    MiVlad::vlad(),
+                    Codebook::Vlad {
+                        centres: centre.clone(),
+                    },
+                ),
+                (MiVlad::fisher(), Codebook::Fisher(gmm.clone())),
+            ] {
+                let model = params.fit(&data).unwrap();
+                let e = &model.encoder;
+                for j in 0..dim {
+                    let scale = mean[j].abs().max(std[j]).max(1e-300);
+                    assert!((e.mean[j] - mean[j]).abs() <= 1e-12 * scale, "{j}");
+                    assert!((e.sd[j] - std[j]).abs() <= 1e-12 * scale, "{j}");
+                    assert_eq!(e.sd[j] == 0.0, std[j] == 0.0, "{j}");
+                }
+                match &e.codebook {
+                    Codebook::Vlad { centres } => {
+                        assert!(centres
+                            .iter()
+                            .zip(&centre)
+                            .all(|(a, b)| (a - b).abs() < 1e-12))
+                    }
+                    Codebook::Fisher(fitted) => {
+                        assert_eq!(fitted.weights, gmm.weights);
+                        assert!(fitted
+                            .means
+                            .iter()
+                            .zip(&gmm.means)
+                            .all(|(a, b)| (a - b).abs() < 1e-12));
+                        let close = |(a, b): (&f64, &f64)| (a - b).abs() < 1e-12;
+                        assert!(fitted.variances.iter().zip(&gmm.variances).all(close));
                     }
                 }
-                let raw = e.raw_vector(bag);
-                for j in 0..data.dim() {
-                    assert!(
-                        (raw[j] - sum[j]).abs() <= 1e-10 * (1.0 + magnitude[j]),
-                        "{} bag {b} feature {j}: {} vs {}",
-                        data.name(),
-                        raw[j],
-                        sum[j]
-                    );
+                let reference = Encoder {
+                    mean: mean.clone(),
+                    sd: std.clone(),
+                    codebook: definition,
+                };
+                for b in 0..data.n_bags() {
+                    let bag = data.bag(b);
+                    let (want, magnitude) = reference.sums(bag);
+                    let raw = e.raw_vector(bag);
+                    for (j, (got, want)) in raw.iter().zip(&want).enumerate() {
+                        assert!(
+                            (got - want).abs() <= 1e-10 * (1.0 + magnitude[j]),
+                            "{} {:?} bag {b} coordinate {j}: {got} vs {want}",
+                            data.name(),
+                            params.encoding,
+                        );
+                    }
                 }
             }
         }
     }
 
     #[test]
-    fn one_centre_is_scale_free_to_the_bit() {
+    fn one_entry_is_scale_free_to_the_bit() {
         // Scaling every feature by 2⁶⁰⁰ (values near 10¹⁸⁰, whose squares overflow)
         // scales the bags' moments and the z-score exactly, so the vectors and the model
         // are those of the unscaled data bit for bit.
@@ -992,27 +1032,28 @@ mod tests {
                     data.features().iter().map(|v| v * 2f64.powi(600)).collect(),
                 )
                 .unwrap();
-            let (a, b) = (
-                MiVlad::vlad().fit(&data).unwrap(),
-                MiVlad::vlad().fit(&big).unwrap(),
-            );
-            assert_eq!(a.logistic, b.logistic, "seed {seed}");
-            for bag in 0..data.n_bags() {
-                let v = b.encoder.vector(big.bag(bag));
-                assert!(v.iter().all(|x| x.is_finite()));
-                assert_eq!(a.encoder.vector(data.bag(bag)), v, "seed {seed} bag {bag}");
+            for params in [MiVlad::vlad(), MiVlad::fisher()] {
+                let (a, b) = (params.fit(&data).unwrap(), params.fit(&big).unwrap());
+                assert_eq!(a.logistic, b.logistic, "seed {seed}");
+                assert_eq!(a.encoder.codebook, b.encoder.codebook, "seed {seed}");
+                for bag in 0..data.n_bags() {
+                    let v = b.encoder.vector(big.bag(bag));
+                    assert!(v.iter().all(|x| x.is_finite()));
+                    assert_eq!(a.encoder.vector(data.bag(bag)), v, "seed {seed} bag {bag}");
+                }
+                assert_eq!(a.scores(&data).unwrap(), b.scores(&big).unwrap());
             }
-            assert_eq!(a.scores(&data).unwrap(), b.scores(&big).unwrap());
         }
     }
 
     #[test]
     fn the_fold_scorer_scores_what_a_fit_scores() {
         // The cross-validation's shared moments give the fit and the scores of a
-        // per-fold fit exactly, on every fold of two splits; miFV has no fast path.
+        // per-fold fit exactly, on every fold of two splits; larger codebooks have no
+        // fast path.
         let musk1 = crate::data::load("musk1").unwrap();
         for data in [random_set(4, 40, 3), musk1] {
-            for params in [MiVlad::vlad(), MiVlad::vlad().ridge(0.1)] {
+            for params in [MiVlad::vlad(), MiVlad::vlad().ridge(0.1), MiVlad::fisher()] {
                 let scorer = params.fold_scorer(&data).unwrap();
                 for k in [3, 5] {
                     for fold in 0..k {
@@ -1026,6 +1067,7 @@ mod tests {
             }
         }
         assert!(MiVlad::fisher()
+            .codebook(2)
             .fold_scorer(&random_set(1, 10, 2))
             .is_none());
         assert!(MiVlad::vlad()
@@ -1039,6 +1081,7 @@ mod tests {
         let data = random_set(7, 40, 4);
         for params in [
             MiVlad::vlad(),
+            MiVlad::fisher(),
             MiVlad::vlad().codebook(4),
             MiVlad::fisher().codebook(3),
         ] {

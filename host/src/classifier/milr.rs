@@ -344,19 +344,10 @@ fn bag_standardisation(
     let nb: f64 = weights.iter().sum();
     // Each attribute divided by a power of two near its largest magnitude: exact, so the
     // squares stay finite for any finite data and the result is otherwise unchanged.
-    let mut scale = vec![0.0f64; dim];
-    for &b in train {
-        for x in data.bag(b).instances() {
-            scale
-                .iter_mut()
-                .zip(x)
-                .for_each(|(s, v)| *s = s.max(v.abs()));
-        }
-    }
-    let scale: Vec<f64> = scale
-        .into_iter()
-        .map(crate::data::standardize::power_of_two_below)
-        .collect();
+    let (scale, _) = crate::data::standardize::power_of_two_scales(
+        train.iter().flat_map(|&b| data.bag(b).instances()),
+        dim,
+    );
     let mut mean = vec![0.0; dim];
     let mut second = vec![0.0; dim];
     for (&b, &w) in train.iter().zip(weights) {

@@ -28,21 +28,10 @@ impl ZScore {
         let (data, picked) = (view.dataset(), view.indices());
         let bags: &[usize] = &picked;
         let dim = data.dim();
-        let mut scale = vec![0.0f64; dim];
-        for &b in bags {
-            for x in data.bag(b).instances() {
-                scale
-                    .iter_mut()
-                    .zip(x)
-                    .for_each(|(s, v)| *s = s.max(v.abs()));
-            }
-        }
         // Powers of two: dividing and multiplying back is exact, so the statistics are
         // bit for bit those of the unscaled sums wherever these stay finite.
-        scale.iter_mut().for_each(|s| *s = power_of_two_below(*s));
-        // Their reciprocals are powers of two as well (2⁻¹⁰²³ at least, subnormal but
-        // exact), so multiplying by one rounds as dividing does, at a fraction of the cost.
-        let inv: Vec<f64> = scale.iter().map(|s| 1.0 / s).collect();
+        let (scale, inv) =
+            power_of_two_scales(bags.iter().flat_map(|&b| data.bag(b).instances()), dim);
         let mut mean = vec![0.0; dim];
         let mut count = 0usize;
         for &b in bags {
@@ -139,6 +128,26 @@ impl ZScore {
 /// feature as constant (deviation 0).
 pub fn is_round_off(sd: f64, mean: f64) -> bool {
     sd <= 1e-12 * mean.abs().max(1.0)
+}
+
+/// Per feature, the power of two at or below the largest magnitude among `rows`
+/// ([`power_of_two_below`]), and its reciprocal: a power of two as well (2⁻¹⁰²³ at least,
+/// subnormal but exact), so multiplying by it rounds as dividing does, at a fraction of
+/// the cost.
+pub fn power_of_two_scales<'a>(
+    rows: impl IntoIterator<Item = &'a [f64]>,
+    dim: usize,
+) -> (Vec<f64>, Vec<f64>) {
+    let mut scale = vec![0.0f64; dim];
+    for x in rows {
+        scale
+            .iter_mut()
+            .zip(x)
+            .for_each(|(s, v)| *s = s.max(v.abs()));
+    }
+    scale.iter_mut().for_each(|s| *s = power_of_two_below(*s));
+    let inv = scale.iter().map(|s| 1.0 / s).collect();
+    (scale, inv)
 }
 
 /// The largest power of two at most `x` — `x` with its mantissa cleared — or 1 for a

@@ -1,17 +1,20 @@
-//! miVLAD with one centre, in closed form from each bag's moments.
+//! miVLAD with one centre and miFV with one component, in closed form from each bag's
+//! moments.
 //!
 //! With a codebook of one entry every instance is assigned to it, so k-means' centre is
 //! the mean of the z-scored training instances — 0, since the z-score's μ is their mean —
 //! and a bag's vector before the normalisations is Σ (z − c) = n (x̄ − μ) / σ − n c: it
-//! needs the bag's count and mean only. The z-score itself combines from the training
+//! needs the bag's count and mean only; miFV's one Gaussian is the z-scored instances'
+//! mean and variance (0 and 1; the floor for a constant feature), and a bag's Fisher
+//! vector needs its mean and squared deviations as well. The z-score itself combines from the training
 //! bags' counts, means and squared deviations (the pairwise update of Chan, Golub &
 //! LeVeque 1983, stable where Σ x² − n x̄² is not). So the fit reads each training bag
 //! once instead of z-scoring every instance and running Lloyd iterations over them, and a
 //! cross-validation reads each bag once for all its folds ([`BagMoments`] depend on the
 //! bag alone).
 
-use super::{is_cancelled, normalise};
-use crate::data::standardize::{is_round_off, power_of_two_below};
+use super::{is_cancelled, normalise, Codebook, Encoder, Gmm};
+use crate::data::standardize::{is_round_off, power_of_two_scales};
 use crate::data::Bag;
 
 /// One bag's moments per feature, each feature divided by the power of two at or below
@@ -35,16 +38,7 @@ impl BagMoments {
     /// The moments of `bag` (three passes over its instances, in instance order).
     pub fn of(bag: Bag<'_>) -> BagMoments {
         let dim = bag.dim();
-        let mut scale = vec![0.0f64; dim];
-        for x in bag.instances() {
-            scale
-                .iter_mut()
-                .zip(x)
-                .for_each(|(s, v)| *s = s.max(v.abs()));
-        }
-        scale.iter_mut().for_each(|s| *s = power_of_two_below(*s));
-        // Reciprocals of powers of two are exact, so multiplying rounds as dividing does.
-        let inv: Vec<f64> = scale.iter().map(|s| 1.0 / s).collect();
+        let (scale, inv) = power_of_two_scales(bag.instances(), dim);
         let (mut mean, mut abs) = (vec![0.0; dim], vec![0.0; dim]);
         for x in bag.instances() {
             for (((m, a), v), i) in mean.iter_mut().zip(&mut abs).zip(x).zip(&inv) {
@@ -125,33 +119,72 @@ pub fn zscore(bags: &[&BagMoments], dim: usize) -> (Vec<f64>, Vec<f64>) {
     (mean, sd)
 }
 
-/// The bag's vector under the z-score (`mean`, `sd`) and the one centre `centre`, with
-/// the coordinates that cancel to rounding noise set to 0 and then normalised (what
+/// The bag's vector under `encoder` (whose codebook has one entry), with the
+/// coordinates that cancel to rounding noise set to 0 and then normalised (what
 /// [`super::Encoder::vector`] gives); the sums before the normalisations when `raw`.
-pub fn vector(bag: &BagMoments, mean: &[f64], sd: &[f64], centre: &[f64], raw: bool) -> Vec<f64> {
-    let n = bag.n as f64;
-    let mut v: Vec<f64> = (0..mean.len())
-        .map(|j| {
-            let (sum, magnitude) = if sd[j] > 0.0 {
-                // The operands' magnitudes: Σ |x| and n |μ| through the z-score, n |c|.
-                let operands = (bag.abs[j] * bag.scale[j] + n * mean[j].abs()) / sd[j];
-                (
-                    n * ((bag.mean_of(j) - mean[j]) / sd[j] - centre[j]),
-                    operands + n * centre[j].abs(),
-                )
-            } else {
-                // The feature is 0 after the z-score.
-                (-n * centre[j], n * centre[j].abs())
-            };
-            if !raw && is_cancelled(sum, magnitude) {
-                0.0
-            } else {
-                sum
-            }
-        })
-        .collect();
+pub fn vector(bag: &BagMoments, encoder: &Encoder, raw: bool) -> Vec<f64> {
+    let (mut v, magnitude) = match &encoder.codebook {
+        Codebook::Vlad { centres } => vlad(bag, encoder, centres),
+        Codebook::Fisher(gmm) => fisher(bag, encoder, gmm),
+    };
     if !raw {
+        for (x, m) in v.iter_mut().zip(magnitude) {
+            if is_cancelled(*x, m) {
+                *x = 0.0;
+            }
+        }
         normalise(&mut v);
     }
     v
+}
+
+/// The bag's count and, per feature, its z-scored mean z̄, summed squared deviation
+/// about z̄ and summed magnitude Σ |x| + n |μ| through the z-score (the operands of
+/// Σ z); all 0 for a feature of deviation 0, which the z-score maps to 0.
+fn zscored(bag: &BagMoments, encoder: &Encoder, j: usize) -> (f64, f64, f64) {
+    let sd = encoder.sd[j];
+    if sd > 0.0 {
+        let mean = encoder.mean[j];
+        let ratio = bag.scale[j] / sd;
+        (
+            (bag.mean_of(j) - mean) / sd,
+            bag.m2[j] * ratio * ratio,
+            (bag.abs[j] * bag.scale[j] + bag.n as f64 * mean.abs()) / sd,
+        )
+    } else {
+        (0.0, 0.0, 0.0)
+    }
+}
+
+/// miVLAD with the one centre c: Σ (z − c) = n (z̄ − c), and its operands' magnitudes.
+fn vlad(bag: &BagMoments, encoder: &Encoder, centre: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let n = bag.n as f64;
+    (0..encoder.dim())
+        .map(|j| {
+            let (zbar, _, operands) = zscored(bag, encoder, j);
+            (n * (zbar - centre[j]), operands + n * centre[j].abs())
+        })
+        .unzip()
+}
+
+/// miFV with one component (weight w, mean μ, variances σ²): per feature,
+/// (1 / (n √w)) Σ (z − μ) / σ = (z̄ − μ) / (σ √w) and
+/// (1 / (n √(2w))) Σ ((z − μ)² / σ² − 1) = ((q / n + (z̄ − μ)²) / σ² − 1) / √(2w),
+/// q the squared deviations about z̄; and their operands' magnitudes.
+fn fisher(bag: &BagMoments, encoder: &Encoder, gmm: &Gmm) -> (Vec<f64>, Vec<f64>) {
+    let dim = encoder.dim();
+    let n = bag.n.max(1) as f64;
+    let w = gmm.weights[0];
+    let (mut v, mut magnitude) = (vec![0.0; 2 * dim], vec![0.0; 2 * dim]);
+    for j in 0..dim {
+        let (mu, var) = (gmm.means[j], gmm.variances[j]);
+        let (zbar, q, operands) = zscored(bag, encoder, j);
+        let d = zbar - mu;
+        let square = (q / n + d * d) / var;
+        v[j] = d / (var.sqrt() * w.sqrt());
+        v[dim + j] = (square - 1.0) / (2.0 * w).sqrt();
+        magnitude[j] = (operands / n + mu.abs()) / (var.sqrt() * w.sqrt());
+        magnitude[dim + j] = (square + 1.0) / (2.0 * w).sqrt();
+    }
+    (v, magnitude)
 }
