@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 
 use super::imbalance::ClassWeight;
 use super::milr::{Milr, MilrModel, Pooling};
-use super::{check_dim, BagModel, BagScores, Classifier};
+use super::{check_dim, BagModel, BagScores, Classifier, FoldScorer};
 use crate::data::standardize::ZScore;
 use crate::data::{Bag, Bags, Dataset};
 use crate::error::{Error, Result};
@@ -591,11 +591,7 @@ impl MiVlad {
     /// moments, read once; the closure fits on the bags `train` and scores the bags
     /// `test`, exactly as [`Classifier::fit`] and [`BagModel::scores`] do. `None` for
     /// the other settings.
-    #[allow(clippy::type_complexity)]
-    pub(crate) fn fold_scorer<'a>(
-        &self,
-        data: &'a Dataset,
-    ) -> Option<Box<dyn Fn(&[usize], &[usize]) -> Result<BagScores> + Sync + 'a>> {
+    pub(crate) fn fold_scorer<'a>(&self, data: &'a Dataset) -> Option<FoldScorer<'a>> {
         if !self.closed_form() {
             return None;
         }

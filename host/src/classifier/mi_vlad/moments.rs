@@ -4,14 +4,14 @@
 //! With a codebook of one entry every instance is assigned to it, so k-means' centre is
 //! the mean of the z-scored training instances — 0, since the z-score's μ is their mean —
 //! and a bag's vector before the normalisations is Σ (z − c) = n (x̄ − μ) / σ − n c: it
-//! needs the bag's count and mean only; miFV's one Gaussian is the z-scored instances'
+//! needs the bag's count and mean only. miFV's one Gaussian is the z-scored instances'
 //! mean and variance (0 and 1; the floor for a constant feature), and a bag's Fisher
-//! vector needs its mean and squared deviations as well. The z-score itself combines from the training
-//! bags' counts, means and squared deviations (the pairwise update of Chan, Golub &
-//! LeVeque 1983, stable where Σ x² − n x̄² is not). So the fit reads each training bag
-//! once instead of z-scoring every instance and running Lloyd iterations over them, and a
-//! cross-validation reads each bag once for all its folds ([`BagMoments`] depend on the
-//! bag alone).
+//! vector needs its squared deviations as well. The z-score itself combines from the
+//! training bags' counts, means and squared deviations (the pairwise update of Chan,
+//! Golub & LeVeque 1983, stable where Σ x² − n x̄² is not). So the fit reads each
+//! training bag once instead of z-scoring every instance and running k-means (and EM)
+//! over them, and a cross-validation reads each bag once for all its folds
+//! ([`BagMoments`] depend on the bag alone).
 
 use super::{is_cancelled, normalise, Codebook, Encoder, Gmm};
 use crate::data::standardize::{is_round_off, power_of_two_scales};
@@ -138,9 +138,9 @@ pub fn vector(bag: &BagMoments, encoder: &Encoder, raw: bool) -> Vec<f64> {
     v
 }
 
-/// The bag's count and, per feature, its z-scored mean z̄, summed squared deviation
-/// about z̄ and summed magnitude Σ |x| + n |μ| through the z-score (the operands of
-/// Σ z); all 0 for a feature of deviation 0, which the z-score maps to 0.
+/// For feature `j`: the bag's z-scored mean z̄, its squared deviations about z̄ summed,
+/// and Σ |x| + n |μ| through the z-score (the magnitudes of the operands of Σ z); all 0
+/// for a feature of deviation 0, which the z-score maps to 0.
 fn zscored(bag: &BagMoments, encoder: &Encoder, j: usize) -> (f64, f64, f64) {
     let sd = encoder.sd[j];
     if sd > 0.0 {
