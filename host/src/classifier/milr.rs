@@ -194,6 +194,9 @@ impl PoolingLikelihood for Pooling {
     }
 
     fn loss(self, beta: f64, z: &[f64], positive: bool, dz: &mut [f64]) -> f64 {
+        if let (Pooling::Mean, [v], [d]) = (self, z, &mut *dz) {
+            return one_instance_mean_loss(*v, positive, d);
+        }
         let n = z.len() as f64;
         let (log_pos, log_neg) = self.log_probabilities(beta, z);
         match self {
@@ -276,6 +279,26 @@ impl PoolingLikelihood for Pooling {
             }
         }
     }
+}
+
+/// [`PoolingLikelihood::loss`] of mean pooling for a bag of one instance (ridge logistic
+/// regression: SimpleMI, MI-Wrapper, miVLAD and miFV fit it on thousands of such bags),
+/// to the bit what the general branch computes: there log P = log σ(v) + ln 1 − ln 1 and
+/// dz = ±exp(log σ(v) + log σ(−v) − ln 1 − log P), where ln 1 = 0 exactly; and
+/// log σ(v), log σ(−v) share the one term ln(1 + e^{−|v|}) (`softplus`'s two branches).
+/// Three calls of `exp`/`ln_1p` instead of about sixteen.
+fn one_instance_mean_loss(v: f64, positive: bool, dz: &mut f64) -> f64 {
+    let shared = (-v.abs()).exp().ln_1p();
+    let softplus = |x: f64| if x > 0.0 { x + shared } else { shared };
+    let (log_pos, log_neg) = (-softplus(-v), -softplus(v));
+    // The general branch's log-sum-exp of one term turns −0 into +0.
+    let (sign, log_p) = if positive {
+        (-1.0, log_pos + 0.0)
+    } else {
+        (1.0, log_neg + 0.0)
+    };
+    *dz = sign * (log_pos + log_neg - log_p).exp();
+    -log_p
 }
 
 /// log of the softmax weights e^{βp_j} / Σ e^{βp}, and the p_j.
@@ -734,6 +757,43 @@ mod tests {
             positive.push(b % 3 == 0);
         }
         (x, starts, positive, dim)
+    }
+
+    #[test]
+    fn one_instance_mean_loss_is_the_general_branch_to_the_bit() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+        let mut logits = vec![0.0, -0.0, 1e-300, -1e-300, 36.7, -36.7, 745.0, -745.0];
+        logits.extend((0..2000).map(|i| {
+            let scale = [1e-8, 1.0, 20.0, 800.0][i % 4];
+            rng.random_range(-1.0..1.0) * scale
+        }));
+        for v in logits {
+            for positive in [false, true] {
+                // The general branch, written out as `loss` computes it for any bag.
+                let (log_pos, log_neg) = Pooling::Mean.log_probabilities(3.0, &[v]);
+                let (sign, log_p) = if positive {
+                    (-1.0, log_pos)
+                } else {
+                    (1.0, log_neg)
+                };
+                let n = 1.0f64;
+                let d = sign * (log_sigmoid(v) + log_sigmoid(-v) - n.ln() - log_p).exp();
+                let mut fast = 0.0;
+                let value = one_instance_mean_loss(v, positive, &mut fast);
+                assert_eq!(
+                    value.to_bits(),
+                    (-log_p).to_bits(),
+                    "loss at {v}, {positive}"
+                );
+                assert_eq!(fast.to_bits(), d.to_bits(), "derivative at {v}, {positive}");
+                let mut through = [0.0];
+                let loss = Pooling::Mean.loss(3.0, &[v], positive, &mut through);
+                assert_eq!(
+                    (loss.to_bits(), through[0].to_bits()),
+                    (value.to_bits(), fast.to_bits())
+                );
+            }
+        }
     }
 
     #[test]
