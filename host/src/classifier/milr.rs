@@ -217,18 +217,7 @@ impl PoolingLikelihood for Pooling {
                     -log_neg
                 }
             }
-            Pooling::Mean => {
-                // d(−log P)/dz_j = −σ(z_j)σ(−z_j) / (n P), and symmetrically for 1 − P.
-                let (sign, log_p) = if positive {
-                    (-1.0, log_pos)
-                } else {
-                    (1.0, log_neg)
-                };
-                for (d, &v) in dz.iter_mut().zip(z) {
-                    *d = sign * (log_sigmoid(v) + log_sigmoid(-v) - n.ln() - log_p).exp();
-                }
-                -log_p
-            }
+            Pooling::Mean => mean_loss(z, positive, (log_pos, log_neg), dz),
             Pooling::Geometric => {
                 let m = z.iter().sum::<f64>() / n;
                 let g = if positive { -sigmoid(-m) } else { sigmoid(m) } / n;
@@ -281,16 +270,31 @@ impl PoolingLikelihood for Pooling {
     }
 }
 
-/// [`PoolingLikelihood::loss`] of mean pooling for a bag of one instance (ridge logistic
-/// regression: SimpleMI, MI-Wrapper, miVLAD and miFV fit it on thousands of such bags),
-/// to the bit what the general branch computes: there log P = log σ(v) + ln 1 − ln 1 and
+/// [`PoolingLikelihood::loss`] of mean pooling for any bag, from its log P and log(1 − P).
+fn mean_loss(z: &[f64], positive: bool, (log_pos, log_neg): (f64, f64), dz: &mut [f64]) -> f64 {
+    // d(−log P)/dz_j = −σ(z_j)σ(−z_j) / (n P), and symmetrically for 1 − P.
+    let n = z.len() as f64;
+    let (sign, log_p) = if positive {
+        (-1.0, log_pos)
+    } else {
+        (1.0, log_neg)
+    };
+    for (d, &v) in dz.iter_mut().zip(z) {
+        *d = sign * (log_sigmoid(v) + log_sigmoid(-v) - n.ln() - log_p).exp();
+    }
+    -log_p
+}
+
+/// [`mean_loss`] for a bag of one instance (ridge logistic regression: SimpleMI,
+/// MI-Wrapper, miVLAD and miFV fit it on thousands of such bags), to the bit what the
+/// general branch computes: there log P = log σ(v) + ln 1 − ln 1 and
 /// dz = ±exp(log σ(v) + log σ(−v) − ln 1 − log P), where ln 1 = 0 exactly; and
 /// log σ(v), log σ(−v) share the one term ln(1 + e^{−|v|}) (`softplus`'s two branches).
 /// Three calls of `exp`/`ln_1p` instead of about sixteen.
 fn one_instance_mean_loss(v: f64, positive: bool, dz: &mut f64) -> f64 {
     let shared = (-v.abs()).exp().ln_1p();
-    let softplus = |x: f64| if x > 0.0 { x + shared } else { shared };
-    let (log_pos, log_neg) = (-softplus(-v), -softplus(v));
+    let softplus_of = |x: f64| if x > 0.0 { x + shared } else { shared };
+    let (log_pos, log_neg) = (-softplus_of(-v), -softplus_of(v));
     // The general branch's log-sum-exp of one term turns −0 into +0.
     let (sign, log_p) = if positive {
         (-1.0, log_pos + 0.0)
@@ -769,15 +773,15 @@ mod tests {
         }));
         for v in logits {
             for positive in [false, true] {
-                // The general branch, written out as `loss` computes it for any bag.
-                let (log_pos, log_neg) = Pooling::Mean.log_probabilities(3.0, &[v]);
-                let (sign, log_p) = if positive {
-                    (-1.0, log_pos)
-                } else {
-                    (1.0, log_neg)
-                };
-                let n = 1.0f64;
-                let d = sign * (log_sigmoid(v) + log_sigmoid(-v) - n.ln() - log_p).exp();
+                // The general branch, as `loss` computes it for a bag of any size.
+                let mut d = [0.0];
+                let log_p = -mean_loss(
+                    &[v],
+                    positive,
+                    Pooling::Mean.log_probabilities(3.0, &[v]),
+                    &mut d,
+                );
+                let d = d[0];
                 let mut fast = 0.0;
                 let value = one_instance_mean_loss(v, positive, &mut fast);
                 assert_eq!(
