@@ -324,9 +324,7 @@ fn read_bag(
             if missing {
                 return Err((at(), "missing value `?` is not supported".into()));
             }
-            let v: f64 = value
-                .trim()
-                .parse()
+            let v = super::parse_f64(value.trim())
                 .map_err(|_| (at(), format!("`{}` is not a number", show(value))))?;
             if !v.is_finite() {
                 return Err((at(), format!("`{}` is not finite", show(value))));

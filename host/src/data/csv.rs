@@ -143,7 +143,7 @@ impl<'a> Rows<'a> {
             }
         }
         for (j, value) in fields.enumerate() {
-            let v: f64 = value.parse().map_err(|_| {
+            let v = super::parse_f64(value).map_err(|_| {
                 self.err(
                     line_no,
                     format!("column {} (feature {})", j + 3, j + 1),

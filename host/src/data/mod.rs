@@ -464,6 +464,51 @@ fn bytes_text(n: u64) -> String {
     format!("{n} bytes")
 }
 
+/// Reads a number as `text.parse::<f64>()` does, to the bit. A plain decimal —
+/// an optional `-`, digits, an optional `.` and digits, no exponent — whose digits form
+/// an integer m ≤ 2^53 with k ≤ 22 digits after the point is m / 10^k computed in one
+/// division: m and 10^k are exact doubles and the division is correctly rounded, so the
+/// result is the correctly rounded value of the decimal, as the standard parser's. This
+/// covers the benchmark files' numbers and skips the standard parser's general path,
+/// which was a third of the time of reading one. Anything else goes to that parser.
+pub(crate) fn parse_f64(text: &str) -> std::result::Result<f64, std::num::ParseFloatError> {
+    const POW10: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ];
+    let bytes = text.as_bytes();
+    let (negative, digits) = match bytes {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, bytes),
+    };
+    let mut mantissa: u64 = 0;
+    let mut n_digits = 0usize;
+    let mut point: Option<usize> = None;
+    let mut plain = !digits.is_empty() && digits.len() <= 20;
+    if plain {
+        for (i, &b) in digits.iter().enumerate() {
+            match b {
+                b'0'..=b'9' => {
+                    // At most 19 digits: the mantissa cannot overflow a u64.
+                    mantissa = mantissa * 10 + u64::from(b - b'0');
+                    n_digits += 1;
+                }
+                b'.' if point.is_none() => point = Some(i),
+                _ => {
+                    plain = false;
+                    break;
+                }
+            }
+        }
+    }
+    let fraction_digits = point.map_or(0, |p| digits.len() - p - 1);
+    if plain && n_digits > 0 && n_digits <= 19 && mantissa <= 1 << 53 && fraction_digits <= 22 {
+        let magnitude = mantissa as f64 / POW10[fraction_digits];
+        return Ok(if negative { -magnitude } else { magnitude });
+    }
+    text.parse()
+}
+
 /// Prepares text for the parsers: drops a UTF-8 byte-order mark and turns CRLF and
 /// CR-only line endings into LF, so files saved by any editor read alike. Borrows when
 /// there is nothing to change.
@@ -532,6 +577,70 @@ mod tests {
 
     fn message(e: Error) -> String {
         e.to_string()
+    }
+
+    /// The fast path of [`parse_f64`] against the standard parser, bit for bit: random
+    /// plain decimals on both sides of each limit (19 digits, 2^53, 22 digits after the
+    /// point), signs and zeros, and texts the fast path must hand on.
+    #[test]
+    fn parse_f64_is_the_standard_parser_to_the_bit() {
+        use rand::{RngExt, SeedableRng};
+        let same = |text: &str| match (parse_f64(text), text.parse::<f64>()) {
+            (Ok(a), Ok(b)) => assert_eq!(a.to_bits(), b.to_bits(), "`{text}`"),
+            (Err(_), Err(_)) => {}
+            (a, b) => panic!("`{text}`: {a:?} against {b:?}"),
+        };
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(3);
+        for _ in 0..200_000 {
+            let n_digits = rng.random_range(1..=24);
+            let mut text = String::new();
+            if rng.random_bool(0.5) {
+                text.push('-');
+            }
+            let point = rng.random_range(0..=n_digits + 1);
+            for i in 0..n_digits {
+                if i == point {
+                    text.push('.');
+                }
+                let digit = if rng.random_bool(0.2) {
+                    9
+                } else {
+                    rng.random_range(0..10)
+                };
+                text.push(char::from(b'0' + digit));
+            }
+            if point == n_digits && rng.random_bool(0.5) {
+                text.push('.');
+            }
+            same(&text);
+        }
+        let limit = 1u64 << 53;
+        for m in [
+            limit - 1,
+            limit,
+            limit + 1,
+            u64::MAX / 10,
+            9_999_999_999_999_999_999,
+        ] {
+            for k in [0, 1, 15, 16, 19] {
+                let digits = m.to_string();
+                if k < digits.len() {
+                    let (a, b) = digits.split_at(digits.len() - k);
+                    same(&format!("{a}.{b}"));
+                    same(&format!("-{a}.{b}"));
+                }
+            }
+        }
+        for k in 20..=24 {
+            same(&format!("0.{}", "1".repeat(k)));
+            same(&format!("0.{}7", "0".repeat(k - 1)));
+        }
+        for text in [
+            "0", "-0", "0.", "-0.0", ".5", "-.5", "5.", "00012.50", "", "-", ".", "-.", "1.2.3",
+            "+1", "1e5", "1E-3", "inf", "-inf", "NaN", " 1", "1 ", "1,2", "--1", "0x10", "١",
+        ] {
+            same(text);
+        }
     }
 
     #[test]
