@@ -7,7 +7,7 @@ use mil_suite::{
     mil_refuses_naming, temp_dir, train_exportable, train_unexportable,
 };
 use mil_toolkit::classifier::mi_svm::InstanceKernel;
-use mil_toolkit::classifier::smil::{Smil, Variant};
+use mil_toolkit::classifier::smil::{Bias, Smil, Variant};
 use mil_toolkit::classifier::Classifier;
 
 /// The two variants as `mil` flags and as the library's parameters.
@@ -31,13 +31,16 @@ fn cases() -> [(&'static str, Vec<&'static str>, Smil); 2] {
                 "100",
                 "--eta",
                 "0.3",
+                "--bias",
+                "support-mean",
             ],
             Smil::default()
                 .variant(Variant::Balanced)
                 .kernel(InstanceKernel::Rbf)
                 .gamma(Some(0.01))
                 .cost(100.0)
-                .eta(0.3),
+                .eta(0.3)
+                .bias(Bias::SupportMean),
         ),
     ]
 }
@@ -83,6 +86,21 @@ fn flags_of_other_classifiers_exports_and_damaged_models_are_refused() {
         (
             &["cv", "musk1", "--classifier", "mi-svm", "--eta", "0.2"][..],
             "--eta",
+        ),
+        (
+            &[
+                "cv",
+                "musk1",
+                "--classifier",
+                "mi-svm",
+                "--bias",
+                "support-mean",
+            ][..],
+            "--bias",
+        ),
+        (
+            &["cv", "musk1", "--classifier", "smil", "--bias", "zero"][..],
+            "--bias",
         ),
         (
             &["cv", "musk1", "--classifier", "sbmil", "--eta", "1.5"][..],

@@ -74,6 +74,7 @@ class ClassifierSpec:
         cost: float,
         eta: float,
         class_weight: str = "none",
+        bias: str = "training-cut",
     ) -> ClassifierSpec: ...
     @staticmethod
     def miles(

@@ -1221,6 +1221,7 @@ class _SparseMIL(_BagClassifier):
     gamma: Optional[float]
     C: float
     class_weight: ClassWeight
+    bias: str
 
     def _spec(self, classes: npt.NDArray[Any], eta: float) -> _native.ClassifierSpec:
         return _native.ClassifierSpec.smil(
@@ -1230,6 +1231,7 @@ class _SparseMIL(_BagClassifier):
             float(self.C),
             eta,
             _class_weight(self.class_weight, classes),
+            self.bias,
         )
 
     def decision_function(self, X: BagsLike) -> npt.NDArray[np.float64]:
@@ -1256,9 +1258,9 @@ class SMIL(_SparseMIL):
     Every instance of a negative bag is a training point with label -1 and margin 1;
     every positive bag X is one point, the mean of its instances in feature space, with
     label +1 and the relaxed margin (2 - |X|)/|X|. f is linear in that mean, so a bag's
-    decision value is the mean of its instances' f(x). The bias is misvm's (the mean
-    residual of the support points), so 0 is a weak threshold: rank by
-    ``decision_function`` or tune a threshold.
+    decision value is the mean of its instances' f(x). By default the bias puts 0 at the
+    cut of the training bags' decision values of best balanced accuracy; misvm's bias
+    (``bias="support-mean"``) leaves most positive bags below 0.
 
     Parameters
     ----------
@@ -1273,6 +1275,10 @@ class SMIL(_SparseMIL):
         C / (positive bags) on each positive bag.
     class_weight : None, "balanced" or dict, default=None
         Multiplies each point's cost by the weight of its bag's class.
+    bias : {"training-cut", "support-mean"}, default="training-cut"
+        Where the decision value's 0 is put: the cut of the training bags' decision
+        values that maximises their balanced accuracy, or misvm's bias (the mean residual
+        of the support points). Both rank bags alike.
     n_jobs : int or None, default=None
         Threads of ``fit`` and ``predict``, as :class:`CitationKNN`'s.
 
@@ -1294,12 +1300,14 @@ class SMIL(_SparseMIL):
         gamma: Optional[float] = None,
         C: float = 1.0,
         class_weight: ClassWeight = None,
+        bias: str = "training-cut",
         n_jobs: Optional[int] = None,
     ) -> None:
         self.kernel = kernel
         self.gamma = gamma
         self.C = C
         self.class_weight = class_weight
+        self.bias = bias
         self.n_jobs = n_jobs
 
     def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:
@@ -1331,6 +1339,10 @@ class SBMIL(_SparseMIL):
         default 0: as many positive instances as positive bags).
     class_weight : None, "balanced" or dict, default=None
         Multiplies each point's cost by the weight of its bag's class.
+    bias : {"training-cut", "support-mean"}, default="training-cut"
+        Where the decision value's 0 is put: the cut of the training bags' decision
+        values that maximises their balanced accuracy, or misvm's bias (the mean residual
+        of the support points). Both rank bags alike.
     n_jobs : int or None, default=None
         Threads of ``fit`` and ``predict``, as :class:`CitationKNN`'s.
 
@@ -1353,6 +1365,7 @@ class SBMIL(_SparseMIL):
         C: float = 1.0,
         eta: float = 0.0,
         class_weight: ClassWeight = None,
+        bias: str = "training-cut",
         n_jobs: Optional[int] = None,
     ) -> None:
         self.kernel = kernel
@@ -1360,6 +1373,7 @@ class SBMIL(_SparseMIL):
         self.C = C
         self.eta = eta
         self.class_weight = class_weight
+        self.bias = bias
         self.n_jobs = n_jobs
 
     def _native_spec(self, classes: npt.NDArray[Any]) -> _native.ClassifierSpec:

@@ -13,7 +13,7 @@ use mil_toolkit::classifier::mi_wrapper::{Combine, MiWrapper};
 use mil_toolkit::classifier::miles::{Miles, MilesEmbedding};
 use mil_toolkit::classifier::milr::{Milr, Optimizer, Pooling};
 use mil_toolkit::classifier::simple_mi::{SimpleMi, Summary};
-use mil_toolkit::classifier::smil::{Smil, Variant};
+use mil_toolkit::classifier::smil::{Bias, Smil, Variant};
 use mil_toolkit::classifier::svm::bags::{BagSvmSettings, EmpiricalMap};
 use mil_toolkit::classifier::svm::{Gamma, Preprocessing, SetKernel, SetKernelSvm};
 use mil_toolkit::classifier::{BagModel, ClassifierParams};
@@ -152,7 +152,7 @@ impl ClassifierSpec {
 
     /// sMIL (`balanced` false) or sbMIL (true, with `eta`).
     #[staticmethod]
-    #[pyo3(signature = (balanced, kernel, gamma, cost, eta, class_weight="none"))]
+    #[pyo3(signature = (balanced, kernel, gamma, cost, eta, class_weight="none", bias="training-cut"))]
     fn smil(
         balanced: bool,
         kernel: &str,
@@ -160,6 +160,7 @@ impl ClassifierSpec {
         cost: f64,
         eta: f64,
         class_weight: &str,
+        bias: &str,
     ) -> PyResult<Self> {
         let params = Smil::default()
             .variant(if balanced {
@@ -171,6 +172,7 @@ impl ClassifierSpec {
             .gamma(gamma)
             .cost(cost)
             .eta(eta)
+            .bias(keyword::<Bias>("bias", bias)?)
             .class_weight(class_weight.parse().map_err(py_err)?);
         Self::checked(params.into())
     }

@@ -790,16 +790,19 @@ impl std::fmt::Display for ClassifierParams {
             }
             ClassifierParams::Smil(s) => {
                 let gamma = s.gamma.map(|g| format!(", gamma {g}")).unwrap_or_default();
-                match s.variant {
-                    smil::Variant::Balanced => write!(
-                        f,
-                        "{kind} ({} kernel{gamma}, C {}, eta {})",
-                        s.kernel, s.cost, s.eta
-                    ),
-                    smil::Variant::Sparse => {
-                        write!(f, "{kind} ({} kernel{gamma}, C {})", s.kernel, s.cost)
-                    }
-                }
+                let eta = match s.variant {
+                    smil::Variant::Balanced => format!(", eta {}", s.eta),
+                    smil::Variant::Sparse => String::new(),
+                };
+                let bias = match s.bias {
+                    smil::Bias::TrainingCut => String::new(),
+                    other => format!(", {other} bias"),
+                };
+                write!(
+                    f,
+                    "{kind} ({} kernel{gamma}, C {}{eta}{bias})",
+                    s.kernel, s.cost
+                )
             }
             ClassifierParams::Dd(d) => match d.algorithm {
                 dd::DdAlgorithm::Dd => write!(f, "{kind} (at most {} starts)", d.max_restarts),

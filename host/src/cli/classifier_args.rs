@@ -9,7 +9,7 @@ use crate::classifier::mi_vlad::{BagEncoding, MiVlad};
 use crate::classifier::mi_wrapper::{Combine, MiWrapper};
 use crate::classifier::miles::Miles;
 use crate::classifier::simple_mi::{SimpleMi, Summary};
-use crate::classifier::smil::{Smil, Variant};
+use crate::classifier::smil::{Bias, Smil, Variant};
 use crate::classifier::svm::{Gamma, Rho};
 use mil_core::keyword::Keyword;
 
@@ -163,6 +163,11 @@ pub struct ClassifierArgs {
     /// [0, 1] (misvm's default 0: as many positive instances as positive bags).
     #[arg(long, default_value_t = Smil::default().eta, allow_negative_numbers = true)]
     pub eta: f64,
+    /// smil, sbmil: where the bag score's threshold 0 is put: `training-cut` (the cut of
+    /// the training bags' scores of best balanced accuracy) or `support-mean` (misvm's
+    /// bias, under which most bags score below 0) [default: training-cut].
+    #[arg(long, value_parser = keyword::<Bias>(), default_value_t = Smil::default().bias)]
+    pub bias: Bias,
     /// dd, em-dd: most starting points (every instance of a positive bag when there are
     /// at most this many, else a subsample drawn with --seed).
     #[arg(long, default_value_t = Dd::default().max_restarts)]
@@ -283,6 +288,7 @@ pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
         ("rho", &[S]),
         ("max-iterations", &[P, B, E]),
         ("eta", &[L]),
+        ("bias", &[N, L]),
         ("max-restarts", &[D, E]),
         ("hidden", &[A, Q]),
         ("weight-decay", &[A, Q]),
@@ -296,7 +302,7 @@ pub(super) const APPLIES_TO: &[(&str, &[ClassifierKind])] = {
 
 impl ClassifierArgs {
     /// Each flag of [`APPLIES_TO`] with its value, to compare with the defaults.
-    fn flag_values(&self) -> [(&'static str, String); 32] {
+    fn flag_values(&self) -> [(&'static str, String); 33] {
         let k = &self.set_kernel;
         let some = |v: Option<String>| v.unwrap_or_default();
         [
@@ -330,6 +336,7 @@ impl ClassifierArgs {
                 some(self.max_iterations.map(|v| v.to_string())),
             ),
             ("eta", self.eta.to_string()),
+            ("bias", self.bias.to_string()),
             ("max-restarts", self.max_restarts.to_string()),
             ("hidden", list(&self.hidden)),
             ("weight-decay", list(&self.weight_decay)),
@@ -694,7 +701,8 @@ impl ClassifierArgs {
             .kernel(self.instance_kernel(kind)?)
             .gamma(self.plain_gamma()?)
             .cost(first(&self.cost, Smil::default().cost))
-            .eta(self.eta))
+            .eta(self.eta)
+            .bias(self.bias))
     }
 
     /// mi-SVM (`kind` mi-svm) or MI-SVM (mi-svm-bag) as the flags describe it.
@@ -1019,8 +1027,12 @@ impl ClassifierArgs {
                 } else {
                     String::new()
                 };
+                let bias = match args.bias {
+                    Bias::TrainingCut => String::new(),
+                    other => format!(", {other} bias"),
+                };
                 format!(
-                    "{kind} ({kernel}, C {}{eta})",
+                    "{kind} ({kernel}, C {}{eta}{bias})",
                     values(&args.cost, Smil::default().cost)
                 )
             }
