@@ -44,7 +44,7 @@ with numpy, scipy, scikit-learn, osqp and `sawmil` 0.2.1). Set it up with
     python3 -m venv target/smil-peer-venv && target/smil-peer-venv/bin/pip install numpy scipy scikit-learn sawmil==0.2.1 osqp
 
     python3 benches/smil_peer.py                          # musk1, print the block
-    python3 benches/smil_peer.py --data musk1,musk2,elephant --peer-folds musk2=3 --write
+    python3 benches/smil_peer.py --data musk1,musk2,elephant --peer-folds musk2=1 --write
 
 --peer-folds N (or DATA=N,…, for some data sets) runs the peer on the first N folds only;
 ours always runs all of them, and the ratios are per fold. --write replaces the
@@ -303,7 +303,8 @@ def block(rows, meta):
             acc = sum(y == yhat for _, y, yhat, _ in sub) / len(sub)
             au = auroc([y for _, y, _, _ in sub], [v for _, _, _, v in sub])
             au = "—" if au is None else f"{au:.3f}"
-            line += (f" On the {len(sub)} bags of the peer's first {n} folds ours has "
+            which = "first fold" if n == 1 else f"first {n} folds"
+            line += (f" On the {len(sub)} bags of the peer's {which} ours has "
                      f"accuracy {100 * acc:.1f} % and AUROC {au}.")
         lines.append(line)
     return "\n".join(lines)
