@@ -1,9 +1,9 @@
 //! Host prediction vs core prediction on the exported bytes, for every model kind the
 //! host trains, on musk1 and elephant: f32 scores within 1e-5 (relative, floor 1), labels
 //! identical; quantised scores within the stated bound and labels identical, except for
-//! quantised B-MIDA + Citation-kNN and Q7 M³IC, whose labels may differ only on bags whose
-//! host decision lies within the stated bound of a tie ([`Labels::Certified`]; the
-//! agreement counts are printed).
+//! quantised B-MIDA + Citation-kNN, Q7 M³IC, MI-Wrapper, SimpleMI and the linear instance
+//! SVMs, whose labels may differ only on bags whose host decision lies within the stated
+//! bound of a tie ([`Labels::Certified`]; the agreement counts are printed).
 
 #[allow(dead_code)] // each test binary uses part of the shared helpers
 mod deploy;
@@ -195,7 +195,8 @@ fn milr_without_projection_every_pooling() {
 
 /// A linear mi-SVM, MI-SVM or sbMIL is a linear instance scorer with max pooling, a linear
 /// sMIL one with the mean logit (the core's geometric pooling): the core gives σ of the
-/// host's bag decision f, so the host's label on every bag.
+/// host's bag decision f, so the host's label on every bag in f32 and on every bag whose
+/// P lies farther from ½ than the stated bound when quantised.
 #[test]
 fn linear_instance_svms_as_pooled_instance_scores() {
     use mil_toolkit::classifier::mi_svm::{Heuristic, MiSvm};
@@ -223,8 +224,16 @@ fn linear_instance_svms_as_pooled_instance_scores() {
         }
         for (what, model) in &models {
             let what = format!("{} {what}", data.name());
-            for encoding in [Encoding::F32, Encoding::Q15, Encoding::Q7] {
-                check(model, &data, encoding, &what);
+            check(model, &data, Encoding::F32, &what);
+            // sMIL/sbMIL's bias is the midpoint between two training bags' decisions,
+            // so a training bag's P can sit within the stated bound of ½ (elephant's
+            // sbMIL has one at 0.50002 in Q15) and round either way.
+            for encoding in [Encoding::Q15, Encoding::Q7] {
+                let (_, agree) = check_labels(model, &data, encoding, &what, Labels::Certified);
+                println!(
+                    "{what} {encoding:?}: labels agree on {agree}/{}",
+                    data.n_bags()
+                );
             }
         }
     }
