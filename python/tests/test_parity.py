@@ -372,3 +372,25 @@ def test_a_scaled_mi_kernel_gamma_is_one_over_the_summed_variance(musk1):
         miltk.SetKernelSVM(kernel="nsk", gamma="scaled").fit(bags, y)
     with pytest.raises(ValueError, match="gamma"):
         miltk.SetKernelSVM(kernel="mi-rbf", gamma="wide").fit(bags, y)
+
+
+@pytest.mark.parametrize("make", [miltk.SMIL, miltk.SBMIL], ids=["SMIL", "SBMIL"])
+def test_smil_bias_shifts_every_score_by_one_constant(musk1, make):
+    # The two biases share the fit's supports and coefficients: every bag's decision value
+    # moves by the same amount. The default puts 0 at the training bags' cut of best
+    # balanced accuracy, which a brute force over every cut between two scores confirms.
+    from sklearn.metrics import balanced_accuracy_score
+
+    bags, y, _ = musk1
+    cut = make().fit(bags, y)
+    mean = make(bias="support-mean").fit(bags, y)
+    shift = cut.decision_function(bags) - mean.decision_function(bags)
+    assert np.ptp(shift) < 1e-9 and abs(shift[0]) > 1e-6
+    scores = np.sort(np.unique(mean.decision_function(bags)))
+    cuts = np.concatenate([[scores[0] - 1.0], (scores[:-1] + scores[1:]) / 2])
+    positive = y == cut.classes_[1]
+    best = max(balanced_accuracy_score(positive, mean.decision_function(bags) > c)
+               for c in cuts)
+    assert balanced_accuracy_score(positive, cut.predict(bags) == cut.classes_[1]) == best
+    with pytest.raises(ValueError, match="bias"):
+        make(bias="zero").fit(bags, y)
