@@ -1,5 +1,6 @@
 //! The crate's only `unsafe` code, each use with why it is sound: loops compiled for
-//! AVX2 when the CPU has it (the exponentials of the NSK kernel) and the `matrixmultiply` call behind the
+//! AVX2 when the CPU has it (the exponentials of the NSK kernel), the linear instance
+//! kernel's Gram rows in AVX registers, and the `matrixmultiply` call behind the
 //! instance Gram blocks. Everything else is safe Rust (`#![deny(unsafe_code)]`).
 
 /// Runs the loop `f` over `values` compiled for AVX2 when the CPU has it (`f` inlined
@@ -16,11 +17,127 @@ pub(crate) fn with_avx2<F: Fn(&mut [f64])>(values: &mut [f64], f: F) {
     f(values);
 }
 
+use crate::numerics::{dot8, dot8_2x2};
+
 /// `f(values)` with AVX2 enabled.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn avx2<F: Fn(&mut [f64])>(values: &mut [f64], f: F) {
     f(values);
+}
+
+/// The upper-triangle entries of rows i and i + 1 of the linear Gram matrix of the rows
+/// of `x` (`dim` columns): `out` holds those two rows (or row i alone when it is the
+/// last), entry j of row i being [`dot8`]`(xᵢ, xⱼ)` to the bit. Two rows against two at a
+/// time share the loads ([`dot8_2x2`]); with AVX the same additions and products run
+/// four lanes wide, in the same order, so the bits do not depend on the CPU.
+pub(crate) fn linear_gram_rows(x: &[f64], dim: usize, i: usize, out: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx") {
+        // SAFETY: the CPU has AVX (checked just above).
+        unsafe { linear_gram_rows_avx(x, dim, i, out) };
+        return;
+    }
+    gram_rows(x, dim, i, out, dot8_2x2);
+}
+
+/// [`linear_gram_rows`] with `kernel` for each block of two rows against two.
+#[inline(always)]
+fn gram_rows(
+    x: &[f64],
+    dim: usize,
+    i: usize,
+    out: &mut [f64],
+    kernel: impl Fn([&[f64]; 2], [&[f64]; 2]) -> [[f64; 2]; 2],
+) {
+    let n = x.len() / dim;
+    let row = |i: usize| &x[i * dim..(i + 1) * dim];
+    let (first, second) = out.split_at_mut(n);
+    if second.is_empty() {
+        for (j, v) in first.iter_mut().enumerate().skip(i) {
+            *v = dot8(row(i), row(j));
+        }
+        return;
+    }
+    let mut j = i;
+    while j + 1 < n {
+        let [[a, b], [c, d]] = kernel([row(i), row(i + 1)], [row(j), row(j + 1)]);
+        (first[j], first[j + 1]) = (a, b);
+        // Entry (i + 1, i) lies below the diagonal.
+        if j > i {
+            second[j] = c;
+        }
+        second[j + 1] = d;
+        j += 2;
+    }
+    if j < n {
+        first[j] = dot8(row(i), row(j));
+        second[j] = dot8(row(i + 1), row(j));
+    }
+}
+
+/// [`linear_gram_rows`] with AVX enabled.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+unsafe fn linear_gram_rows_avx(x: &[f64], dim: usize, i: usize, out: &mut [f64]) {
+    // SAFETY: this function runs only where the CPU has AVX (its one caller checks).
+    gram_rows(x, dim, i, out, |a, b| unsafe { dot8_2x2_avx(a, b) });
+}
+
+/// [`dot8_2x2`] in AVX registers: each accumulator's eight lanes are two vectors of four,
+/// updated by the same products and additions in the same order (no fused multiply-add),
+/// then summed as [`dot8`] sums them.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+#[inline]
+unsafe fn dot8_2x2_avx(a: [&[f64]; 2], b: [&[f64]; 2]) -> [[f64; 2]; 2] {
+    use std::arch::x86_64::{__m256d, _mm256_add_pd, _mm256_loadu_pd, _mm256_mul_pd};
+    use std::arch::x86_64::{_mm256_setzero_pd, _mm256_storeu_pd};
+    let (a0, a0_tail) = crate::numerics::chunks8(a[0]);
+    let (a1, a1_tail) = crate::numerics::chunks8(a[1]);
+    let (b0, b0_tail) = crate::numerics::chunks8(b[0]);
+    let (b1, b1_tail) = crate::numerics::chunks8(b[1]);
+    // SAFETY: every pointer below is to the first or the fifth of eight f64 of a chunk,
+    // so each four-lane load and store stays inside its array.
+    unsafe {
+        let halves = |c: &[f64; 8]| {
+            (
+                _mm256_loadu_pd(c.as_ptr()),
+                _mm256_loadu_pd(c.as_ptr().add(4)),
+            )
+        };
+        let zero = _mm256_setzero_pd();
+        let mut acc: [(__m256d, __m256d); 4] = [(zero, zero); 4];
+        let add = |acc: &mut (__m256d, __m256d), x: (__m256d, __m256d), y: (__m256d, __m256d)| {
+            acc.0 = _mm256_add_pd(acc.0, _mm256_mul_pd(x.0, y.0));
+            acc.1 = _mm256_add_pd(acc.1, _mm256_mul_pd(x.1, y.1));
+        };
+        for (((x0, x1), y0), y1) in a0.zip(a1).zip(b0).zip(b1) {
+            let (x0, x1, y0, y1) = (halves(x0), halves(x1), halves(y0), halves(y1));
+            add(&mut acc[0], x0, y0);
+            add(&mut acc[1], x0, y1);
+            add(&mut acc[2], x1, y0);
+            add(&mut acc[3], x1, y1);
+        }
+        let lanes = |(lo, hi): (__m256d, __m256d)| {
+            let mut v = [0.0; 8];
+            _mm256_storeu_pd(v.as_mut_ptr(), lo);
+            _mm256_storeu_pd(v.as_mut_ptr().add(4), hi);
+            v
+        };
+        let tail = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(x, y)| x * y).sum::<f64>();
+        let total = |acc, x, y| lanes(acc).iter().sum::<f64>() + tail(x, y);
+        [
+            [
+                total(acc[0], a0_tail, b0_tail),
+                total(acc[1], a0_tail, b1_tail),
+            ],
+            [
+                total(acc[2], a1_tail, b0_tail),
+                total(acc[3], a1_tail, b1_tail),
+            ],
+        ]
+    }
 }
 
 /// ‖r‖² of each row `r` of the row-major `rows` (`dim` values each), summed in feature
