@@ -17,8 +17,6 @@ pub(crate) fn with_avx2<F: Fn(&mut [f64])>(values: &mut [f64], f: F) {
     f(values);
 }
 
-use crate::numerics::{dot8, dot8_2x2};
-
 /// `f(values)` with AVX2 enabled.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
@@ -26,81 +24,41 @@ unsafe fn avx2<F: Fn(&mut [f64])>(values: &mut [f64], f: F) {
     f(values);
 }
 
-/// The upper-triangle entries of rows i and i + 1 of the linear Gram matrix of the rows
-/// of `x` (`dim` columns): `out` holds those two rows (or row i alone when it is the
-/// last), entry j of row i being [`dot8`]`(xᵢ, xⱼ)` to the bit. Two rows against two at a
-/// time share the loads ([`dot8_2x2`]); with AVX the same additions and products run
-/// four lanes wide, in the same order, so the bits do not depend on the CPU.
-pub(crate) fn linear_gram_rows(x: &[f64], dim: usize, i: usize, out: &mut [f64]) {
+/// Two rows against two dot products, the same bits as `numerics::dot8_2x2`.
+pub(crate) type Dot8Block = fn([&[f64]; 2], [&[f64]; 2]) -> [[f64; 2]; 2];
+
+/// `numerics::dot8_2x2` in AVX registers, when the CPU has AVX (the linear instance
+/// kernel's Gram rows, `classifier::mi_svm`): the same additions and products four lanes
+/// wide, in the same order, so the bits do not depend on the CPU.
+pub(crate) fn dot8_2x2_avx() -> Option<Dot8Block> {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx") {
-        // SAFETY: the CPU has AVX (checked just above).
-        unsafe { linear_gram_rows_avx(x, dim, i, out) };
-        return;
+        // SAFETY: the function is handed out only here, after the check that the CPU has
+        // AVX.
+        return Some(|a, b| unsafe { dot8_2x2_in_avx(a, b) });
     }
-    gram_rows(x, dim, i, out, dot8_2x2);
+    None
 }
 
-/// [`linear_gram_rows`] with `kernel` for each block of two rows against two.
-#[inline(always)]
-fn gram_rows(
-    x: &[f64],
-    dim: usize,
-    i: usize,
-    out: &mut [f64],
-    kernel: impl Fn([&[f64]; 2], [&[f64]; 2]) -> [[f64; 2]; 2],
-) {
-    let n = x.len() / dim;
-    let row = |i: usize| &x[i * dim..(i + 1) * dim];
-    let (first, second) = out.split_at_mut(n);
-    if second.is_empty() {
-        for (j, v) in first.iter_mut().enumerate().skip(i) {
-            *v = dot8(row(i), row(j));
-        }
-        return;
-    }
-    let mut j = i;
-    while j + 1 < n {
-        let [[a, b], [c, d]] = kernel([row(i), row(i + 1)], [row(j), row(j + 1)]);
-        (first[j], first[j + 1]) = (a, b);
-        // Entry (i + 1, i) lies below the diagonal.
-        if j > i {
-            second[j] = c;
-        }
-        second[j + 1] = d;
-        j += 2;
-    }
-    if j < n {
-        first[j] = dot8(row(i), row(j));
-        second[j] = dot8(row(i + 1), row(j));
-    }
-}
-
-/// [`linear_gram_rows`] with AVX enabled.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx")]
-unsafe fn linear_gram_rows_avx(x: &[f64], dim: usize, i: usize, out: &mut [f64]) {
-    // SAFETY: this function runs only where the CPU has AVX (its one caller checks).
-    gram_rows(x, dim, i, out, |a, b| unsafe { dot8_2x2_avx(a, b) });
-}
-
-/// [`dot8_2x2`] in AVX registers: each accumulator's eight lanes are two vectors of four,
+/// [`dot8_2x2_avx`]'s block: each accumulator's eight lanes are two vectors of four,
 /// updated by the same products and additions in the same order (no fused multiply-add),
-/// then summed as [`dot8`] sums them.
+/// then summed as `numerics::dot8` sums them.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx")]
-#[inline]
-unsafe fn dot8_2x2_avx(a: [&[f64]; 2], b: [&[f64]; 2]) -> [[f64; 2]; 2] {
+unsafe fn dot8_2x2_in_avx(a: [&[f64]; 2], b: [&[f64]; 2]) -> [[f64; 2]; 2] {
     use std::arch::x86_64::{__m256d, _mm256_add_pd, _mm256_loadu_pd, _mm256_mul_pd};
     use std::arch::x86_64::{_mm256_setzero_pd, _mm256_storeu_pd};
-    let (a0, a0_tail) = crate::numerics::chunks8(a[0]);
-    let (a1, a1_tail) = crate::numerics::chunks8(a[1]);
-    let (b0, b0_tail) = crate::numerics::chunks8(b[0]);
-    let (b1, b1_tail) = crate::numerics::chunks8(b[1]);
-    // SAFETY: every pointer below is to the first or the fifth of eight f64 of a chunk,
-    // so each four-lane load and store stays inside its array.
+    fn split(s: &[f64]) -> (std::slice::ChunksExact<'_, f64>, &[f64]) {
+        let chunks = s.chunks_exact(8);
+        let tail = chunks.remainder();
+        (chunks, tail)
+    }
+    let ((a0, a0_tail), (a1, a1_tail)) = (split(a[0]), split(a[1]));
+    let ((b0, b0_tail), (b1, b1_tail)) = (split(b[0]), split(b[1]));
+    // SAFETY: every load below is from the first or the fifth of the eight f64 of a chunk,
+    // every store to the first or the fifth of eight, so each four lanes stay inside.
     unsafe {
-        let halves = |c: &[f64; 8]| {
+        let halves = |c: &[f64]| {
             (
                 _mm256_loadu_pd(c.as_ptr()),
                 _mm256_loadu_pd(c.as_ptr().add(4)),

@@ -40,8 +40,8 @@ pub(crate) fn chunks8(a: &[f64]) -> (impl Iterator<Item = &[f64; 8]>, &[f64]) {
 
 /// [`dot8`] of two rows `a` against two rows `b` at once: `out[i][j]` is the same
 /// sequence of operations as `dot8(a[i], b[j])`, so the same bits, and the four share
-/// their loads (the portable form of the linear instance kernel's Gram rows,
-/// `fast::linear_gram_rows`).
+/// their loads (the linear instance kernel's Gram rows where the CPU has no AVX;
+/// `fast::dot8_2x2_avx` where it has).
 #[inline(always)]
 pub fn dot8_2x2(a: [&[f64]; 2], b: [&[f64]; 2]) -> [[f64; 2]; 2] {
     #[inline(always)]

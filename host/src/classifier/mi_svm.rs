@@ -30,6 +30,7 @@ use crate::data::standardize::is_round_off;
 use crate::data::Bags;
 use crate::error::{Error, Result};
 use crate::explain::{Explanation, InstanceScore};
+use crate::fast::Dot8Block;
 use crate::numerics::{dot8 as dot, first_argmax};
 use crate::optim::smo::{self, SmoParams};
 
@@ -220,10 +221,12 @@ pub(super) fn gram(kernel: Kernel, x: &[f64], dim: usize) -> Vec<f64> {
     let mut k = vec![0.0; n * n];
     match kernel.kind {
         // Two rows against two at a time, each entry still `dot8` to the bit.
-        InstanceKernel::Linear => k
-            .par_chunks_mut(2 * n)
-            .enumerate()
-            .for_each(|(p, out)| crate::fast::linear_gram_rows(x, dim, 2 * p, out)),
+        InstanceKernel::Linear => {
+            let block = crate::fast::dot8_2x2_avx().unwrap_or(crate::numerics::dot8_2x2);
+            k.par_chunks_mut(2 * n)
+                .enumerate()
+                .for_each(|(p, out)| linear_rows(x, dim, 2 * p, out, block))
+        }
         InstanceKernel::Rbf => k.par_chunks_mut(n).enumerate().for_each(|(i, out)| {
             for (j, v) in out.iter_mut().enumerate().skip(i) {
                 *v = kernel.eval(row(i), row(j));
@@ -232,6 +235,36 @@ pub(super) fn gram(kernel: Kernel, x: &[f64], dim: usize) -> Vec<f64> {
     }
     mirror_upper(&mut k, n);
     k
+}
+
+/// The upper-triangle entries of rows i and i + 1 of the linear Gram matrix of the rows
+/// of `x` (`out`: those two rows, or row i alone when it is the last), two rows against
+/// two at a time by `block`, each entry `dot8` to the bit.
+fn linear_rows(x: &[f64], dim: usize, i: usize, out: &mut [f64], block: Dot8Block) {
+    let n = x.len() / dim;
+    let row = |i: usize| &x[i * dim..(i + 1) * dim];
+    let (first, second) = out.split_at_mut(n);
+    if second.is_empty() {
+        for (j, v) in first.iter_mut().enumerate().skip(i) {
+            *v = dot(row(i), row(j));
+        }
+        return;
+    }
+    let mut j = i;
+    while j + 1 < n {
+        let [[a, b], [c, d]] = block([row(i), row(i + 1)], [row(j), row(j + 1)]);
+        (first[j], first[j + 1]) = (a, b);
+        // Entry (i + 1, i) lies below the diagonal.
+        if j > i {
+            second[j] = c;
+        }
+        second[j + 1] = d;
+        j += 2;
+    }
+    if j < n {
+        first[j] = dot(row(i), row(j));
+        second[j] = dot(row(i + 1), row(j));
+    }
 }
 
 /// Copies the upper triangle of the n × n row-major `k` onto its lower triangle, in
